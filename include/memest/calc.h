@@ -1,0 +1,93 @@
+/* calc.h - the calculators. Each reads a finished run (run.h) and computes
+ * one quantity; none reads the JSON. memest_estimate() runs them all. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "memest/error.h"
+#include "memest/run.h"
+#include "memest/timeline.h"
+
+/* calc_params.c: parameters (shared ones once) and buffers. */
+struct memest_param_totals {
+    uint64_t total, trainable, frozen;        /* elements */
+    uint64_t tensors, trainable_tensors;      /* distinct parameter tensors */
+    uint64_t bytes, trainable_bytes;
+    uint64_t buffer_elems, buffer_bytes, buffer_tensors;
+};
+int memest_calc_params(const struct memest_run *r, struct memest_param_totals *out,
+                       struct memest_error *err);
+
+/* calc_grads.c: one gradient per trainable parameter, in its dtype. */
+uint64_t memest_calc_grads(const struct memest_run *r);
+
+/* calc_optimizer.c: the state tensors PyTorch's optimizers keep. */
+enum memest_optim {
+    MEMEST_OPT_SGD = 0,
+    MEMEST_OPT_ADAM,
+    MEMEST_OPT_ADAMW,
+    MEMEST_OPT_RMSPROP,
+    MEMEST_OPT_ADAGRAD,
+    MEMEST_OPT_COUNT
+};
+struct memest_optim_cfg {
+    enum memest_optim kind;
+    double momentum;    /* sgd, rmsprop */
+    bool amsgrad;       /* adam, adamw */
+    bool centered;      /* rmsprop */
+};
+struct memest_optstate {
+    unsigned copies;          /* parameter-sized state tensors per parameter */
+    uint64_t device_bytes;    /* those copies, on the device */
+    uint64_t step_tensors;    /* per-parameter "step" scalars (float32, host) */
+    uint64_t host_bytes;
+};
+const char *memest_optim_name(enum memest_optim k);
+int memest_optim_parse(const char *s, enum memest_optim *out);
+int memest_calc_optimizer(const struct memest_run *r, const struct memest_optim_cfg *cfg,
+                          struct memest_optstate *out, struct memest_error *err);
+
+/* calc_activations.c: bytes of the distinct storages autograd saves for
+ * backward in one training forward pass; fills nodeinfo.act_bytes (each
+ * storage attributed to the first node that saves it) and storage.saved. */
+uint64_t memest_calc_activations(struct memest_run *r);
+
+/* calc_flops.c: multiply-accumulates (1 MAC = 2 FLOPs). */
+struct memest_flops {
+    double fwd_macs, bwd_macs;
+    double fwd_flops, bwd_flops, step_flops;  /* step = forward + backward */
+};
+void memest_calc_flops(const struct memest_run *r, struct memest_flops *out);
+
+/* calc_peak.c: the allocation timeline of one step, and its peak. */
+struct memest_peak_opts {
+    bool inference;     /* no-grad forward pass only */
+    const struct memest_optstate *opt;
+};
+struct memest_peak {
+    uint64_t bytes;           /* live bytes at the peak */
+    size_t event;             /* event index of the peak */
+    uint8_t phase;            /* enum memest_phase */
+    uint32_t node;            /* node at the peak, UINT32_MAX = none */
+    uint64_t at_peak[MEMEST_CAT_COUNT];  /* live bytes per category at the peak */
+};
+/* Builds the timeline of one step (training unless o->inference) into tl and
+ * finds its peak. Activations must have been computed first. */
+int memest_calc_peak(const struct memest_run *r, const struct memest_peak_opts *o,
+                     struct memest_timeline *tl, struct memest_peak *out,
+                     struct memest_error *err);
+
+/* Everything at once. */
+struct memest_estimate {
+    struct memest_param_totals params;
+    uint64_t gradients;
+    struct memest_optstate opt;
+    uint64_t activations;
+    struct memest_flops flops;
+    struct memest_peak train_peak;
+    struct memest_peak infer_peak;
+};
+int memest_estimate(struct memest_run *r, const struct memest_optim_cfg *cfg,
+                    struct memest_estimate *e, struct memest_timeline *train_tl,
+                    struct memest_error *err);

@@ -1,0 +1,59 @@
+/* graph.h - the layer graph: a model file after its blocks, repeats,
+ * conditions and variables are expanded. Nodes are in topological order
+ * (every input refers to an earlier node); model inputs are nodes too, of
+ * op "input". The graph holds no batch-dependent figure: shape inference
+ * (run.h) works on it once per batch size. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "memest/arena.h"
+
+struct memest_op_desc;
+
+/* An evaluated argument, as described by the op's memest_argspec. */
+struct memest_argval {
+    bool given;        /* written in the file (else the default) */
+    bool none;         /* optional argument left unset (PyTorch's None) */
+    int n;             /* number of list elements (1 for scalars) */
+    int64_t *v;        /* INT, BOOL, INTS, SHAPE elements */
+    double f;          /* FLOAT */
+    const char *s;     /* STR, NAME */
+};
+
+/* Reference to output `out` of node `node`. */
+struct memest_ref {
+    uint32_t node;
+    uint16_t out;
+};
+
+struct memest_node {
+    const char *name;   /* full name, "layer1.0.conv1" */
+    const char *path;   /* JSON path of its definition, for messages */
+    const struct memest_op_desc *op;
+    struct memest_ref *in;
+    uint32_t nin;
+    struct memest_argval *args;   /* op->nargs entries */
+    bool trainable;               /* false: "trainable": false here or above */
+    int64_t tie_node;             /* node whose weight this one shares, or -1 */
+};
+
+struct memest_graph {
+    const char *name;       /* the file's "name" */
+    const char *file;
+    struct memest_node *nodes;
+    uint32_t nnodes;
+    struct memest_ref *outputs;
+    uint32_t noutputs;
+    struct memest_arena arena;
+};
+
+/* Limits documented in models/README.md. */
+#define MEMEST_MAX_NODES 2000000u     /* nodes after expansion */
+#define MEMEST_MAX_NESTING 64         /* block-in-block depth */
+#define MEMEST_MAX_FILE_BYTES (256u << 20)  /* model file size */
+
+void memest_graph_free(struct memest_graph *g);
+/* Index of the node called `name`, or -1. */
+int64_t memest_graph_find(const struct memest_graph *g, const char *name);

@@ -1,0 +1,40 @@
+/* model.h - reading a model file (JSON) and building its layer graph.
+ *
+ *   struct memest_model m; struct memest_graph g; struct memest_error err = {0};
+ *   if (memest_model_read_file("models/resnet50.json", &m, &err) != 0 ||
+ *       memest_model_build(&m, NULL, 0, &g, &err) != 0) { report(&err); }
+ *
+ * The parsed document is kept in `m`, so the graph can be rebuilt with other
+ * variable values (--set, --sweep-var) without reading the file again. */
+#pragma once
+
+#include <stddef.h>
+
+#include "memest/error.h"
+#include "memest/graph.h"
+
+struct cJSON;
+
+struct memest_model {
+    struct cJSON *root;
+    const char *file;   /* label used in messages */
+};
+
+/* A --set NAME=VALUE override of a model variable. */
+struct memest_override {
+    const char *name;
+    const char *value;  /* parsed as a number, true/false, or else a string */
+};
+
+/* Reads and parses a file: size limit MEMEST_MAX_FILE_BYTES, valid UTF-8, no
+ * NUL bytes, exactly one JSON value, no duplicate keys. 0 / -1 (err names the
+ * file and line:col). */
+int memest_model_read_file(const char *path, struct memest_model *m, struct memest_error *err);
+/* The same for text in memory (`label` names it in messages). */
+int memest_model_read_string(const char *text, size_t len, const char *label,
+                             struct memest_model *m, struct memest_error *err);
+/* Expands blocks, repeats, conditions and variables into a graph, checking
+ * every field. 0 / -1 (err names the JSON path and the node). */
+int memest_model_build(const struct memest_model *m, const struct memest_override *ov, int nov,
+                       struct memest_graph *g, struct memest_error *err);
+void memest_model_free(struct memest_model *m);

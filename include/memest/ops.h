@@ -1,0 +1,143 @@
+/* ops.h - the operator table. Each supported "type" of the model format is
+ * one struct memest_op_desc: its arguments (checked centrally by the model
+ * builder) and an infer function that, given the input tensors, declares the
+ * outputs, parameters, buffers, tensors saved for backward and MACs through
+ * the memest_ictx calls below. Op families live in src/ops_<family>.c. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "memest/dtype.h"
+#include "memest/graph.h"
+#include "memest/shape.h"
+
+enum memest_argkind {
+    MEMEST_ARG_INT,    /* integer */
+    MEMEST_ARG_FLOAT,  /* number */
+    MEMEST_ARG_BOOL,   /* true / false */
+    MEMEST_ARG_INTS,   /* int, or list of .n ints (a PyTorch tuple argument);
+                          .n == 0: a list of any length, or a single int */
+    MEMEST_ARG_SHAPE,  /* list of ints where -1 and "batch" are allowed */
+    MEMEST_ARG_STR,    /* one of .choices ("a|b|c"), or any string if NULL */
+    MEMEST_ARG_NAME,   /* name of another node */
+    MEMEST_ARG_COUNT
+};
+
+struct memest_argspec {
+    const char *name;
+    enum memest_argkind kind;
+    bool required;
+    bool optional;       /* may stay unset (None): argval.none */
+    int n;               /* INTS tuple length, 0 = any */
+    int64_t lo, hi;      /* bounds for ints; lo == hi == 0: no bounds */
+    int64_t idef;        /* default for INT, BOOL and every INTS element */
+    double fdef;         /* default for FLOAT */
+    double flo, fhi;     /* bounds for FLOAT; flo == fhi == 0: none */
+    const char *sdef;    /* default for STR */
+    const char *choices; /* STR: "a|b|c" */
+    const char *doc;
+};
+
+/* In a SHAPE argument, the batch size. */
+#define MEMEST_SHAPE_BATCH INT64_MIN
+
+struct memest_ictx;
+
+struct memest_op_desc {
+    const char *name;             /* "conv2d" */
+    int min_in, max_in;           /* inputs; max_in < 0: unbounded */
+    const struct memest_argspec *args;
+    int nargs;
+    int (*infer)(struct memest_ictx *c);
+    const char *doc;              /* one line for models/README.md and errors */
+};
+
+/* Looks an op up by its "type" name; NULL when unknown. */
+const struct memest_op_desc *memest_op_find(const char *name);
+/* The known op name nearest to `name` (for "did you mean"), or NULL. */
+const char *memest_op_suggest(const char *name);
+/* All ops, for listings. */
+const struct memest_op_desc *const *memest_op_all(int *count);
+/* Index of the argument called `name` in op->args, or -1. */
+int memest_op_arg_index(const struct memest_op_desc *op, const char *name);
+
+/* ---- The calls an infer function makes (implemented in src/infer.c) ---- */
+
+/* Number of inputs, and input i's geometry, dtype and requires_grad. */
+int memest_in_count(const struct memest_ictx *c);
+const struct memest_shape *memest_in_shape(const struct memest_ictx *c, int i);
+enum memest_dtype memest_in_dtype(const struct memest_ictx *c, int i);
+bool memest_in_requires_grad(const struct memest_ictx *c, int i);
+/* The node's evaluated argument number idx (its index in op->args). */
+const struct memest_argval *memest_arg(const struct memest_ictx *c, int idx);
+/* Argument idx as a single int / bool / float. */
+int64_t memest_arg_int(const struct memest_ictx *c, int idx);
+bool memest_arg_bool(const struct memest_ictx *c, int idx);
+double memest_arg_float(const struct memest_ictx *c, int idx);
+/* Batch size of this run, compute dtype for float tensors and parameters. */
+int64_t memest_batch(const struct memest_ictx *c);
+enum memest_dtype memest_float_dtype(const struct memest_ictx *c);
+/* True if this node's parameters are trainable. */
+bool memest_trainable(const struct memest_ictx *c);
+/* Whether autograd records this node: some input requires grad, or the node
+ * has trainable parameters (valid after its params are declared). */
+bool memest_needs_grad(const struct memest_ictx *c);
+
+/* Declares a parameter of the node (sizes as in PyTorch). Returns 0/-1. */
+int memest_param(struct memest_ictx *c, const char *name, int ndim, const int64_t *size);
+/* Declares a buffer (running stats etc.). */
+int memest_buffer(struct memest_ictx *c, const char *name, int ndim, const int64_t *size,
+                  enum memest_dtype dt);
+/* True when the node's parameter `name` (declared above) requires grad. */
+bool memest_param_trainable(const struct memest_ictx *c, const char *name);
+
+/* New output with fresh, contiguous storage. Returns the output's index in
+ * this node (0, 1, ...) or -1. */
+int memest_out_new(struct memest_ictx *c, int ndim, const int64_t *size, enum memest_dtype dt);
+/* New output with fresh storage laid out like input `like` (elementwise ops
+ * keep their input's memory format, as TensorIterator does). */
+int memest_out_like(struct memest_ictx *c, const struct memest_shape *sizes, int like,
+                    enum memest_dtype dt);
+/* Output that is a view of input `in`: same storage, the given sizes and
+ * strides, element offset `offset` relative to the input's. */
+int memest_out_view(struct memest_ictx *c, int in, const struct memest_shape *geom,
+                    int64_t offset);
+/* Output that reshapes input `in` to `sizes`: a view when PyTorch can view,
+ * else a contiguous copy (a fresh storage). */
+int memest_out_reshape(struct memest_ictx *c, int in, int ndim, const int64_t *size);
+/* Output that is the node's declared parameter `name` itself (a leaf that
+ * requires grad when trainable), e.g. the "parameter" op. */
+int memest_out_param(struct memest_ictx *c, const char *name);
+/* Output aliasing input `in` entirely (in-place ops). */
+int memest_out_inplace(struct memest_ictx *c, int in);
+/* Marks output k as a leaf that requires grad (or not), overriding the
+ * default (outputs require grad when the node needs grad). */
+void memest_out_set_requires_grad(struct memest_ictx *c, int k, bool rg);
+/* The geometry of output k already declared. */
+const struct memest_shape *memest_out_shape(const struct memest_ictx *c, int k);
+
+/* Saved for backward: input i, output k, or an op-internal tensor (indices,
+ * masks, statistics, workspaces) of the given size. Ignored when the node
+ * does not need grad. A storage saved several times counts once. */
+int memest_save_in(struct memest_ictx *c, int i);
+int memest_save_out(struct memest_ictx *c, int k);
+int memest_save_new(struct memest_ictx *c, int ndim, const int64_t *size, enum memest_dtype dt);
+/* Saves input i as `reshape(i, ndim, size)` would see it: the input's own
+ * storage when viewable, else a fresh contiguous copy (e.g. matmul folding
+ * a permuted operand). */
+int memest_save_in_reshaped(struct memest_ictx *c, int i, int ndim, const int64_t *size);
+
+/* Forward MACs, and the MACs of the backward pass (gradient of each input
+ * that requires grad, gradient of trainable weights): each given
+ * separately so the caller can apply the rules in one place. */
+void memest_macs(struct memest_ictx *c, double fwd);
+void memest_macs_bwd(struct memest_ictx *c, double bwd);
+/* Transient forward workspace in bytes (freed at the end of the op). */
+void memest_workspace(struct memest_ictx *c, uint64_t bytes);
+
+/* Fails the inference with a message naming the node and its input shapes.
+ * Returns -1. */
+int memest_fail(struct memest_ictx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* numel of sizes, overflow-checked; on overflow fails and returns false. */
+bool memest_numel(struct memest_ictx *c, int ndim, const int64_t *size, uint64_t *out);

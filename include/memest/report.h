@@ -1,0 +1,28 @@
+/* report.h - the text summary and the JSON document memest prints. */
+#pragma once
+
+#include <stdio.h>
+
+#include "memest/calc.h"
+#include "memest/cli.h"
+#include "memest/graph.h"
+#include "memest/probe.h"
+#include "memest/run.h"
+
+#define MEMEST_SCHEMA_VERSION 1
+
+struct memest_report {
+    const struct memest_cli *cli;
+    const struct memest_graph *g;
+    const struct memest_run *r;
+    const struct memest_estimate *e;
+    const struct memest_probe_result *probe;  /* NULL: no probe ran */
+};
+
+/* Sum of the element counts of a node's own (untied) parameters. */
+uint64_t memest_node_params(const struct memest_run *r, uint32_t node);
+/* Training-step memory total: the training peak's live bytes. */
+void memest_report_text(FILE *f, const struct memest_report *rep);
+void memest_report_json(FILE *f, const struct memest_report *rep);
+/* {"schema_version": 1, "error": {"code", "message", "file", "path", "node", "line", "col"}} */
+void memest_report_error_json(FILE *f, const struct memest_error *err);

@@ -1,0 +1,98 @@
+/* run.h - shape inference over a graph for one batch size, and its results:
+ * every tensor value, storage, parameter, buffer and saved tensor, per node.
+ * The calculators (calc.h) read a run, never the JSON. A run can be redone
+ * for another batch size on the same graph without re-reading the file. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "memest/dtype.h"
+#include "memest/error.h"
+#include "memest/graph.h"
+#include "memest/shape.h"
+
+enum memest_storage_kind {
+    MEMEST_ST_INPUT = 0, /* model input */
+    MEMEST_ST_ACT,       /* op output */
+    MEMEST_ST_EXTRA,     /* op-internal tensor saved for backward */
+    MEMEST_ST_PARAM,
+    MEMEST_ST_BUFFER,
+    MEMEST_ST_KIND_COUNT
+};
+
+struct memest_storage {
+    uint64_t bytes;
+    uint32_t node;       /* producing node */
+    uint8_t kind;        /* enum memest_storage_kind */
+    uint8_t dtype;
+    uint32_t last_use;   /* last node reading it in forward (liveness) */
+    bool saved;          /* saved for backward by some node */
+};
+
+struct memest_value {
+    struct memest_shape shape;
+    int64_t offset;      /* elements into the storage */
+    uint32_t storage;
+    uint8_t dtype;
+    bool requires_grad;
+};
+
+struct memest_param {
+    uint32_t node;
+    const char *name;    /* "weight", "bias", "weight_ih_l0", ... */
+    uint64_t numel;
+    struct memest_shape shape;
+    bool trainable;
+    int64_t tied_to;     /* index of the parameter it shares, or -1 */
+    uint32_t storage;
+};
+
+struct memest_buffer {
+    uint32_t node;
+    const char *name;
+    uint64_t numel;
+    uint8_t dtype;
+};
+
+struct memest_nodeinfo {
+    uint32_t out_first, nout;      /* into run.values */
+    uint32_t save_first, nsave;    /* into run.saves (storage ids) */
+    uint32_t param_first, nparam;  /* into run.params */
+    uint32_t buffer_first, nbuffer;
+    bool needs_grad;
+    double fwd_macs;
+    double bwd_macs;
+    uint64_t work_bytes;           /* forward workspace */
+    uint64_t act_bytes;            /* saved bytes first saved by this node */
+};
+
+struct memest_run_opts {
+    int64_t batch;                 /* >= 1 */
+    enum memest_dtype dtype;       /* parameters and float activations */
+};
+
+struct memest_run {
+    const struct memest_graph *g;
+    struct memest_run_opts opts;
+    struct memest_nodeinfo *nodes;        /* g->nnodes */
+    struct memest_value *values;
+    uint32_t nvalues, cap_values;
+    struct memest_storage *storages;
+    uint32_t nstorages, cap_storages;
+    uint32_t *saves;
+    uint32_t nsaves, cap_saves;
+    struct memest_param *params;
+    uint32_t nparams, cap_params;
+    struct memest_buffer *buffers;
+    uint32_t nbuffers, cap_buffers;
+};
+
+/* Runs shape inference of the whole graph for opts. `r` may hold a previous
+ * run (its arrays are reused) or be zeroed. Returns 0, or -1 with err set
+ * (naming the node). */
+int memest_run_infer(struct memest_run *r, const struct memest_graph *g,
+                     const struct memest_run_opts *opts, struct memest_error *err);
+void memest_run_free(struct memest_run *r);
+/* The value for output `out` of node `node`. */
+const struct memest_value *memest_run_value(const struct memest_run *r, struct memest_ref ref);

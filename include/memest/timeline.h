@@ -1,0 +1,69 @@
+/* timeline.h - one training (or inference) step as an ordered list of
+ * device allocation and free events. The peak calculator builds it; the CUDA
+ * probe replays it on a real device. Every ALLOC has exactly one matching
+ * FREE with the same id, unless the block outlives the step (parameters,
+ * buffers, optimizer state: `persistent`), in which case the free comes at
+ * the very end in phase MEMEST_PH_TEARDOWN. */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memest/error.h"
+
+enum memest_phase {
+    MEMEST_PH_SETUP = 0,  /* model and optimizer state before the step */
+    MEMEST_PH_FORWARD,
+    MEMEST_PH_LOSS,
+    MEMEST_PH_BACKWARD,
+    MEMEST_PH_OPTIMIZER,
+    MEMEST_PH_TEARDOWN,
+    MEMEST_PH_COUNT
+};
+
+enum memest_category {
+    MEMEST_CAT_PARAMS = 0,
+    MEMEST_CAT_BUFFERS,
+    MEMEST_CAT_GRADS,
+    MEMEST_CAT_OPTSTATE,
+    MEMEST_CAT_INPUTS,
+    MEMEST_CAT_SAVED,       /* activations saved for backward */
+    MEMEST_CAT_TRANSIENT,   /* forward outputs not saved, workspaces */
+    MEMEST_CAT_ACTGRADS,    /* gradients of activations during backward */
+    MEMEST_CAT_OPTTEMP,     /* optimizer temporaries */
+    MEMEST_CAT_COUNT
+};
+
+enum memest_event_kind { MEMEST_EV_ALLOC = 0, MEMEST_EV_FREE = 1 };
+
+struct memest_event {
+    uint8_t kind;      /* enum memest_event_kind */
+    uint8_t phase;     /* enum memest_phase */
+    uint8_t category;  /* enum memest_category */
+    uint32_t node;     /* node index in the graph, UINT32_MAX = none */
+    uint32_t id;       /* allocation id, pairs ALLOC with FREE */
+    uint64_t bytes;
+};
+
+struct memest_timeline {
+    struct memest_event *ev;
+    size_t n, cap;
+    uint32_t next_id;
+    const char *const *node_names;  /* node index -> name, for messages; may be NULL */
+};
+
+const char *memest_phase_name(enum memest_phase p);
+const char *memest_category_name(enum memest_category c);
+
+/* Appends an ALLOC and returns its id via *id. 0 / -1 (out of memory). */
+int memest_timeline_alloc(struct memest_timeline *t, uint8_t phase, uint8_t cat,
+                          uint32_t node, uint64_t bytes, uint32_t *id);
+/* Appends the FREE of allocation id (bytes and category as allocated). */
+int memest_timeline_free(struct memest_timeline *t, uint8_t phase, uint8_t cat,
+                         uint32_t node, uint32_t id, uint64_t bytes);
+void memest_timeline_reset(struct memest_timeline *t);
+void memest_timeline_dispose(struct memest_timeline *t);
+
+/* Peak of live bytes over the timeline, and the index of the event at which
+ * it is first reached. */
+uint64_t memest_timeline_peak(const struct memest_timeline *t, size_t *at_event);

@@ -1,0 +1,479 @@
+/* infer.c - the shape-inference engine: walks the graph in order, calls each
+ * op's infer function and records values, storages, parameters, buffers,
+ * saved tensors and MACs in a memest_run. Implements the memest_ictx calls
+ * declared in ops.h. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memest/checked.h"
+#include "memest/ops.h"
+#include "memest/run.h"
+
+extern const struct memest_op_desc memest_op_input;
+
+#define MAX_INPUTS 64
+
+struct memest_ictx {
+    struct memest_run *r;
+    const struct memest_node *node;
+    uint32_t id;
+    struct memest_nodeinfo *ni;
+    uint32_t in[MAX_INPUTS];   /* value indices */
+    int nin;
+    int8_t rg_override[256];   /* per output: -1 none, 0/1 forced requires_grad */
+    struct memest_error *err;
+};
+
+/* ---- growable arrays ---- */
+
+static int grow(void **arr, uint32_t *cap, uint32_t need, size_t elem, struct memest_error *err)
+{
+    if (need <= *cap)
+        return 0;
+    if (need > UINT32_MAX / 2)
+        return memest_errf(err, MEMEST_ERR_LIMIT, NULL, "too many tensors (more than 2^31)");
+    uint32_t ncap = *cap ? *cap : 64;
+    while (ncap < need)
+        ncap *= 2;
+    void *p = realloc(*arr, elem * ncap);
+    if (!p)
+        return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+    *arr = p;
+    *cap = ncap;
+    return 0;
+}
+
+#define GROW(c, field, capf, n) \
+    grow((void **)&(c)->r->field, &(c)->r->capf, (n), sizeof *(c)->r->field, (c)->err)
+
+/* ---- errors ---- */
+
+int memest_fail(struct memest_ictx *c, const char *fmt, ...)
+{
+    if (c->err->code != MEMEST_ERR_NONE)
+        return -1;
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    char shapes[200] = "";
+    size_t used = 0;
+    for (int i = 0; i < c->nin && used < sizeof shapes; i++) {
+        char s[96];
+        memest_shape_str(&c->r->values[c->in[i]].shape, s, sizeof s);
+        used += (size_t)snprintf(shapes + used, sizeof shapes - used, "%s%s", i ? ", " : "", s);
+    }
+    memest_errf(c->err, MEMEST_ERR_SHAPE, c->node->path, "%s: %s%s%s", c->node->op->name, msg,
+                c->nin ? "; input shapes: " : "", shapes);
+    snprintf(c->err->node, sizeof c->err->node, "%s", c->node->name);
+    return -1;
+}
+
+static int fail_limit(struct memest_ictx *c, const char *what)
+{
+    int rc = memest_fail(c, "%s exceeds 2^63 bytes", what);
+    c->err->code = MEMEST_ERR_LIMIT;
+    return rc;
+}
+
+bool memest_numel(struct memest_ictx *c, int ndim, const int64_t *size, uint64_t *out)
+{
+    uint64_t n = 1;
+    for (int d = 0; d < ndim; d++) {
+        if (size[d] < 0) {
+            memest_fail(c, "negative dimension %lld", (long long)size[d]);
+            return false;
+        }
+        if (!memest_mul(n, (uint64_t)size[d], &n)) {
+            fail_limit(c, "a tensor's element count");
+            return false;
+        }
+    }
+    *out = n;
+    return true;
+}
+
+/* ---- inputs and arguments ---- */
+
+int memest_in_count(const struct memest_ictx *c) { return c->nin; }
+const struct memest_shape *memest_in_shape(const struct memest_ictx *c, int i)
+{
+    return &c->r->values[c->in[i]].shape;
+}
+enum memest_dtype memest_in_dtype(const struct memest_ictx *c, int i)
+{
+    return (enum memest_dtype)c->r->values[c->in[i]].dtype;
+}
+bool memest_in_requires_grad(const struct memest_ictx *c, int i)
+{
+    return c->r->values[c->in[i]].requires_grad;
+}
+const struct memest_argval *memest_arg(const struct memest_ictx *c, int idx)
+{
+    return &c->node->args[idx];
+}
+int64_t memest_arg_int(const struct memest_ictx *c, int idx) { return c->node->args[idx].v[0]; }
+bool memest_arg_bool(const struct memest_ictx *c, int idx) { return c->node->args[idx].v[0] != 0; }
+double memest_arg_float(const struct memest_ictx *c, int idx) { return c->node->args[idx].f; }
+int64_t memest_batch(const struct memest_ictx *c) { return c->r->opts.batch; }
+enum memest_dtype memest_float_dtype(const struct memest_ictx *c) { return c->r->opts.dtype; }
+bool memest_trainable(const struct memest_ictx *c) { return c->node->trainable; }
+
+bool memest_needs_grad(const struct memest_ictx *c)
+{
+    for (int i = 0; i < c->nin; i++)
+        if (c->r->values[c->in[i]].requires_grad)
+            return true;
+    for (uint32_t p = c->ni->param_first; p < c->r->nparams; p++)
+        if (c->r->params[p].trainable)
+            return true;
+    return false;
+}
+
+/* ---- storages and values ---- */
+
+static int new_storage(struct memest_ictx *c, uint64_t numel, enum memest_dtype dt, uint8_t kind,
+                       uint32_t *id)
+{
+    uint64_t bytes;
+    if (!memest_mul(numel, memest_dtype_size(dt), &bytes))
+        return fail_limit(c, "a tensor's size");
+    if (GROW(c, storages, cap_storages, c->r->nstorages + 1) != 0)
+        return -1;
+    *id = c->r->nstorages++;
+    c->r->storages[*id] = (struct memest_storage){.bytes = bytes, .node = c->id, .kind = kind,
+                                                  .dtype = (uint8_t)dt, .last_use = c->id};
+    return 0;
+}
+
+static int push_value(struct memest_ictx *c, const struct memest_shape *geom, int64_t offset,
+                      uint32_t storage, enum memest_dtype dt)
+{
+    if (c->r->nvalues - c->ni->out_first >= 255)
+        return memest_fail(c, "more than 255 outputs");
+    if (GROW(c, values, cap_values, c->r->nvalues + 1) != 0)
+        return -1;
+    struct memest_value *v = &c->r->values[c->r->nvalues++];
+    v->shape = *geom;
+    v->offset = offset;
+    v->storage = storage;
+    v->dtype = (uint8_t)dt;
+    v->requires_grad = false;
+    return (int)(c->r->nvalues - 1 - c->ni->out_first);
+}
+
+static int check_ndim(struct memest_ictx *c, int ndim)
+{
+    if (ndim < 0 || ndim > MEMEST_MAX_DIMS)
+        return memest_fail(c, "result would have %d dimensions; memest supports at most %d", ndim,
+                           MEMEST_MAX_DIMS);
+    return 0;
+}
+
+int memest_out_new(struct memest_ictx *c, int ndim, const int64_t *size, enum memest_dtype dt)
+{
+    uint64_t numel;
+    uint32_t st;
+    if (check_ndim(c, ndim) != 0 || !memest_numel(c, ndim, size, &numel))
+        return -1;
+    if (new_storage(c, numel, dt, c->node->op == &memest_op_input ? MEMEST_ST_INPUT : MEMEST_ST_ACT,
+                    &st) != 0)
+        return -1;
+    struct memest_shape s;
+    memest_shape_set(&s, ndim, size);
+    return push_value(c, &s, 0, st, dt);
+}
+
+int memest_out_like(struct memest_ictx *c, const struct memest_shape *sizes, int like,
+                    enum memest_dtype dt)
+{
+    struct memest_shape s = *sizes;
+    const struct memest_shape *ls = memest_in_shape(c, like);
+    if (memest_shape_equal(&s, ls))
+        memest_shape_like(&s, ls);
+    else
+        memest_shape_contiguous_strides(&s);
+    uint64_t numel;
+    uint32_t st;
+    if (check_ndim(c, s.ndim) != 0 || !memest_numel(c, s.ndim, s.size, &numel) ||
+        new_storage(c, numel, dt, MEMEST_ST_ACT, &st) != 0)
+        return -1;
+    return push_value(c, &s, 0, st, dt);
+}
+
+int memest_out_view(struct memest_ictx *c, int in, const struct memest_shape *geom, int64_t offset)
+{
+    const struct memest_value *v = &c->r->values[c->in[in]];
+    uint64_t numel;
+    if (check_ndim(c, geom->ndim) != 0 || !memest_numel(c, geom->ndim, geom->size, &numel))
+        return -1;
+    return push_value(c, geom, v->offset + offset, v->storage, (enum memest_dtype)v->dtype);
+}
+
+int memest_out_reshape(struct memest_ictx *c, int in, int ndim, const int64_t *size)
+{
+    if (check_ndim(c, ndim) != 0)
+        return -1;
+    struct memest_shape to;
+    memest_shape_set(&to, ndim, size);
+    if (memest_shape_view_strides(memest_in_shape(c, in), &to))
+        return memest_out_view(c, in, &to, 0);
+    return memest_out_new(c, ndim, size, memest_in_dtype(c, in));
+}
+
+int memest_out_inplace(struct memest_ictx *c, int in)
+{
+    const struct memest_value v = c->r->values[c->in[in]];
+    return push_value(c, &v.shape, v.offset, v.storage, (enum memest_dtype)v.dtype);
+}
+
+int memest_out_param(struct memest_ictx *c, const char *name)
+{
+    for (uint32_t p = c->ni->param_first; p < c->r->nparams; p++) {
+        const struct memest_param *pp = &c->r->params[p];
+        if (strcmp(pp->name, name) == 0) {
+            int k = push_value(c, &pp->shape, 0, pp->storage, c->r->opts.dtype);
+            if (k >= 0 && k < 256)
+                c->rg_override[k] = pp->trainable;
+            return k;
+        }
+    }
+    return memest_fail(c, "internal: no parameter \"%s\"", name);
+}
+
+void memest_out_set_requires_grad(struct memest_ictx *c, int k, bool rg)
+{
+    if (k >= 0 && k < 256)
+        c->rg_override[k] = rg;
+}
+
+const struct memest_shape *memest_out_shape(const struct memest_ictx *c, int k)
+{
+    return &c->r->values[c->ni->out_first + (uint32_t)k].shape;
+}
+
+/* ---- parameters and buffers ---- */
+
+static int find_tied(struct memest_ictx *c, const char *name, const struct memest_shape *s,
+                     int64_t *idx)
+{
+    *idx = -1;
+    if (c->node->tie_node < 0 || strcmp(name, "weight") != 0)
+        return 0;
+    const struct memest_nodeinfo *t = &c->r->nodes[c->node->tie_node];
+    for (uint32_t p = t->param_first; p < t->param_first + t->nparam; p++) {
+        const struct memest_param *pp = &c->r->params[p];
+        if (strcmp(pp->name, "weight") != 0)
+            continue;
+        if (!memest_shape_equal(&pp->shape, s)) {
+            char a[96], b[96];
+            return memest_fail(c, "cannot tie its weight %s to the weight %s of \"%s\"",
+                               memest_shape_str(s, a, sizeof a), memest_shape_str(&pp->shape, b, sizeof b),
+                               c->r->g->nodes[c->node->tie_node].name);
+        }
+        *idx = pp->tied_to >= 0 ? pp->tied_to : (int64_t)p;
+        return 0;
+    }
+    return memest_fail(c, "tie_weight: node \"%s\" has no weight",
+                       c->r->g->nodes[c->node->tie_node].name);
+}
+
+int memest_param(struct memest_ictx *c, const char *name, int ndim, const int64_t *size)
+{
+    uint64_t numel;
+    if (check_ndim(c, ndim) != 0 || !memest_numel(c, ndim, size, &numel))
+        return -1;
+    struct memest_shape s;
+    memest_shape_set(&s, ndim, size);
+    int64_t tied;
+    if (find_tied(c, name, &s, &tied) != 0)
+        return -1;
+    uint32_t st;
+    if (tied >= 0)
+        st = c->r->params[tied].storage;
+    else if (new_storage(c, numel, c->r->opts.dtype, MEMEST_ST_PARAM, &st) != 0)
+        return -1;
+    if (GROW(c, params, cap_params, c->r->nparams + 1) != 0)
+        return -1;
+    c->r->params[c->r->nparams++] = (struct memest_param){
+        .node = c->id, .name = name, .numel = numel, .shape = s,
+        .trainable = tied >= 0 ? c->r->params[tied].trainable : c->node->trainable,
+        .tied_to = tied, .storage = st};
+    c->ni->nparam++;
+    return 0;
+}
+
+bool memest_param_trainable(const struct memest_ictx *c, const char *name)
+{
+    for (uint32_t p = c->ni->param_first; p < c->r->nparams; p++)
+        if (strcmp(c->r->params[p].name, name) == 0)
+            return c->r->params[p].trainable;
+    return false;
+}
+
+int memest_buffer(struct memest_ictx *c, const char *name, int ndim, const int64_t *size,
+                  enum memest_dtype dt)
+{
+    uint64_t numel;
+    uint32_t st;
+    if (check_ndim(c, ndim) != 0 || !memest_numel(c, ndim, size, &numel) ||
+        new_storage(c, numel, dt, MEMEST_ST_BUFFER, &st) != 0)
+        return -1;
+    if (GROW(c, buffers, cap_buffers, c->r->nbuffers + 1) != 0)
+        return -1;
+    c->r->buffers[c->r->nbuffers++] =
+        (struct memest_buffer){.node = c->id, .name = name, .numel = numel, .dtype = (uint8_t)dt};
+    c->ni->nbuffer++;
+    return 0;
+}
+
+/* ---- saved tensors, MACs ---- */
+
+static int push_save(struct memest_ictx *c, uint32_t storage)
+{
+    for (uint32_t i = c->ni->save_first; i < c->r->nsaves; i++)
+        if (c->r->saves[i] == storage)
+            return 0;
+    if (GROW(c, saves, cap_saves, c->r->nsaves + 1) != 0)
+        return -1;
+    c->r->saves[c->r->nsaves++] = storage;
+    return 0;
+}
+
+int memest_save_in(struct memest_ictx *c, int i)
+{
+    return push_save(c, c->r->values[c->in[i]].storage);
+}
+
+int memest_save_out(struct memest_ictx *c, int k)
+{
+    return push_save(c, c->r->values[c->ni->out_first + (uint32_t)k].storage);
+}
+
+int memest_save_new(struct memest_ictx *c, int ndim, const int64_t *size, enum memest_dtype dt)
+{
+    uint64_t numel;
+    uint32_t st;
+    if (!memest_numel(c, ndim, size, &numel) || new_storage(c, numel, dt, MEMEST_ST_EXTRA, &st) != 0)
+        return -1;
+    return push_save(c, st);
+}
+
+int memest_save_in_reshaped(struct memest_ictx *c, int i, int ndim, const int64_t *size)
+{
+    if (check_ndim(c, ndim) != 0)
+        return -1;
+    struct memest_shape to;
+    memest_shape_set(&to, ndim, size);
+    if (memest_shape_view_strides(memest_in_shape(c, i), &to))
+        return memest_save_in(c, i);
+    return memest_save_new(c, ndim, size, memest_in_dtype(c, i));
+}
+
+void memest_macs(struct memest_ictx *c, double fwd) { c->ni->fwd_macs += fwd; }
+void memest_macs_bwd(struct memest_ictx *c, double bwd) { c->ni->bwd_macs += bwd; }
+void memest_workspace(struct memest_ictx *c, uint64_t bytes)
+{
+    c->ni->work_bytes = memest_sat_add(c->ni->work_bytes, bytes);
+}
+
+/* ---- the walk ---- */
+
+static void reset(struct memest_run *r)
+{
+    r->nvalues = r->nstorages = r->nsaves = r->nparams = r->nbuffers = 0;
+}
+
+static int infer_node(struct memest_run *r, uint32_t id, struct memest_error *err)
+{
+    const struct memest_node *n = &r->g->nodes[id];
+    struct memest_nodeinfo *ni = &r->nodes[id];
+    memset(ni, 0, sizeof *ni);
+    ni->out_first = r->nvalues;
+    ni->save_first = r->nsaves;
+    ni->param_first = r->nparams;
+    ni->buffer_first = r->nbuffers;
+    struct memest_ictx c = {.r = r, .node = n, .id = id, .ni = ni, .err = err};
+    memset(c.rg_override, -1, sizeof c.rg_override);
+    if (n->nin > MAX_INPUTS)
+        return memest_fail(&c, "more than %d inputs", MAX_INPUTS);
+    for (uint32_t i = 0; i < n->nin; i++) {
+        const struct memest_nodeinfo *src = &r->nodes[n->in[i].node];
+        if (n->in[i].out >= src->nout) {
+            c.nin = (int)i;
+            return memest_fail(&c, "input \"%s:%u\": node \"%s\" has only %u output%s",
+                               r->g->nodes[n->in[i].node].name, n->in[i].out,
+                               r->g->nodes[n->in[i].node].name, src->nout,
+                               src->nout == 1 ? "" : "s");
+        }
+        c.in[i] = src->out_first + n->in[i].out;
+        struct memest_storage *st = &r->storages[r->values[c.in[i]].storage];
+        st->last_use = id;
+    }
+    c.nin = (int)n->nin;
+    if (n->op->infer(&c) != 0) {
+        if (err->code == MEMEST_ERR_NONE)
+            memest_fail(&c, "shape inference failed");
+        return -1;
+    }
+    ni->nout = r->nvalues - ni->out_first;
+    if (ni->nout == 0)
+        return memest_fail(&c, "internal: the op declared no output");
+    ni->needs_grad = memest_needs_grad(&c);
+    for (uint32_t k = 0; k < ni->nout; k++) {
+        int8_t o = k < 256 ? c.rg_override[k] : -1;
+        r->values[ni->out_first + k].requires_grad = o >= 0 ? o != 0 : ni->needs_grad;
+    }
+    if (!ni->needs_grad) {
+        r->nsaves = ni->save_first; /* autograd records nothing */
+        ni->bwd_macs = 0;
+    }
+    ni->nsave = r->nsaves - ni->save_first;
+    return 0;
+}
+
+int memest_run_infer(struct memest_run *r, const struct memest_graph *g,
+                     const struct memest_run_opts *opts, struct memest_error *err)
+{
+    if (r->g != g || !r->nodes) {
+        free(r->nodes);
+        r->nodes = calloc(g->nnodes ? g->nnodes : 1, sizeof *r->nodes);
+        if (!r->nodes)
+            return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+    }
+    r->g = g;
+    r->opts = *opts;
+    reset(r);
+    memest_err_file(err, g->file);
+    for (uint32_t i = 0; i < g->nnodes; i++)
+        if (infer_node(r, i, err) != 0)
+            return -1;
+    for (uint32_t o = 0; o < g->noutputs; o++) {
+        struct memest_ref ref = g->outputs[o];
+        if (ref.out >= r->nodes[ref.node].nout)
+            return memest_errf(err, MEMEST_ERR_SHAPE, "outputs",
+                               "node \"%s\" has only %u outputs", g->nodes[ref.node].name,
+                               r->nodes[ref.node].nout);
+        r->storages[memest_run_value(r, ref)->storage].last_use = g->nnodes;
+    }
+    return 0;
+}
+
+const struct memest_value *memest_run_value(const struct memest_run *r, struct memest_ref ref)
+{
+    return &r->values[r->nodes[ref.node].out_first + ref.out];
+}
+
+void memest_run_free(struct memest_run *r)
+{
+    free(r->nodes);
+    free(r->values);
+    free(r->storages);
+    free(r->saves);
+    free(r->params);
+    free(r->buffers);
+    memset(r, 0, sizeof *r);
+}

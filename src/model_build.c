@@ -1,0 +1,1076 @@
+/* model_build.c - expands a parsed model file into the layer graph:
+ * variables and --set overrides, blocks with arguments, "repeat", "if",
+ * input references, weight tying, and every argument checked against its
+ * op's argspec. All checks report the JSON path and the node. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memest/expr.h"
+#include "memest/graph.h"
+#include "memest/model.h"
+#include "memest/ops.h"
+#include "memest/strmap.h"
+#include "memest/suggest.h"
+
+extern const struct memest_op_desc memest_op_input;
+
+#define INT_LIMIT 9007199254740992.0 /* 2^53 */
+
+enum vkind { V_NUM, V_BOOL, V_STR, V_JSON };
+
+struct scope;
+
+struct var {
+    const char *name;
+    enum vkind kind;
+    double num;
+    const char *str;
+    const cJSON *json;
+    const struct scope *defscope; /* where a V_JSON list's elements are evaluated */
+};
+
+struct scope {
+    const struct scope *parent;
+    struct var *vars;
+    int nvars;
+};
+
+struct builder {
+    const struct memest_model *m;
+    struct memest_graph *g;
+    struct memest_error *err;
+    uint32_t cap_nodes;
+    struct memest_strmap fullnames; /* full node name -> node index */
+    const cJSON *blocks;
+    const char *active[MEMEST_MAX_NESTING]; /* blocks being expanded */
+    int depth;
+};
+
+static const char *const node_keys[] = {"name", "type", "inputs", "repeat", "if",
+                                        "trainable", "tie_weight", "comment"};
+#define N_NODE_KEYS ((int)(sizeof node_keys / sizeof *node_keys))
+
+static bool is_node_key(const char *k)
+{
+    for (int i = 0; i < N_NODE_KEYS; i++)
+        if (strcmp(k, node_keys[i]) == 0)
+            return true;
+    return false;
+}
+
+static char *path_join(struct builder *b, const char *path, const char *key)
+{
+    return memest_arena_printf(&b->g->arena, "%s%s%s", path, *path ? "." : "", key);
+}
+
+/* Names the node being expanded in any error raised from here on. */
+static void set_ctx_node(struct builder *b, const char *name)
+{
+    if (b->err->code == MEMEST_ERR_NONE)
+        snprintf(b->err->node, sizeof b->err->node, "%s", name ? name : "");
+}
+
+static int nomem(struct builder *b)
+{
+    return memest_errf(b->err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+}
+
+static const struct var *scope_find(const struct scope *sc, const char *name, size_t len)
+{
+    for (; sc; sc = sc->parent)
+        for (int i = 0; i < sc->nvars; i++)
+            if (strlen(sc->vars[i].name) == len && memcmp(sc->vars[i].name, name, len) == 0)
+                return &sc->vars[i];
+    return NULL;
+}
+
+static int lookup_num(void *ctx, const char *name, size_t len, double *val, bool *is_bool)
+{
+    const struct var *v = scope_find(ctx, name, len);
+    if (!v || (v->kind != V_NUM && v->kind != V_BOOL))
+        return -1;
+    *val = v->num;
+    *is_bool = v->kind == V_BOOL;
+    return 0;
+}
+
+static const char *json_type_name(const cJSON *j)
+{
+    if (cJSON_IsNumber(j))
+        return "a number";
+    if (cJSON_IsString(j))
+        return "a string";
+    if (cJSON_IsBool(j))
+        return "a boolean";
+    if (cJSON_IsArray(j))
+        return "a list";
+    if (cJSON_IsObject(j))
+        return "an object";
+    return "null";
+}
+
+/* Evaluates a JSON value to a number (numbers, booleans and expression
+ * strings). Returns 0, or -1 with the error set at `path`. */
+static int eval_number(struct builder *b, const cJSON *j, const struct scope *sc, const char *path,
+                       double *out, bool *is_bool)
+{
+    *is_bool = false;
+    if (cJSON_IsNumber(j)) {
+        if (!isfinite(j->valuedouble))
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, path, "number is not finite");
+        *out = j->valuedouble;
+        return 0;
+    }
+    if (cJSON_IsBool(j)) {
+        *out = cJSON_IsTrue(j) ? 1 : 0;
+        *is_bool = true;
+        return 0;
+    }
+    if (cJSON_IsString(j)) {
+        const struct var *v = scope_find(sc, j->valuestring, strlen(j->valuestring));
+        if (v && v->kind == V_JSON)
+            return eval_number(b, v->json, v->defscope, path, out, is_bool);
+        char why[160];
+        if (memest_expr_eval(j->valuestring, lookup_num, (void *)sc, out, is_bool, why,
+                             sizeof why) != 0) {
+            if (strstr(why, "'batch'"))
+                return memest_errf(b->err, MEMEST_ERR_SCHEMA, path,
+                                   "\"%s\": %s (the batch size is only allowed as the element "
+                                   "\"batch\" of a shape list; use -1 to infer a dimension)",
+                                   j->valuestring, why);
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, path, "\"%s\": %s", j->valuestring,
+                               why);
+        }
+        return 0;
+    }
+    return memest_errf(b->err, MEMEST_ERR_SCHEMA, path, "expected a number, got %s",
+                       json_type_name(j));
+}
+
+static int eval_int(struct builder *b, const cJSON *j, const struct scope *sc, const char *path,
+                    int64_t lo, int64_t hi, int64_t *out)
+{
+    double d;
+    bool is_bool;
+    if (eval_number(b, j, sc, path, &d, &is_bool) != 0)
+        return -1;
+    if (is_bool)
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, path, "expected an integer, got a boolean");
+    if (d != floor(d))
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, path, "expected an integer, got %g", d);
+    if (fabs(d) >= INT_LIMIT)
+        return memest_errf(b->err, MEMEST_ERR_LIMIT, path,
+                           "integer %.17g is too large (integers must be below 2^53)", d);
+    if ((lo || hi) && (d < (double)lo || d > (double)hi)) {
+        if (hi >= (int64_t)INT_LIMIT)
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, path,
+                               "must be an integer >= %lld, got %.17g", (long long)lo, d);
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, path,
+                           "must be an integer between %lld and %lld inclusive, got %.17g",
+                           (long long)lo, (long long)hi, d);
+    }
+    *out = (int64_t)d;
+    return 0;
+}
+
+static bool choice_ok(const char *choices, const char *s)
+{
+    size_t n = strlen(s);
+    for (const char *p = choices; *p;) {
+        size_t len = strcspn(p, "|");
+        if (len == n && strncmp(p, s, n) == 0)
+            return true;
+        p += len;
+        if (*p == '|')
+            p++;
+    }
+    return false;
+}
+
+/* Resolves a string that names a variable, for STR, NAME and list args. */
+static const cJSON *deref(const cJSON *j, const struct scope **sc)
+{
+    for (int hops = 0; cJSON_IsString(j) && hops < 16; hops++) {
+        const struct var *v = scope_find(*sc, j->valuestring, strlen(j->valuestring));
+        if (!v || v->kind != V_JSON)
+            break;
+        j = v->json;
+        *sc = v->defscope;
+    }
+    return j;
+}
+
+static int eval_list(struct builder *b, const struct memest_argspec *spec, const cJSON *j,
+                     const struct scope *sc, const char *path, struct memest_argval *av)
+{
+    int n = cJSON_GetArraySize(j);
+    if (n > 64)
+        return memest_errf(b->err, MEMEST_ERR_LIMIT, path, "list has %d elements; at most 64", n);
+    if (spec->n && n != spec->n)
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, path,
+                           "expected an integer or a list of %d integers, got a list of %d",
+                           spec->n, n);
+    if (spec->kind == MEMEST_ARG_SHAPE && n > MEMEST_MAX_DIMS)
+        return memest_errf(b->err, MEMEST_ERR_LIMIT, path,
+                           "shape has %d dimensions; memest supports at most %d", n,
+                           MEMEST_MAX_DIMS);
+    av->n = n;
+    av->v = memest_arena_alloc(&b->g->arena, sizeof *av->v * (size_t)(n ? n : 1));
+    if (!av->v)
+        return nomem(b);
+    int i = 0;
+    for (const cJSON *e = j->child; e; e = e->next, i++) {
+        char *ep = memest_arena_printf(&b->g->arena, "%s[%d]", path, i);
+        if (!ep)
+            return nomem(b);
+        if (spec->kind == MEMEST_ARG_SHAPE && cJSON_IsString(e) &&
+            strcmp(e->valuestring, "batch") == 0) {
+            av->v[i] = MEMEST_SHAPE_BATCH;
+            continue;
+        }
+        int64_t lo = spec->lo, hi = spec->hi;
+        if (spec->kind == MEMEST_ARG_SHAPE && !lo && !hi)
+            lo = -1, hi = (int64_t)INT_LIMIT;
+        if (eval_int(b, e, sc, ep, lo, hi, &av->v[i]) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Evaluates one op argument against its spec. */
+static int eval_arg(struct builder *b, const struct memest_argspec *spec, const cJSON *j,
+                    const struct scope *sc, const char *path, struct memest_argval *av)
+{
+    j = deref(j, &sc);
+    av->given = true;
+    av->n = 1;
+    if (cJSON_IsNull(j)) {
+        if (spec->optional) {
+            av->none = true;
+            return 0;
+        }
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, path, "may not be null");
+    }
+    switch (spec->kind) {
+    case MEMEST_ARG_INT:
+    case MEMEST_ARG_BOOL:
+    case MEMEST_ARG_INTS:
+    case MEMEST_ARG_SHAPE:
+        if (spec->kind == MEMEST_ARG_INTS || spec->kind == MEMEST_ARG_SHAPE) {
+            if (cJSON_IsArray(j))
+                return eval_list(b, spec, j, sc, path, av);
+            if (spec->kind == MEMEST_ARG_SHAPE)
+                return memest_errf(b->err, MEMEST_ERR_SCHEMA, path,
+                                   "expected a list of integers, got %s", json_type_name(j));
+        }
+        av->v = memest_arena_alloc(&b->g->arena, sizeof *av->v * (size_t)(spec->n > 1 ? spec->n : 1));
+        if (!av->v)
+            return nomem(b);
+        if (spec->kind == MEMEST_ARG_BOOL) {
+            double d;
+            bool is_bool;
+            if (eval_number(b, j, sc, path, &d, &is_bool) != 0)
+                return -1;
+            if (!is_bool && d != 0 && d != 1)
+                return memest_errf(b->err, MEMEST_ERR_SCHEMA, path,
+                                   "expected true or false, got %g", d);
+            av->v[0] = d != 0;
+            return 0;
+        }
+        if (eval_int(b, j, sc, path, spec->lo, spec->hi, &av->v[0]) != 0)
+            return -1;
+        if (spec->kind == MEMEST_ARG_INTS && spec->n > 1) {
+            for (int i = 1; i < spec->n; i++)
+                av->v[i] = av->v[0];
+            av->n = spec->n;
+        }
+        return 0;
+    case MEMEST_ARG_FLOAT: {
+        bool is_bool;
+        if (eval_number(b, j, sc, path, &av->f, &is_bool) != 0)
+            return -1;
+        if (is_bool)
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, path, "expected a number, got a boolean");
+        if ((spec->flo != 0 || spec->fhi != 0) && (av->f < spec->flo || av->f > spec->fhi))
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, path,
+                               "must be between %g and %g, got %g", spec->flo, spec->fhi, av->f);
+        return 0;
+    }
+    case MEMEST_ARG_STR:
+    case MEMEST_ARG_NAME: {
+        if (!cJSON_IsString(j))
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, path, "expected a string, got %s",
+                               json_type_name(j));
+        const char *s = j->valuestring;
+        const struct var *v = scope_find(sc, s, strlen(s));
+        if (v && v->kind == V_STR)
+            s = v->str;
+        if (spec->kind == MEMEST_ARG_STR && spec->choices && !choice_ok(spec->choices, s))
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, path, "\"%s\" is not one of %s", s,
+                               spec->choices);
+        av->s = s;
+        return 0;
+    }
+    case MEMEST_ARG_COUNT:
+        break;
+    }
+    return memest_errf(b->err, MEMEST_ERR_SCHEMA, path, "internal: bad argument kind");
+}
+
+static int set_default(struct builder *b, const struct memest_argspec *spec,
+                       struct memest_argval *av)
+{
+    av->given = false;
+    av->n = 1;
+    if (spec->optional) {
+        av->none = true;
+        return 0;
+    }
+    int n = spec->kind == MEMEST_ARG_INTS && spec->n > 1 ? spec->n : 1;
+    av->v = memest_arena_alloc(&b->g->arena, sizeof *av->v * (size_t)n);
+    if (!av->v)
+        return nomem(b);
+    for (int i = 0; i < n; i++)
+        av->v[i] = spec->idef;
+    av->n = n;
+    if (spec->kind == MEMEST_ARG_INTS && spec->n == 0) /* any-length list: default is one value */
+        av->n = 1;
+    av->f = spec->fdef;
+    av->s = spec->sdef;
+    return 0;
+}
+
+/* Parses the op arguments of node object `obj` (keys not in skip[]). */
+static int parse_args(struct builder *b, const struct memest_op_desc *op, const cJSON *obj,
+                      const struct scope *sc, const char *path, struct memest_argval **out)
+{
+    struct memest_argval *av = memest_arena_alloc(&b->g->arena, sizeof *av * (size_t)(op->nargs ? op->nargs : 1));
+    if (!av)
+        return nomem(b);
+    bool *seen = memest_arena_alloc(&b->g->arena, (size_t)(op->nargs ? op->nargs : 1));
+    if (!seen)
+        return nomem(b);
+    for (const cJSON *c = obj->child; c; c = c->next) {
+        if (is_node_key(c->string))
+            continue;
+        int idx = memest_op_arg_index(op, c->string);
+        char *ap = path_join(b, path, c->string);
+        if (!ap)
+            return nomem(b);
+        if (idx < 0) {
+            const char *cands[64 + N_NODE_KEYS];
+            int n = 0;
+            for (int i = 0; i < op->nargs && n < 64; i++)
+                cands[n++] = op->args[i].name;
+            for (int i = 0; i < N_NODE_KEYS; i++)
+                cands[n++] = node_keys[i];
+            const char *near = memest_suggest(c->string, cands, n);
+            if (near)
+                return memest_errf(b->err, MEMEST_ERR_SCHEMA, ap,
+                                   "unknown argument \"%s\" for %s (did you mean \"%s\"?)",
+                                   c->string, op->name, near);
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, ap, "unknown argument \"%s\" for %s",
+                               c->string, op->name);
+        }
+        if (eval_arg(b, &op->args[idx], c, sc, ap, &av[idx]) != 0)
+            return -1;
+        seen[idx] = true;
+    }
+    for (int i = 0; i < op->nargs; i++) {
+        if (seen[i])
+            continue;
+        if (op->args[i].required) {
+            char *ap = path_join(b, path, op->args[i].name);
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, ap ? ap : path,
+                               "%s needs the argument \"%s\"", op->name, op->args[i].name);
+        }
+        if (set_default(b, &op->args[i], &av[i]) != 0)
+            return -1;
+    }
+    *out = av;
+    return 0;
+}
+
+/* ---- name scopes: local node name -> packed reference ---- */
+
+static int64_t pack(struct memest_ref r) { return ((int64_t)r.node << 16) | r.out; }
+static struct memest_ref unpack(int64_t v)
+{
+    return (struct memest_ref){(uint32_t)(v >> 16), (uint16_t)(v & 0xFFFF)};
+}
+
+/* Resolves "name" or "name:K" in `names`. */
+static int resolve_ref(struct builder *b, const struct memest_strmap *names, const char *s,
+                       const char *path, struct memest_ref *out)
+{
+    size_t len = strlen(s);
+    const char *colon = strrchr(s, ':');
+    long k = 0;
+    if (colon && colon[1]) {
+        char *end;
+        k = strtol(colon + 1, &end, 10);
+        if (*end || k < 0 || k > 255)
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, path,
+                               "bad output index in \"%s\" (expected NAME or NAME:K, K in 0..255)", s);
+        len = (size_t)(colon - s);
+    }
+    int64_t v;
+    if (!memest_strmap_get(names, s, len, &v)) {
+        const char *cands[256];
+        int n = 0;
+        for (size_t i = 0; i < names->cap && n < 256; i++)
+            if (names->keys[i])
+                cands[n++] = names->keys[i];
+        const char *near = memest_suggest(s, cands, n);
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, path,
+                           "\"%.*s\" is not an input or an earlier node here%s%s%s%s", (int)len, s,
+                           near ? " (did you mean \"" : "", near ? near : "", near ? "\"?)" : "",
+                           " (nodes may only use nodes listed before them, so cycles cannot be written)");
+    }
+    struct memest_ref r = unpack(v);
+    if (k) {
+        if (r.out != 0)
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, path,
+                               "\"%s\": output index of a reference that already selects one", s);
+        r.out = (uint16_t)k;
+    }
+    *out = r;
+    return 0;
+}
+
+static int add_name(struct builder *b, struct memest_strmap *names, const char *name,
+                    struct memest_ref r, const char *path)
+{
+    int64_t old;
+    if (memest_strmap_get(names, name, strlen(name), &old))
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, path, "duplicate node name \"%s\"", name);
+    if (memest_strmap_put(names, name, strlen(name), pack(r)) != 0)
+        return nomem(b);
+    return 0;
+}
+
+static struct memest_node *new_node(struct builder *b, const char *fullname, const char *path)
+{
+    struct memest_graph *g = b->g;
+    if (g->nnodes >= MEMEST_MAX_NODES) {
+        memest_errf(b->err, MEMEST_ERR_LIMIT, path,
+                    "the model expands to more than %u nodes (the limit); check \"repeat\" counts",
+                    MEMEST_MAX_NODES);
+        return NULL;
+    }
+    int64_t old;
+    if (memest_strmap_get(&b->fullnames, fullname, strlen(fullname), &old)) {
+        memest_errf(b->err, MEMEST_ERR_SCHEMA, path, "duplicate node name \"%s\"", fullname);
+        memest_err_node(b->err, fullname);
+        return NULL;
+    }
+    if (g->nnodes == b->cap_nodes) {
+        uint32_t ncap = b->cap_nodes ? b->cap_nodes * 2 : 256;
+        struct memest_node *nn = realloc(g->nodes, sizeof *nn * ncap);
+        if (!nn) {
+            nomem(b);
+            return NULL;
+        }
+        g->nodes = nn;
+        b->cap_nodes = ncap;
+    }
+    if (memest_strmap_put(&b->fullnames, fullname, strlen(fullname), g->nnodes) != 0) {
+        nomem(b);
+        return NULL;
+    }
+    struct memest_node *n = &g->nodes[g->nnodes++];
+    memset(n, 0, sizeof *n);
+    n->name = fullname;
+    n->path = path;
+    n->tie_node = -1;
+    n->trainable = true;
+    return n;
+}
+
+/* ---- blocks ---- */
+
+static int expand_list(struct builder *b, const cJSON *layers, const char *path,
+                       const char *prefix, const struct scope *sc, struct memest_strmap *names,
+                       struct memest_ref first_in, bool trainable, struct memest_ref *out);
+
+static struct var eval_value(struct builder *b, const cJSON *j, const struct scope *sc)
+{
+    struct var v = {.kind = V_JSON, .json = j, .defscope = sc};
+    if (cJSON_IsNumber(j)) {
+        v.kind = V_NUM;
+        v.num = j->valuedouble;
+    } else if (cJSON_IsBool(j)) {
+        v.kind = V_BOOL;
+        v.num = cJSON_IsTrue(j);
+    } else if (cJSON_IsString(j)) {
+        const struct var *named = scope_find(sc, j->valuestring, strlen(j->valuestring));
+        if (named) {
+            v = *named;
+        } else {
+            char why[160];
+            bool is_bool;
+            if (memest_expr_eval(j->valuestring, lookup_num, (void *)sc, &v.num, &is_bool, why,
+                                 sizeof why) == 0) {
+                v.kind = is_bool ? V_BOOL : V_NUM;
+            } else {
+                v.kind = V_STR;
+                v.str = j->valuestring;
+            }
+        }
+    }
+    (void)b;
+    return v;
+}
+
+static int expand_block(struct builder *b, const char *bname, const cJSON *def, const cJSON *call,
+                        const char *callpath, const char *fullname, const struct scope *caller,
+                        const struct scope *globals, const struct memest_ref *ins, int nin,
+                        bool trainable, struct memest_ref *out)
+{
+    char *bpath = memest_arena_printf(&b->g->arena, "blocks.%s", bname);
+    if (!bpath)
+        return nomem(b);
+    for (int i = 0; i < b->depth; i++)
+        if (strcmp(b->active[i], bname) == 0)
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, callpath,
+                               "block \"%s\" uses itself (through %s)", bname,
+                               b->active[b->depth - 1]);
+    if (b->depth >= MEMEST_MAX_NESTING)
+        return memest_errf(b->err, MEMEST_ERR_LIMIT, callpath,
+                           "blocks nested deeper than %d", MEMEST_MAX_NESTING);
+    const cJSON *args = cJSON_GetObjectItemCaseSensitive(def, "args");
+    const cJSON *formals = cJSON_GetObjectItemCaseSensitive(def, "inputs");
+    const cJSON *layers = cJSON_GetObjectItemCaseSensitive(def, "layers");
+    const cJSON *output = cJSON_GetObjectItemCaseSensitive(def, "output");
+    int nformal = formals ? cJSON_GetArraySize(formals) : 1;
+    if (nin != nformal)
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, callpath,
+                           "block \"%s\" takes %d input%s, got %d", bname, nformal,
+                           nformal == 1 ? "" : "s", nin);
+    for (const cJSON *c = call->child; c; c = c->next) {
+        if (is_node_key(c->string) || cJSON_GetObjectItemCaseSensitive(args, c->string))
+            continue;
+        const char *cands[64];
+        int n = 0;
+        for (const cJSON *a = args ? args->child : NULL; a && n < 64; a = a->next)
+            cands[n++] = a->string;
+        const char *near = memest_suggest(c->string, cands, n);
+        char *ap = path_join(b, callpath, c->string);
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, ap ? ap : callpath,
+                           "unknown argument \"%s\" for block \"%s\"%s%s%s", c->string, bname,
+                           near ? " (did you mean \"" : "", near ? near : "", near ? "\"?)" : "");
+    }
+    /* the block's arguments: given by the call, else the default */
+    int nargs = args ? cJSON_GetArraySize(args) : 0;
+    struct var *vars = memest_arena_alloc(&b->g->arena, sizeof *vars * (size_t)(nargs + 1));
+    if (!vars)
+        return nomem(b);
+    int i = 0;
+    for (const cJSON *a = args ? args->child : NULL; a; a = a->next, i++) {
+        const cJSON *given = cJSON_GetObjectItemCaseSensitive(call, a->string);
+        if (given) {
+            vars[i] = eval_value(b, given, caller);
+        } else if (cJSON_IsNull(a)) {
+            char *ap = path_join(b, callpath, a->string);
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, ap ? ap : callpath,
+                               "block \"%s\" needs the argument \"%s\"", bname, a->string);
+        } else {
+            vars[i] = eval_value(b, a, globals);
+        }
+        vars[i].name = a->string;
+    }
+    struct scope sc = {.parent = globals, .vars = vars, .nvars = nargs};
+    struct memest_strmap names = {0};
+    int rc = 0;
+    for (int k = 0; k < nformal && rc == 0; k++) {
+        const cJSON *f = formals ? cJSON_GetArrayItem(formals, k) : NULL;
+        rc = add_name(b, &names, f ? f->valuestring : "x", ins[k], bpath);
+    }
+    char *prefix = memest_arena_printf(&b->g->arena, "%s.", fullname);
+    char *lpath = path_join(b, bpath, "layers");
+    if (!prefix || !lpath)
+        rc = nomem(b);
+    b->active[b->depth++] = bname;
+    if (rc == 0)
+        rc = expand_list(b, layers, lpath, prefix, &sc, &names, ins[0], trainable, out);
+    b->depth--;
+    if (rc == 0 && output) {
+        char *opath = path_join(b, bpath, "output");
+        rc = resolve_ref(b, &names, output->valuestring, opath ? opath : bpath, out);
+    }
+    memest_strmap_free(&names);
+    return rc;
+}
+
+/* Checks a block definition's own fields once. */
+static int check_block_def(struct builder *b, const cJSON *def, const char *bname)
+{
+    char path[300];
+    snprintf(path, sizeof path, "blocks.%s", bname);
+    if (!cJSON_IsObject(def))
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, path, "a block must be an object");
+    static const char *const keys[] = {"args", "inputs", "layers", "output", "comment"};
+    for (const cJSON *c = def->child; c; c = c->next) {
+        bool ok = false;
+        for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+            ok |= strcmp(c->string, keys[i]) == 0;
+        if (!ok) {
+            const char *near = memest_suggest(c->string, keys, 5);
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, path,
+                               "unknown field \"%s\" in a block%s%s%s", c->string,
+                               near ? " (did you mean \"" : "", near ? near : "",
+                               near ? "\"?)" : "");
+        }
+    }
+    const cJSON *args = cJSON_GetObjectItemCaseSensitive(def, "args");
+    if (args && !cJSON_IsObject(args))
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, path,
+                           "\"args\" must be an object of name: default (null = required)");
+    const cJSON *formals = cJSON_GetObjectItemCaseSensitive(def, "inputs");
+    if (formals) {
+        if (!cJSON_IsArray(formals) || cJSON_GetArraySize(formals) < 1)
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, path,
+                               "\"inputs\" must be a non-empty list of names");
+        for (const cJSON *f = formals->child; f; f = f->next)
+            if (!cJSON_IsString(f) || !*f->valuestring)
+                return memest_errf(b->err, MEMEST_ERR_SCHEMA, path,
+                                   "\"inputs\" must be a list of names");
+    }
+    const cJSON *layers = cJSON_GetObjectItemCaseSensitive(def, "layers");
+    if (!cJSON_IsArray(layers) || cJSON_GetArraySize(layers) < 1)
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, path,
+                           "a block needs \"layers\": a non-empty list of nodes");
+    const cJSON *output = cJSON_GetObjectItemCaseSensitive(def, "output");
+    if (output && !cJSON_IsString(output))
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, path, "\"output\" must be a node name");
+    if (memest_op_find(bname))
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, path,
+                           "block name \"%s\" is already an op type", bname);
+    return 0;
+}
+
+/* ---- nodes ---- */
+
+static const struct scope *globals_of(const struct scope *sc)
+{
+    while (sc->parent)
+        sc = sc->parent;
+    return sc;
+}
+
+static int unknown_type(struct builder *b, const char *type, const char *path)
+{
+    int nops;
+    const struct memest_op_desc *const *ops = memest_op_all(&nops);
+    const char **cands = malloc(sizeof *cands * (size_t)(nops + 256));
+    if (!cands)
+        return nomem(b);
+    int n = 0;
+    for (int i = 0; i < nops; i++)
+        cands[n++] = ops[i]->name;
+    for (const cJSON *c = b->blocks ? b->blocks->child : NULL; c && n < nops + 256; c = c->next)
+        cands[n++] = c->string;
+    const char *near = memest_suggest(type, cands, n);
+    memest_errf(b->err, MEMEST_ERR_SCHEMA, path, "unknown layer type \"%s\"%s%s%s", type,
+                near ? " (did you mean \"" : "", near ? near : "", near ? "\"?)" : "");
+    free(cands);
+    return -1;
+}
+
+static int expand_node(struct builder *b, const cJSON *obj, const char *npath, const char *prefix,
+                       const struct scope *sc, struct memest_strmap *names, struct memest_ref prev,
+                       int index, bool trainable, struct memest_ref *out)
+{
+    if (!cJSON_IsObject(obj))
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, npath, "a node must be an object, got %s",
+                           json_type_name(obj));
+    const cJSON *jname = cJSON_GetObjectItemCaseSensitive(obj, "name");
+    const cJSON *jtype = cJSON_GetObjectItemCaseSensitive(obj, "type");
+    const cJSON *jin = cJSON_GetObjectItemCaseSensitive(obj, "inputs");
+    const cJSON *jrep = cJSON_GetObjectItemCaseSensitive(obj, "repeat");
+    const cJSON *jif = cJSON_GetObjectItemCaseSensitive(obj, "if");
+    const cJSON *jtrain = cJSON_GetObjectItemCaseSensitive(obj, "trainable");
+    const cJSON *jtie = cJSON_GetObjectItemCaseSensitive(obj, "tie_weight");
+    char idx[24];
+    snprintf(idx, sizeof idx, "%d", index);
+    const char *name = idx;
+    if (jname) {
+        if (!cJSON_IsString(jname) || !*jname->valuestring)
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, path_join(b, npath, "name"),
+                               "\"name\" must be a non-empty string");
+        name = jname->valuestring;
+        if (strpbrk(name, ":") || strlen(name) > 100)
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, path_join(b, npath, "name"),
+                               "node name \"%.40s\" must be at most 100 characters without ':'",
+                               name);
+    }
+    char *full = memest_arena_printf(&b->g->arena, "%s%s", prefix, name);
+    if (!full)
+        return nomem(b);
+    set_ctx_node(b, full);
+    if (!cJSON_IsString(jtype))
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, path_join(b, npath, "type"),
+                           jtype ? "\"type\" must be a string" : "node has no \"type\"");
+    const char *type = jtype->valuestring;
+    const struct var *tv = scope_find(sc, type, strlen(type));
+    if (tv && tv->kind == V_STR)
+        type = tv->str;
+    /* inputs */
+    struct memest_ref ins[64];
+    int nin = 0;
+    if (jin) {
+        if (cJSON_IsString(jin)) {
+            if (resolve_ref(b, names, jin->valuestring, path_join(b, npath, "inputs"), &ins[0]) != 0)
+                return -1;
+            nin = 1;
+        } else if (cJSON_IsArray(jin)) {
+            int i = 0;
+            for (const cJSON *e = jin->child; e; e = e->next, i++) {
+                char *ip = memest_arena_printf(&b->g->arena, "%s.inputs[%d]", npath, i);
+                if (!ip)
+                    return nomem(b);
+                if (i >= 64)
+                    return memest_errf(b->err, MEMEST_ERR_LIMIT, ip, "more than 64 inputs");
+                if (!cJSON_IsString(e))
+                    return memest_errf(b->err, MEMEST_ERR_SCHEMA, ip,
+                                       "an input must be a node name, got %s", json_type_name(e));
+                if (resolve_ref(b, names, e->valuestring, ip, &ins[i]) != 0)
+                    return -1;
+            }
+            nin = i;
+        } else {
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, path_join(b, npath, "inputs"),
+                               "\"inputs\" must be a list of node names");
+        }
+    } else if (prev.node != UINT32_MAX) {
+        ins[0] = prev;
+        nin = 1;
+    }
+    /* if */
+    if (jif) {
+        double d;
+        bool is_bool;
+        if (eval_number(b, jif, sc, path_join(b, npath, "if"), &d, &is_bool) != 0)
+            return -1;
+        if (d == 0) { /* skipped: the node passes its first input through */
+            if (nin < 1)
+                return memest_errf(b->err, MEMEST_ERR_SCHEMA, npath,
+                                   "a node that \"if\" can skip needs an input to pass through");
+            *out = ins[0];
+            return add_name(b, names, name, ins[0], npath);
+        }
+    }
+    if (jtrain) {
+        if (!cJSON_IsBool(jtrain))
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, path_join(b, npath, "trainable"),
+                               "\"trainable\" must be true or false");
+        trainable = trainable && cJSON_IsTrue(jtrain);
+    }
+    int64_t repeat = 1;
+    if (jrep && eval_int(b, jrep, sc, path_join(b, npath, "repeat"), 1, MEMEST_MAX_NODES, &repeat) != 0)
+        return -1;
+    int64_t tie = -1;
+    if (jtie) {
+        if (!cJSON_IsString(jtie))
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, path_join(b, npath, "tie_weight"),
+                               "\"tie_weight\" must be the name of an earlier node");
+        if (!memest_strmap_get(&b->fullnames, jtie->valuestring, strlen(jtie->valuestring), &tie))
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, path_join(b, npath, "tie_weight"),
+                               "\"%s\" is not an earlier node (use its full name, e.g. "
+                               "\"block.layer\")", jtie->valuestring);
+    }
+    const cJSON *blockdef = b->blocks ? cJSON_GetObjectItemCaseSensitive(b->blocks, type) : NULL;
+    const struct memest_op_desc *op = blockdef ? NULL : memest_op_find(type);
+    if (!blockdef && !op)
+        return unknown_type(b, type, path_join(b, npath, "type"));
+    if (blockdef && jtie)
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, path_join(b, npath, "tie_weight"),
+                           "\"tie_weight\" is for layers with a weight, not blocks");
+
+    struct memest_ref cur = nin ? ins[0] : (struct memest_ref){UINT32_MAX, 0};
+    struct var rv = {.name = "repeat_index", .kind = V_NUM};
+    struct scope rsc = {.parent = sc, .vars = &rv, .nvars = jrep ? 1 : 0};
+    for (int64_t r = 0; r < repeat; r++) {
+        rv.num = (double)r;
+        if (nin)
+            ins[0] = cur;
+        char *fname = jrep ? memest_arena_printf(&b->g->arena, "%s.%lld", full, (long long)r) : full;
+        if (!fname)
+            return nomem(b);
+        set_ctx_node(b, fname);
+        if (blockdef) {
+            if (expand_block(b, type, blockdef, obj, npath, fname, &rsc, globals_of(sc), ins, nin,
+                             trainable, &cur) != 0)
+                return -1;
+            set_ctx_node(b, fname);
+        } else {
+            if (nin < op->min_in || (op->max_in >= 0 && nin > op->max_in)) {
+                if (op->min_in == op->max_in)
+                    return memest_errf(b->err, MEMEST_ERR_SCHEMA, npath,
+                                       "%s takes %d input%s, got %d", op->name, op->min_in,
+                                       op->min_in == 1 ? "" : "s", nin);
+                return memest_errf(b->err, MEMEST_ERR_SCHEMA, npath,
+                                   "%s takes %d to %s inputs, got %d", op->name, op->min_in,
+                                   op->max_in < 0 ? "any number of" : "", nin);
+            }
+            struct memest_node *n = new_node(b, fname, npath);
+            if (!n)
+                return -1;
+            uint32_t id = b->g->nnodes - 1;
+            n->op = op;
+            n->trainable = trainable;
+            n->tie_node = tie;
+            n->nin = (uint32_t)nin;
+            n->in = memest_arena_alloc(&b->g->arena, sizeof *n->in * (size_t)(nin ? nin : 1));
+            if (!n->in)
+                return nomem(b);
+            memcpy(n->in, ins, sizeof *ins * (size_t)nin);
+            struct memest_argval *args;
+            if (parse_args(b, op, obj, &rsc, npath, &args) != 0)
+                return -1;
+            b->g->nodes[id].args = args;
+            cur = (struct memest_ref){id, 0};
+        }
+    }
+    *out = cur;
+    return add_name(b, names, name, cur, npath);
+}
+
+static int expand_list(struct builder *b, const cJSON *layers, const char *path,
+                       const char *prefix, const struct scope *sc, struct memest_strmap *names,
+                       struct memest_ref first_in, bool trainable, struct memest_ref *out)
+{
+    struct memest_ref prev = first_in;
+    int i = 0;
+    for (const cJSON *n = layers->child; n; n = n->next, i++) {
+        char *np = memest_arena_printf(&b->g->arena, "%s[%d]", path, i);
+        if (!np)
+            return nomem(b);
+        if (expand_node(b, n, np, prefix, sc, names, prev, i, trainable, &prev) != 0)
+            return -1;
+    }
+    *out = prev;
+    return 0;
+}
+
+/* ---- top level ---- */
+
+static int parse_override(struct builder *b, const struct memest_override *ov, struct var *v)
+{
+    const char *s = ov->value;
+    char *end;
+    double d = strtod(s, &end);
+    if (*s && !*end && end != s) {
+        if (!isfinite(d))
+            return memest_errf(b->err, MEMEST_ERR_USAGE, NULL,
+                               "--set %s=%s: the value is not a finite number", ov->name, s);
+        v->kind = V_NUM;
+        v->num = d;
+    } else if (strcmp(s, "true") == 0 || strcmp(s, "false") == 0) {
+        v->kind = V_BOOL;
+        v->num = s[0] == 't';
+    } else {
+        v->kind = V_STR;
+        v->str = s;
+    }
+    return 0;
+}
+
+static int load_variables(struct builder *b, const cJSON *jvars, const struct memest_override *ov,
+                          int nov, struct scope *globals)
+{
+    int n = jvars ? cJSON_GetArraySize(jvars) : 0;
+    if (jvars && !cJSON_IsObject(jvars))
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, "variables",
+                           "\"variables\" must be an object of name: value");
+    struct var *vars = memest_arena_alloc(&b->g->arena, sizeof *vars * (size_t)(n + 1));
+    if (!vars)
+        return nomem(b);
+    int i = 0;
+    for (const cJSON *c = jvars ? jvars->child : NULL; c; c = c->next, i++) {
+        char *vp = path_join(b, "variables", c->string);
+        if (!vp)
+            return nomem(b);
+        if (strcmp(c->string, "batch") == 0 || strcmp(c->string, "repeat_index") == 0)
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, vp, "\"%s\" is a reserved name",
+                               c->string);
+        if (cJSON_IsNumber(c)) {
+            if (!isfinite(c->valuedouble))
+                return memest_errf(b->err, MEMEST_ERR_SCHEMA, vp, "number is not finite");
+            vars[i] = (struct var){.kind = V_NUM, .num = c->valuedouble};
+        } else if (cJSON_IsBool(c)) {
+            vars[i] = (struct var){.kind = V_BOOL, .num = cJSON_IsTrue(c)};
+        } else if (cJSON_IsString(c)) {
+            vars[i] = (struct var){.kind = V_STR, .str = c->valuestring};
+        } else if (cJSON_IsArray(c)) {
+            vars[i] = (struct var){.kind = V_JSON, .json = c, .defscope = globals};
+        } else {
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, vp,
+                               "a variable must be a number, boolean, string or list");
+        }
+        vars[i].name = c->string;
+    }
+    for (int k = 0; k < nov; k++) {
+        int j = 0;
+        while (j < n && strcmp(vars[j].name, ov[k].name) != 0)
+            j++;
+        if (j == n) {
+            const char *cands[256];
+            int m = 0;
+            for (int q = 0; q < n && q < 256; q++)
+                cands[m++] = vars[q].name;
+            const char *near = memest_suggest(ov[k].name, cands, m);
+            return memest_errf(b->err, MEMEST_ERR_USAGE, NULL,
+                               "--set %s: the model has no variable \"%s\"%s%s%s", ov[k].name,
+                               ov[k].name, near ? " (did you mean \"" : "", near ? near : "",
+                               near ? "\"?)" : "");
+        }
+        if (parse_override(b, &ov[k], &vars[j]) != 0)
+            return -1;
+        vars[j].name = ov[k].name;
+    }
+    globals->vars = vars;
+    globals->nvars = n;
+    return 0;
+}
+
+static int build_inputs(struct builder *b, const cJSON *jin, const struct scope *globals,
+                        struct memest_strmap *names, struct memest_ref *first)
+{
+    if (!cJSON_IsArray(jin) || cJSON_GetArraySize(jin) < 1)
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, "inputs",
+                           jin ? "\"inputs\" must be a non-empty list"
+                               : "the model has no \"inputs\" list");
+    int i = 0;
+    for (const cJSON *c = jin->child; c; c = c->next, i++) {
+        char *ip = memest_arena_printf(&b->g->arena, "inputs[%d]", i);
+        if (!ip)
+            return nomem(b);
+        if (!cJSON_IsObject(c))
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, ip, "an input must be an object");
+        const cJSON *jname = cJSON_GetObjectItemCaseSensitive(c, "name");
+        if (!cJSON_IsString(jname) || !*jname->valuestring || strchr(jname->valuestring, ':'))
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, path_join(b, ip, "name"),
+                               "an input needs a \"name\" (a string without ':')");
+        struct memest_node *n = new_node(b, jname->valuestring, ip);
+        if (!n)
+            return -1;
+        uint32_t id = b->g->nnodes - 1;
+        n->op = &memest_op_input;
+        n->trainable = false;
+        struct memest_argval *args;
+        if (parse_args(b, &memest_op_input, c, globals, ip, &args) != 0)
+            return -1;
+        b->g->nodes[id].args = args;
+        if (add_name(b, names, jname->valuestring, (struct memest_ref){id, 0}, ip) != 0)
+            return -1;
+        if (i == 0)
+            *first = (struct memest_ref){id, 0};
+    }
+    return 0;
+}
+
+static int build(struct builder *b, const cJSON *root, const struct memest_override *ov, int nov)
+{
+    static const char *const keys[] = {"name", "inputs", "layers", "blocks", "variables",
+                                       "outputs", "description", "comment", "loss"};
+    const int nkeys = (int)(sizeof keys / sizeof *keys);
+    for (const cJSON *c = root->child; c; c = c->next) {
+        int k = 0;
+        while (k < nkeys && strcmp(c->string, keys[k]) != 0)
+            k++;
+        if (k == nkeys) {
+            const char *near = memest_suggest(c->string, keys, nkeys);
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, c->string,
+                               "unknown top-level field \"%s\"%s%s%s", c->string,
+                               near ? " (did you mean \"" : "", near ? near : "",
+                               near ? "\"?)" : "");
+        }
+    }
+    const cJSON *jname = cJSON_GetObjectItemCaseSensitive(root, "name");
+    if (jname && !cJSON_IsString(jname))
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, "name", "\"name\" must be a string");
+    b->g->name = jname ? jname->valuestring : "model";
+    b->blocks = cJSON_GetObjectItemCaseSensitive(root, "blocks");
+    if (b->blocks && !cJSON_IsObject(b->blocks))
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, "blocks",
+                           "\"blocks\" must be an object of name: block");
+    for (const cJSON *c = b->blocks ? b->blocks->child : NULL; c; c = c->next)
+        if (check_block_def(b, c, c->string) != 0)
+            return -1;
+    struct scope globals = {0};
+    if (load_variables(b, cJSON_GetObjectItemCaseSensitive(root, "variables"), ov, nov, &globals) != 0)
+        return -1;
+    struct memest_strmap names = {0};
+    struct memest_ref first = {UINT32_MAX, 0}, last;
+    int rc = build_inputs(b, cJSON_GetObjectItemCaseSensitive(root, "inputs"), &globals, &names, &first);
+    const cJSON *layers = cJSON_GetObjectItemCaseSensitive(root, "layers");
+    if (rc == 0 && (!cJSON_IsArray(layers) || cJSON_GetArraySize(layers) < 1))
+        rc = memest_errf(b->err, MEMEST_ERR_SCHEMA, "layers",
+                         layers ? "\"layers\" must be a non-empty list of nodes"
+                                : "the model has no \"layers\" list");
+    if (rc == 0)
+        rc = expand_list(b, layers, "layers", "", &globals, &names, first, true, &last);
+    const cJSON *outs = cJSON_GetObjectItemCaseSensitive(root, "outputs");
+    if (rc == 0 && outs) {
+        if (!cJSON_IsArray(outs) || cJSON_GetArraySize(outs) < 1 || cJSON_GetArraySize(outs) > 64)
+            rc = memest_errf(b->err, MEMEST_ERR_SCHEMA, "outputs",
+                             "\"outputs\" must be a list of 1 to 64 node names");
+        int n = rc == 0 ? cJSON_GetArraySize(outs) : 0;
+        b->g->outputs = n ? memest_arena_alloc(&b->g->arena, sizeof *b->g->outputs * (size_t)n) : NULL;
+        if (n && !b->g->outputs)
+            rc = nomem(b);
+        int i = 0;
+        for (const cJSON *e = outs->child; rc == 0 && e; e = e->next, i++) {
+            char *op = memest_arena_printf(&b->g->arena, "outputs[%d]", i);
+            if (!op || !cJSON_IsString(e))
+                rc = op ? memest_errf(b->err, MEMEST_ERR_SCHEMA, op, "expected a node name")
+                        : nomem(b);
+            else
+                rc = resolve_ref(b, &names, e->valuestring, op, &b->g->outputs[i]);
+        }
+        b->g->noutputs = (uint32_t)n;
+    } else if (rc == 0) {
+        b->g->outputs = memest_arena_alloc(&b->g->arena, sizeof *b->g->outputs);
+        if (!b->g->outputs)
+            rc = nomem(b);
+        else
+            b->g->outputs[0] = last, b->g->noutputs = 1;
+    }
+    memest_strmap_free(&names);
+    return rc;
+}
+
+int memest_model_build(const struct memest_model *m, const struct memest_override *ov, int nov,
+                       struct memest_graph *g, struct memest_error *err)
+{
+    memset(g, 0, sizeof *g);
+    g->file = m->file;
+    memest_err_file(err, m->file);
+    struct builder b = {.m = m, .g = g, .err = err};
+    int rc = build(&b, m->root, ov, nov);
+    memest_strmap_free(&b.fullnames);
+    if (rc != 0)
+        memest_graph_free(g);
+    else
+        err->node[0] = '\0';
+    return rc;
+}
+
+void memest_graph_free(struct memest_graph *g)
+{
+    free(g->nodes);
+    memest_arena_free(&g->arena);
+    memset(g, 0, sizeof *g);
+}
+
+int64_t memest_graph_find(const struct memest_graph *g, const char *name)
+{
+    for (uint32_t i = 0; i < g->nnodes; i++)
+        if (strcmp(g->nodes[i].name, name) == 0)
+            return i;
+    return -1;
+}

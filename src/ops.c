@@ -1,0 +1,87 @@
+/* ops.c - the registry of op families: lookup by "type" name (sorted once,
+ * then binary search), suggestions, argument lookup. */
+#include "memest/ops.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "memest/suggest.h"
+
+#define FAMILY(f)                                                                  \
+    extern const struct memest_op_desc memest_ops_##f[] __attribute__((weak));     \
+    extern const int memest_ops_##f##_count __attribute__((weak));
+#define FAMILIES(X) \
+    X(linear) X(conv) X(pool) X(norm) X(activation) X(shape) X(elementwise) X(embedding) X(rnn) \
+    X(attention)
+FAMILIES(FAMILY)
+
+struct family {
+    const struct memest_op_desc *ops;
+    const int *count;
+};
+
+#define ENTRY(f) {memest_ops_##f, &memest_ops_##f##_count},
+static const struct family families[] = {FAMILIES(ENTRY)};
+
+#define MAX_OPS 256
+static const struct memest_op_desc *sorted[MAX_OPS];
+static int nsorted = -1;
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp((*(const struct memest_op_desc *const *)a)->name,
+                  (*(const struct memest_op_desc *const *)b)->name);
+}
+
+static void init(void)
+{
+    if (nsorted >= 0)
+        return;
+    int n = 0;
+    for (size_t f = 0; f < sizeof families / sizeof *families; f++)
+        for (int i = 0; families[f].count && i < *families[f].count && n < MAX_OPS; i++)
+            sorted[n++] = &families[f].ops[i];
+    qsort(sorted, (size_t)n, sizeof *sorted, by_name);
+    nsorted = n;
+}
+
+const struct memest_op_desc *memest_op_find(const char *name)
+{
+    init();
+    int lo = 0, hi = nsorted - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        int c = strcmp(name, sorted[mid]->name);
+        if (c == 0)
+            return sorted[mid];
+        if (c < 0)
+            hi = mid - 1;
+        else
+            lo = mid + 1;
+    }
+    return NULL;
+}
+
+const struct memest_op_desc *const *memest_op_all(int *count)
+{
+    init();
+    *count = nsorted;
+    return sorted;
+}
+
+const char *memest_op_suggest(const char *name)
+{
+    init();
+    const char *names[MAX_OPS];
+    for (int i = 0; i < nsorted; i++)
+        names[i] = sorted[i]->name;
+    return memest_suggest(name, names, nsorted);
+}
+
+int memest_op_arg_index(const struct memest_op_desc *op, const char *name)
+{
+    for (int i = 0; i < op->nargs; i++)
+        if (strcmp(op->args[i].name, name) == 0)
+            return i;
+    return -1;
+}

@@ -1,0 +1,189 @@
+/* ops_linear.c - nn.Linear, nn.Bilinear and a bare nn.Parameter.
+ *
+ * Linear follows at::linear (1.13 / 2.x): a 2-D input goes to addmm, a
+ * contiguous 3-D one is flattened by a view, anything else goes through
+ * matmul, which folds the leading dims with reshape (a copy when the input
+ * cannot be viewed that way). Autograd saves that [rows, in] operand only
+ * when the weight requires grad (addmm/mm save mat1 for grad(mat2)); the
+ * weight itself is a parameter, not an activation. */
+#include "ops_common.h"
+
+/* ---- linear ---- */
+
+enum { LIN_IN, LIN_OUT, LIN_BIAS };
+
+static const struct memest_argspec linear_args[] = {
+    [LIN_IN] = {"in_features", MEMEST_ARG_INT, .optional = true, .lo = 0, .hi = ARG_MAX,
+                .doc = "size of the input's last dimension (inferred; checked when given)"},
+    [LIN_OUT] = {"out_features", MEMEST_ARG_INT, .required = true, .lo = 0, .hi = ARG_MAX},
+    [LIN_BIAS] = {"bias", MEMEST_ARG_BOOL, .idef = 1},
+};
+
+static int infer_linear(struct memest_ictx *c)
+{
+    const struct memest_shape *s = memest_in_shape(c, 0);
+    if (s->ndim < 1)
+        return memest_fail(c, "expects an input of shape (*, in_features), got a 0-d tensor");
+    if (need_float(c, 0) != 0)
+        return -1;
+    int64_t in = s->size[s->ndim - 1];
+    const struct memest_argval *ain = memest_arg(c, LIN_IN);
+    if (!ain->none && ain->v[0] != in)
+        return memest_fail(c, "in_features is %lld but the input's last dimension is %lld",
+                           (long long)ain->v[0], (long long)in);
+    int64_t out = memest_arg_int(c, LIN_OUT);
+    int64_t w[2] = {out, in};
+    if (memest_param(c, "weight", 2, w) != 0)
+        return -1;
+    if (memest_arg_bool(c, LIN_BIAS) && memest_param(c, "bias", 1, &out) != 0)
+        return -1;
+
+    int64_t size[MEMEST_MAX_DIMS];
+    int64_t rows = 1;
+    for (int d = 0; d + 1 < s->ndim; d++) {
+        size[d] = s->size[d];
+        rows *= s->size[d];   /* bounded: numel of an existing tensor */
+    }
+    size[s->ndim - 1] = out;
+    if (memest_out_new(c, s->ndim, size, memest_in_dtype(c, 0)) < 0)
+        return -1;
+
+    bool w_tr = memest_param_trainable(c, "weight");
+    int64_t folded[2] = {rows, in};
+    if (save_geom_reshaped(c, 0, s, 2, folded, w_tr) != 0)
+        return -1;
+
+    double fwd = (double)rows * (double)in * (double)out;
+    memest_macs(c, fwd);
+    memest_macs_bwd(c, fwd * ((memest_in_requires_grad(c, 0) ? 1 : 0) + (w_tr ? 1 : 0)));
+    return 0;
+}
+
+/* ---- bilinear ----
+ *
+ * at::bilinear reshapes both inputs to [rows, in_k] and calls _trilinear,
+ * whose backward node (TrilinearBackward0) saves i1, i2 (the weight) and i3
+ * whenever it records (1.13; 2.x saves only what the requested gradients
+ * need). The intermediate [rows, out, in2] product is a transient. */
+
+enum { BIL_IN1, BIL_IN2, BIL_OUT, BIL_BIAS };
+
+static const struct memest_argspec bilinear_args[] = {
+    [BIL_IN1] = {"in1_features", MEMEST_ARG_INT, .optional = true, .lo = 0, .hi = ARG_MAX},
+    [BIL_IN2] = {"in2_features", MEMEST_ARG_INT, .optional = true, .lo = 0, .hi = ARG_MAX},
+    [BIL_OUT] = {"out_features", MEMEST_ARG_INT, .required = true, .lo = 0, .hi = ARG_MAX},
+    [BIL_BIAS] = {"bias", MEMEST_ARG_BOOL, .idef = 1},
+};
+
+static int infer_bilinear(struct memest_ictx *c)
+{
+    const struct memest_shape *a = memest_in_shape(c, 0), *b = memest_in_shape(c, 1);
+    if (a->ndim < 1 || b->ndim < 1)
+        return memest_fail(c, "expects inputs of shape (*, in1_features) and (*, in2_features)");
+    if (need_float(c, 0) != 0 || need_float(c, 1) != 0)
+        return -1;
+    if (a->ndim != b->ndim)
+        return memest_fail(c, "input batch dimensions do not match: %s and %s", IN_STR(c, 0),
+                           IN_STR(c, 1));
+    for (int d = 0; d + 1 < a->ndim; d++)
+        if (a->size[d] != b->size[d])
+            return memest_fail(c, "input batch dimensions do not match: %s and %s",
+                               IN_STR(c, 0), IN_STR(c, 1));
+    int64_t in1 = a->size[a->ndim - 1], in2 = b->size[b->ndim - 1];
+    const struct memest_argval *g1 = memest_arg(c, BIL_IN1), *g2 = memest_arg(c, BIL_IN2);
+    if (!g1->none && g1->v[0] != in1)
+        return memest_fail(c, "in1_features is %lld but the first input's last dimension is %lld",
+                           (long long)g1->v[0], (long long)in1);
+    if (!g2->none && g2->v[0] != in2)
+        return memest_fail(c,
+                           "in2_features is %lld but the second input's last dimension is %lld",
+                           (long long)g2->v[0], (long long)in2);
+    int64_t out = memest_arg_int(c, BIL_OUT);
+    int64_t w[3] = {out, in1, in2};
+    if (memest_param(c, "weight", 3, w) != 0)
+        return -1;
+    if (memest_arg_bool(c, BIL_BIAS) && memest_param(c, "bias", 1, &out) != 0)
+        return -1;
+
+    int64_t size[MEMEST_MAX_DIMS], rows = 1;
+    for (int d = 0; d + 1 < a->ndim; d++) {
+        size[d] = a->size[d];
+        rows *= a->size[d];
+    }
+    size[a->ndim - 1] = out;
+    if (memest_out_new(c, a->ndim, size, memest_in_dtype(c, 0)) < 0)
+        return -1;
+    int64_t f1[2] = {rows, in1}, f2[2] = {rows, in2};
+    if (save_geom_reshaped(c, 0, a, 2, f1, true) != 0 ||
+        save_geom_reshaped(c, 1, b, 2, f2, true) != 0)
+        return -1;
+    int64_t mid[3] = {rows, out, in2};
+    memest_workspace(c, sat_bytes(3, mid, memest_in_dtype(c, 0)));
+
+    double fwd = (double)rows * (double)out * (double)in1 * (double)in2;
+    memest_macs(c, fwd);
+    int nb = (memest_in_requires_grad(c, 0) ? 1 : 0) + (memest_in_requires_grad(c, 1) ? 1 : 0) +
+             (memest_param_trainable(c, "weight") ? 1 : 0);
+    memest_macs_bwd(c, fwd * nb);
+    return 0;
+}
+
+/* ---- parameter ----
+ *
+ * A bare nn.Parameter used in forward (a class token, a position table...).
+ * Its full name is the node's name, so the parameter's own name is empty. */
+
+enum { PAR_SHAPE };
+
+static const struct memest_argspec parameter_args[] = {
+    [PAR_SHAPE] = {"shape", MEMEST_ARG_SHAPE, .required = true,
+                   .doc = "the parameter's shape (\"batch\" allowed, -1 not)"},
+};
+
+static int infer_parameter(struct memest_ictx *c)
+{
+    const struct memest_argval *sh = memest_arg(c, PAR_SHAPE);
+    int64_t size[MEMEST_MAX_DIMS];
+    for (int d = 0; d < sh->n; d++) {
+        if (sh->v[d] == MEMEST_SHAPE_BATCH)
+            size[d] = memest_batch(c);
+        else if (sh->v[d] < 0)
+            return memest_fail(c, "a parameter's shape cannot contain -1");
+        else
+            size[d] = sh->v[d];
+    }
+    if (memest_param(c, "", sh->n, size) != 0)
+        return -1;
+    return memest_out_param(c, "") < 0 ? -1 : 0;
+}
+
+const struct memest_op_desc memest_ops_linear[] = {
+    {
+        .name = "linear",
+        .min_in = 1,
+        .max_in = 1,
+        .args = linear_args,
+        .nargs = NARGS(linear_args),
+        .infer = infer_linear,
+        .doc = "nn.Linear: y = x W^T + b over the last dimension",
+    },
+    {
+        .name = "bilinear",
+        .min_in = 2,
+        .max_in = 2,
+        .args = bilinear_args,
+        .nargs = NARGS(bilinear_args),
+        .infer = infer_bilinear,
+        .doc = "nn.Bilinear: y = x1^T A x2 + b",
+    },
+    {
+        .name = "parameter",
+        .min_in = 0,
+        .max_in = 0,
+        .args = parameter_args,
+        .nargs = NARGS(parameter_args),
+        .infer = infer_parameter,
+        .doc = "a bare nn.Parameter (no batch dimension); its output is the parameter itself",
+    },
+};
+const int memest_ops_linear_count = NOPS(memest_ops_linear);

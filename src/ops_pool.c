@@ -1,0 +1,224 @@
+/* ops_pool.c - max, average and adaptive pooling (1-D and 2-D).
+ *
+ * Output sizes follow ATen's pooling_output_shape:
+ *   out = floor_or_ceil((in + 2p - d(k-1) - 1) / s) + 1, and in ceil_mode
+ *   out -= 1 when the last window would start past in + p (it must start
+ *   inside the input or the left padding);
+ * with PyTorch's checks (padding at most half the kernel, output >= 1).
+ * The 1-D ops are computed by ATen as their 2-D versions on x.unsqueeze(-2),
+ * which changes no figure here.
+ *
+ * Saved for backward (PyTorch 1.13, device-independent):
+ *   max pool: the input and the int64 indices (output-sized);
+ *   avg pool: the input;
+ *   adaptive avg pool: the input. For output 1 (x1) ATen computes
+ *     x.mean((-1, -2), keepdim=True), and 1.13's MeanBackward1 saves its
+ *     input too (the catalog); newer releases save only its sizes there;
+ *   adaptive max pool: the input and the int64 indices. */
+#include "ops_common.h"
+
+enum { MP_KERNEL, MP_STRIDE, MP_PADDING, MP_DILATION, MP_RETURN_INDICES, MP_CEIL };
+
+#define MAXPOOL_ARGS(D)                                                                         \
+    [MP_KERNEL] = {"kernel_size", MEMEST_ARG_INTS, .required = true, .n = D, .lo = 1,          \
+                   .hi = ARG_MAX},                                                              \
+    [MP_STRIDE] = {"stride", MEMEST_ARG_INTS, .optional = true, .n = D, .lo = 1,               \
+                   .hi = ARG_MAX, .doc = "default: kernel_size"},                               \
+    [MP_PADDING] = {"padding", MEMEST_ARG_INTS, .n = D, .lo = 0, .hi = ARG_MAX, .idef = 0},    \
+    [MP_DILATION] = {"dilation", MEMEST_ARG_INTS, .n = D, .lo = 1, .hi = ARG_MAX, .idef = 1},  \
+    [MP_RETURN_INDICES] = {"return_indices", MEMEST_ARG_BOOL, .idef = 0,                        \
+                           .doc = "output 1 is the int64 indices"},                            \
+    [MP_CEIL] = {"ceil_mode", MEMEST_ARG_BOOL, .idef = 0}
+
+static const struct memest_argspec maxpool1d_args[] = {MAXPOOL_ARGS(1)};
+static const struct memest_argspec maxpool2d_args[] = {MAXPOOL_ARGS(2)};
+
+enum { AP_KERNEL, AP_STRIDE, AP_PADDING, AP_CEIL, AP_COUNT_PAD, AP_DIVISOR };
+
+#define AVGPOOL_ARGS(D)                                                                         \
+    [AP_KERNEL] = {"kernel_size", MEMEST_ARG_INTS, .required = true, .n = D, .lo = 1,          \
+                   .hi = ARG_MAX},                                                              \
+    [AP_STRIDE] = {"stride", MEMEST_ARG_INTS, .optional = true, .n = D, .lo = 1,               \
+                   .hi = ARG_MAX, .doc = "default: kernel_size"},                               \
+    [AP_PADDING] = {"padding", MEMEST_ARG_INTS, .n = D, .lo = 0, .hi = ARG_MAX, .idef = 0},    \
+    [AP_CEIL] = {"ceil_mode", MEMEST_ARG_BOOL, .idef = 0},                                      \
+    [AP_COUNT_PAD] = {"count_include_pad", MEMEST_ARG_BOOL, .idef = 1}
+
+static const struct memest_argspec avgpool1d_args[] = {AVGPOOL_ARGS(1)};
+static const struct memest_argspec avgpool2d_args[] = {
+    AVGPOOL_ARGS(2),
+    [AP_DIVISOR] = {"divisor_override", MEMEST_ARG_INT, .optional = true, .lo = 1,
+                    .hi = ARG_MAX},
+};
+
+enum { AD_OUTPUT_SIZE, AD_RETURN_INDICES };
+
+static const struct memest_argspec adaptiveavg1d_args[] = {
+    [AD_OUTPUT_SIZE] = {"output_size", MEMEST_ARG_INTS, .required = true, .n = 1, .lo = 1,
+                        .hi = ARG_MAX},
+};
+static const struct memest_argspec adaptiveavg2d_args[] = {
+    [AD_OUTPUT_SIZE] = {"output_size", MEMEST_ARG_INTS, .required = true, .n = 2, .lo = 1,
+                        .hi = ARG_MAX},
+};
+static const struct memest_argspec adaptivemax1d_args[] = {
+    [AD_OUTPUT_SIZE] = {"output_size", MEMEST_ARG_INTS, .required = true, .n = 1, .lo = 1,
+                        .hi = ARG_MAX},
+    [AD_RETURN_INDICES] = {"return_indices", MEMEST_ARG_BOOL, .idef = 0,
+                           .doc = "output 1 is the int64 indices"},
+};
+static const struct memest_argspec adaptivemax2d_args[] = {
+    [AD_OUTPUT_SIZE] = {"output_size", MEMEST_ARG_INTS, .required = true, .n = 2, .lo = 1,
+                        .hi = ARG_MAX},
+    [AD_RETURN_INDICES] = {"return_indices", MEMEST_ARG_BOOL, .idef = 0,
+                           .doc = "output 1 is the int64 indices"},
+};
+
+static const char *const pool_layout[] = {"", "(N, C, L) or (C, L)", "(N, C, H, W) or (C, H, W)"};
+
+/* Checks that the input has D spatial dims plus channels and an optional
+ * batch, all non-empty. */
+static int check_pool_input(struct memest_ictx *c, int D)
+{
+    const struct memest_shape *s = memest_in_shape(c, 0);
+    if (s->ndim != D + 1 && s->ndim != D + 2)
+        return memest_fail(c, "expects a %d-D or %d-D %s input, got %s", D + 2, D + 1,
+                           pool_layout[D], IN_STR(c, 0));
+    for (int d = s->ndim == D + 2 ? 1 : 0; d < s->ndim; d++)
+        if (s->size[d] < 1)
+            return memest_fail(c, "expects non-empty non-batch dimensions, got %s", IN_STR(c, 0));
+    return need_float(c, 0);
+}
+
+/* ATen's pooling_output_shape_pad_lr with symmetric padding. */
+static int64_t pool_out(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dil, bool ceil)
+{
+    int64_t ek = dil * (k - 1); /* callers check it fits */
+    int64_t num = in + 2 * pad - ek - 1 + (ceil ? stride - 1 : 0);
+    int64_t out = div_floor(num, stride) + 1, start;
+    if (ceil && (!mul_i64(out - 1, stride, &start) || start >= in + pad))
+        out--;
+    return out;
+}
+
+/* Output sizes of a (max or avg) pool, with PyTorch's checks. */
+static int pool_sizes(struct memest_ictx *c, int D, const int64_t *k, const int64_t *st,
+                      const int64_t *pad, const int64_t *dil, bool ceil, int64_t *osz)
+{
+    const struct memest_shape *s = memest_in_shape(c, 0);
+    int first = s->ndim - D;
+    for (int i = 0; i < D; i++) {
+        if (pad[i] > k[i] / 2)
+            return memest_fail(c,
+                               "padding %lld should be at most half of kernel_size %lld "
+                               "(spatial dim %d)",
+                               (long long)pad[i], (long long)k[i], i);
+        int64_t ek;
+        if (!mul_i64(dil[i], k[i] - 1, &ek) || ek >= MEMEST_DIM_MAX)
+            return memest_fail(c, "dilation * (kernel_size - 1) is too large");
+        osz[i] = pool_out(s->size[first + i], k[i], pad[i], st[i], dil[i], ceil);
+        if (osz[i] < 1)
+            return memest_fail(c,
+                               "output size is too small: input size %lld, kernel %lld, "
+                               "padding %lld, dilation %lld give %lld in spatial dim %d",
+                               (long long)s->size[first + i], (long long)k[i],
+                               (long long)pad[i], (long long)dil[i], (long long)osz[i], i);
+    }
+    return 0;
+}
+
+/* Declares output 0 (and the indices as output 1 when asked) with the
+ * input's leading dims and the given spatial sizes; saves what the op
+ * saves. */
+static int pool_outputs(struct memest_ictx *c, int D, const int64_t *osz, bool indices,
+                        bool return_indices)
+{
+    const struct memest_shape *s = memest_in_shape(c, 0);
+    int64_t size[MEMEST_MAX_DIMS];
+    int lead = s->ndim - D;
+    for (int d = 0; d < lead; d++)
+        size[d] = s->size[d];
+    for (int i = 0; i < D; i++)
+        size[lead + i] = osz[i];
+    if (memest_out_new(c, s->ndim, size, memest_in_dtype(c, 0)) < 0)
+        return -1;
+    if (memest_save_in(c, 0) != 0)
+        return -1;
+    if (!indices)
+        return 0;
+    if (return_indices) {
+        if (memest_out_new(c, s->ndim, size, MEMEST_I64) < 0)
+            return -1;
+        memest_out_set_requires_grad(c, 1, false);
+        return memest_save_out(c, 1);
+    }
+    return save_new_if(c, s->ndim, size, MEMEST_I64);
+}
+
+static int infer_maxpool(struct memest_ictx *c, int D)
+{
+    if (check_pool_input(c, D) != 0)
+        return -1;
+    const int64_t *k = memest_arg(c, MP_KERNEL)->v;
+    const struct memest_argval *as = memest_arg(c, MP_STRIDE);
+    const int64_t *st = as->none ? k : as->v;
+    int64_t osz[2];
+    if (pool_sizes(c, D, k, st, memest_arg(c, MP_PADDING)->v, memest_arg(c, MP_DILATION)->v,
+                   memest_arg_bool(c, MP_CEIL), osz) != 0)
+        return -1;
+    return pool_outputs(c, D, osz, true, memest_arg_bool(c, MP_RETURN_INDICES));
+}
+
+static int infer_avgpool(struct memest_ictx *c, int D)
+{
+    if (check_pool_input(c, D) != 0)
+        return -1;
+    const int64_t *k = memest_arg(c, AP_KERNEL)->v;
+    const struct memest_argval *as = memest_arg(c, AP_STRIDE);
+    const int64_t *st = as->none ? k : as->v;
+    static const int64_t ones[2] = {1, 1};
+    int64_t osz[2];
+    if (pool_sizes(c, D, k, st, memest_arg(c, AP_PADDING)->v, ones, memest_arg_bool(c, AP_CEIL),
+                   osz) != 0)
+        return -1;
+    return pool_outputs(c, D, osz, false, false);
+}
+
+static int infer_adaptive(struct memest_ictx *c, int D, bool max)
+{
+    if (check_pool_input(c, D) != 0)
+        return -1;
+    const int64_t *osz = memest_arg(c, AD_OUTPUT_SIZE)->v;
+    return pool_outputs(c, D, osz, max, max && memest_arg_bool(c, AD_RETURN_INDICES));
+}
+
+static int infer_maxpool1d(struct memest_ictx *c) { return infer_maxpool(c, 1); }
+static int infer_maxpool2d(struct memest_ictx *c) { return infer_maxpool(c, 2); }
+static int infer_avgpool1d(struct memest_ictx *c) { return infer_avgpool(c, 1); }
+static int infer_avgpool2d(struct memest_ictx *c) { return infer_avgpool(c, 2); }
+static int infer_adaptiveavg1d(struct memest_ictx *c) { return infer_adaptive(c, 1, false); }
+static int infer_adaptiveavg2d(struct memest_ictx *c) { return infer_adaptive(c, 2, false); }
+static int infer_adaptivemax1d(struct memest_ictx *c) { return infer_adaptive(c, 1, true); }
+static int infer_adaptivemax2d(struct memest_ictx *c) { return infer_adaptive(c, 2, true); }
+
+#define POOL_OP(nm, argv, fn, text)                                                     \
+    {                                                                                           \
+        .name = nm, .min_in = 1, .max_in = 1, .args = argv, .nargs = NARGS(argv), .infer = fn, \
+        .doc = text,                                                                            \
+    }
+
+const struct memest_op_desc memest_ops_pool[] = {
+    POOL_OP("maxpool1d", maxpool1d_args, infer_maxpool1d, "nn.MaxPool1d"),
+    POOL_OP("maxpool2d", maxpool2d_args, infer_maxpool2d, "nn.MaxPool2d"),
+    POOL_OP("avgpool1d", avgpool1d_args, infer_avgpool1d, "nn.AvgPool1d"),
+    POOL_OP("avgpool2d", avgpool2d_args, infer_avgpool2d, "nn.AvgPool2d"),
+    POOL_OP("adaptiveavgpool1d", adaptiveavg1d_args, infer_adaptiveavg1d,
+            "nn.AdaptiveAvgPool1d"),
+    POOL_OP("adaptiveavgpool2d", adaptiveavg2d_args, infer_adaptiveavg2d,
+            "nn.AdaptiveAvgPool2d"),
+    POOL_OP("adaptivemaxpool1d", adaptivemax1d_args, infer_adaptivemax1d,
+            "nn.AdaptiveMaxPool1d"),
+    POOL_OP("adaptivemaxpool2d", adaptivemax2d_args, infer_adaptivemax2d,
+            "nn.AdaptiveMaxPool2d"),
+};
+const int memest_ops_pool_count = NOPS(memest_ops_pool);

@@ -1,0 +1,121 @@
+/* report_json.c - the --json document; README.md documents every field. */
+#include <math.h>
+
+#include "memest/format.h"
+#include "memest/ops.h"
+#include "memest/jsonw.h"
+#include "memest/report.h"
+
+static void flops_u64(struct memest_jsonw *w, const char *key, double v)
+{
+    if (v >= 0 && v < 9.2e18)
+        memest_jsonw_u64(w, key, (uint64_t)llround(v));
+    else
+        memest_jsonw_f64(w, key, v);
+}
+
+static void peak_obj(struct memest_jsonw *w, const char *key, const struct memest_report *rep,
+                     const struct memest_peak *p)
+{
+    memest_jsonw_obj_begin(w, key);
+    memest_jsonw_u64(w, "bytes", p->bytes);
+    memest_jsonw_str(w, "phase", memest_phase_name((enum memest_phase)p->phase));
+    memest_jsonw_str(w, "node", p->node != UINT32_MAX ? rep->g->nodes[p->node].name : NULL);
+    memest_jsonw_obj_begin(w, "at_peak");
+    for (int c = 0; c < MEMEST_CAT_COUNT; c++)
+        memest_jsonw_u64(w, memest_category_name((enum memest_category)c), p->at_peak[c]);
+    memest_jsonw_obj_end(w);
+    memest_jsonw_obj_end(w);
+}
+
+void memest_report_json(FILE *f, const struct memest_report *rep)
+{
+    const struct memest_estimate *e = rep->e;
+    const struct memest_run *r = rep->r;
+    const struct memest_graph *g = rep->g;
+    struct memest_jsonw w;
+    memest_jsonw_init(&w, f, true);
+    memest_jsonw_obj_begin(&w, NULL);
+    memest_jsonw_u64(&w, "schema_version", MEMEST_SCHEMA_VERSION);
+    memest_jsonw_str(&w, "model", g->name);
+    memest_jsonw_str(&w, "file", g->file);
+    memest_jsonw_i64(&w, "batch", rep->cli->batch);
+    memest_jsonw_str(&w, "optimizer", memest_optim_name(rep->cli->optim.kind));
+    memest_jsonw_f64(&w, "momentum", rep->cli->optim.momentum);
+    memest_jsonw_str(&w, "dtype", memest_dtype_name(rep->cli->dtype));
+
+    memest_jsonw_obj_begin(&w, "params");
+    memest_jsonw_u64(&w, "total", e->params.total);
+    memest_jsonw_u64(&w, "trainable", e->params.trainable);
+    memest_jsonw_u64(&w, "frozen", e->params.frozen);
+    memest_jsonw_u64(&w, "tensors", e->params.tensors);
+    memest_jsonw_u64(&w, "buffers", e->params.buffer_elems);
+    memest_jsonw_u64(&w, "buffer_tensors", e->params.buffer_tensors);
+    memest_jsonw_obj_end(&w);
+
+    memest_jsonw_obj_begin(&w, "memory");
+    memest_jsonw_u64(&w, "parameters", e->params.bytes);
+    memest_jsonw_u64(&w, "buffers", e->params.buffer_bytes);
+    memest_jsonw_u64(&w, "gradients", e->gradients);
+    memest_jsonw_u64(&w, "optimizer_state", e->opt.device_bytes);
+    memest_jsonw_u64(&w, "optimizer_state_host", e->opt.host_bytes);
+    memest_jsonw_u64(&w, "activations", e->activations);
+    memest_jsonw_u64(&w, "peak", e->train_peak.bytes);
+    memest_jsonw_u64(&w, "inference_peak", e->infer_peak.bytes);
+    peak_obj(&w, "train_peak", rep, &e->train_peak);
+    peak_obj(&w, "inference", rep, &e->infer_peak);
+    memest_jsonw_obj_end(&w);
+
+    memest_jsonw_obj_begin(&w, "flops");
+    flops_u64(&w, "forward_macs", e->flops.fwd_macs);
+    flops_u64(&w, "backward_macs", e->flops.bwd_macs);
+    flops_u64(&w, "forward", e->flops.fwd_flops);
+    flops_u64(&w, "backward", e->flops.bwd_flops);
+    flops_u64(&w, "step", e->flops.step_flops);
+    memest_jsonw_obj_end(&w);
+
+    if (rep->probe)
+        memest_probe_write_json(&w, rep->probe);
+
+    memest_jsonw_arr_begin(&w, "layers");
+    for (uint32_t n = 0; n < g->nnodes; n++) {
+        const struct memest_nodeinfo *ni = &r->nodes[n];
+        const struct memest_shape *s = &r->values[ni->out_first].shape;
+        memest_jsonw_obj_begin(&w, NULL);
+        memest_jsonw_str(&w, "name", g->nodes[n].name);
+        memest_jsonw_str(&w, "type", g->nodes[n].op->name);
+        memest_jsonw_arr_begin(&w, "output_shape");
+        for (int d = 0; d < s->ndim; d++)
+            memest_jsonw_i64(&w, NULL, s->size[d]);
+        memest_jsonw_arr_end(&w);
+        memest_jsonw_u64(&w, "params", memest_node_params(r, n));
+        memest_jsonw_u64(&w, "activation_bytes", ni->act_bytes);
+        flops_u64(&w, "forward_macs", ni->fwd_macs);
+        memest_jsonw_obj_end(&w);
+    }
+    memest_jsonw_arr_end(&w);
+    memest_jsonw_obj_end(&w);
+    memest_jsonw_finish(&w);
+}
+
+void memest_report_error_json(FILE *f, const struct memest_error *err)
+{
+    char msg[1200];
+    memest_error_format(err, msg, sizeof msg);
+    struct memest_jsonw w;
+    memest_jsonw_init(&w, f, true);
+    memest_jsonw_obj_begin(&w, NULL);
+    memest_jsonw_u64(&w, "schema_version", MEMEST_SCHEMA_VERSION);
+    memest_jsonw_obj_begin(&w, "error");
+    memest_jsonw_str(&w, "code", memest_errcode_name(err->code));
+    memest_jsonw_u64(&w, "exit", (uint64_t)memest_error_exit(err));
+    memest_jsonw_str(&w, "message", msg);
+    memest_jsonw_str(&w, "file", err->file[0] ? err->file : NULL);
+    memest_jsonw_str(&w, "path", err->path[0] ? err->path : NULL);
+    memest_jsonw_str(&w, "node", err->node[0] ? err->node : NULL);
+    if (err->line)
+        memest_jsonw_i64(&w, "line", err->line), memest_jsonw_i64(&w, "col", err->col);
+    memest_jsonw_obj_end(&w);
+    memest_jsonw_obj_end(&w);
+    memest_jsonw_finish(&w);
+}

@@ -1,0 +1,27 @@
+# Checks that the op table in models/README.md (between the ops:begin and
+# ops:end markers) is exactly what `memest --list-ops` prints.
+#   cmake -DMEMEST=path -DDOC=models/README.md [-DUPDATE=1] -P check_doc.cmake
+execute_process(COMMAND ${MEMEST} --list-ops OUTPUT_VARIABLE table RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "memest --list-ops failed: ${rc}")
+endif()
+file(READ ${DOC} doc)
+string(FIND "${doc}" "<!-- ops:begin -->\n" b)
+string(FIND "${doc}" "<!-- ops:end -->" e)
+if(b EQUAL -1 OR e EQUAL -1)
+  message(FATAL_ERROR "${DOC}: ops:begin / ops:end markers missing")
+endif()
+math(EXPR start "${b} + 19")
+math(EXPR len "${e} - ${start}")
+string(SUBSTRING "${doc}" ${start} ${len} current)
+if(NOT current STREQUAL table)
+  if(UPDATE)
+    string(SUBSTRING "${doc}" 0 ${start} head)
+    string(SUBSTRING "${doc}" ${e} -1 tail)
+    file(WRITE ${DOC} "${head}${table}${tail}")
+    message(STATUS "updated ${DOC}")
+  else()
+    message(FATAL_ERROR "${DOC}: the op table differs from `memest --list-ops`; accept it with\n"
+      "  cmake -DMEMEST=${MEMEST} -DDOC=${DOC} -DUPDATE=1 -P ${CMAKE_CURRENT_LIST_FILE}")
+  endif()
+endif()

@@ -1,0 +1,683 @@
+#!/usr/bin/python3
+"""Whole-model reference figures from real PyTorch (independent ground truth for memest).
+
+How to run (Debian's PyTorch 1.13 / torchvision 0.14, CPU only, no GPU, no pip):
+
+    /usr/bin/python3 tests/tools/torch_reference.py > tests/reference/torch_figures.json
+    /usr/bin/python3 tests/tools/torch_reference.py tests/reference/torch_figures.json
+    /usr/bin/python3 tests/tools/torch_reference.py --models resnet18,gpt2 /tmp/subset.json
+
+With an output path the JSON goes to that file and the summary table to stdout; without one
+the JSON goes to stdout and the table to stderr.  Runtime ~ a few minutes; peak RAM ~ 8 GiB
+(GPT-2 at sequence 1024, batch 2).
+
+What is measured, per model (fp32, model.train(), one forward pass, no backward):
+
+* params_total / params_trainable: sum of numel over model.parameters() (shared parameters,
+  e.g. GPT-2's tied lm_head/wte, are counted once because parameters() de-duplicates);
+  param_tensors = number of distinct parameter tensors; buffers_count (elements),
+  buffers_bytes, buffer_tensors, buffers_by_dtype (incl. non-persistent buffers);
+  buffer_tensors_persistent = buffers that appear in state_dict().
+* saved_activation_bytes: with torch.autograd.graph.saved_tensors_hooks, every tensor autograd
+  saves for backward is recorded; storages are de-duplicated by storage data_ptr, storages that
+  belong to a parameter or buffer are excluded, each remaining storage counts its full nbytes.
+  The model input storage is included when autograd saves it (e.g. the first conv saves the
+  image, embeddings save the int64 ids); it is also reported alone as saved_input_bytes.
+* saved_activation_bytes_cuda_corrected: the same figure with the CPU-vs-CUDA differences
+  listed in CORRECTIONS (and in the JSON "corrections" list) applied.
+* by_grad_fn: bytes/storages per grad_fn class, each storage attributed to the first grad_fn
+  that saved it (pack order); by_module_type: the same per innermost nn.Module class active
+  when the storage was first saved.
+* output_shape: shape(s) of the model output.
+
+Everything is deterministic: torch.manual_seed(0) before building each model and before each
+forward; the figures depend only on shapes, not on values.
+"""
+import gc
+import json
+import math
+import sys
+from collections import OrderedDict
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torchvision
+
+torch.set_num_threads(2)
+
+# --------------------------------------------------------------------------- corrections
+CORRECTIONS = [
+    {
+        "id": "dropout_mask_bool",
+        "what": "Dropout masks",
+        "cpu": "torch 1.13 CPU F.dropout (train) computes x * noise with noise = bernoulli(1-p)/(1-p) "
+               "as a float32 tensor of the input's shape; MulBackward0 saves noise (4 bytes/element).",
+        "cuda": "On CUDA, non-inplace dropout with 0<p<1 calls native_dropout; NativeDropoutBackward0 "
+                "saves only the bool mask (1 byte/element). The dropout output is not saved by dropout on "
+                "either device.",
+        "applied": "every float32 dropout mask is counted as numel*1 bytes instead of numel*4. Masks are "
+                   "identified exactly via forward hooks on nn.Dropout modules (output.grad_fn is "
+                   "MulBackward0, its _saved_other is the mask); the LSTM's internal inter-layer dropout "
+                   "mask (inside nn.LSTM, no module) is identified as a MulBackward0._saved_other that does "
+                   "not require grad and contains only the values {0, 1/(1-p)}, and its count is asserted "
+                   "to be num_layers-1. None of the models uses inplace dropout (CUDA dropout_ would keep "
+                   "the float mask).",
+    },
+    {
+        "id": "wrapped_scalar_cpu",
+        "what": "0-d wrapped-number tensors",
+        "cpu": "x * python_scalar / x / python_scalar save the scalar as a 0-d float64 (or int64) "
+               "'wrapped number' tensor (8 bytes) in MulBackward0/DivBackward0._saved_other.",
+        "cuda": "These wrapped numbers stay CPU tensors when the activations are on CUDA, so they use no "
+                "GPU memory.",
+        "applied": "0-d float64/int64 tensors saved as _saved_other of MulBackward0/DivBackward0 "
+                   "(not parameters/buffers) are excluded from the CUDA-corrected figure "
+                   "(BERT and GPT-2: one 8-byte scalar per layer from the 1/sqrt(d) scaling).",
+    },
+    {
+        "id": "lstm_cpu_native_not_corrected",
+        "what": "nn.LSTM internals (lstm-lm only)",
+        "cpu": "torch 1.13 CPU runs nn.LSTM with the native ATen implementation: per layer one linear over the "
+               "whole sequence for the input projection (saves the layer input [T*B,I]), then per time step "
+               "addmm(h_{t-1}) and separate sigmoid_/tanh_/mul ops (saved per step: gates [B,4H], tanh(c_t) "
+               "[B,H], and for t<T-1 h_t and c_t [B,H]; plus zero h0/c0 [L,B,H] created in forward).",
+        "cuda": "CUDA uses cuDNN by default (CudnnRnnBackward0: input, hx, cx, output, weights and an opaque "
+                "reserve space whose size cannot be measured without a GPU); the non-cuDNN CUDA path uses "
+                "_thnn_fused_lstm_cell (saves cx, cy and a [B,4H] workspace per step plus the matmul inputs).",
+        "applied": "NOT corrected: the figures contain the raw CPU-native LSTM bytes (reported separately as "
+                   "lstm_internal_bytes / lstm_internal_bytes_cuda_corrected, the latter differing only by the "
+                   "inter-layer dropout mask correction); no cuDNN figure is invented.",
+    },
+    {
+        "id": "batchnorm_cudnn_reserve_not_corrected",
+        "what": "BatchNorm on CUDA",
+        "cpu": "NativeBatchNormBackward0 saves input, save_mean[C], save_invstd[C] (fp32) + weight/running stats.",
+        "cuda": "CUDA fp32 uses cudnn_batch_norm: same input and per-channel mean/invstd, plus a cuDNN "
+                "reserve-space tensor (size not measurable here; for plain BN mode it is normally empty).",
+        "applied": "NOT corrected (no figure invented).",
+    },
+]
+
+
+# --------------------------------------------------------------------------- models
+class BertEmbeddings(nn.Module):
+    def __init__(self, vocab=30522, hidden=768, max_pos=512, type_vocab=2, eps=1e-12, p=0.1):
+        super().__init__()
+        self.word_embeddings = nn.Embedding(vocab, hidden, padding_idx=0)
+        self.position_embeddings = nn.Embedding(max_pos, hidden)
+        self.token_type_embeddings = nn.Embedding(type_vocab, hidden)
+        self.LayerNorm = nn.LayerNorm(hidden, eps=eps)
+        self.dropout = nn.Dropout(p)
+
+    def forward(self, input_ids):
+        B, s = input_ids.shape
+        # As specified for memest: created in forward (HF registers [1,512] buffers and slices/expands them).
+        token_type_ids = torch.zeros(B, s, dtype=torch.long)
+        position_ids = torch.arange(s, dtype=torch.long).unsqueeze(0)
+        inputs_embeds = self.word_embeddings(input_ids)
+        token_type_embeddings = self.token_type_embeddings(token_type_ids)
+        embeddings = inputs_embeds + token_type_embeddings
+        position_embeddings = self.position_embeddings(position_ids)
+        embeddings += position_embeddings
+        embeddings = self.LayerNorm(embeddings)
+        embeddings = self.dropout(embeddings)
+        return embeddings
+
+
+class BertSelfAttention(nn.Module):
+    def __init__(self, hidden=768, heads=12, p=0.1):
+        super().__init__()
+        self.num_attention_heads = heads
+        self.attention_head_size = hidden // heads
+        self.all_head_size = hidden
+        self.query = nn.Linear(hidden, hidden)
+        self.key = nn.Linear(hidden, hidden)
+        self.value = nn.Linear(hidden, hidden)
+        self.dropout = nn.Dropout(p)
+
+    def transpose_for_scores(self, x):
+        new_x_shape = x.size()[:-1] + (self.num_attention_heads, self.attention_head_size)
+        x = x.view(new_x_shape)
+        return x.permute(0, 2, 1, 3)
+
+    def forward(self, hidden_states):
+        mixed_query_layer = self.query(hidden_states)
+        key_layer = self.transpose_for_scores(self.key(hidden_states))
+        value_layer = self.transpose_for_scores(self.value(hidden_states))
+        query_layer = self.transpose_for_scores(mixed_query_layer)
+        attention_scores = torch.matmul(query_layer, key_layer.transpose(-1, -2))
+        attention_scores = attention_scores / math.sqrt(self.attention_head_size)
+        attention_probs = nn.functional.softmax(attention_scores, dim=-1)
+        attention_probs = self.dropout(attention_probs)
+        context_layer = torch.matmul(attention_probs, value_layer)
+        context_layer = context_layer.permute(0, 2, 1, 3).contiguous()
+        new_context_layer_shape = context_layer.size()[:-2] + (self.all_head_size,)
+        context_layer = context_layer.view(new_context_layer_shape)
+        return context_layer
+
+
+class BertSelfOutput(nn.Module):
+    def __init__(self, hidden=768, eps=1e-12, p=0.1):
+        super().__init__()
+        self.dense = nn.Linear(hidden, hidden)
+        self.LayerNorm = nn.LayerNorm(hidden, eps=eps)
+        self.dropout = nn.Dropout(p)
+
+    def forward(self, hidden_states, input_tensor):
+        hidden_states = self.dense(hidden_states)
+        hidden_states = self.dropout(hidden_states)
+        hidden_states = self.LayerNorm(hidden_states + input_tensor)
+        return hidden_states
+
+
+class BertAttention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.self = BertSelfAttention()
+        self.output = BertSelfOutput()
+
+    def forward(self, hidden_states):
+        self_outputs = self.self(hidden_states)
+        return self.output(self_outputs, hidden_states)
+
+
+class BertIntermediate(nn.Module):
+    def __init__(self, hidden=768, inter=3072):
+        super().__init__()
+        self.dense = nn.Linear(hidden, inter)
+        self.intermediate_act_fn = nn.GELU()
+
+    def forward(self, hidden_states):
+        return self.intermediate_act_fn(self.dense(hidden_states))
+
+
+class BertOutput(nn.Module):
+    def __init__(self, hidden=768, inter=3072, eps=1e-12, p=0.1):
+        super().__init__()
+        self.dense = nn.Linear(inter, hidden)
+        self.LayerNorm = nn.LayerNorm(hidden, eps=eps)
+        self.dropout = nn.Dropout(p)
+
+    def forward(self, hidden_states, input_tensor):
+        hidden_states = self.dense(hidden_states)
+        hidden_states = self.dropout(hidden_states)
+        hidden_states = self.LayerNorm(hidden_states + input_tensor)
+        return hidden_states
+
+
+class BertLayer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attention = BertAttention()
+        self.intermediate = BertIntermediate()
+        self.output = BertOutput()
+
+    def forward(self, hidden_states):
+        attention_output = self.attention(hidden_states)
+        intermediate_output = self.intermediate(attention_output)
+        return self.output(intermediate_output, attention_output)
+
+
+class BertPooler(nn.Module):
+    def __init__(self, hidden=768):
+        super().__init__()
+        self.dense = nn.Linear(hidden, hidden)
+        self.activation = nn.Tanh()
+
+    def forward(self, hidden_states):
+        first_token_tensor = hidden_states[:, 0]
+        pooled_output = self.dense(first_token_tensor)
+        return self.activation(pooled_output)
+
+
+class BertModel(nn.Module):
+    def __init__(self, layers=12):
+        super().__init__()
+        self.embeddings = BertEmbeddings()
+        self.encoder = nn.ModuleList([BertLayer() for _ in range(layers)])
+        self.pooler = BertPooler()
+
+    def forward(self, input_ids):
+        h = self.embeddings(input_ids)
+        for layer in self.encoder:
+            h = layer(h)
+        return h, self.pooler(h)
+
+
+class GPT2Attention(nn.Module):
+    def __init__(self, E=768, heads=12, n_pos=1024, p=0.1):
+        super().__init__()
+        self.embed_dim = E
+        self.num_heads = heads
+        self.head_dim = E // heads
+        self.split_size = E
+        self.register_buffer("bias", torch.tril(torch.ones((n_pos, n_pos), dtype=torch.bool)).view(1, 1, n_pos, n_pos),
+                             persistent=False)
+        self.c_attn = nn.Linear(E, 3 * E)
+        self.c_proj = nn.Linear(E, E)
+        self.attn_dropout = nn.Dropout(p)
+        self.resid_dropout = nn.Dropout(p)
+
+    def _split_heads(self, tensor):
+        new_shape = tensor.size()[:-1] + (self.num_heads, self.head_dim)
+        return tensor.view(new_shape).permute(0, 2, 1, 3)
+
+    def _merge_heads(self, tensor):
+        tensor = tensor.permute(0, 2, 1, 3).contiguous()
+        new_shape = tensor.size()[:-2] + (self.num_heads * self.head_dim,)
+        return tensor.view(new_shape)
+
+    def _attn(self, query, key, value):
+        attn_weights = torch.matmul(query, key.transpose(-1, -2))
+        attn_weights = attn_weights / (value.size(-1) ** 0.5)
+        query_length, key_length = query.size(-2), key.size(-2)
+        causal_mask = self.bias[:, :, key_length - query_length: key_length, :key_length]
+        mask_value = torch.tensor(torch.finfo(attn_weights.dtype).min, dtype=attn_weights.dtype)
+        attn_weights = torch.where(causal_mask, attn_weights, mask_value)
+        attn_weights = nn.functional.softmax(attn_weights, dim=-1)
+        attn_weights = self.attn_dropout(attn_weights)
+        return torch.matmul(attn_weights, value)
+
+    def forward(self, hidden_states):
+        query, key, value = self.c_attn(hidden_states).split(self.split_size, dim=2)
+        query = self._split_heads(query)
+        key = self._split_heads(key)
+        value = self._split_heads(value)
+        attn_output = self._attn(query, key, value)
+        attn_output = self._merge_heads(attn_output)
+        attn_output = self.c_proj(attn_output)
+        return self.resid_dropout(attn_output)
+
+
+class GPT2MLP(nn.Module):
+    def __init__(self, E=768, inner=3072, p=0.1):
+        super().__init__()
+        self.c_fc = nn.Linear(E, inner)
+        self.c_proj = nn.Linear(inner, E)
+        self.act = nn.GELU(approximate="tanh")
+        self.dropout = nn.Dropout(p)
+
+    def forward(self, hidden_states):
+        return self.dropout(self.c_proj(self.act(self.c_fc(hidden_states))))
+
+
+class GPT2Block(nn.Module):
+    def __init__(self, E=768):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(E, eps=1e-5)
+        self.attn = GPT2Attention()
+        self.ln_2 = nn.LayerNorm(E, eps=1e-5)
+        self.mlp = GPT2MLP()
+
+    def forward(self, hidden_states):
+        residual = hidden_states
+        hidden_states = self.ln_1(hidden_states)
+        attn_output = self.attn(hidden_states)
+        hidden_states = attn_output + residual
+        residual = hidden_states
+        hidden_states = self.ln_2(hidden_states)
+        feed_forward_hidden_states = self.mlp(hidden_states)
+        return residual + feed_forward_hidden_states
+
+
+class GPT2LMHeadModel(nn.Module):
+    def __init__(self, vocab=50257, n_pos=1024, E=768, layers=12):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, E)
+        self.wpe = nn.Embedding(n_pos, E)
+        self.drop = nn.Dropout(0.1)
+        self.h = nn.ModuleList([GPT2Block() for _ in range(layers)])
+        self.ln_f = nn.LayerNorm(E, eps=1e-5)
+        self.lm_head = nn.Linear(E, vocab, bias=False)
+        self.lm_head.weight = self.wte.weight  # tied
+
+    def forward(self, input_ids):
+        s = input_ids.size(-1)
+        position_ids = torch.arange(0, s, dtype=torch.long).unsqueeze(0)
+        inputs_embeds = self.wte(input_ids)
+        position_embeds = self.wpe(position_ids)
+        hidden_states = inputs_embeds + position_embeds
+        hidden_states = self.drop(hidden_states)
+        for block in self.h:
+            hidden_states = block(hidden_states)
+        hidden_states = self.ln_f(hidden_states)
+        return self.lm_head(hidden_states)
+
+
+class LSTMLM(nn.Module):
+    """pytorch/examples word_language_model RNNModel('LSTM', 10000, 650, 650, 2, 0.5), untied,
+    zero initial state, returning the decoder output (no log_softmax, as specified for memest)."""
+
+    def __init__(self, ntoken=10000, ninp=650, nhid=650, nlayers=2, dropout=0.5):
+        super().__init__()
+        self.drop = nn.Dropout(dropout)
+        self.encoder = nn.Embedding(ntoken, ninp)
+        self.rnn = nn.LSTM(ninp, nhid, nlayers, dropout=dropout)
+        self.decoder = nn.Linear(nhid, ntoken)
+        self.nlayers, self.nhid = nlayers, nhid
+
+    def forward(self, input):
+        bsz = input.size(1)
+        hidden = (torch.zeros(self.nlayers, bsz, self.nhid), torch.zeros(self.nlayers, bsz, self.nhid))
+        emb = self.drop(self.encoder(input))
+        output, hidden = self.rnn(emb, hidden)
+        output = self.drop(output)
+        return self.decoder(output)
+
+
+def mlp_mnist():
+    return nn.Sequential(nn.Flatten(), nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+
+
+def img_input(B):
+    return [torch.randn(B, 3, 224, 224)]
+
+
+MODELS = OrderedDict([
+    ("alexnet", dict(build=lambda: torchvision.models.alexnet(weights=None), input=img_input,
+                     input_desc="[B,3,224,224] float32", params=61100840)),
+    ("vgg16", dict(build=lambda: torchvision.models.vgg16(weights=None), input=img_input,
+                   input_desc="[B,3,224,224] float32", params=138357544)),
+    ("resnet18", dict(build=lambda: torchvision.models.resnet18(weights=None), input=img_input,
+                      input_desc="[B,3,224,224] float32", params=11689512)),
+    ("resnet50", dict(build=lambda: torchvision.models.resnet50(weights=None), input=img_input,
+                      input_desc="[B,3,224,224] float32", params=25557032)),
+    ("mobilenet_v2", dict(build=lambda: torchvision.models.mobilenet_v2(weights=None), input=img_input,
+                          input_desc="[B,3,224,224] float32", params=3504872)),
+    ("bert-base", dict(build=BertModel, input=lambda B: [torch.randint(0, 30522, (B, 128), dtype=torch.long)],
+                       input_desc="input_ids [B,128] int64", params=109482240,
+                       notes=["token_type_ids (zeros [B,s] int64) and position_ids (arange(s) [1,s] int64) are created "
+                              "in forward as specified, so they are saved by EmbeddingBackward0 as new storages "
+                              "(8*B*s + 8*s bytes). Hugging Face registers them as [1,512] buffers instead "
+                              "(then they would be buffer storage and excluded, and buffers would hold 1024 int64).",
+                              "No attention-mask addition; output = (last_hidden_state, pooled_output)."])),
+    ("gpt2", dict(build=GPT2LMHeadModel, input=lambda B: [torch.randint(0, 50257, (B, 1024), dtype=torch.long)],
+                  input_desc="input_ids [B,1024] int64", params=124439808,
+                  notes=["nn.Linear instead of HF Conv1D; lm_head tied to wte (counted once).",
+                         "causal mask: 12 non-persistent bool buffers [1,1,1024,1024]; torch.where saves a view of "
+                         "it (buffer storage, excluded)."])),
+    ("lstm-lm", dict(build=LSTMLM, input=lambda B: [torch.randint(0, 10000, (35, B), dtype=torch.long)],
+                     input_desc="[35,B] int64 (seq first)",
+                     params=10000 * 650 + 2 * (4 * 650 * (650 + 650) + 2 * 4 * 650) + 650 * 10000 + 10000,
+                     notes=["The upstream example returns F.log_softmax(decoded.view(-1, ntoken)); as specified here "
+                            "the model ends at the decoder Linear (log_softmax would additionally save its "
+                            "[35*B,10000] fp32 result).",
+                            "Raw CPU native LSTM figure, see correction lstm_cpu_native_not_corrected."])),
+    ("mlp-mnist", dict(build=mlp_mnist, input=lambda B: [torch.randn(B, 1, 28, 28)],
+                       input_desc="[B,1,28,28] float32", params=669706)),
+])
+
+
+# --------------------------------------------------------------------------- measurement
+def sptr(t):
+    return t.storage().data_ptr()
+
+
+def sbytes(t):
+    return t.storage().nbytes()
+
+
+def dtn(dt):
+    return str(dt).replace("torch.", "")
+
+
+def reachable(roots):
+    seen = {}
+    stack = [r for r in roots if r is not None]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen[id(n)] = n
+        for nf, _ in n.next_functions:
+            if nf is not None:
+                stack.append(nf)
+    return list(seen.values())
+
+
+def flat_tensors(obj):
+    if isinstance(obj, torch.Tensor):
+        return [obj]
+    if isinstance(obj, (list, tuple)):
+        return [t for o in obj for t in flat_tensors(o)]
+    return []
+
+
+def static_info(model):
+    params = list(model.parameters())
+    bufs = list(model.named_buffers())
+    persistent = set(model.state_dict().keys())
+    by_dtype = {}
+    for _, b in bufs:
+        d = by_dtype.setdefault(dtn(b.dtype), {"tensors": 0, "elements": 0, "bytes": 0})
+        d["tensors"] += 1
+        d["elements"] += b.numel()
+        d["bytes"] += b.numel() * b.element_size()
+    return {
+        "params_total": sum(p.numel() for p in params),
+        "params_trainable": sum(p.numel() for p in params if p.requires_grad),
+        "param_tensors": len(params),
+        "param_bytes": sum(p.numel() * p.element_size() for p in params),
+        "buffers_count": sum(b.numel() for _, b in bufs),
+        "buffers_bytes": sum(b.numel() * b.element_size() for _, b in bufs),
+        "buffer_tensors": len(bufs),
+        "buffer_tensors_persistent": sum(1 for n, _ in bufs if n in persistent),
+        "buffers_by_dtype": by_dtype,
+    }
+
+
+def measure(model, inputs):
+    model.train()
+    pb = {sptr(p) for p in model.parameters()} | {sptr(b) for b in model.buffers()}
+    in_ptrs = {sptr(t) for t in inputs}
+
+    # module context stack (innermost module class at save time)
+    stack = []
+    handles = []
+    dropout_masks = {}  # storage ptr -> (numel, p)
+
+    def pre(m, a):
+        stack.append(type(m).__name__)
+
+    def post(m, a, out):
+        stack.pop()
+        if isinstance(m, nn.Dropout) and m.training and m.p > 0 and isinstance(out, torch.Tensor) \
+                and out.grad_fn is not None:
+            gf = out.grad_fn
+            assert type(gf).__name__ == "MulBackward0", type(gf).__name__
+            mask = gf._saved_other
+            assert mask.dtype == torch.float32 and mask.shape == out.shape and not mask.requires_grad
+            dropout_masks[sptr(mask)] = (mask.numel(), m.p)
+
+    for m in model.modules():
+        handles.append(m.register_forward_pre_hook(pre))
+        handles.append(m.register_forward_hook(post))
+
+    packs = []  # (tensor, module_ctx)
+    last = [None]
+
+    class Packed:
+        __slots__ = ("idx", "t")
+
+        def __init__(self, idx, t):
+            self.idx, self.t = idx, t
+
+    def pack(t):
+        packs.append((t, stack[-1] if stack else "<top>"))
+        return Packed(len(packs) - 1, t)
+
+    def unpack(pk):
+        last[0] = pk.idx  # lets the graph walk below map each _saved_* attribute to its pack exactly
+        return pk.t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        out = model(*inputs)
+    for h in handles:
+        h.remove()
+    outs = flat_tensors(out)
+
+    # name every pack via the grad_fn graph: reading a _saved_* attribute calls unpack(), which
+    # reports the index of the pack it came from.
+    names = {}
+    lstm_cands = []
+    for node in reachable([t.grad_fn for t in outs]):
+        gname = type(node).__name__
+        for a in dir(node):
+            if not a.startswith("_saved_"):
+                continue
+            last[0] = None
+            try:
+                v = getattr(node, a)
+            except Exception:
+                continue
+            if isinstance(v, (list, tuple)) and any(isinstance(e, torch.Tensor) for e in v):
+                raise AssertionError("tensor-list saved attribute not expected: %s.%s" % (gname, a))
+            if not isinstance(v, torch.Tensor) or last[0] is None:
+                continue
+            i = last[0]
+            assert i not in names, (gname, a)
+            names[i] = (gname, a)
+            if gname == "MulBackward0" and a == "_saved_other":
+                lstm_cands.append(i)
+    assert len(names) == len(packs), (len(names), len(packs))
+
+    # LSTM-internal inter-layer dropout masks
+    lstm_mods = [m for m in model.modules() if isinstance(m, nn.LSTM)]
+    if lstm_mods:
+        expected = sum(m.num_layers - 1 for m in lstm_mods if m.dropout > 0)
+        found = 0
+        for i in lstm_cands:
+            t, ctx = packs[i]
+            if ctx != "LSTM" or t.requires_grad or t.dtype != torch.float32 or sptr(t) in dropout_masks:
+                continue
+            p = lstm_mods[0].dropout
+            vals = torch.unique(t)
+            if all(float(v) in (0.0, 1.0 / (1.0 - p)) for v in vals) and t.dim() == 3:
+                dropout_masks[sptr(t)] = (t.numel(), p)
+                found += 1
+        assert found == expected, (found, expected)
+
+    # per storage: first saver
+    seen = {}
+    for i, (t, ctx) in enumerate(packs):
+        ptr = sptr(t)
+        if ptr in pb or ptr in seen:
+            continue
+        g, a = names.get(i, ("(unnamed)", "-"))
+        wrapped = (t.dim() == 0 and t.dtype in (torch.float64, torch.int64) and g in ("MulBackward0", "DivBackward0")
+                   and a == "_saved_other")
+        seen[ptr] = dict(bytes=sbytes(t), grad_fn=g, module=ctx, is_input=ptr in in_ptrs, wrapped=wrapped,
+                         dtype=dtn(t.dtype))
+    for ptr, r in seen.items():
+        cb = r["bytes"]
+        if ptr in dropout_masks:
+            n, _ = dropout_masks[ptr]
+            assert r["bytes"] == 4 * n
+            cb = n
+        if r["wrapped"]:
+            cb = 0
+        r["cuda_bytes"] = cb
+    assert len(dropout_masks) == sum(1 for p in seen if p in dropout_masks)
+
+    res = {
+        "output_shape": [list(t.shape) for t in outs] if len(outs) > 1 else list(outs[0].shape),
+        "saved_activation_bytes": sum(r["bytes"] for r in seen.values()),
+        "saved_activation_bytes_cuda_corrected": sum(r["cuda_bytes"] for r in seen.values()),
+        "saved_storages": len(seen),
+        "saved_tensors_packed": len(packs),
+        "saved_input_bytes": sum(r["bytes"] for r in seen.values() if r["is_input"]),
+        "saved_bytes_by_dtype": {},
+        "dropout_masks": {"count": len(dropout_masks), "elements": sum(n for n, _ in dropout_masks.values()),
+                          "cpu_bytes": 4 * sum(n for n, _ in dropout_masks.values()),
+                          "cuda_bytes": sum(n for n, _ in dropout_masks.values())},
+        "wrapped_scalars": {"count": sum(1 for r in seen.values() if r["wrapped"]),
+                            "bytes": sum(r["bytes"] for r in seen.values() if r["wrapped"])},
+        "by_grad_fn": {},
+        "by_module_type": {},
+    }
+    for r in seen.values():
+        for key, k in (("by_grad_fn", r["grad_fn"]), ("by_module_type", r["module"])):
+            d = res[key].setdefault(k, {"storages": 0, "bytes": 0, "bytes_cuda_corrected": 0})
+            d["storages"] += 1
+            d["bytes"] += r["bytes"]
+            d["bytes_cuda_corrected"] += r["cuda_bytes"]
+        d = res["saved_bytes_by_dtype"].setdefault(r["dtype"], 0)
+        res["saved_bytes_by_dtype"][r["dtype"]] = d + r["bytes"]
+    if lstm_mods:
+        res["lstm_internal_bytes"] = res["by_module_type"]["LSTM"]["bytes"]
+        res["lstm_internal_bytes_cuda_corrected"] = res["by_module_type"]["LSTM"]["bytes_cuda_corrected"]
+    del packs, names, out, outs, seen
+    return res
+
+
+def fmt_mib(b):
+    return "%.2f" % (b / 2.0 ** 20)
+
+
+def main(argv):
+    args = list(argv[1:])
+    only = None
+    if "--models" in args:
+        k = args.index("--models")
+        only = args[k + 1].split(",")
+        del args[k:k + 2]
+    path = args[0] if args else None
+    table = sys.stdout if path else sys.stderr
+
+    result = {
+        "generator": "tests/tools/torch_reference.py",
+        "torch_version": torch.__version__,
+        "torchvision_version": torchvision.__version__,
+        "device": "cpu",
+        "dtype": "float32",
+        "mode": "train(), one forward pass, saved_tensors_hooks",
+        "definition": "saved_activation_bytes = sum of full storage nbytes over distinct storages (by storage "
+                      "data_ptr) saved by autograd during one forward, excluding parameter and buffer storages; "
+                      "model input storages are included when saved (see saved_input_bytes).",
+        "corrections": CORRECTIONS,
+        "models": {},
+    }
+    rows = []
+    for name, spec in MODELS.items():
+        if only and name not in only:
+            continue
+        torch.manual_seed(0)
+        model = spec["build"]()
+        info = static_info(model)
+        assert info["params_total"] == spec["params"], (name, info["params_total"], spec["params"])
+        info["input"] = spec["input_desc"]
+        if spec.get("notes"):
+            info["notes"] = spec["notes"]
+        info["batches"] = {}
+        for B in (1, 2):
+            torch.manual_seed(0)
+            inputs = spec["input"](B)
+            r = measure(model, inputs)
+            info["batches"][str(B)] = r
+            rows.append((name, B, info["params_total"], r))
+            del inputs
+            gc.collect()
+        result["models"][name] = info
+        del model
+        gc.collect()
+
+    text = json.dumps(result, indent=2, sort_keys=True) + "\n"
+    if path:
+        with open(path, "w") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+
+    hdr = "%-13s %2s %12s %16s %16s %10s %10s %10s  %s" % (
+        "model", "B", "params", "saved_bytes", "cuda_corrected", "saved_MiB", "cuda_MiB", "masks_MiB", "output_shape")
+    table.write(hdr + "\n" + "-" * len(hdr) + "\n")
+    for name, B, P, r in rows:
+        table.write("%-13s %2d %12d %16d %16d %10s %10s %10s  %s\n" % (
+            name, B, P, r["saved_activation_bytes"], r["saved_activation_bytes_cuda_corrected"],
+            fmt_mib(r["saved_activation_bytes"]), fmt_mib(r["saved_activation_bytes_cuda_corrected"]),
+            fmt_mib(r["dropout_masks"]["cpu_bytes"]), r["output_shape"]))
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -1,0 +1,117 @@
+/* test_error.c - the first-error-wins record, its formatting and exit codes. */
+#include <string.h>
+
+#include "check.h"
+#include "memest/error.h"
+
+static void test_first_error_wins(void)
+{
+    struct memest_error e = {0};
+    CHECK_EQ_INT(memest_errf(&e, MEMEST_ERR_SCHEMA, "layers[3].out_features",
+                             "must be between %d and %d inclusive", 1, 65536), -1);
+    CHECK_EQ_INT(memest_errf(&e, MEMEST_ERR_SHAPE, "other", "later error"), -1);
+    CHECK_EQ_INT(e.code, MEMEST_ERR_SCHEMA);
+    CHECK_STR_EQ(e.path, "layers[3].out_features");
+    CHECK_STR_EQ(e.msg, "must be between 1 and 65536 inclusive");
+    CHECK_EQ_INT(memest_errf(NULL, MEMEST_ERR_IO, NULL, "no error struct"), -1);
+}
+
+static void test_node_and_file(void)
+{
+    struct memest_error e = {0};
+    memest_errf(&e, MEMEST_ERR_SHAPE, NULL, "cannot multiply [2, 3] by [4, 5]");
+    CHECK_EQ_INT(memest_err_node(&e, "layer1.0.conv1"), -1);
+    memest_err_node(&e, "outer");
+    memest_err_file(&e, "model.json");
+    memest_err_file(&e, "other.json");
+    CHECK_STR_EQ(e.node, "layer1.0.conv1");
+    CHECK_STR_EQ(e.file, "model.json");
+    CHECK_STR_EQ(e.path, "");
+}
+
+static void test_format(void)
+{
+    char buf[1024];
+    struct memest_error e = {0};
+    memest_errf(&e, MEMEST_ERR_SCHEMA, "layers[3].out_features", "must be an integer");
+    memest_err_file(&e, "m.json");
+    e.line = 12;
+    e.col = 7;
+    memest_err_node(&e, "fc1");
+    memest_error_format(&e, buf, sizeof buf);
+    CHECK_STR_EQ(buf, "m.json:12:7: layers[3].out_features: node 'fc1': must be an integer");
+
+    e.col = 0;
+    memest_error_format(&e, buf, sizeof buf);
+    CHECK_STR_EQ(buf, "m.json:12: layers[3].out_features: node 'fc1': must be an integer");
+
+    e.line = 0;
+    e.col = 5;   /* a column without a line is not printed */
+    e.node[0] = '\0';
+    memest_error_format(&e, buf, sizeof buf);
+    CHECK_STR_EQ(buf, "m.json: layers[3].out_features: must be an integer");
+
+    struct memest_error p = {0};
+    memest_errf(&p, MEMEST_ERR_PROBE, NULL, "no CUDA driver found (libcuda.so.1)");
+    memest_error_format(&p, buf, sizeof buf);
+    CHECK_STR_EQ(buf, "no CUDA driver found (libcuda.so.1)");
+
+    struct memest_error none = {0};
+    memest_error_format(&none, buf, sizeof buf);
+    CHECK_STR_EQ(buf, "");
+    struct memest_error bare = { .code = MEMEST_ERR_NOMEM };
+    memest_error_format(&bare, buf, sizeof buf);
+    CHECK_STR_EQ(buf, "nomem error");
+
+    /* Truncation keeps a terminated prefix. */
+    char small[10];
+    memest_error_format(&e, small, sizeof small);
+    CHECK_STR_EQ(small, "m.json: l");
+    memest_error_format(&e, small, 0);   /* must not write */
+
+    /* Long messages are truncated, not overflowed. */
+    struct memest_error l = {0};
+    char big[2000];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    memest_errf(&l, MEMEST_ERR_IO, big, "%s", big);
+    CHECK_EQ_U64(strlen(l.path), sizeof l.path - 1);
+    CHECK_EQ_U64(strlen(l.msg), sizeof l.msg - 1);
+    memest_err_node(&l, big);
+    memest_err_file(&l, big);
+    CHECK_EQ_U64(strlen(l.node), sizeof l.node - 1);
+    CHECK_EQ_U64(strlen(l.file), sizeof l.file - 1);
+    memest_error_format(&l, buf, sizeof buf);
+    CHECK_EQ_U64(strlen(buf), sizeof buf - 1);
+}
+
+static void test_exit_codes(void)
+{
+    static const struct { enum memest_errcode c; int exit; const char *name; } cases[] = {
+        { MEMEST_ERR_NONE, MEMEST_EXIT_OK, "none" },
+        { MEMEST_ERR_IO, 3, "io" },
+        { MEMEST_ERR_PARSE, 3, "parse" },
+        { MEMEST_ERR_SCHEMA, 3, "schema" },
+        { MEMEST_ERR_SHAPE, 3, "shape" },
+        { MEMEST_ERR_LIMIT, 3, "limit" },
+        { MEMEST_ERR_USAGE, 2, "usage" },
+        { MEMEST_ERR_PROBE, 4, "probe" },
+        { MEMEST_ERR_NOMEM, 5, "nomem" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct memest_error e = { .code = cases[i].c };
+        CHECK_EQ_INT(memest_error_exit(&e), cases[i].exit);
+        CHECK_STR_EQ(memest_errcode_name(cases[i].c), cases[i].name);
+    }
+    CHECK_EQ_INT(memest_error_exit(NULL), 0);
+    CHECK_STR_EQ(memest_errcode_name(MEMEST_ERR_COUNT), "internal");
+}
+
+int main(void)
+{
+    test_first_error_wins();
+    test_node_and_file();
+    test_format();
+    test_exit_codes();
+    return CHECK_DONE();
+}

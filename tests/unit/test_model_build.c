@@ -1,0 +1,175 @@
+/* test_model_build.c - expansion of blocks, repeat, if, variables, weight
+ * tying and freezing; figures are hand counts written out below. */
+#include <string.h>
+
+#include "check.h"
+#include "memest/calc.h"
+#include "memest/model.h"
+#include "memest/run.h"
+
+struct built {
+    struct memest_model m;
+    struct memest_graph g;
+    struct memest_run r;
+    struct memest_param_totals p;
+    struct memest_error err;
+    int rc;
+};
+
+static void build(struct built *b, const char *json, const struct memest_override *ov, int nov,
+                  int64_t batch)
+{
+    memset(b, 0, sizeof *b);
+    struct memest_run_opts o = {.batch = batch, .dtype = MEMEST_F32};
+    b->rc = memest_model_read_string(json, strlen(json), "test.json", &b->m, &b->err);
+    if (b->rc == 0)
+        b->rc = memest_model_build(&b->m, ov, nov, &b->g, &b->err);
+    if (b->rc == 0)
+        b->rc = memest_run_infer(&b->r, &b->g, &o, &b->err);
+    if (b->rc == 0)
+        b->rc = memest_calc_params(&b->r, &b->p, &b->err);
+    if (b->rc != 0) {
+        char msg[1200];
+        memest_error_format(&b->err, msg, sizeof msg);
+        fprintf(stderr, "(error) %s\n", msg);
+    }
+}
+
+static void drop(struct built *b)
+{
+    memest_run_free(&b->r);
+    memest_graph_free(&b->g);
+    memest_model_free(&b->m);
+}
+
+static const char *name_of(const struct built *b, uint32_t i)
+{
+    return i < b->g.nnodes ? b->g.nodes[i].name : "(none)";
+}
+
+static const char *mlp =
+    "{\"name\": \"mlp\", \"variables\": {\"width\": 16, \"depth\": 3},"
+    " \"inputs\": [{\"name\": \"x\", \"shape\": [8]}],"
+    " \"blocks\": {\"layer\": {\"args\": {\"w\": null, \"act\": true},"
+    "   \"layers\": [{\"name\": \"fc\", \"type\": \"linear\", \"out_features\": \"w\"},"
+    "                {\"name\": \"relu\", \"type\": \"relu\", \"if\": \"act\"}]}},"
+    " \"layers\": [{\"name\": \"body\", \"type\": \"layer\", \"repeat\": \"depth\","
+    "               \"w\": \"width * (repeat_index + 1)\"},"
+    "              {\"name\": \"head\", \"type\": \"layer\", \"w\": 2, \"act\": false}]}";
+
+int main(void)
+{
+    struct built b;
+
+    /* repeat + block args + expressions: widths 16, 32, 48 then 2:
+     * 8*16+16 + 16*32+32 + 32*48+48 + 48*2+2 = 144 + 544 + 1584 + 98 = 2370 */
+    build(&b, mlp, NULL, 0, 4);
+    CHECK_EQ_INT(b.rc, 0);
+    CHECK_EQ_U64(b.p.total, 2370);
+    /* nodes: x, body.0.fc, body.0.relu, body.1.fc, body.1.relu, body.2.fc, body.2.relu, head.fc */
+    CHECK_EQ_INT(b.g.nnodes, 8);
+    CHECK_STR_EQ(name_of(&b, 1), "body.0.fc");
+    CHECK_STR_EQ(name_of(&b, 6), "body.2.relu");
+    CHECK_STR_EQ(name_of(&b, 7), "head.fc");
+    /* output [4, 2] */
+    const struct memest_value *out = NULL;
+    if (b.rc == 0) {
+        out = memest_run_value(&b.r, b.g.outputs[0]);
+        CHECK_EQ_INT(out->shape.ndim, 2);
+        CHECK_EQ_INT(out->shape.size[0], 4);
+        CHECK_EQ_INT(out->shape.size[1], 2);
+    }
+    drop(&b);
+
+    /* --set overrides: depth 1, width 10: 8*10+10 + 10*2+2 = 112 */
+    struct memest_override ov[] = {{"depth", "1"}, {"width", "10"}};
+    build(&b, mlp, ov, 2, 1);
+    CHECK_EQ_INT(b.rc, 0);
+    CHECK_EQ_U64(b.p.total, 112);
+    drop(&b);
+
+    /* an override of an unknown variable is a usage error */
+    struct memest_override bad[] = {{"widht", "3"}};
+    build(&b, mlp, bad, 1, 1);
+    CHECK_EQ_INT(b.rc, -1);
+    CHECK_EQ_INT(b.err.code, MEMEST_ERR_USAGE);
+    CHECK_CONTAINS(b.err.msg, "did you mean \"width\"");
+    drop(&b);
+
+    /* residual block with "if": when skipped, ds stands for the block input.
+     * Params: a: 8*8+8 = 72 per instance; ds (first instance only) 8*8+8 = 72.
+     * Two instances: 72 + 72 + 72 = 216. */
+    build(&b,
+          "{\"inputs\": [{\"name\": \"x\", \"shape\": [8]}],"
+          " \"blocks\": {\"res\": {\"args\": {\"down\": false},"
+          "   \"layers\": [{\"name\": \"a\", \"type\": \"linear\", \"out_features\": 8},"
+          "                {\"name\": \"ds\", \"type\": \"linear\", \"inputs\": [\"x\"],"
+          "                 \"out_features\": 8, \"if\": \"down\"},"
+          "                {\"name\": \"sum\", \"type\": \"add\", \"inputs\": [\"a\", \"ds\"]}]}},"
+          " \"layers\": [{\"name\": \"r\", \"type\": \"res\", \"repeat\": 2,"
+          "               \"down\": \"repeat_index == 0\"}]}",
+          NULL, 0, 2);
+    CHECK_EQ_INT(b.rc, 0);
+    CHECK_EQ_U64(b.p.total, 216);
+    /* nodes: x, r.0.a, r.0.ds, r.0.sum, r.1.a, r.1.sum */
+    CHECK_EQ_INT(b.g.nnodes, 6);
+    CHECK_STR_EQ(name_of(&b, 5), "r.1.sum");
+    if (b.g.nnodes == 6) /* r.1.sum adds r.1.a and the block input r.0.sum */
+        CHECK_EQ_INT(b.g.nodes[5].in[1].node, 3);
+    drop(&b);
+
+    /* weight tying counts once; frozen nodes are not trainable.
+     * emb: Embedding(100, 8) = 800; head: Linear(8, 100, bias=False) tied = 0 more;
+     * frozen linear 8->8 with bias: 72 frozen. Total 872, trainable 800. */
+    build(&b,
+          "{\"inputs\": [{\"name\": \"ids\", \"shape\": [5], \"dtype\": \"int64\"}],"
+          " \"layers\": [{\"name\": \"emb\", \"type\": \"embedding\", \"num_embeddings\": 100,"
+          "               \"embedding_dim\": 8},"
+          "              {\"name\": \"mid\", \"type\": \"linear\", \"out_features\": 8,"
+          "               \"trainable\": false},"
+          "              {\"name\": \"head\", \"type\": \"linear\", \"out_features\": 100,"
+          "               \"bias\": false, \"tie_weight\": \"emb\"}]}",
+          NULL, 0, 3);
+    CHECK_EQ_INT(b.rc, 0);
+    CHECK_EQ_U64(b.p.total, 872);
+    CHECK_EQ_U64(b.p.trainable, 800);
+    CHECK_EQ_U64(b.p.tensors, 3); /* emb.weight, mid.weight, mid.bias */
+    CHECK_EQ_U64(memest_calc_grads(&b.r), 800 * 4);
+    drop(&b);
+
+    /* default names are list indices, as nn.Sequential's */
+    build(&b,
+          "{\"inputs\": [{\"name\": \"x\", \"shape\": [3]}],"
+          " \"layers\": [{\"type\": \"linear\", \"out_features\": 4}, {\"type\": \"relu\"}]}",
+          NULL, 0, 1);
+    CHECK_EQ_INT(b.rc, 0);
+    CHECK_STR_EQ(name_of(&b, 1), "0");
+    CHECK_STR_EQ(name_of(&b, 2), "1");
+    drop(&b);
+
+    /* a sequence-first input: batch at dim 1 */
+    build(&b,
+          "{\"inputs\": [{\"name\": \"t\", \"shape\": [35], \"dtype\": \"int64\", \"batch_dim\": 1}],"
+          " \"layers\": [{\"type\": \"embedding\", \"num_embeddings\": 10, \"embedding_dim\": 4}]}",
+          NULL, 0, 20);
+    CHECK_EQ_INT(b.rc, 0);
+    if (b.rc == 0) {
+        out = memest_run_value(&b.r, b.g.outputs[0]);
+        CHECK_EQ_INT(out->shape.ndim, 3);
+        CHECK_EQ_INT(out->shape.size[0], 35);
+        CHECK_EQ_INT(out->shape.size[1], 20);
+        CHECK_EQ_INT(out->shape.size[2], 4);
+    }
+    drop(&b);
+
+    /* a block that uses itself through another is an error naming it */
+    build(&b,
+          "{\"inputs\": [{\"name\": \"x\", \"shape\": [3]}],"
+          " \"blocks\": {\"a\": {\"layers\": [{\"type\": \"b\"}]}, \"b\": {\"layers\": [{\"type\": \"a\"}]}},"
+          " \"layers\": [{\"name\": \"top\", \"type\": \"a\"}]}",
+          NULL, 0, 1);
+    CHECK_EQ_INT(b.rc, -1);
+    CHECK_CONTAINS(b.err.msg, "uses itself");
+    drop(&b);
+    return CHECK_DONE();
+}
