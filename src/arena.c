@@ -55,6 +55,29 @@ char *memest_arena_strdup(struct memest_arena *a, const char *s)
     return memest_arena_strndup(a, s, strlen(s));
 }
 
+char *memest_arena_concat(struct memest_arena *a, ...)
+{
+    va_list ap;
+    size_t n = 0;
+    va_start(ap, a);
+    for (const char *s = va_arg(ap, const char *); s; s = va_arg(ap, const char *))
+        n += strlen(s);
+    va_end(ap);
+    char *p = memest_arena_alloc(a, n + 1);
+    if (!p)
+        return NULL;
+    char *q = p;
+    va_start(ap, a);
+    for (const char *s = va_arg(ap, const char *); s; s = va_arg(ap, const char *)) {
+        size_t len = strlen(s);
+        memcpy(q, s, len);
+        q += len;
+    }
+    va_end(ap);
+    *q = '\0';
+    return p;
+}
+
 char *memest_arena_printf(struct memest_arena *a, const char *fmt, ...)
 {
     va_list ap;

@@ -67,6 +67,12 @@ static int free_storage(struct tb *t, uint8_t ph, uint32_t node, uint32_t s)
     return free_ev(t, ph, t->scat[s], node, id, t->r->storages[s].bytes);
 }
 
+/* Tensors of the step, as opposed to parameters and buffers. */
+static bool activation_kind(uint8_t kind)
+{
+    return kind != MEMEST_ST_PARAM && kind != MEMEST_ST_BUFFER;
+}
+
 static uint64_t value_bytes(const struct memest_run *r, uint32_t v)
 {
     uint64_t n;
@@ -126,7 +132,7 @@ static int forward(struct tb *t)
         if (transient(t, MEMEST_PH_FORWARD, MEMEST_CAT_TRANSIENT, n, r->nodes[n].work_bytes) != 0)
             return -1;
         for (uint32_t d = t->head[n]; d != NONE; d = t->next[d])
-            if ((t->inference || !r->storages[d].saved) &&
+            if (activation_kind(r->storages[d].kind) && (t->inference || !r->storages[d].saved) &&
                 free_storage(t, MEMEST_PH_FORWARD, n, d) != 0)
                 return -1;
     }
@@ -164,7 +170,8 @@ static int backward(struct tb *t)
             return -1;
     }
     for (uint32_t d = t->head[g->nnodes]; d != NONE; d = t->next[d])
-        if (!r->storages[d].saved && free_storage(t, MEMEST_PH_LOSS, NONE, d) != 0)
+        if (activation_kind(r->storages[d].kind) && !r->storages[d].saved &&
+            free_storage(t, MEMEST_PH_LOSS, NONE, d) != 0)
             return -1;
     for (uint32_t n = g->nnodes; n-- > 0;) {
         const struct memest_nodeinfo *ni = &r->nodes[n];

@@ -149,15 +149,18 @@ static int new_storage(struct memest_ictx *c, uint64_t numel, enum memest_dtype 
     return 0;
 }
 
+/* geom may point into r->values (an input's shape), which GROW can move:
+ * it is copied first. */
 static int push_value(struct memest_ictx *c, const struct memest_shape *geom, int64_t offset,
                       uint32_t storage, enum memest_dtype dt)
 {
+    const struct memest_shape shape = *geom;
     if (c->r->nvalues - c->ni->out_first >= 255)
         return memest_fail(c, "more than 255 outputs");
     if (GROW(c, values, cap_values, c->r->nvalues + 1) != 0)
         return -1;
     struct memest_value *v = &c->r->values[c->r->nvalues++];
-    v->shape = *geom;
+    v->shape = shape;
     v->offset = offset;
     v->storage = storage;
     v->dtype = (uint8_t)dt;
@@ -206,11 +209,11 @@ int memest_out_like(struct memest_ictx *c, const struct memest_shape *sizes, int
 
 int memest_out_view(struct memest_ictx *c, int in, const struct memest_shape *geom, int64_t offset)
 {
-    const struct memest_value *v = &c->r->values[c->in[in]];
+    const struct memest_value v = c->r->values[c->in[in]];
     uint64_t numel;
     if (check_ndim(c, geom->ndim) != 0 || !memest_numel(c, geom->ndim, geom->size, &numel))
         return -1;
-    return push_value(c, geom, v->offset + offset, v->storage, (enum memest_dtype)v->dtype);
+    return push_value(c, geom, v.offset + offset, v.storage, (enum memest_dtype)v.dtype);
 }
 
 int memest_out_reshape(struct memest_ictx *c, int in, int ndim, const int64_t *size)

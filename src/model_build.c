@@ -63,14 +63,56 @@ static bool is_node_key(const char *k)
 
 static char *path_join(struct builder *b, const char *path, const char *key)
 {
-    return memest_arena_printf(&b->g->arena, "%s%s%s", path, *path ? "." : "", key);
+    return memest_arena_concat(&b->g->arena, path, *path ? "." : "", key, (char *)NULL);
+}
+
+/* Decimal digits of v into buf (at least 24 bytes); returns buf. */
+static char *decimal(char *buf, int64_t v)
+{
+    char tmp[24];
+    int n = 0;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    int k = 0;
+    if (v < 0)
+        buf[k++] = '-';
+    while (n)
+        buf[k++] = tmp[--n];
+    buf[k] = '\0';
+    return buf;
 }
 
 /* Names the node being expanded in any error raised from here on. */
 static void set_ctx_node(struct builder *b, const char *name)
 {
-    if (b->err->code == MEMEST_ERR_NONE)
-        snprintf(b->err->node, sizeof b->err->node, "%s", name ? name : "");
+    if (b->err->code == MEMEST_ERR_NONE) {
+        size_t n = name ? strlen(name) : 0;
+        if (n >= sizeof b->err->node)
+            n = sizeof b->err->node - 1;
+        memcpy(b->err->node, name ? name : "", n);
+        b->err->node[n] = '\0';
+    }
+}
+
+/* A JSON path formatted only when an error needs it: base, then ".key"
+ * (when key is set), then "[idx]" (when idx >= 0). */
+struct jp {
+    const char *base;
+    const char *key;
+    int idx;
+};
+
+static const char *jp_str(struct builder *b, const struct jp *p)
+{
+    char idx[24] = "";
+    if (p->idx >= 0)
+        snprintf(idx, sizeof idx, "[%d]", p->idx);
+    const char *s = memest_arena_printf(&b->g->arena, "%s%s%s%s", p->base,
+                                        p->key && *p->base ? "." : "", p->key ? p->key : "", idx);
+    return s ? s : p->base;
 }
 
 static int nomem(struct builder *b)
@@ -114,13 +156,13 @@ static const char *json_type_name(const cJSON *j)
 
 /* Evaluates a JSON value to a number (numbers, booleans and expression
  * strings). Returns 0, or -1 with the error set at `path`. */
-static int eval_number(struct builder *b, const cJSON *j, const struct scope *sc, const char *path,
+static int eval_number(struct builder *b, const cJSON *j, const struct scope *sc, const struct jp *path,
                        double *out, bool *is_bool)
 {
     *is_bool = false;
     if (cJSON_IsNumber(j)) {
         if (!isfinite(j->valuedouble))
-            return memest_errf(b->err, MEMEST_ERR_SCHEMA, path, "number is not finite");
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, jp_str(b, path), "number is not finite");
         *out = j->valuedouble;
         return 0;
     }
@@ -137,20 +179,20 @@ static int eval_number(struct builder *b, const cJSON *j, const struct scope *sc
         if (memest_expr_eval(j->valuestring, lookup_num, (void *)sc, out, is_bool, why,
                              sizeof why) != 0) {
             if (strstr(why, "'batch'"))
-                return memest_errf(b->err, MEMEST_ERR_SCHEMA, path,
+                return memest_errf(b->err, MEMEST_ERR_SCHEMA, jp_str(b, path),
                                    "\"%s\": %s (the batch size is only allowed as the element "
                                    "\"batch\" of a shape list; use -1 to infer a dimension)",
                                    j->valuestring, why);
-            return memest_errf(b->err, MEMEST_ERR_SCHEMA, path, "\"%s\": %s", j->valuestring,
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, jp_str(b, path), "\"%s\": %s", j->valuestring,
                                why);
         }
         return 0;
     }
-    return memest_errf(b->err, MEMEST_ERR_SCHEMA, path, "expected a number, got %s",
+    return memest_errf(b->err, MEMEST_ERR_SCHEMA, jp_str(b, path), "expected a number, got %s",
                        json_type_name(j));
 }
 
-static int eval_int(struct builder *b, const cJSON *j, const struct scope *sc, const char *path,
+static int eval_int(struct builder *b, const cJSON *j, const struct scope *sc, const struct jp *path,
                     int64_t lo, int64_t hi, int64_t *out)
 {
     double d;
@@ -158,17 +200,17 @@ static int eval_int(struct builder *b, const cJSON *j, const struct scope *sc, c
     if (eval_number(b, j, sc, path, &d, &is_bool) != 0)
         return -1;
     if (is_bool)
-        return memest_errf(b->err, MEMEST_ERR_SCHEMA, path, "expected an integer, got a boolean");
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, jp_str(b, path), "expected an integer, got a boolean");
     if (d != floor(d))
-        return memest_errf(b->err, MEMEST_ERR_SCHEMA, path, "expected an integer, got %g", d);
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, jp_str(b, path), "expected an integer, got %g", d);
     if (fabs(d) >= INT_LIMIT)
-        return memest_errf(b->err, MEMEST_ERR_LIMIT, path,
+        return memest_errf(b->err, MEMEST_ERR_LIMIT, jp_str(b, path),
                            "integer %.17g is too large (integers must be below 2^53)", d);
     if ((lo || hi) && (d < (double)lo || d > (double)hi)) {
         if (hi >= (int64_t)INT_LIMIT)
-            return memest_errf(b->err, MEMEST_ERR_SCHEMA, path,
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, jp_str(b, path),
                                "must be an integer >= %lld, got %.17g", (long long)lo, d);
-        return memest_errf(b->err, MEMEST_ERR_SCHEMA, path,
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, jp_str(b, path),
                            "must be an integer between %lld and %lld inclusive, got %.17g",
                            (long long)lo, (long long)hi, d);
     }
@@ -204,17 +246,17 @@ static const cJSON *deref(const cJSON *j, const struct scope **sc)
 }
 
 static int eval_list(struct builder *b, const struct memest_argspec *spec, const cJSON *j,
-                     const struct scope *sc, const char *path, struct memest_argval *av)
+                     const struct scope *sc, const struct jp *path, struct memest_argval *av)
 {
     int n = cJSON_GetArraySize(j);
     if (n > 64)
-        return memest_errf(b->err, MEMEST_ERR_LIMIT, path, "list has %d elements; at most 64", n);
+        return memest_errf(b->err, MEMEST_ERR_LIMIT, jp_str(b, path), "list has %d elements; at most 64", n);
     if (spec->n && n != spec->n)
-        return memest_errf(b->err, MEMEST_ERR_SCHEMA, path,
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, jp_str(b, path),
                            "expected an integer or a list of %d integers, got a list of %d",
                            spec->n, n);
     if (spec->kind == MEMEST_ARG_SHAPE && n > MEMEST_MAX_DIMS)
-        return memest_errf(b->err, MEMEST_ERR_LIMIT, path,
+        return memest_errf(b->err, MEMEST_ERR_LIMIT, jp_str(b, path),
                            "shape has %d dimensions; memest supports at most %d", n,
                            MEMEST_MAX_DIMS);
     av->n = n;
@@ -223,9 +265,7 @@ static int eval_list(struct builder *b, const struct memest_argspec *spec, const
         return nomem(b);
     int i = 0;
     for (const cJSON *e = j->child; e; e = e->next, i++) {
-        char *ep = memest_arena_printf(&b->g->arena, "%s[%d]", path, i);
-        if (!ep)
-            return nomem(b);
+        const struct jp ep = {path->base, path->key, i};
         if (spec->kind == MEMEST_ARG_SHAPE && cJSON_IsString(e) &&
             strcmp(e->valuestring, "batch") == 0) {
             av->v[i] = MEMEST_SHAPE_BATCH;
@@ -234,7 +274,7 @@ static int eval_list(struct builder *b, const struct memest_argspec *spec, const
         int64_t lo = spec->lo, hi = spec->hi;
         if (spec->kind == MEMEST_ARG_SHAPE && !lo && !hi)
             lo = -1, hi = (int64_t)INT_LIMIT;
-        if (eval_int(b, e, sc, ep, lo, hi, &av->v[i]) != 0)
+        if (eval_int(b, e, sc, &ep, lo, hi, &av->v[i]) != 0)
             return -1;
     }
     return 0;
@@ -242,7 +282,7 @@ static int eval_list(struct builder *b, const struct memest_argspec *spec, const
 
 /* Evaluates one op argument against its spec. */
 static int eval_arg(struct builder *b, const struct memest_argspec *spec, const cJSON *j,
-                    const struct scope *sc, const char *path, struct memest_argval *av)
+                    const struct scope *sc, const struct jp *path, struct memest_argval *av)
 {
     j = deref(j, &sc);
     av->given = true;
@@ -252,7 +292,7 @@ static int eval_arg(struct builder *b, const struct memest_argspec *spec, const 
             av->none = true;
             return 0;
         }
-        return memest_errf(b->err, MEMEST_ERR_SCHEMA, path, "may not be null");
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, jp_str(b, path), "may not be null");
     }
     switch (spec->kind) {
     case MEMEST_ARG_INT:
@@ -263,7 +303,7 @@ static int eval_arg(struct builder *b, const struct memest_argspec *spec, const 
             if (cJSON_IsArray(j))
                 return eval_list(b, spec, j, sc, path, av);
             if (spec->kind == MEMEST_ARG_SHAPE)
-                return memest_errf(b->err, MEMEST_ERR_SCHEMA, path,
+                return memest_errf(b->err, MEMEST_ERR_SCHEMA, jp_str(b, path),
                                    "expected a list of integers, got %s", json_type_name(j));
         }
         av->v = memest_arena_alloc(&b->g->arena, sizeof *av->v * (size_t)(spec->n > 1 ? spec->n : 1));
@@ -275,7 +315,7 @@ static int eval_arg(struct builder *b, const struct memest_argspec *spec, const 
             if (eval_number(b, j, sc, path, &d, &is_bool) != 0)
                 return -1;
             if (!is_bool && d != 0 && d != 1)
-                return memest_errf(b->err, MEMEST_ERR_SCHEMA, path,
+                return memest_errf(b->err, MEMEST_ERR_SCHEMA, jp_str(b, path),
                                    "expected true or false, got %g", d);
             av->v[0] = d != 0;
             return 0;
@@ -293,23 +333,23 @@ static int eval_arg(struct builder *b, const struct memest_argspec *spec, const 
         if (eval_number(b, j, sc, path, &av->f, &is_bool) != 0)
             return -1;
         if (is_bool)
-            return memest_errf(b->err, MEMEST_ERR_SCHEMA, path, "expected a number, got a boolean");
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, jp_str(b, path), "expected a number, got a boolean");
         if ((spec->flo != 0 || spec->fhi != 0) && (av->f < spec->flo || av->f > spec->fhi))
-            return memest_errf(b->err, MEMEST_ERR_SCHEMA, path,
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, jp_str(b, path),
                                "must be between %g and %g, got %g", spec->flo, spec->fhi, av->f);
         return 0;
     }
     case MEMEST_ARG_STR:
     case MEMEST_ARG_NAME: {
         if (!cJSON_IsString(j))
-            return memest_errf(b->err, MEMEST_ERR_SCHEMA, path, "expected a string, got %s",
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, jp_str(b, path), "expected a string, got %s",
                                json_type_name(j));
         const char *s = j->valuestring;
         const struct var *v = scope_find(sc, s, strlen(s));
         if (v && v->kind == V_STR)
             s = v->str;
         if (spec->kind == MEMEST_ARG_STR && spec->choices && !choice_ok(spec->choices, s))
-            return memest_errf(b->err, MEMEST_ERR_SCHEMA, path, "\"%s\" is not one of %s", s,
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, jp_str(b, path), "\"%s\" is not one of %s", s,
                                spec->choices);
         av->s = s;
         return 0;
@@ -317,7 +357,7 @@ static int eval_arg(struct builder *b, const struct memest_argspec *spec, const 
     case MEMEST_ARG_COUNT:
         break;
     }
-    return memest_errf(b->err, MEMEST_ERR_SCHEMA, path, "internal: bad argument kind");
+    return memest_errf(b->err, MEMEST_ERR_SCHEMA, jp_str(b, path), "internal: bad argument kind");
 }
 
 static int set_default(struct builder *b, const struct memest_argspec *spec,
@@ -357,10 +397,9 @@ static int parse_args(struct builder *b, const struct memest_op_desc *op, const 
         if (is_node_key(c->string))
             continue;
         int idx = memest_op_arg_index(op, c->string);
-        char *ap = path_join(b, path, c->string);
-        if (!ap)
-            return nomem(b);
+        const struct jp ajp = {path, c->string, -1};
         if (idx < 0) {
+            const char *ap = jp_str(b, &ajp);
             const char *cands[64 + N_NODE_KEYS];
             int n = 0;
             for (int i = 0; i < op->nargs && n < 64; i++)
@@ -375,7 +414,7 @@ static int parse_args(struct builder *b, const struct memest_op_desc *op, const 
             return memest_errf(b->err, MEMEST_ERR_SCHEMA, ap, "unknown argument \"%s\" for %s",
                                c->string, op->name);
         }
-        if (eval_arg(b, &op->args[idx], c, sc, ap, &av[idx]) != 0)
+        if (eval_arg(b, &op->args[idx], c, sc, &ajp, &av[idx]) != 0)
             return -1;
         seen[idx] = true;
     }
@@ -404,7 +443,7 @@ static struct memest_ref unpack(int64_t v)
 
 /* Resolves "name" or "name:K" in `names`. */
 static int resolve_ref(struct builder *b, const struct memest_strmap *names, const char *s,
-                       const char *path, struct memest_ref *out)
+                       const struct jp *jpath, struct memest_ref *out)
 {
     size_t len = strlen(s);
     const char *colon = strrchr(s, ':');
@@ -413,7 +452,7 @@ static int resolve_ref(struct builder *b, const struct memest_strmap *names, con
         char *end;
         k = strtol(colon + 1, &end, 10);
         if (*end || k < 0 || k > 255)
-            return memest_errf(b->err, MEMEST_ERR_SCHEMA, path,
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, jp_str(b, jpath),
                                "bad output index in \"%s\" (expected NAME or NAME:K, K in 0..255)", s);
         len = (size_t)(colon - s);
     }
@@ -425,7 +464,7 @@ static int resolve_ref(struct builder *b, const struct memest_strmap *names, con
             if (names->keys[i])
                 cands[n++] = names->keys[i];
         const char *near = memest_suggest(s, cands, n);
-        return memest_errf(b->err, MEMEST_ERR_SCHEMA, path,
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, jp_str(b, jpath),
                            "\"%.*s\" is not an input or an earlier node here%s%s%s%s", (int)len, s,
                            near ? " (did you mean \"" : "", near ? near : "", near ? "\"?)" : "",
                            " (nodes may only use nodes listed before them, so cycles cannot be written)");
@@ -433,7 +472,7 @@ static int resolve_ref(struct builder *b, const struct memest_strmap *names, con
     struct memest_ref r = unpack(v);
     if (k) {
         if (r.out != 0)
-            return memest_errf(b->err, MEMEST_ERR_SCHEMA, path,
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, jp_str(b, jpath),
                                "\"%s\": output index of a reference that already selects one", s);
         r.out = (uint16_t)k;
     }
@@ -530,7 +569,7 @@ static int expand_block(struct builder *b, const char *bname, const cJSON *def, 
                         const struct scope *globals, const struct memest_ref *ins, int nin,
                         bool trainable, struct memest_ref *out)
 {
-    char *bpath = memest_arena_printf(&b->g->arena, "blocks.%s", bname);
+    char *bpath = memest_arena_concat(&b->g->arena, "blocks.", bname, (char *)NULL);
     if (!bpath)
         return nomem(b);
     for (int i = 0; i < b->depth; i++)
@@ -589,7 +628,7 @@ static int expand_block(struct builder *b, const char *bname, const cJSON *def, 
         const cJSON *f = formals ? cJSON_GetArrayItem(formals, k) : NULL;
         rc = add_name(b, &names, f ? f->valuestring : "x", ins[k], bpath);
     }
-    char *prefix = memest_arena_printf(&b->g->arena, "%s.", fullname);
+    char *prefix = memest_arena_concat(&b->g->arena, fullname, ".", (char *)NULL);
     char *lpath = path_join(b, bpath, "layers");
     if (!prefix || !lpath)
         rc = nomem(b);
@@ -598,8 +637,8 @@ static int expand_block(struct builder *b, const char *bname, const cJSON *def, 
         rc = expand_list(b, layers, lpath, prefix, &sc, &names, ins[0], trainable, out);
     b->depth--;
     if (rc == 0 && output) {
-        char *opath = path_join(b, bpath, "output");
-        rc = resolve_ref(b, &names, output->valuestring, opath ? opath : bpath, out);
+        const struct jp op = {bpath, "output", -1};
+        rc = resolve_ref(b, &names, output->valuestring, &op, out);
     }
     memest_strmap_free(&names);
     return rc;
@@ -680,6 +719,27 @@ static int unknown_type(struct builder *b, const char *type, const char *path)
     return -1;
 }
 
+/* A node's "type", which may name a string variable or block argument. */
+static const char *resolve_type(const struct scope *sc, const cJSON *jtype)
+{
+    const char *type = jtype->valuestring;
+    const struct var *tv = scope_find(sc, type, strlen(type));
+    return tv && tv->kind == V_STR ? tv->str : type;
+}
+
+/* Ops without inputs (arange, zeros, parameter, ...) do not default to the
+ * previous node. */
+static bool takes_no_input(struct builder *b, const struct scope *sc, const cJSON *jtype)
+{
+    if (!cJSON_IsString(jtype))
+        return false;
+    const char *type = resolve_type(sc, jtype);
+    if (b->blocks && cJSON_GetObjectItemCaseSensitive(b->blocks, type))
+        return false;
+    const struct memest_op_desc *op = memest_op_find(type);
+    return op && op->max_in == 0;
+}
+
 static int expand_node(struct builder *b, const cJSON *obj, const char *npath, const char *prefix,
                        const struct scope *sc, struct memest_strmap *names, struct memest_ref prev,
                        int index, bool trainable, struct memest_ref *out)
@@ -695,8 +755,7 @@ static int expand_node(struct builder *b, const cJSON *obj, const char *npath, c
     const cJSON *jtrain = cJSON_GetObjectItemCaseSensitive(obj, "trainable");
     const cJSON *jtie = cJSON_GetObjectItemCaseSensitive(obj, "tie_weight");
     char idx[24];
-    snprintf(idx, sizeof idx, "%d", index);
-    const char *name = idx;
+    const char *name = decimal(idx, index);
     if (jname) {
         if (!cJSON_IsString(jname) || !*jname->valuestring)
             return memest_errf(b->err, MEMEST_ERR_SCHEMA, path_join(b, npath, "name"),
@@ -707,37 +766,33 @@ static int expand_node(struct builder *b, const cJSON *obj, const char *npath, c
                                "node name \"%.40s\" must be at most 100 characters without ':'",
                                name);
     }
-    char *full = memest_arena_printf(&b->g->arena, "%s%s", prefix, name);
+    char *full = memest_arena_concat(&b->g->arena, prefix, name, (char *)NULL);
     if (!full)
         return nomem(b);
     set_ctx_node(b, full);
     if (!cJSON_IsString(jtype))
         return memest_errf(b->err, MEMEST_ERR_SCHEMA, path_join(b, npath, "type"),
                            jtype ? "\"type\" must be a string" : "node has no \"type\"");
-    const char *type = jtype->valuestring;
-    const struct var *tv = scope_find(sc, type, strlen(type));
-    if (tv && tv->kind == V_STR)
-        type = tv->str;
+    const char *type = resolve_type(sc, jtype);
     /* inputs */
     struct memest_ref ins[64];
     int nin = 0;
     if (jin) {
         if (cJSON_IsString(jin)) {
-            if (resolve_ref(b, names, jin->valuestring, path_join(b, npath, "inputs"), &ins[0]) != 0)
+            const struct jp ip = {npath, "inputs", -1};
+            if (resolve_ref(b, names, jin->valuestring, &ip, &ins[0]) != 0)
                 return -1;
             nin = 1;
         } else if (cJSON_IsArray(jin)) {
             int i = 0;
             for (const cJSON *e = jin->child; e; e = e->next, i++) {
-                char *ip = memest_arena_printf(&b->g->arena, "%s.inputs[%d]", npath, i);
-                if (!ip)
-                    return nomem(b);
+                const struct jp ip = {npath, "inputs", i};
                 if (i >= 64)
-                    return memest_errf(b->err, MEMEST_ERR_LIMIT, ip, "more than 64 inputs");
+                    return memest_errf(b->err, MEMEST_ERR_LIMIT, jp_str(b, &ip), "more than 64 inputs");
                 if (!cJSON_IsString(e))
-                    return memest_errf(b->err, MEMEST_ERR_SCHEMA, ip,
+                    return memest_errf(b->err, MEMEST_ERR_SCHEMA, jp_str(b, &ip),
                                        "an input must be a node name, got %s", json_type_name(e));
-                if (resolve_ref(b, names, e->valuestring, ip, &ins[i]) != 0)
+                if (resolve_ref(b, names, e->valuestring, &ip, &ins[i]) != 0)
                     return -1;
             }
             nin = i;
@@ -745,7 +800,7 @@ static int expand_node(struct builder *b, const cJSON *obj, const char *npath, c
             return memest_errf(b->err, MEMEST_ERR_SCHEMA, path_join(b, npath, "inputs"),
                                "\"inputs\" must be a list of node names");
         }
-    } else if (prev.node != UINT32_MAX) {
+    } else if (prev.node != UINT32_MAX && !takes_no_input(b, sc, jtype)) {
         ins[0] = prev;
         nin = 1;
     }
@@ -753,7 +808,8 @@ static int expand_node(struct builder *b, const cJSON *obj, const char *npath, c
     if (jif) {
         double d;
         bool is_bool;
-        if (eval_number(b, jif, sc, path_join(b, npath, "if"), &d, &is_bool) != 0)
+        const struct jp ifp = {npath, "if", -1};
+        if (eval_number(b, jif, sc, &ifp, &d, &is_bool) != 0)
             return -1;
         if (d == 0) { /* skipped: the node passes its first input through */
             if (nin < 1)
@@ -770,7 +826,8 @@ static int expand_node(struct builder *b, const cJSON *obj, const char *npath, c
         trainable = trainable && cJSON_IsTrue(jtrain);
     }
     int64_t repeat = 1;
-    if (jrep && eval_int(b, jrep, sc, path_join(b, npath, "repeat"), 1, MEMEST_MAX_NODES, &repeat) != 0)
+    const struct jp rp = {npath, "repeat", -1};
+    if (jrep && eval_int(b, jrep, sc, &rp, 1, MEMEST_MAX_NODES, &repeat) != 0)
         return -1;
     int64_t tie = -1;
     if (jtie) {
@@ -797,7 +854,10 @@ static int expand_node(struct builder *b, const cJSON *obj, const char *npath, c
         rv.num = (double)r;
         if (nin)
             ins[0] = cur;
-        char *fname = jrep ? memest_arena_printf(&b->g->arena, "%s.%lld", full, (long long)r) : full;
+        char digits[24];
+        char *fname = jrep ? memest_arena_concat(&b->g->arena, full, ".", decimal(digits, r),
+                                                 (char *)NULL)
+                           : full;
         if (!fname)
             return nomem(b);
         set_ctx_node(b, fname);
@@ -846,7 +906,8 @@ static int expand_list(struct builder *b, const cJSON *layers, const char *path,
     struct memest_ref prev = first_in;
     int i = 0;
     for (const cJSON *n = layers->child; n; n = n->next, i++) {
-        char *np = memest_arena_printf(&b->g->arena, "%s[%d]", path, i);
+        char digits[24];
+        char *np = memest_arena_concat(&b->g->arena, path, "[", decimal(digits, i), "]", (char *)NULL);
         if (!np)
             return nomem(b);
         if (expand_node(b, n, np, prefix, sc, names, prev, i, trainable, &prev) != 0)
@@ -1025,12 +1086,11 @@ static int build(struct builder *b, const cJSON *root, const struct memest_overr
             rc = nomem(b);
         int i = 0;
         for (const cJSON *e = outs->child; rc == 0 && e; e = e->next, i++) {
-            char *op = memest_arena_printf(&b->g->arena, "outputs[%d]", i);
-            if (!op || !cJSON_IsString(e))
-                rc = op ? memest_errf(b->err, MEMEST_ERR_SCHEMA, op, "expected a node name")
-                        : nomem(b);
+            const struct jp op = {"outputs", NULL, i};
+            if (!cJSON_IsString(e))
+                rc = memest_errf(b->err, MEMEST_ERR_SCHEMA, jp_str(b, &op), "expected a node name");
             else
-                rc = resolve_ref(b, &names, e->valuestring, op, &b->g->outputs[i]);
+                rc = resolve_ref(b, &names, e->valuestring, &op, &b->g->outputs[i]);
         }
         b->g->noutputs = (uint32_t)n;
     } else if (rc == 0) {

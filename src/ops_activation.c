@@ -24,7 +24,7 @@ static int act_common(struct memest_ictx *c, bool floats_only, bool inplace, enu
 {
     if (floats_only && need_float(c, 0) != 0)
         return -1;
-    const struct memest_shape *s = memest_in_shape(c, 0);
+    const struct memest_shape s_in = *memest_in_shape(c, 0), *s = &s_in;
     enum memest_dtype dt = memest_in_dtype(c, 0);
     int k = inplace ? memest_out_inplace(c, 0) : memest_out_like(c, s, 0, dt);
     if (k < 0)
@@ -140,7 +140,7 @@ static int infer_softmax(struct memest_ictx *c)
 {
     if (need_float(c, 0) != 0)
         return -1;
-    const struct memest_shape *s = memest_in_shape(c, 0);
+    const struct memest_shape s_in = *memest_in_shape(c, 0), *s = &s_in;
     const struct memest_argval *ad = memest_arg(c, SM_DIM);
     int64_t dim = ad->none ? (s->ndim == 0 || s->ndim == 1 || s->ndim == 3 ? 0 : 1) : ad->v[0];
     if (memest_wrap_dim(dim, s->ndim) < 0)
@@ -159,7 +159,7 @@ static const struct memest_argspec dropout_args[] = {
 
 static int infer_dropout_any(struct memest_ictx *c, bool feature)
 {
-    const struct memest_shape *s = memest_in_shape(c, 0);
+    const struct memest_shape s_in = *memest_in_shape(c, 0), *s = &s_in;
     double p = memest_arg_float(c, DO_P);
     bool inplace = memest_arg_bool(c, DO_INPLACE);
     if (feature && s->ndim < 2)
@@ -181,7 +181,7 @@ static int infer_dropout2d(struct memest_ictx *c) { return infer_dropout_any(c, 
 
 static int infer_identity(struct memest_ictx *c)
 {
-    return memest_out_view(c, 0, memest_in_shape(c, 0), 0) < 0 ? -1 : 0;
+    return out_alias_view(c, 0);
 }
 
 #define ACT_OP(nm, argv, fn, text)                                                              \

@@ -181,6 +181,16 @@ static inline int save_geom_reshaped(struct memest_ictx *c, int i, const struct 
     return 0;
 }
 
+/* Output: a view of input i with its own geometry (the input itself, as an
+ * identity or a no-op view returns it). Input geometries live in an array
+ * that declaring an output may move, so callers hold copies, never the
+ * pointers memest_in_shape() returns, across memest_out_* calls. */
+static inline int out_alias_view(struct memest_ictx *c, int i)
+{
+    struct memest_shape g = *memest_in_shape(c, i);
+    return memest_out_view(c, i, &g, 0) < 0 ? -1 : 0;
+}
+
 /* ---- checked arithmetic on user values (each at most 2^53) ---- */
 
 static inline bool mul_i64(int64_t a, int64_t b, int64_t *r)

@@ -68,7 +68,7 @@ static const char *const unbatched_name[] = {"", "(C, L)", "(C, H, W)", "(C, D, 
 
 static int infer_conv_nd(struct memest_ictx *c, int D, bool transposed)
 {
-    const struct memest_shape *s = memest_in_shape(c, 0);
+    const struct memest_shape s_in = *memest_in_shape(c, 0), *s = &s_in;
     if (s->ndim != D + 2 && s->ndim != D + 1)
         return memest_fail(c, "expects a %d-D %s input or a %d-D unbatched %s one, got %s", D + 2,
                            layout_name[D], D + 1, unbatched_name[D], IN_STR(c, 0));
@@ -183,7 +183,8 @@ static int infer_conv_nd(struct memest_ictx *c, int D, bool transposed)
     double positions = (double)n * dprod(D, transposed ? &s->size[cd + 1] : osz);
     double fwd = positions * (double)cout * (double)(cin / groups) * kprod;
     memest_macs(c, fwd);
-    int nb = (memest_in_requires_grad(c, 0) ? 1 : 0) + (memest_param_trainable(c, "weight") ? 1 : 0);
+    int nb = (memest_in_requires_grad(c, 0) ? 1 : 0) +
+             (memest_param_trainable(c, "weight") ? 1 : 0);
     memest_macs_bwd(c, fwd * nb);
     return 0;
 }

@@ -13,15 +13,15 @@
 enum { LIN_IN, LIN_OUT, LIN_BIAS };
 
 static const struct memest_argspec linear_args[] = {
-    [LIN_IN] = {"in_features", MEMEST_ARG_INT, .optional = true, .lo = 0, .hi = ARG_MAX,
+    [LIN_IN] = {"in_features", MEMEST_ARG_INT, .optional = true, .lo = 1, .hi = ARG_MAX,
                 .doc = "size of the input's last dimension (inferred; checked when given)"},
-    [LIN_OUT] = {"out_features", MEMEST_ARG_INT, .required = true, .lo = 0, .hi = ARG_MAX},
+    [LIN_OUT] = {"out_features", MEMEST_ARG_INT, .required = true, .lo = 1, .hi = ARG_MAX},
     [LIN_BIAS] = {"bias", MEMEST_ARG_BOOL, .idef = 1},
 };
 
 static int infer_linear(struct memest_ictx *c)
 {
-    const struct memest_shape *s = memest_in_shape(c, 0);
+    const struct memest_shape s_in = *memest_in_shape(c, 0), *s = &s_in;
     if (s->ndim < 1)
         return memest_fail(c, "expects an input of shape (*, in_features), got a 0-d tensor");
     if (need_float(c, 0) != 0)
@@ -69,15 +69,16 @@ static int infer_linear(struct memest_ictx *c)
 enum { BIL_IN1, BIL_IN2, BIL_OUT, BIL_BIAS };
 
 static const struct memest_argspec bilinear_args[] = {
-    [BIL_IN1] = {"in1_features", MEMEST_ARG_INT, .optional = true, .lo = 0, .hi = ARG_MAX},
-    [BIL_IN2] = {"in2_features", MEMEST_ARG_INT, .optional = true, .lo = 0, .hi = ARG_MAX},
-    [BIL_OUT] = {"out_features", MEMEST_ARG_INT, .required = true, .lo = 0, .hi = ARG_MAX},
+    [BIL_IN1] = {"in1_features", MEMEST_ARG_INT, .optional = true, .lo = 1, .hi = ARG_MAX},
+    [BIL_IN2] = {"in2_features", MEMEST_ARG_INT, .optional = true, .lo = 1, .hi = ARG_MAX},
+    [BIL_OUT] = {"out_features", MEMEST_ARG_INT, .required = true, .lo = 1, .hi = ARG_MAX},
     [BIL_BIAS] = {"bias", MEMEST_ARG_BOOL, .idef = 1},
 };
 
 static int infer_bilinear(struct memest_ictx *c)
 {
-    const struct memest_shape *a = memest_in_shape(c, 0), *b = memest_in_shape(c, 1);
+    const struct memest_shape a_in = *memest_in_shape(c, 0), *a = &a_in;
+    const struct memest_shape b_in = *memest_in_shape(c, 1), *b = &b_in;
     if (a->ndim < 1 || b->ndim < 1)
         return memest_fail(c, "expects inputs of shape (*, in1_features) and (*, in2_features)");
     if (need_float(c, 0) != 0 || need_float(c, 1) != 0)

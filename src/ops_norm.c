@@ -49,7 +49,7 @@ static int norm_params(struct memest_ictx *c, int64_t ch, bool affine, bool trac
 
 static int infer_batchnorm(struct memest_ictx *c, bool two_d)
 {
-    const struct memest_shape *s = memest_in_shape(c, 0);
+    const struct memest_shape s_in = *memest_in_shape(c, 0), *s = &s_in;
     if (two_d ? s->ndim != 4 : (s->ndim != 2 && s->ndim != 3))
         return memest_fail(c, two_d ? "expects a 4-D (N, C, H, W) input, got %s"
                                     : "expects a 2-D (N, C) or 3-D (N, C, L) input, got %s",
@@ -93,7 +93,7 @@ static const struct memest_argspec layernorm_args[] = {
 
 static int infer_layernorm(struct memest_ictx *c)
 {
-    const struct memest_shape *s = memest_in_shape(c, 0);
+    const struct memest_shape s_in = *memest_in_shape(c, 0), *s = &s_in;
     if (need_float(c, 0) != 0)
         return -1;
     const struct memest_argval *ns = memest_arg(c, LN_SHAPE);
@@ -152,7 +152,7 @@ static const struct memest_argspec groupnorm_args[] = {
 /* Saves input 0 as x.contiguous() sees it. */
 static int save_contiguous_in(struct memest_ictx *c)
 {
-    const struct memest_shape *s = memest_in_shape(c, 0);
+    const struct memest_shape s_in = *memest_in_shape(c, 0), *s = &s_in;
     if (memest_shape_is_contiguous(s))
         return memest_save_in(c, 0);
     if (!memest_needs_grad(c)) {
@@ -164,7 +164,7 @@ static int save_contiguous_in(struct memest_ictx *c)
 
 static int infer_groupnorm(struct memest_ictx *c)
 {
-    const struct memest_shape *s = memest_in_shape(c, 0);
+    const struct memest_shape s_in = *memest_in_shape(c, 0), *s = &s_in;
     if (s->ndim < 2)
         return memest_fail(c, "expects an input of shape (N, C, *), got %s", IN_STR(c, 0));
     if (need_float(c, 0) != 0)
@@ -203,7 +203,7 @@ static const struct memest_argspec instancenorm_args[] = {
 
 static int infer_instancenorm(struct memest_ictx *c, int D)
 {
-    const struct memest_shape *s = memest_in_shape(c, 0);
+    const struct memest_shape s_in = *memest_in_shape(c, 0), *s = &s_in;
     if (s->ndim != D + 2 && s->ndim != D + 1)
         return memest_fail(c, "expects a %d-D batched or %d-D unbatched input, got %s", D + 2,
                            D + 1, IN_STR(c, 0));
@@ -250,7 +250,8 @@ static int infer_instancenorm2d(struct memest_ictx *c) { return infer_instanceno
     }
 
 const struct memest_op_desc memest_ops_norm[] = {
-    NORM_OP("batchnorm1d", batchnorm_args, infer_batchnorm1d, "nn.BatchNorm1d on (N, C) or (N, C, L)"),
+    NORM_OP("batchnorm1d", batchnorm_args, infer_batchnorm1d,
+            "nn.BatchNorm1d on (N, C) or (N, C, L)"),
     NORM_OP("batchnorm2d", batchnorm_args, infer_batchnorm2d, "nn.BatchNorm2d on (N, C, H, W)"),
     NORM_OP("layernorm", layernorm_args, infer_layernorm, "nn.LayerNorm over the trailing dims"),
     NORM_OP("groupnorm", groupnorm_args, infer_groupnorm, "nn.GroupNorm on (N, C, *)"),

@@ -80,7 +80,7 @@ static const char *const pool_layout[] = {"", "(N, C, L) or (C, L)", "(N, C, H, 
  * batch, all non-empty. */
 static int check_pool_input(struct memest_ictx *c, int D)
 {
-    const struct memest_shape *s = memest_in_shape(c, 0);
+    const struct memest_shape s_in = *memest_in_shape(c, 0), *s = &s_in;
     if (s->ndim != D + 1 && s->ndim != D + 2)
         return memest_fail(c, "expects a %d-D or %d-D %s input, got %s", D + 2, D + 1,
                            pool_layout[D], IN_STR(c, 0));
@@ -105,7 +105,7 @@ static int64_t pool_out(int64_t in, int64_t k, int64_t pad, int64_t stride, int6
 static int pool_sizes(struct memest_ictx *c, int D, const int64_t *k, const int64_t *st,
                       const int64_t *pad, const int64_t *dil, bool ceil, int64_t *osz)
 {
-    const struct memest_shape *s = memest_in_shape(c, 0);
+    const struct memest_shape s_in = *memest_in_shape(c, 0), *s = &s_in;
     int first = s->ndim - D;
     for (int i = 0; i < D; i++) {
         if (pad[i] > k[i] / 2)
@@ -133,7 +133,7 @@ static int pool_sizes(struct memest_ictx *c, int D, const int64_t *k, const int6
 static int pool_outputs(struct memest_ictx *c, int D, const int64_t *osz, bool indices,
                         bool return_indices)
 {
-    const struct memest_shape *s = memest_in_shape(c, 0);
+    const struct memest_shape s_in = *memest_in_shape(c, 0), *s = &s_in;
     int64_t size[MEMEST_MAX_DIMS];
     int lead = s->ndim - D;
     for (int d = 0; d < lead; d++)

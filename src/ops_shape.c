@@ -14,6 +14,7 @@
 static int wrap(struct memest_ictx *c, int64_t dim, int ndim, int *out)
 {
     int w = memest_wrap_dim(dim, ndim);
+    *out = 0;
     if (w < 0) {
         int n = ndim > 0 ? ndim : 1;
         return memest_fail(c, "dimension out of range (expected to be in range of [%d, %d], "
@@ -99,11 +100,6 @@ static int out_view_sizes(struct memest_ictx *c, int ndim, const int64_t *size)
     return memest_out_view(c, 0, &to, 0) < 0 ? -1 : 0;
 }
 
-static int out_same(struct memest_ictx *c)
-{
-    return memest_out_view(c, 0, memest_in_shape(c, 0), 0) < 0 ? -1 : 0;
-}
-
 /* ---- flatten, unflatten ---- */
 
 enum { FL_START, FL_END };
@@ -114,7 +110,7 @@ static const struct memest_argspec flatten_args[] = {
 
 static int infer_flatten(struct memest_ictx *c)
 {
-    const struct memest_shape *s = memest_in_shape(c, 0);
+    const struct memest_shape s_in = *memest_in_shape(c, 0), *s = &s_in;
     int a, b;
     if (wrap(c, memest_arg_int(c, FL_START), s->ndim, &a) != 0 ||
         wrap(c, memest_arg_int(c, FL_END), s->ndim, &b) != 0)
@@ -126,7 +122,7 @@ static int infer_flatten(struct memest_ictx *c)
     if (a > b)
         return memest_fail(c, "start_dim (%d) cannot come after end_dim (%d)", a, b);
     if (a == b)
-        return out_same(c);
+        return out_alias_view(c, 0);
     int64_t size[MEMEST_MAX_DIMS];
     int n = 0;
     for (int d = 0; d < a; d++)
@@ -148,7 +144,7 @@ static const struct memest_argspec unflatten_args[] = {
 
 static int infer_unflatten(struct memest_ictx *c)
 {
-    const struct memest_shape *s = memest_in_shape(c, 0);
+    const struct memest_shape s_in = *memest_in_shape(c, 0), *s = &s_in;
     if (s->ndim == 0)
         return memest_fail(c, "cannot unflatten a 0-d tensor");
     int dim;
@@ -208,7 +204,7 @@ static const struct memest_argspec permute_args[] = {
 
 static int infer_permute(struct memest_ictx *c)
 {
-    const struct memest_shape *s = memest_in_shape(c, 0);
+    const struct memest_shape s_in = *memest_in_shape(c, 0), *s = &s_in;
     const struct memest_argval *a = memest_arg(c, PM_DIMS);
     if (a->n != s->ndim)
         return memest_fail(c, "permute needs %d dims for a %d-D input, got %d", s->ndim,
@@ -236,7 +232,7 @@ static const struct memest_argspec transpose_args[] = {
 
 static int infer_transpose(struct memest_ictx *c)
 {
-    const struct memest_shape *s = memest_in_shape(c, 0);
+    const struct memest_shape s_in = *memest_in_shape(c, 0), *s = &s_in;
     int a, b;
     if (wrap(c, memest_arg_int(c, TR_DIM0), s->ndim, &a) != 0 ||
         wrap(c, memest_arg_int(c, TR_DIM1), s->ndim, &b) != 0)
@@ -249,9 +245,9 @@ static int infer_transpose(struct memest_ictx *c)
 
 static int infer_contiguous(struct memest_ictx *c)
 {
-    const struct memest_shape *s = memest_in_shape(c, 0);
+    const struct memest_shape s_in = *memest_in_shape(c, 0), *s = &s_in;
     if (memest_shape_is_contiguous(s))
-        return out_same(c);
+        return out_alias_view(c, 0);
     return memest_out_new(c, s->ndim, s->size, memest_in_dtype(c, 0)) < 0 ? -1 : 0;
 }
 
@@ -265,7 +261,7 @@ static const struct memest_argspec squeeze_args[] = {
 
 static int infer_squeeze(struct memest_ictx *c)
 {
-    const struct memest_shape *s = memest_in_shape(c, 0);
+    const struct memest_shape s_in = *memest_in_shape(c, 0), *s = &s_in;
     const struct memest_argval *a = memest_arg(c, SQ_DIM);
     bool drop[MEMEST_MAX_DIMS] = {false};
     if (a->none) {
@@ -298,7 +294,7 @@ static const struct memest_argspec unsqueeze_args[] = {
 
 static int infer_unsqueeze(struct memest_ictx *c)
 {
-    const struct memest_shape *s = memest_in_shape(c, 0);
+    const struct memest_shape s_in = *memest_in_shape(c, 0), *s = &s_in;
     if (s->ndim + 1 > MEMEST_MAX_DIMS)
         return memest_fail(c, "the result would have more than %d dimensions", MEMEST_MAX_DIMS);
     int d = memest_wrap_dim(memest_arg_int(c, USQ_DIM), s->ndim + 1);
@@ -320,7 +316,7 @@ static const struct memest_argspec expand_args[] = {
 /* at::inferExpandGeometry. */
 static int infer_expand(struct memest_ictx *c)
 {
-    const struct memest_shape *s = memest_in_shape(c, 0);
+    const struct memest_shape s_in = *memest_in_shape(c, 0), *s = &s_in;
     const struct memest_argval *a = memest_arg(c, EX_SIZE);
     int n = a->n;
     if (n < s->ndim)
@@ -370,7 +366,7 @@ static const struct memest_argspec select_args[] = {
 
 static int infer_select(struct memest_ictx *c)
 {
-    const struct memest_shape *s = memest_in_shape(c, 0);
+    const struct memest_shape s_in = *memest_in_shape(c, 0), *s = &s_in;
     if (s->ndim == 0)
         return memest_fail(c, "select() cannot be applied to a 0-d tensor");
     int d;
@@ -397,7 +393,7 @@ static const struct memest_argspec narrow_args[] = {
 
 static int infer_narrow(struct memest_ictx *c)
 {
-    const struct memest_shape *s = memest_in_shape(c, 0);
+    const struct memest_shape s_in = *memest_in_shape(c, 0), *s = &s_in;
     if (s->ndim == 0)
         return memest_fail(c, "narrow() cannot be applied to a 0-d tensor");
     int d;
@@ -425,7 +421,7 @@ static int infer_narrow(struct memest_ictx *c)
 /* Outputs: views of input 0 along `d` with the given lengths. */
 static int split_views(struct memest_ictx *c, int d, int n, const int64_t *lens)
 {
-    const struct memest_shape *s = memest_in_shape(c, 0);
+    const struct memest_shape s_in = *memest_in_shape(c, 0), *s = &s_in;
     int64_t start = 0;
     for (int i = 0; i < n; i++) {
         struct memest_shape g = *s;
@@ -470,7 +466,7 @@ static const struct memest_argspec split_args[] = {
 
 static int infer_split(struct memest_ictx *c)
 {
-    const struct memest_shape *s = memest_in_shape(c, 0);
+    const struct memest_shape s_in = *memest_in_shape(c, 0), *s = &s_in;
     if (s->ndim == 0)
         return memest_fail(c, "split expects at least a 1-dimensional tensor");
     int d;
@@ -498,7 +494,7 @@ static const struct memest_argspec chunk_args[] = {
 
 static int infer_chunk(struct memest_ictx *c)
 {
-    const struct memest_shape *s = memest_in_shape(c, 0);
+    const struct memest_shape s_in = *memest_in_shape(c, 0), *s = &s_in;
     if (s->ndim == 0)
         return memest_fail(c, "chunk expects at least a 1-dimensional tensor");
     int d;
@@ -535,7 +531,7 @@ static int infer_cat(struct memest_ictx *c)
     int nin = memest_in_count(c), ref = -1;
     /* legacy: 1-D empty tensors are skipped */
     for (int i = 0; i < nin && ref < 0; i++) {
-        const struct memest_shape *s = memest_in_shape(c, i);
+        const struct memest_shape s_in = *memest_in_shape(c, i), *s = &s_in;
         if (!(s->ndim == 1 && s->size[0] == 0))
             ref = i;
     }
@@ -544,7 +540,7 @@ static int infer_cat(struct memest_ictx *c)
         int64_t zero = 0;
         return memest_out_new(c, 1, &zero, dt) < 0 ? -1 : 0;
     }
-    const struct memest_shape *r = memest_in_shape(c, ref);
+    const struct memest_shape r_in = *memest_in_shape(c, ref), *r = &r_in;
     if (r->ndim == 0)
         return memest_fail(c, "zero-dimensional tensor (input %d) cannot be concatenated", ref);
     int d;
@@ -555,7 +551,7 @@ static int infer_cat(struct memest_ictx *c)
         size[k] = r->size[k];
     size[d] = 0;
     for (int i = 0; i < nin; i++) {
-        const struct memest_shape *s = memest_in_shape(c, i);
+        const struct memest_shape s_in = *memest_in_shape(c, i), *s = &s_in;
         if (s->ndim == 1 && s->size[0] == 0)
             continue;
         if (s->ndim != r->ndim)
@@ -574,7 +570,7 @@ static int infer_cat(struct memest_ictx *c)
 
 static int infer_stack(struct memest_ictx *c)
 {
-    const struct memest_shape *r = memest_in_shape(c, 0);
+    const struct memest_shape r_in = *memest_in_shape(c, 0), *r = &r_in;
     int nin = memest_in_count(c);
     if (r->ndim + 1 > MEMEST_MAX_DIMS)
         return memest_fail(c, "the result would have more than %d dimensions", MEMEST_MAX_DIMS);
@@ -584,7 +580,7 @@ static int infer_stack(struct memest_ictx *c)
                               "but got %lld)",
                            -(r->ndim + 1), r->ndim, (long long)memest_arg_int(c, CAT_DIM));
     for (int i = 1; i < nin; i++) {
-        const struct memest_shape *s = memest_in_shape(c, i);
+        const struct memest_shape s_in = *memest_in_shape(c, i), *s = &s_in;
         bool same = s->ndim == r->ndim;
         for (int k = 0; same && k < r->ndim; k++)
             same = s->size[k] == r->size[k];

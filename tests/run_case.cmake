@@ -1,14 +1,19 @@
 # Runs one memest command and checks its exit code, stderr and stdout.
 #   cmake -DMEMEST=path -DARGS="a;b" -DEXIT=3 -DFRAGMENT="text" [-DSTDOUT=text]
-#         [-DENV="NAME=value"] -P run_case.cmake
+#         [-DENV="NAME=value|NAME2=value2"] [-DKEEP_STDOUT=1] -P run_case.cmake
 # A non-zero EXIT requires an empty stdout (no partial result) unless the
-# arguments contain --json, and a single-line error on stderr containing
+# arguments contain --json or KEEP_STDOUT is set (the probe prints the
+# estimate before its verdict), and a single-line error on stderr containing
 # FRAGMENT. STDOUT, when given, must occur in stdout.
 if(ENV)
-  string(REPLACE "=" ";" _kv "${ENV}")
-  list(GET _kv 0 _k)
-  list(GET _kv 1 _v)
-  set(ENV{${_k}} "${_v}")
+  string(REPLACE "|" ";" _pairs "${ENV}")
+  foreach(_pair IN LISTS _pairs)
+    string(FIND "${_pair}" "=" _eq)
+    string(SUBSTRING "${_pair}" 0 ${_eq} _k)
+    math(EXPR _eq "${_eq} + 1")
+    string(SUBSTRING "${_pair}" ${_eq} -1 _v)
+    set(ENV{${_k}} "${_v}")
+  endforeach()
 endif()
 execute_process(COMMAND ${MEMEST} ${ARGS}
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 30)
@@ -22,7 +27,7 @@ if(FRAGMENT)
     string(APPEND fail "stderr lacks \"${FRAGMENT}\"\n")
   endif()
 endif()
-if(NOT EXIT EQUAL 0)
+if(NOT EXIT EQUAL 0 AND NOT KEEP_STDOUT)
   list(FIND ARGS "--json" json)
   if(json EQUAL -1 AND NOT "${out}" STREQUAL "")
     string(APPEND fail "stdout is not empty on failure\n")

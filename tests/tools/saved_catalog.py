@@ -355,6 +355,17 @@ def _conv_bn_relu():
 
 
 op_case("Conv2d(bias=False) -> BatchNorm2d -> ReLU(inplace=True) (ResNet stem pattern)", _conv_bn_relu)
+def _mbv2():
+    c1 = nn.Conv2d(4, 8, 1, bias=False)
+    bn = nn.BatchNorm2d(8)
+    r6 = nn.ReLU6(inplace=True)
+    c2 = nn.Conv2d(8, 8, 3, padding=1, groups=8, bias=False)
+    return dict(op=lambda x: c2(r6(bn(c1(x)))), inputs=[act(2, 4, 8, 8)], modules=[c1, bn, c2])
+
+
+op_case("Conv2d -> BatchNorm2d -> ReLU6(inplace=True) -> depthwise Conv2d (MobileNetV2 pattern)", _mbv2,
+        note="Hardtanh_ saves a clone of its pre-activation input, the next conv saves the (in-place modified) "
+             "BN-output storage, BN saves the conv output: three full-size storages.")
 mod_case("LayerNorm(16) on x[2,5,16]", lambda: nn.LayerNorm(16), lambda: [act(2, 5, 16)])
 mod_case("LayerNorm(16, elementwise_affine=False)", lambda: nn.LayerNorm(16, elementwise_affine=False), lambda: [act(2, 5, 16)])
 mod_case("LayerNorm(16) input does NOT require grad", lambda: nn.LayerNorm(16), lambda: [act(2, 5, 16, rg=False)])
@@ -521,6 +532,16 @@ def _perm0231():
 op_case("matmul(q.view(B,s,h,d).permute(0,2,1,3), k.view(B,s,h,d).permute(0,2,3,1))", _perm0231)
 
 
+def _bert_qk_b1():
+    B, s, h, d = 1, 5, 3, 4
+    return dict(op=lambda q, k: torch.matmul(q.view(B, s, h, d).permute(0, 2, 1, 3),
+                                             k.view(B, s, h, d).permute(0, 2, 1, 3).transpose(-1, -2)),
+                inputs=[act(B, s, h * d), act(B, s, h * d)])
+
+
+op_case("BERT scores with B=1 (batch dim of size 1 merges with any stride -> reshape is a VIEW, no copy)", _bert_qk_b1)
+
+
 def _bert_pv():
     B, s, h, d = 2, 5, 3, 4
     return dict(op=lambda p, v: torch.matmul(p, v.view(B, s, h, d).permute(0, 2, 1, 3)), inputs=[act(B, h, s, s), act(B, s, h * d)])
@@ -542,6 +563,23 @@ def _gpt_qk():
 
 
 op_case("GPT-2 scores: qkv[B,s,3E].split(E,2) -> view/permute -> matmul(q, k.transpose(-1,-2))", _gpt_qk)
+
+
+def _gpt_b1():
+    B, s, h, d = 1, 5, 3, 4
+    E = h * d
+
+    def f(x):
+        q, k, v = x.split(E, dim=2)
+        q = q.view(B, s, h, d).permute(0, 2, 1, 3)
+        k = k.view(B, s, h, d).permute(0, 2, 1, 3)
+        v = v.view(B, s, h, d).permute(0, 2, 1, 3)
+        w = torch.matmul(q, k.transpose(-1, -2)).softmax(-1)
+        return torch.matmul(w, v)
+    return dict(op=f, inputs=[act(B, s, 3 * E)])
+
+
+op_case("GPT-2 attention with B=1: q/k/v saved as views of the whole qkv storage [B,s,3E] (no copies)", _gpt_b1)
 op_case("matmul(a, b.transpose(-1,-2)) with a[2,3,5,4], b[2,3,5,4] contiguous",
         lambda: dict(op=lambda a, b: torch.matmul(a, b.transpose(-1, -2)), inputs=[act(2, 3, 5, 4), act(2, 3, 5, 4)]))
 op_case("matmul(a, b.transpose(-1,-2)) with a[6,5,4], b[6,5,4] contiguous 3D",
@@ -703,6 +741,10 @@ activation cost it once). "input" below means the op's activation input.
   (e.g. q.view(B,s,h,d).permute(0,2,1,3) or k...permute(0,2,3,1)), a contiguous copy is made and
   saved** (new storage of the operand's size). BERT/GPT-2 attention: both operands of scores = QK^T
   are copies (q copy, k copy), for probs @ V the probs are a view (contiguous) and V is a copy.
+  Exception: when the leading batch dim is 1 (B=1) the [1,h,s,d] permuted view *can* be reshaped to
+  [h,s,d] without a copy, so bmm saves views and keeps the *source* storage alive instead (BERT: the
+  q/k/v Linear outputs, U each; GPT-2: the whole c_attn output [B,s,3E]) - the same byte count as
+  the three copies in both models, but a different storage identity.
   torch.bmm never copies: saves the operands as given (views allowed).
 * **torch.where(mask, x, scalar_tensor)**: saves only the condition (a view of the bool buffer ->
   buffer storage, 0 activation bytes). **masked_fill**: saves the mask only (buffer).

@@ -8,8 +8,8 @@ How to run (Debian's PyTorch 1.13 / torchvision 0.14, CPU only, no GPU, no pip):
     /usr/bin/python3 tests/tools/torch_reference.py --models resnet18,gpt2 /tmp/subset.json
 
 With an output path the JSON goes to that file and the summary table to stdout; without one
-the JSON goes to stdout and the table to stderr.  Runtime ~ a few minutes; peak RAM ~ 8 GiB
-(GPT-2 at sequence 1024, batch 2).
+the JSON goes to stdout and the table to stderr.  Runtime ~10 minutes on 2 cores (almost all
+of it GPT-2); peak RSS ~11 GiB (GPT-2 at sequence 1024, batch 2).
 
 What is measured, per model (fp32, model.train(), one forward pass, no backward):
 
@@ -85,9 +85,12 @@ CORRECTIONS = [
         "cuda": "CUDA uses cuDNN by default (CudnnRnnBackward0: input, hx, cx, output, weights and an opaque "
                 "reserve space whose size cannot be measured without a GPU); the non-cuDNN CUDA path uses "
                 "_thnn_fused_lstm_cell (saves cx, cy and a [B,4H] workspace per step plus the matmul inputs).",
-        "applied": "NOT corrected: the figures contain the raw CPU-native LSTM bytes (reported separately as "
-                   "lstm_internal_bytes / lstm_internal_bytes_cuda_corrected, the latter differing only by the "
-                   "inter-layer dropout mask correction); no cuDNN figure is invented.",
+        "applied": "NOT corrected: the figures contain the raw CPU-native LSTM bytes. They are also reported "
+                   "separately as lstm_internal_bytes / lstm_internal_bytes_cuda_corrected = storages first saved "
+                   "while nn.LSTM.forward runs (this includes the LSTM's input [T,B,I], first saved by the layer-0 "
+                   "input projection, the zero h0/c0, all per-step tensors, the inter-layer dropout mask and the "
+                   "dropped layer-1 output); the cuda_corrected variant differs only by the inter-layer dropout "
+                   "mask (float32 -> bool). No cuDNN figure is invented.",
     },
     {
         "id": "batchnorm_cudnn_reserve_not_corrected",

@@ -1,0 +1,250 @@
+/* ops_rnn.c - nn.LSTM, nn.GRU and nn.RNN (tanh or relu), multi-layer,
+ * optionally bidirectional, with LSTM projections (proj_size). Zero initial
+ * states (the module creates them); the input is (T, B, in), (B, T, in)
+ * with batch_first, or unbatched (T, in).
+ *
+ * What is modelled: PyTorch's native CUDA path (aten/src/ATen/native/RNN.cpp,
+ * 1.13 / 2.x, i.e. with cuDNN disabled), which on CUDA runs every layer and
+ * direction step by step (the input projection is *not* precomputed for the
+ * whole sequence as on the CPU):
+ *   LSTM step: igates = x_t W_ih^T, hgates = h W_hh^T (two mm), then
+ *     _thnn_fused_lstm_cell(igates, hgates, c, b_ih, b_hh) -> hy, cy and a
+ *     [B, 4H] workspace; with proj_size, h = hy W_hr^T.
+ *     Saved: x_t (a view of the layer input, so the layer input once) when
+ *     W_ih requires grad; h_{t-1} when W_hh does (the zero h0, then each
+ *     step's h but the last); the fused cell's input_gates, hidden_gates, cx,
+ *     cy and workspace (ThnnFusedLstmCellBackward0 keeps all of them: [B,4H]
+ *     x3 and [B,H] per step, cx being c0 or the previous cy); with
+ *     proj_size, the cell's hy [B,H] when W_hr requires grad.
+ *   GRU step: igates, hgates (mm), _thnn_fused_gru_cell -> hy and a [B, 5H]
+ *     workspace. Saved: x_t as above; h_{t-1} always (the fused cell keeps
+ *     hx; also the mm's operand); input_gates, hidden_gates [B,3H] and the
+ *     workspace per step.
+ *   RNN step: tanh/relu(linear(x_t) + linear(h)). Saved: x_t and h0 as
+ *     above (addmm's mat1 when the weight requires grad) and each step's
+ *     result (TanhBackward0 / ReluBackward0 keep the output, which is the
+ *     next step's h).
+ *   Between layers: the layer output (stacked steps; for bidirectional, the
+ *     cat of both directions) is the next layer's input, through dropout
+ *     when dropout > 0 (native_dropout: bool mask saved).
+ * The per-step tensors of one kind are declared as one storage of T times
+ * the step size (same bytes, all alive from forward to backward).
+ * cuDNN's path (the default on CUDA: one CudnnRnnBackward0 with an opaque
+ * reserve buffer) and the CPU path (whole-sequence input projection, unfused
+ * cell ops; the catalog's figures) are not modelled.
+ * MACs: the gate matmuls (and the projection), 0 for the cell math. */
+#include "ops_common.h"
+
+enum cell { CELL_LSTM, CELL_GRU, CELL_RNN };
+
+enum {
+    RNN_INPUT_SIZE,
+    RNN_HIDDEN,
+    RNN_LAYERS,
+    RNN_BIAS,
+    RNN_BATCH_FIRST,
+    RNN_DROPOUT,
+    RNN_BIDIR,
+    RNN_EXTRA, /* proj_size (LSTM), nonlinearity (RNN) */
+};
+
+#define RNN_MAX_LAYERS 64
+
+#define RNN_COMMON_ARGS                                                                         \
+    [RNN_INPUT_SIZE] = {"input_size", MEMEST_ARG_INT, .optional = true, .lo = 1,               \
+                        .hi = ARG_MAX, .doc = "features per step (inferred; checked when given)"}, \
+    [RNN_HIDDEN] = {"hidden_size", MEMEST_ARG_INT, .required = true, .lo = 1, .hi = ARG_MAX},  \
+    [RNN_LAYERS] = {"num_layers", MEMEST_ARG_INT, .lo = 1, .hi = RNN_MAX_LAYERS, .idef = 1},   \
+    [RNN_BIAS] = {"bias", MEMEST_ARG_BOOL, .idef = 1},                                          \
+    [RNN_BATCH_FIRST] = {"batch_first", MEMEST_ARG_BOOL, .idef = 0},                            \
+    [RNN_DROPOUT] = {"dropout", MEMEST_ARG_FLOAT, .fdef = 0, .flo = 0, .fhi = 1,               \
+                     .doc = "dropout on the outputs of all layers but the last"},              \
+    [RNN_BIDIR] = {"bidirectional", MEMEST_ARG_BOOL, .idef = 0}
+
+static const struct memest_argspec lstm_args[] = {
+    RNN_COMMON_ARGS,
+    [RNN_EXTRA] = {"proj_size", MEMEST_ARG_INT, .lo = 0, .hi = ARG_MAX, .idef = 0},
+};
+static const struct memest_argspec gru_args[] = {RNN_COMMON_ARGS};
+static const struct memest_argspec rnn_args[] = {
+    RNN_COMMON_ARGS,
+    [RNN_EXTRA] = {"nonlinearity", MEMEST_ARG_STR, .sdef = "tanh", .choices = "tanh|relu"},
+};
+
+/* Parameter names, per layer and direction (static: memest_param keeps the
+ * pointer). */
+enum { PN_W_IH, PN_W_HH, PN_B_IH, PN_B_HH, PN_W_HR };
+#define RNN_NAMES(l)                                                                            \
+    {{"weight_ih_l" #l, "weight_hh_l" #l, "bias_ih_l" #l, "bias_hh_l" #l, "weight_hr_l" #l},   \
+     {"weight_ih_l" #l "_reverse", "weight_hh_l" #l "_reverse", "bias_ih_l" #l "_reverse",     \
+      "bias_hh_l" #l "_reverse", "weight_hr_l" #l "_reverse"}}
+static const char *const rnn_names[RNN_MAX_LAYERS][2][5] = {
+    RNN_NAMES(0), RNN_NAMES(1), RNN_NAMES(2), RNN_NAMES(3), RNN_NAMES(4), RNN_NAMES(5),
+    RNN_NAMES(6), RNN_NAMES(7), RNN_NAMES(8), RNN_NAMES(9), RNN_NAMES(10), RNN_NAMES(11),
+    RNN_NAMES(12), RNN_NAMES(13), RNN_NAMES(14), RNN_NAMES(15), RNN_NAMES(16), RNN_NAMES(17),
+    RNN_NAMES(18), RNN_NAMES(19), RNN_NAMES(20), RNN_NAMES(21), RNN_NAMES(22), RNN_NAMES(23),
+    RNN_NAMES(24), RNN_NAMES(25), RNN_NAMES(26), RNN_NAMES(27), RNN_NAMES(28), RNN_NAMES(29),
+    RNN_NAMES(30), RNN_NAMES(31), RNN_NAMES(32), RNN_NAMES(33), RNN_NAMES(34), RNN_NAMES(35),
+    RNN_NAMES(36), RNN_NAMES(37), RNN_NAMES(38), RNN_NAMES(39), RNN_NAMES(40), RNN_NAMES(41),
+    RNN_NAMES(42), RNN_NAMES(43), RNN_NAMES(44), RNN_NAMES(45), RNN_NAMES(46), RNN_NAMES(47),
+    RNN_NAMES(48), RNN_NAMES(49), RNN_NAMES(50), RNN_NAMES(51), RNN_NAMES(52), RNN_NAMES(53),
+    RNN_NAMES(54), RNN_NAMES(55), RNN_NAMES(56), RNN_NAMES(57), RNN_NAMES(58), RNN_NAMES(59),
+    RNN_NAMES(60), RNN_NAMES(61), RNN_NAMES(62), RNN_NAMES(63),
+};
+
+static int infer_rnn_any(struct memest_ictx *c, enum cell cell)
+{
+    static const char *const cell_name[] = {"LSTM", "GRU", "RNN"};
+    const struct memest_shape s_in = *memest_in_shape(c, 0), *s = &s_in;
+    if (s->ndim != 2 && s->ndim != 3)
+        return memest_fail(c, "%s expects a 3-D (T, B, input_size) input (B first with "
+                              "batch_first) or a 2-D unbatched one, got %s",
+                           cell_name[cell], IN_STR(c, 0));
+    if (need_float(c, 0) != 0)
+        return -1;
+    bool batched = s->ndim == 3, bf = memest_arg_bool(c, RNN_BATCH_FIRST);
+    int64_t T = batched && bf ? s->size[1] : s->size[0];
+    int64_t B = batched ? (bf ? s->size[0] : s->size[1]) : 1;
+    int64_t in = s->size[s->ndim - 1];
+    const struct memest_argval *ai = memest_arg(c, RNN_INPUT_SIZE);
+    if (!ai->none && ai->v[0] != in)
+        return memest_fail(c, "input_size is %lld but the input has %lld features",
+                           (long long)ai->v[0], (long long)in);
+    if (T < 1)
+        return memest_fail(c, "expected a sequence length larger than 0");
+    int64_t H = memest_arg_int(c, RNN_HIDDEN), L = memest_arg_int(c, RNN_LAYERS);
+    int64_t P = cell == CELL_LSTM ? memest_arg_int(c, RNN_EXTRA) : 0;
+    if (P >= H && P > 0)
+        return memest_fail(c, "proj_size (%lld) has to be smaller than hidden_size (%lld)",
+                           (long long)P, (long long)H);
+    int64_t Hr = P > 0 ? P : H;   /* size of h */
+    int64_t G = cell == CELL_LSTM ? 4 : cell == CELL_GRU ? 3 : 1;
+    int D = memest_arg_bool(c, RNN_BIDIR) ? 2 : 1;
+    bool bias = memest_arg_bool(c, RNN_BIAS);
+    double p = memest_arg_float(c, RNN_DROPOUT);
+    int64_t GH = G * H, DHr = D * Hr;
+    enum memest_dtype dt = memest_in_dtype(c, 0);
+
+    /* parameters, in PyTorch's order */
+    for (int64_t l = 0; l < L; l++) {
+        int64_t in_l = l == 0 ? in : DHr;
+        for (int d = 0; d < D; d++) {
+            const char *const *nm = rnn_names[l][d];
+            int64_t wih[2] = {GH, in_l}, whh[2] = {GH, Hr}, whr[2] = {P, H};
+            if (memest_param(c, nm[PN_W_IH], 2, wih) != 0 ||
+                memest_param(c, nm[PN_W_HH], 2, whh) != 0)
+                return -1;
+            if (bias && (memest_param(c, nm[PN_B_IH], 1, &GH) != 0 ||
+                         memest_param(c, nm[PN_B_HH], 1, &GH) != 0))
+                return -1;
+            if (P > 0 && memest_param(c, nm[PN_W_HR], 2, whr) != 0)
+                return -1;
+        }
+    }
+
+    /* outputs: output, h_n (, c_n) */
+    int64_t LD = L * D;
+    int64_t o[3], h[3], cn[3];
+    if (batched) {
+        o[0] = bf ? B : T, o[1] = bf ? T : B, o[2] = DHr;
+        h[0] = LD, h[1] = B, h[2] = Hr;
+        cn[0] = LD, cn[1] = B, cn[2] = H;
+    } else {
+        o[0] = T, o[1] = DHr;
+        h[0] = LD, h[1] = Hr;
+        cn[0] = LD, cn[1] = H;
+    }
+    int nd = batched ? 3 : 2;
+    if (memest_out_new(c, nd, o, dt) < 0 || memest_out_new(c, nd, h, dt) < 0)
+        return -1;
+    if (cell == CELL_LSTM && memest_out_new(c, nd, cn, dt) < 0)
+        return -1;
+
+    /* saved tensors */
+    bool inner = memest_needs_grad(c), in_rg = memest_in_requires_grad(c, 0);
+    bool any_hh = false;
+    for (int64_t l = 0; l < L; l++)
+        for (int d = 0; d < D; d++)
+            any_hh = any_hh || memest_param_trainable(c, rnn_names[l][d][PN_W_HH]);
+    int64_t z[3] = {LD, B, Hr}, zc[3] = {LD, B, H};
+    if ((cell == CELL_GRU || any_hh) && save_new_if(c, 3, z, dt) != 0)
+        return -1; /* h0 */
+    if (cell == CELL_LSTM && save_new_if(c, 3, zc, dt) != 0)
+        return -1; /* c0 */
+    int64_t lay[3] = {T, B, DHr};
+    /* Transient: a layer output that is not saved (or precedes dropout), or
+     * the two directions' stacked outputs before their cat. */
+    uint64_t work = L > 1 || D == 2 ? sat_bytes(3, lay, dt) : 0;
+    double fwd = 0, bwd = 0;
+    for (int64_t l = 0; l < L; l++) {
+        int64_t in_l = l == 0 ? in : DHr;
+        bool ih_any = false;
+        for (int d = 0; d < D; d++)
+            ih_any = ih_any || memest_param_trainable(c, rnn_names[l][d][PN_W_IH]);
+        if (l == 0) {
+            if (ih_any && memest_save_in(c, 0) != 0)
+                return -1;
+        } else {
+            /* the previous layer's output, through dropout */
+            if (dropout_saves(c, 3, lay, dt, p, false, false) != 0)
+                return -1;
+            if (ih_any && save_new_if(c, 3, lay, dt) != 0)
+                return -1;
+        }
+        for (int d = 0; d < D; d++) {
+            const char *const *nm = rnn_names[l][d];
+            bool w_ih = memest_param_trainable(c, nm[PN_W_IH]);
+            bool w_hh = memest_param_trainable(c, nm[PN_W_HH]);
+            bool w_hr = P > 0 && memest_param_trainable(c, nm[PN_W_HR]);
+            int64_t gates[3] = {T, B, GH}, hs[3] = {T, B, H}, hprev[3] = {T - 1, B, Hr};
+            int rc = 0;
+            if (cell == CELL_LSTM) {
+                rc = save_new_if(c, 3, gates, dt);                 /* input_gates */
+                rc = rc ? rc : save_new_if(c, 3, gates, dt);       /* hidden_gates */
+                rc = rc ? rc : save_new_if(c, 3, gates, dt);       /* workspace */
+                rc = rc ? rc : save_new_if(c, 3, hs, dt);          /* cy */
+                if (w_hh && T > 1)
+                    rc = rc ? rc : save_new_if(c, 3, hprev, dt);   /* h_{t-1} */
+                if (w_hr)
+                    rc = rc ? rc : save_new_if(c, 3, hs, dt);      /* hy before W_hr */
+            } else if (cell == CELL_GRU) {
+                int64_t ws[3] = {T, B, 5 * H};
+                rc = save_new_if(c, 3, gates, dt);                 /* input_gates */
+                rc = rc ? rc : save_new_if(c, 3, gates, dt);       /* hidden_gates */
+                rc = rc ? rc : save_new_if(c, 3, ws, dt);          /* workspace */
+                if (T > 1)
+                    rc = rc ? rc : save_new_if(c, 3, hprev, dt);   /* h_{t-1} */
+            } else {
+                rc = save_new_if(c, 3, hs, dt); /* each step's result */
+            }
+            if (rc != 0)
+                return -1;
+            double ih = (double)T * (double)B * (double)GH * (double)in_l;
+            double hh = (double)T * (double)B * (double)GH * (double)Hr;
+            double hr = P > 0 ? (double)T * (double)B * (double)P * (double)H : 0;
+            bool rg_in = l == 0 ? in_rg : inner;
+            fwd += ih + hh + hr;
+            bwd += ih * ((w_ih ? 1 : 0) + (rg_in ? 1 : 0));
+            bwd += hh * (w_hh ? 1 : 0) + (inner ? hh * (double)(T - 1) / (double)T : 0);
+            bwd += hr * ((w_hr ? 1 : 0) + (inner ? 1 : 0));
+        }
+    }
+    memest_workspace(c, work);
+    memest_macs(c, fwd);
+    memest_macs_bwd(c, bwd);
+    return 0;
+}
+
+static int infer_lstm(struct memest_ictx *c) { return infer_rnn_any(c, CELL_LSTM); }
+static int infer_gru(struct memest_ictx *c) { return infer_rnn_any(c, CELL_GRU); }
+static int infer_rnn(struct memest_ictx *c) { return infer_rnn_any(c, CELL_RNN); }
+
+const struct memest_op_desc memest_ops_rnn[] = {
+    {.name = "lstm", .min_in = 1, .max_in = 1, .args = lstm_args, .nargs = NARGS(lstm_args),
+     .infer = infer_lstm, .doc = "nn.LSTM: outputs 0 = output, 1 = h_n, 2 = c_n"},
+    {.name = "gru", .min_in = 1, .max_in = 1, .args = gru_args, .nargs = NARGS(gru_args),
+     .infer = infer_gru, .doc = "nn.GRU: outputs 0 = output, 1 = h_n"},
+    {.name = "rnn", .min_in = 1, .max_in = 1, .args = rnn_args, .nargs = NARGS(rnn_args),
+     .infer = infer_rnn, .doc = "nn.RNN (tanh or relu): outputs 0 = output, 1 = h_n"},
+};
+const int memest_ops_rnn_count = NOPS(memest_ops_rnn);
