@@ -1,4 +1,5 @@
-/* cli.c - option parsing with getopt_long; every value is checked. */
+/* cli.c - option parsing with getopt_long; every value is checked here, and
+ * conflicting options are rejected, so the features can trust the struct. */
 #include "memest/cli.h"
 
 #include <getopt.h>
@@ -13,11 +14,33 @@ enum {
     OPT_DTYPE,
     OPT_LAYERS,
     OPT_JSON,
+    OPT_CSV,
     OPT_SET,
     OPT_PROBE,
     OPT_DEVICE,
     OPT_VERSION,
     OPT_LIST_OPS,
+    OPT_LIST_GPUS,
+    OPT_OPTIM_IMPL,
+    OPT_FIRST_STEP,
+    OPT_ZERO_GRAD,
+    OPT_INFERENCE,
+    OPT_GRAD_ACCUM,
+    OPT_CHECKPOINT,
+    OPT_AMP,
+    OPT_LOSS,
+    OPT_OVERHEAD,
+    OPT_TIMELINE,
+    OPT_PLOT,
+    OPT_GPU,
+    OPT_MEM,
+    OPT_FIT,
+    OPT_HEADROOM,
+    OPT_SWEEP,
+    OPT_SWEEP_VAR,
+    OPT_MAX_BATCH,
+    OPT_MFU,
+    OPT_ADVISE,
 };
 
 static const struct option long_opts[] = {
@@ -26,15 +49,37 @@ static const struct option long_opts[] = {
     {"momentum", required_argument, NULL, OPT_MOMENTUM},
     {"amsgrad", no_argument, NULL, OPT_AMSGRAD},
     {"centered", no_argument, NULL, OPT_CENTERED},
+    {"optim-impl", required_argument, NULL, OPT_OPTIM_IMPL},
+    {"first-step", no_argument, NULL, OPT_FIRST_STEP},
+    {"zero-grad", required_argument, NULL, OPT_ZERO_GRAD},
     {"dtype", required_argument, NULL, OPT_DTYPE},
+    {"amp", required_argument, NULL, OPT_AMP},
+    {"inference", no_argument, NULL, OPT_INFERENCE},
+    {"grad-accum", required_argument, NULL, OPT_GRAD_ACCUM},
+    {"checkpoint", optional_argument, NULL, OPT_CHECKPOINT},
+    {"loss", required_argument, NULL, OPT_LOSS},
+    {"overhead", required_argument, NULL, OPT_OVERHEAD},
+    {"set", required_argument, NULL, OPT_SET},
     {"layers", no_argument, NULL, OPT_LAYERS},
     {"json", no_argument, NULL, OPT_JSON},
-    {"set", required_argument, NULL, OPT_SET},
+    {"csv", no_argument, NULL, OPT_CSV},
+    {"timeline", required_argument, NULL, OPT_TIMELINE},
+    {"plot", required_argument, NULL, OPT_PLOT},
+    {"gpu", required_argument, NULL, OPT_GPU},
+    {"mem", required_argument, NULL, OPT_MEM},
+    {"fit", no_argument, NULL, OPT_FIT},
+    {"headroom", required_argument, NULL, OPT_HEADROOM},
+    {"sweep", required_argument, NULL, OPT_SWEEP},
+    {"sweep-var", required_argument, NULL, OPT_SWEEP_VAR},
+    {"max-batch", no_argument, NULL, OPT_MAX_BATCH},
+    {"mfu", required_argument, NULL, OPT_MFU},
+    {"advise", no_argument, NULL, OPT_ADVISE},
     {"probe", no_argument, NULL, OPT_PROBE},
     {"device", required_argument, NULL, OPT_DEVICE},
+    {"list-ops", no_argument, NULL, OPT_LIST_OPS},
+    {"list-gpus", no_argument, NULL, OPT_LIST_GPUS},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, OPT_VERSION},
-    {"list-ops", no_argument, NULL, OPT_LIST_OPS},
     {NULL, 0, NULL, 0},
 };
 
@@ -46,30 +91,57 @@ void memest_cli_usage(FILE *f)
         "Estimates the GPU memory and FLOPs of training (and inference) of the model\n"
         "described in MODEL.json (format: models/README.md).\n"
         "\n"
-        "Options:\n"
-        "  -b, --batch N        batch size (default 1)\n"
-        "  -o, --optim NAME     sgd, adam, adamw, rmsprop, adagrad (default adam)\n"
-        "      --momentum M     momentum for sgd and rmsprop (default 0)\n"
-        "      --amsgrad        adam/adamw with amsgrad (one more state copy)\n"
-        "      --centered       centered rmsprop (one more state copy)\n"
-        "      --dtype T        parameter and activation type: fp32, fp16, bf16 (default fp32)\n"
-        "      --set NAME=VAL   override a model variable (repeatable)\n"
-        "      --layers         add a per-layer table\n"
-        "      --json           machine-readable output (see README.md)\n"
-        "      --probe          check the prediction on a real CUDA device\n"
-        "      --device N       CUDA device for --probe (default 0)\n"
-        "  -h, --help           this help\n"
-        "      --version        print the version\n"
-        "      --list-ops       print the supported layer types (Markdown)\n"
+        "The step:\n"
+        "  -b, --batch N          batch size (default 1)\n"
+        "  -o, --optim NAME       sgd, adam, adamw, rmsprop, adagrad (default adam)\n"
+        "      --momentum M       momentum for sgd and rmsprop (default 0)\n"
+        "      --amsgrad          adam/adamw with amsgrad (one more state copy)\n"
+        "      --centered         centered rmsprop (one more state copy)\n"
+        "      --optim-impl I     foreach (default), for-loop or fused\n"
+        "      --first-step       the first step: optimizer state is created during it\n"
+        "      --zero-grad MODE   none (default: set_to_none) or zeros (gradients persist)\n"
+        "      --dtype T          parameter and activation type: fp32, fp16, bf16 (default fp32)\n"
+        "      --amp T            autocast mixed precision: fp16 or bf16\n"
+        "      --grad-accum N     accumulate N micro-batches of --batch per step\n"
+        "      --checkpoint[=B,..] activation checkpointing of every block, or of blocks B\n"
+        "      --loss NAME        loss: crossentropyloss, mseloss, none (default: the model's)\n"
+        "      --inference        report the no-grad forward pass instead\n"
+        "      --set NAME=VAL     override a model variable (repeatable)\n"
+        "\n"
+        "The card:\n"
+        "      --gpu NAME         target card (--list-gpus), or auto with --probe\n"
+        "      --mem SIZE         target memory, e.g. 24GiB, 16GB, 500MiB\n"
+        "      --overhead SIZE    CUDA context and workspaces (default: per GPU generation)\n"
+        "      --fit              one-line verdict; exit 1 if it does not fit\n"
+        "      --headroom P       percent of the card to keep free for --fit (default 5)\n"
+        "      --max-batch        the largest batch that fits\n"
+        "      --sweep LIST       batch sizes: 1,2,8 or START:END:xK or START:END:+K\n"
+        "      --sweep-var N=LIST sweep model variable N instead of the batch\n"
+        "      --mfu F            assumed fraction of peak FLOP/s for time estimates (default 0.4)\n"
+        "      --advise           ways to save memory, with their figures\n"
+        "      --probe            check the prediction on a real CUDA device\n"
+        "      --device N         CUDA device for --probe (default 0)\n"
+        "\n"
+        "Output:\n"
+        "      --layers           add a per-layer table\n"
+        "      --json             machine-readable output (see README.md)\n"
+        "      --csv              CSV output for sweeps\n"
+        "      --timeline F.csv   the step's allocation events\n"
+        "      --plot F.svg       a plot of the step's memory over time\n"
+        "      --list-ops         the supported layer types (Markdown)\n"
+        "      --list-gpus        the GPU presets\n"
+        "  -h, --help             this help\n"
+        "      --version          the version\n"
         "\n"
         "Examples:\n"
         "  memest models/resnet50.json --batch 32 --optim adam\n"
         "  memest models/gpt2.json --batch 8 --set seq_len=512 --layers\n"
-        "  memest models/bert-base.json --batch 16 --optim sgd --momentum 0.9 --json\n"
+        "  memest models/resnet50.json --gpu a100-40gb --fit\n"
+        "  memest models/bert-base.json --sweep 1:1024:x2 --csv\n"
         "\n"
-        "Exit codes: 0 success, 1 does not fit (--probe), 2 usage error,\n"
-        "3 invalid or unreadable model file, 4 no usable CUDA driver or device (--probe),\n"
-        "5 internal error or out of memory.\n",
+        "Exit codes: 0 success (and fits), 1 does not fit (--fit, --probe),\n"
+        "2 usage error, 3 invalid or unreadable model file, 4 no usable CUDA driver\n"
+        "or device (--probe), 5 internal error or out of memory.\n",
         f);
 }
 
@@ -78,12 +150,76 @@ static int bad(struct memest_error *err, const char *opt, const char *val, const
     return memest_errf(err, MEMEST_ERR_USAGE, NULL, "%s: expected %s, got '%s'", opt, expected, val);
 }
 
+static int usage(struct memest_error *err, const char *msg)
+{
+    return memest_errf(err, MEMEST_ERR_USAGE, NULL, "%s", msg);
+}
+
+/* --checkpoint=a,b,c: block names, kept pointing into argv. */
+static int parse_checkpoint(char *arg, struct memest_step_cfg *s, struct memest_error *err)
+{
+    s->checkpoint = true;
+    if (!arg)
+        return 0;
+    for (char *tok = strtok(arg, ","); tok; tok = strtok(NULL, ",")) {
+        if (s->ncheckpoint_names == MEMEST_MAX_CHECKPOINT_NAMES)
+            return memest_errf(err, MEMEST_ERR_USAGE, NULL, "--checkpoint: at most %d names",
+                               MEMEST_MAX_CHECKPOINT_NAMES);
+        s->checkpoint_names[s->ncheckpoint_names++] = tok;
+    }
+    if (s->ncheckpoint_names == 0)
+        return bad(err, "--checkpoint", arg, "block names separated by commas");
+    return 0;
+}
+
+static int check_conflicts(const struct memest_cli *o, struct memest_error *err)
+{
+    const struct memest_step_cfg *s = &o->step;
+    if (s->optim.momentum != 0 && s->optim.kind != MEMEST_OPT_SGD &&
+        s->optim.kind != MEMEST_OPT_RMSPROP)
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                           "--momentum applies to sgd and rmsprop, not %s",
+                           memest_optim_name(s->optim.kind));
+    if (s->optim.amsgrad && s->optim.kind != MEMEST_OPT_ADAM && s->optim.kind != MEMEST_OPT_ADAMW)
+        return usage(err, "--amsgrad applies to adam and adamw");
+    if (s->optim.centered && s->optim.kind != MEMEST_OPT_RMSPROP)
+        return usage(err, "--centered applies to rmsprop");
+    if (s->amp != MEMEST_AMP_NONE && o->dtype != MEMEST_F32)
+        return usage(err, "--amp keeps fp32 parameters: it cannot be combined with --dtype fp16/bf16");
+    if (o->json && o->csv)
+        return usage(err, "--json and --csv exclude each other");
+    if (o->sweep && o->sweep_var)
+        return usage(err, "--sweep and --sweep-var exclude each other");
+    if (o->csv && !o->sweep && !o->sweep_var)
+        return usage(err, "--csv is for sweeps (--sweep or --sweep-var)");
+    if (o->gpu && o->mem_set)
+        return usage(err, "--gpu and --mem exclude each other");
+    bool card = o->gpu || o->mem_set;
+    if (o->fit && !card)
+        return usage(err, "--fit needs a target card: --gpu NAME or --mem SIZE");
+    if (o->max_batch && !card)
+        return usage(err, "--max-batch needs a target card: --gpu NAME or --mem SIZE");
+    if (o->max_batch && (o->sweep || o->sweep_var))
+        return usage(err, "--max-batch and sweeps exclude each other");
+    if (o->advise && !card)
+        return usage(err, "--advise needs a target card: --gpu NAME or --mem SIZE");
+    if (o->gpu && strcmp(o->gpu, "auto") == 0 && !o->probe)
+        return usage(err, "--gpu auto takes the probed device's memory: it needs --probe");
+    if (o->probe && (o->sweep || o->sweep_var || o->max_batch))
+        return usage(err, "--probe checks one batch size: it excludes sweeps and --max-batch");
+    if (o->inference && (s->grad_accum > 1 || s->checkpoint || s->first_step))
+        return usage(err, "--inference excludes --grad-accum, --checkpoint and --first-step");
+    return 0;
+}
+
 int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_error *err)
 {
     memset(o, 0, sizeof *o);
     o->batch = 1;
-    o->optim.kind = MEMEST_OPT_ADAM;
+    memest_step_cfg_default(&o->step);
     o->dtype = MEMEST_F32;
+    o->headroom = 5;
+    o->mfu = 0.4;
     optind = 1;
     opterr = 0;
     int c, longidx;
@@ -91,34 +227,78 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
         uint64_t u;
         switch (c) {
         case 'b':
-            if (memest_parse_u64(optarg, 1, (uint64_t)1 << 53, &u) != 0)
-                return bad(err, "--batch", optarg, "a whole number between 1 and 2^53");
+            if (memest_parse_u64(optarg, 1, ((uint64_t)1 << 53) - 1, &u) != 0)
+                return bad(err, "--batch", optarg, "a whole number between 1 and 2^53-1");
             o->batch = (int64_t)u;
+            o->batch_set = true;
             break;
         case 'o':
-            if (memest_optim_parse(optarg, &o->optim.kind) != 0)
+            if (memest_optim_parse(optarg, &o->step.optim.kind) != 0)
                 return bad(err, "--optim", optarg, "one of sgd, adam, adamw, rmsprop, adagrad");
             break;
         case OPT_MOMENTUM:
-            if (memest_parse_double(optarg, 0, 1, &o->optim.momentum) != 0)
+            if (memest_parse_double(optarg, 0, 1, &o->step.optim.momentum) != 0)
                 return bad(err, "--momentum", optarg, "a number between 0 and 1");
             break;
         case OPT_AMSGRAD:
-            o->optim.amsgrad = true;
+            o->step.optim.amsgrad = true;
             break;
         case OPT_CENTERED:
-            o->optim.centered = true;
+            o->step.optim.centered = true;
+            break;
+        case OPT_OPTIM_IMPL:
+            if (strcmp(optarg, "foreach") == 0)
+                o->step.impl = MEMEST_IMPL_FOREACH;
+            else if (strcmp(optarg, "for-loop") == 0)
+                o->step.impl = MEMEST_IMPL_FORLOOP;
+            else if (strcmp(optarg, "fused") == 0)
+                o->step.impl = MEMEST_IMPL_FUSED;
+            else
+                return bad(err, "--optim-impl", optarg, "foreach, for-loop or fused");
+            break;
+        case OPT_FIRST_STEP:
+            o->step.first_step = true;
+            break;
+        case OPT_ZERO_GRAD:
+            if (strcmp(optarg, "none") == 0)
+                o->step.zero_grad_zeros = false;
+            else if (strcmp(optarg, "zeros") == 0)
+                o->step.zero_grad_zeros = true;
+            else
+                return bad(err, "--zero-grad", optarg, "none or zeros");
             break;
         case OPT_DTYPE:
             if (memest_dtype_parse(optarg, &o->dtype) != 0 || !memest_dtype_is_float(o->dtype) ||
                 o->dtype == MEMEST_F64)
                 return bad(err, "--dtype", optarg, "fp32, fp16 or bf16");
             break;
-        case OPT_LAYERS:
-            o->layers = true;
+        case OPT_AMP:
+            if (strcmp(optarg, "fp16") == 0 || strcmp(optarg, "float16") == 0)
+                o->step.amp = MEMEST_AMP_FP16;
+            else if (strcmp(optarg, "bf16") == 0 || strcmp(optarg, "bfloat16") == 0)
+                o->step.amp = MEMEST_AMP_BF16;
+            else
+                return bad(err, "--amp", optarg, "fp16 or bf16");
             break;
-        case OPT_JSON:
-            o->json = true;
+        case OPT_INFERENCE:
+            o->inference = true;
+            break;
+        case OPT_GRAD_ACCUM:
+            if (memest_parse_u64(optarg, 1, 1u << 20, &u) != 0)
+                return bad(err, "--grad-accum", optarg, "a whole number between 1 and 1048576");
+            o->step.grad_accum = (int64_t)u;
+            break;
+        case OPT_CHECKPOINT:
+            if (parse_checkpoint(optarg, &o->step, err) != 0)
+                return -1;
+            break;
+        case OPT_LOSS:
+            o->step.loss = optarg;
+            break;
+        case OPT_OVERHEAD:
+            if (memest_parse_size(optarg, &o->step.overhead) != 0)
+                return bad(err, "--overhead", optarg, "a size such as 500MiB, 1GiB or 300000000");
+            o->step.overhead_set = true;
             break;
         case OPT_SET: {
             char *eq = strchr(optarg, '=');
@@ -131,6 +311,54 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
             o->sets[o->nsets++] = (struct memest_override){optarg, eq + 1};
             break;
         }
+        case OPT_LAYERS:
+            o->layers = true;
+            break;
+        case OPT_JSON:
+            o->json = true;
+            break;
+        case OPT_CSV:
+            o->csv = true;
+            break;
+        case OPT_TIMELINE:
+            o->timeline_path = optarg;
+            break;
+        case OPT_PLOT:
+            o->plot_path = optarg;
+            break;
+        case OPT_GPU:
+            if (!*optarg)
+                return bad(err, "--gpu", optarg, "a GPU name (see --list-gpus) or auto");
+            o->gpu = optarg;
+            break;
+        case OPT_MEM:
+            if (memest_parse_size(optarg, &o->mem) != 0 || o->mem == 0)
+                return bad(err, "--mem", optarg, "a size such as 24GiB, 16GB or 8000000000");
+            o->mem_set = true;
+            break;
+        case OPT_FIT:
+            o->fit = true;
+            break;
+        case OPT_HEADROOM:
+            if (memest_parse_double(optarg, 0, 99, &o->headroom) != 0)
+                return bad(err, "--headroom", optarg, "a percentage between 0 and 99");
+            break;
+        case OPT_SWEEP:
+            o->sweep = optarg;
+            break;
+        case OPT_SWEEP_VAR:
+            o->sweep_var = optarg;
+            break;
+        case OPT_MAX_BATCH:
+            o->max_batch = true;
+            break;
+        case OPT_MFU:
+            if (memest_parse_double(optarg, 0.001, 1, &o->mfu) != 0)
+                return bad(err, "--mfu", optarg, "a fraction between 0.001 and 1");
+            break;
+        case OPT_ADVISE:
+            o->advise = true;
+            break;
         case OPT_PROBE:
             o->probe = true;
             break;
@@ -148,6 +376,9 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
         case OPT_LIST_OPS:
             o->list_ops = true;
             return 0;
+        case OPT_LIST_GPUS:
+            o->list_gpus = true;
+            return 0;
         case ':':
             return memest_errf(err, MEMEST_ERR_USAGE, NULL, "%s needs a value", argv[optind - 1]);
         default:
@@ -155,20 +386,13 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
                                argv[optind - 1]);
         }
     }
-    if (o->optim.momentum != 0 && o->optim.kind != MEMEST_OPT_SGD &&
-        o->optim.kind != MEMEST_OPT_RMSPROP)
-        return memest_errf(err, MEMEST_ERR_USAGE, NULL,
-                           "--momentum applies to sgd and rmsprop, not %s",
-                           memest_optim_name(o->optim.kind));
-    if (o->optim.amsgrad && o->optim.kind != MEMEST_OPT_ADAM && o->optim.kind != MEMEST_OPT_ADAMW)
-        return memest_errf(err, MEMEST_ERR_USAGE, NULL, "--amsgrad applies to adam and adamw");
-    if (o->optim.centered && o->optim.kind != MEMEST_OPT_RMSPROP)
-        return memest_errf(err, MEMEST_ERR_USAGE, NULL, "--centered applies to rmsprop");
+    if (check_conflicts(o, err) != 0)
+        return -1;
     if (optind >= argc)
-        return memest_errf(err, MEMEST_ERR_USAGE, NULL, "no model file given");
+        return usage(err, "no model file given");
     if (optind + 1 < argc)
-        return memest_errf(err, MEMEST_ERR_USAGE, NULL, "unexpected argument '%s' (one model file only)",
-                           argv[optind + 1]);
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                           "unexpected argument '%s' (one model file only)", argv[optind + 1]);
     o->model = argv[optind];
     return 0;
 }

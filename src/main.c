@@ -69,7 +69,7 @@ int main(int argc, char **argv)
     struct memest_run_opts ro = {.batch = o.batch, .dtype = o.dtype};
     if (memest_model_read_file(o.model, &m, &err) != 0 ||
         memest_model_build(&m, o.sets, o.nsets, &g, &err) != 0 ||
-        memest_run_infer(&r, &g, &ro, &err) != 0 || memest_estimate(&r, &o.optim, &e, &tl, &err) != 0) {
+        memest_run_infer(&r, &g, &ro, &err) != 0 || memest_estimate(&r, &o.step, &e, &tl, &err) != 0) {
         rc = fail(&o, &err);
         goto end;
     }

@@ -40,8 +40,8 @@ void memest_report_json(FILE *f, const struct memest_report *rep)
     memest_jsonw_str(&w, "model", g->name);
     memest_jsonw_str(&w, "file", g->file);
     memest_jsonw_i64(&w, "batch", rep->cli->batch);
-    memest_jsonw_str(&w, "optimizer", memest_optim_name(rep->cli->optim.kind));
-    memest_jsonw_f64(&w, "momentum", rep->cli->optim.momentum);
+    memest_jsonw_str(&w, "optimizer", memest_optim_name(rep->cli->step.optim.kind));
+    memest_jsonw_f64(&w, "momentum", rep->cli->step.optim.momentum);
     memest_jsonw_str(&w, "dtype", memest_dtype_name(rep->cli->dtype));
 
     memest_jsonw_obj_begin(&w, "params");

@@ -63,9 +63,9 @@ void memest_report_text(FILE *f, const struct memest_report *rep)
     const struct memest_cli *o = rep->cli;
     char a[32], b[32], c[32], note[160];
     fprintf(f, "memest %s: %s (%s)\n", MEMEST_VERSION, rep->g->name, rep->g->file);
-    fprintf(f, "batch %lld, optimizer %s", (long long)o->batch, memest_optim_name(o->optim.kind));
-    if (o->optim.momentum != 0)
-        fprintf(f, " (momentum %g)", o->optim.momentum);
+    fprintf(f, "batch %lld, optimizer %s", (long long)o->batch, memest_optim_name(o->step.optim.kind));
+    if (o->step.optim.momentum != 0)
+        fprintf(f, " (momentum %g)", o->step.optim.momentum);
     fprintf(f, ", dtype %s\n\n", memest_dtype_name(o->dtype));
 
     fprintf(f, "Parameters  %s (%s trainable, %s frozen) in %llu tensors\n",

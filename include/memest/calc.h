@@ -60,10 +60,40 @@ struct memest_flops {
 };
 void memest_calc_flops(const struct memest_run *r, struct memest_flops *out);
 
+/* How one training step runs (the simulator's options). */
+enum memest_optim_impl {
+    MEMEST_IMPL_FOREACH = 0,  /* multi-tensor: PyTorch 2.x's default on CUDA */
+    MEMEST_IMPL_FORLOOP,      /* single-tensor: PyTorch 1.x's, and the CPU default */
+    MEMEST_IMPL_FUSED,
+    MEMEST_IMPL_COUNT
+};
+enum memest_amp { MEMEST_AMP_NONE = 0, MEMEST_AMP_FP16, MEMEST_AMP_BF16 };
+
+#define MEMEST_MAX_CHECKPOINT_NAMES 64
+
+struct memest_step_cfg {
+    struct memest_optim_cfg optim;
+    enum memest_optim_impl impl;
+    bool first_step;        /* optimizer state created during the step */
+    bool zero_grad_zeros;   /* zero_grad(set_to_none=False): gradients persist */
+    int64_t grad_accum;     /* micro-batches per optimizer step, >= 1 */
+    enum memest_amp amp;
+    bool checkpoint;        /* activation checkpointing of every block instance ... */
+    const char *checkpoint_names[MEMEST_MAX_CHECKPOINT_NAMES]; /* ... or of these blocks */
+    int ncheckpoint_names;
+    const char *loss;       /* loss type; NULL: the model's "loss", else cross-entropy */
+    bool overhead_set;      /* overhead given (--overhead), else the default */
+    uint64_t overhead;      /* CUDA context and library workspaces, bytes */
+};
+
+/* Defaults: adam, foreach, steady state, set_to_none, no accumulation. */
+void memest_step_cfg_default(struct memest_step_cfg *c);
+
 /* calc_peak.c: the allocation timeline of one step, and its peak. */
 struct memest_peak_opts {
     bool inference;     /* no-grad forward pass only */
     const struct memest_optstate *opt;
+    const struct memest_step_cfg *step;  /* NULL: defaults */
 };
 struct memest_peak {
     uint64_t bytes;           /* live bytes at the peak */
@@ -85,9 +115,15 @@ struct memest_estimate {
     struct memest_optstate opt;
     uint64_t activations;
     struct memest_flops flops;
-    struct memest_peak train_peak;
+    struct memest_peak train_peak;   /* live tensor bytes: max_memory_allocated() */
     struct memest_peak infer_peak;
+    uint64_t reserved_peak;          /* allocator segments: max_memory_reserved() */
+    uint64_t infer_reserved_peak;
+    uint64_t overhead;               /* CUDA context and library workspaces */
+    uint64_t total_device;           /* reserved_peak + overhead: what nvidia-smi shows */
 };
-int memest_estimate(struct memest_run *r, const struct memest_optim_cfg *cfg,
+/* Runs every calculator for one step as cfg describes; the training
+ * timeline goes to train_tl when it is not NULL. */
+int memest_estimate(struct memest_run *r, const struct memest_step_cfg *cfg,
                     struct memest_estimate *e, struct memest_timeline *train_tl,
                     struct memest_error *err);

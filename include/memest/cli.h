@@ -1,4 +1,5 @@
-/* cli.h - command-line options. */
+/* cli.h - command-line options, parsed and checked in one place (cli.c);
+ * each feature reads its fields from struct memest_cli. */
 #pragma once
 
 #include <stdbool.h>
@@ -14,20 +15,41 @@
 
 struct memest_cli {
     const char *model;
-    int64_t batch;
-    struct memest_optim_cfg optim;
-    enum memest_dtype dtype;
-    bool layers;
-    bool json;
+    int64_t batch;                 /* --batch, default 1 */
+    bool batch_set;
+    struct memest_step_cfg step;   /* optimizer and step simulation */
+    enum memest_dtype dtype;       /* --dtype */
     struct memest_override sets[MEMEST_MAX_SETS];
     int nsets;
+
+    /* output */
+    bool layers, json, csv;
+    const char *timeline_path;     /* --timeline FILE.csv */
+    const char *plot_path;         /* --plot FILE.svg */
+    bool inference;                /* --inference: the no-grad forward pass */
+
+    /* probe */
     bool probe;
     int device;
-    bool help, version, list_ops;
+
+    /* target card, fit, sweeps */
+    const char *gpu;               /* --gpu NAME or "auto"; NULL: none */
+    bool mem_set;
+    uint64_t mem;                  /* --mem SIZE */
+    bool fit;
+    double headroom;               /* --headroom P, percent, default 5 */
+    const char *sweep;             /* --sweep LIST, as given */
+    const char *sweep_var;         /* --sweep-var NAME=LIST, as given */
+    bool max_batch;
+    double mfu;                    /* --mfu, default 0.4 */
+    bool advise;
+
+    bool help, version, list_ops, list_gpus;
 };
 
 /* Parses argv with getopt_long. 0, or -1 with err (MEMEST_ERR_USAGE) set.
- * --help / --version set o->help / o->version and return 0. */
+ * --help, --version, --list-ops and --list-gpus set their flag and return
+ * 0 without requiring a model. */
 int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_error *err);
 void memest_cli_usage(FILE *f);
 /* The op table as Markdown (src/ops_doc.c). */
