@@ -40,8 +40,10 @@ import sys
 from collections import OrderedDict
 
 import torch
+import torch.library
 import torch.nn as nn
 import torch.nn.functional as F
+import torch.utils._python_dispatch
 import torchvision
 
 torch.set_num_threads(2)
@@ -412,6 +414,313 @@ MODELS = OrderedDict([
 ])
 
 
+# --------------------------------------------------------------------------- LSTM: CUDA native (non-cuDNN) path
+# torch 1.13 on CUDA with cuDNN disabled (or unavailable) runs nn.LSTM through ATen's native code
+# (aten/src/ATen/native/RNN.cpp): lstm() -> _lstm_impl -> apply_layer_stack -> FullLayer ->
+# LSTMCell<CellParams>::operator(), whose `input.is_cuda()` branch has no whole-sequence input
+# projection.  Per layer: hx.unbind(0) / cx.unbind(0) give each layer its initial state,
+# inputs.unbind(0) the steps; per step
+#     igates = params.matmul_ih(x_t)      = at::matmul(x_t, w_ih.t())   (2-D x 2-D -> t + mm)
+#     hgates = params.matmul_hh(h_{t-1})  = at::matmul(h,   w_hh.t())
+#     (hy, cy, workspace) = at::_thnn_fused_lstm_cell(igates, hgates, cx, b_ih, b_hh)
+# then at::stack(step outputs, 0); between layers (train, p > 0) at::dropout(layer_output, p, true);
+# finally at::stack of the final h and c of every layer.  Everything above is a real torch op on CPU
+# too, except _thnn_fused_lstm_cell, whose only kernel is CUDA (aten/src/ATen/native/cuda/RNN.cu).
+# It is stood in for by ThnnFusedLstmCellStandIn: same math (kernel lstm_cell_forward: gates =
+# igates + hgates + b_ih + b_hh; workspace [B,4H] = (sigmoid(i), sigmoid(f), tanh(g), sigmoid(o));
+# cy = f*cx + i*g; hy = o*tanh(cy)), and it saves exactly what the generated
+# ThnnFusedLstmCellBackward0 saves (torch/csrc/autograd/generated/Functions.h, torch 1.13):
+# input_gates_, hidden_gates_, cx_, input_bias_, hidden_bias_, result1_ (= cy), result2_ (= workspace).
+FUSED_LSTM_SAVED = ("input_gates", "hidden_gates", "cx", "input_bias", "hidden_bias", "result1", "result2")
+FUSED_LSTM_GRAD_FN = "ThnnFusedLstmCellBackward0"
+
+# Set by lstm_cuda_native_forward while it runs and read by measure()'s pack hook: which layer and
+# which RNN.cpp call is saving (for the per-layer breakdown), and the initial-state storages.
+LSTM_TRACE = {"tag": None, "init_ptrs": set()}
+
+
+def fused_lstm_cell_math(input_gates, hidden_gates, cx, input_bias=None, hidden_bias=None):
+    """The arithmetic of RNN.cu kernel::lstm_cell_forward; returns fresh (hy, cy, workspace)."""
+    gates = input_gates + hidden_gates
+    if input_bias is not None:
+        gates = gates + input_bias + hidden_bias
+    i, f, g, o = gates.chunk(4, 1)
+    i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
+    cy = f * cx + i * g
+    hy = o * cy.tanh()
+    workspace = torch.cat((i, f, g, o), 1)  # [B,4H], layout of the CUDA workspace
+    return hy, cy, workspace
+
+
+class ThnnFusedLstmCellStandIn(torch.autograd.Function):
+    """Stand-in for aten::_thnn_fused_lstm_cell (CUDA-only kernel).  Outputs (hy, cy, workspace) like
+    the real op (workspace not differentiable); saves the same seven tensors as the real
+    ThnnFusedLstmCellBackward0, in the same order (the two biases are the LSTM's parameters).
+    backward() is RNN.cu kernel::lstm_cell_backward (+ grad_bias = grad_gates.sum(0))."""
+    GRAD_FN_NAME = FUSED_LSTM_GRAD_FN
+    SAVED_NAMES = FUSED_LSTM_SAVED
+
+    @staticmethod
+    def forward(ctx, input_gates, hidden_gates, cx, input_bias, hidden_bias):
+        with dispatch_trace_op("aten._thnn_fused_lstm_cell.default",
+                               (input_gates, hidden_gates, cx, input_bias, hidden_bias)):
+            hy, cy, workspace = fused_lstm_cell_math(input_gates, hidden_gates, cx, input_bias, hidden_bias)
+        ctx.mark_non_differentiable(workspace)
+        ctx.save_for_backward(input_gates, hidden_gates, cx, input_bias, hidden_bias, cy, workspace)
+        return hy, cy, workspace
+
+    @staticmethod
+    def backward(ctx, grad_hy, grad_cy, _grad_workspace):
+        _, _, cx, input_bias, _, cy, workspace = ctx.saved_tensors
+        i, f, g, o = workspace.chunk(4, 1)
+        tcy = cy.tanh()
+        gog = grad_hy * tcy * (1 - o) * o
+        gc = grad_hy * o * (1 - tcy * tcy) + grad_cy
+        grad_gates = torch.cat((gc * g * (1 - i) * i, gc * cx * (1 - f) * f, gc * i * (1 - g * g), gog), 1)
+        grad_bias = grad_gates.sum(0) if input_bias is not None else None
+        return grad_gates, grad_gates, gc * f, grad_bias, grad_bias
+
+
+_ATEN_FUSED_LSTM_LIB = []
+
+
+def aten_fused_lstm_cell(input_gates, hidden_gates, cx, input_bias, hidden_bias):
+    """The real aten::_thnn_fused_lstm_cell op with a CPU kernel registered from Python (cross-check
+    only): torch's own generated autograd creates the real ThnnFusedLstmCellBackward0 and decides
+    what it saves.  Its backward (_thnn_fused_lstm_cell_backward_impl) has no CPU kernel, so this
+    variant is used for forward values and saved-tensor figures only."""
+    if not _ATEN_FUSED_LSTM_LIB:
+        lib = torch.library.Library("aten", "IMPL")
+        lib.impl("_thnn_fused_lstm_cell", fused_lstm_cell_math, "CPU")
+        _ATEN_FUSED_LSTM_LIB.append(lib)  # the registration lives as long as the Library object
+    return torch.ops.aten._thnn_fused_lstm_cell(input_gates, hidden_gates, cx, input_bias, hidden_bias)
+
+
+LSTM_CELLS = {"standin": ThnnFusedLstmCellStandIn.apply, "aten": aten_fused_lstm_cell}
+
+
+def lstm_cuda_native_forward(lstm, input, hx=None, cell="standin"):
+    """nn.LSTM.forward as torch 1.13 runs it on CUDA without cuDNN (RNN.cpp, see above), with real
+    ops on CPU tensors and the module's own parameters.  Seq-first, unidirectional, with biases,
+    no projections (what lstm-lm uses)."""
+    assert not lstm.batch_first and not lstm.bidirectional and lstm.bias and lstm.proj_size == 0
+    assert input.dim() == 3
+    fused = LSTM_CELLS[cell]
+    L, H = lstm.num_layers, lstm.hidden_size
+    if hx is None:
+        z = torch.zeros(L, input.size(1), H, dtype=input.dtype)
+        hx = (z, z)
+    h0, c0 = hx
+    LSTM_TRACE["init_ptrs"] = {sptr(h0), sptr(c0)}
+    layer_hx = h0.unbind(0)  # _lstm_impl: hx.unbind(0), cx.unbind(0)
+    layer_cx = c0.unbind(0)
+    layer_input = input
+    final_h, final_c = [], []
+    try:
+        for l in range(L):
+            w_ih, w_hh, b_ih, b_hh = (getattr(lstm, "%s_l%d" % (n, l)) for n in ("weight_ih", "weight_hh",
+                                                                                  "bias_ih", "bias_hh"))
+            h, c = layer_hx[l], layer_cx[l]
+            step_outputs = []
+            for x_t in layer_input.unbind(0):  # FullLayer on a non-CPU device: inputs.unbind(0)
+                LSTM_TRACE["tag"] = (l, "matmul_ih")
+                igates = torch.matmul(x_t, w_ih.t())  # CellParams::matmul_ih
+                LSTM_TRACE["tag"] = (l, "matmul_hh")
+                hgates = torch.matmul(h, w_hh.t())  # CellParams::matmul_hh
+                LSTM_TRACE["tag"] = (l, "fused_cell")
+                h, c, _workspace = fused(igates, hgates, c, b_ih, b_hh)
+                step_outputs.append(h)  # matmul_hr(hy) is hy itself without projections
+            LSTM_TRACE["tag"] = None
+            layer_output = torch.stack(step_outputs, 0)
+            final_h.append(h)
+            final_c.append(c)
+            layer_input = layer_output
+            if lstm.dropout != 0 and lstm.training and l < L - 1:
+                LSTM_TRACE["tag"] = (l, "dropout")
+                with dispatch_trace_op("dropout", (layer_output,)):
+                    layer_input = F.dropout(layer_output, lstm.dropout, training=True)
+                LSTM_TRACE["tag"] = None
+    finally:
+        LSTM_TRACE["tag"] = None
+    return layer_input, (torch.stack(final_h, 0), torch.stack(final_c, 0))
+
+
+# ---- op-sequence check against the real RNN.cpp CUDA branch
+# A wrapper tensor subclass that reports device "cuda" makes torch 1.13's own compiled RNN.cpp take its
+# CUDA branch (cuDNN/MIOpen are unavailable in this build, so it falls through to _lstm_impl); every
+# aten op it issues reaches __torch_dispatch__, is logged and computed on the wrapped CPU tensor.
+# Autograd cannot run on such tensors without a CUDA build (no CUDA device guard), so this check is
+# run under no_grad and only compares the op sequence (names and tensor shapes) with what
+# lstm_cuda_native_forward issues.
+_DISPATCH_LOG = {"log": None, "suspended": 0}
+
+
+def _shapes(args):
+    out = []
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            out.append(tuple(a.shape))
+        elif isinstance(a, (list, tuple)) and any(isinstance(e, torch.Tensor) for e in a):
+            out.append(tuple(tuple(e.shape) for e in a))
+    return tuple(out)
+
+
+class dispatch_trace_op:
+    """While tracing lstm_cuda_native_forward: log one entry for a composite step (the stand-in
+    kernel, dropout) and hide the ops it is implemented with."""
+
+    def __init__(self, name, args):
+        self.name, self.args = name, args
+
+    def __enter__(self):
+        if _DISPATCH_LOG["log"] is not None and not _DISPATCH_LOG["suspended"]:
+            _DISPATCH_LOG["log"].append((self.name, _shapes(self.args)))
+        _DISPATCH_LOG["suspended"] += 1
+
+    def __exit__(self, *exc):
+        _DISPATCH_LOG["suspended"] -= 1
+
+
+def _normalize_op(name):
+    # CUDA at::dropout(train, 0<p<1) is native_dropout; on CPU it is bernoulli_/div_/mul.
+    return "dropout" if name == "aten.native_dropout.default" else name
+
+
+class _FakeCuda(torch.Tensor):
+    @staticmethod
+    def __new__(cls, elem):
+        r = torch.Tensor._make_wrapper_subclass(cls, elem.size(), strides=elem.stride(),
+                                                storage_offset=elem.storage_offset(), dtype=elem.dtype,
+                                                device="cuda", requires_grad=False)
+        r.elem = elem
+        return r
+
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        unwrap = lambda x: x.elem if isinstance(x, _FakeCuda) else x
+        flat = lambda a: [unwrap(e) for e in a] if isinstance(a, (list, tuple)) else unwrap(a)
+        _DISPATCH_LOG["log"].append((_normalize_op(str(func)), _shapes(args)))
+        uargs = [flat(a) for a in args]
+        if func is torch.ops.aten._thnn_fused_lstm_cell.default:
+            out = fused_lstm_cell_math(*uargs)
+        else:
+            out = func(*uargs, **{k: flat(v) for k, v in kwargs.items()})
+        if isinstance(out, torch.Tensor):
+            return _FakeCuda(out)
+        if isinstance(out, (list, tuple)):
+            return type(out)(_FakeCuda(o) if isinstance(o, torch.Tensor) else o for o in out)
+        return out
+
+
+class _LogMode(torch.utils._python_dispatch.TorchDispatchMode):
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if not _DISPATCH_LOG["suspended"]:
+            _DISPATCH_LOG["log"].append((_normalize_op(str(func)), _shapes(args)))
+        return func(*args, **(kwargs or {}))
+
+
+def compare_op_sequences(lstm, T, B):
+    """Op sequence of the real RNN.cpp CUDA branch (torch 1.13 binary, fake-CUDA tensors) vs the op
+    sequence of lstm_cuda_native_forward (CPU tensors).  Returns a summary; asserts equality."""
+    L, I, H = lstm.num_layers, lstm.input_size, lstm.hidden_size
+    x = torch.randn(T, B, I)
+    h0, c0 = torch.zeros(L, B, H), torch.zeros(L, B, H)
+    training = lstm.training
+    lstm.train()
+    try:
+        with torch.no_grad():
+            _DISPATCH_LOG["log"] = real = []
+            weights = [_FakeCuda(w.detach()) for w in lstm._flat_weights]
+            out = torch._VF.lstm(_FakeCuda(x), (_FakeCuda(h0), _FakeCuda(c0)), weights, lstm.bias,
+                                 lstm.num_layers, float(lstm.dropout), True, lstm.bidirectional,
+                                 lstm.batch_first)
+            assert all(isinstance(o, _FakeCuda) for o in out)
+            _DISPATCH_LOG["log"] = mine = []
+            with _LogMode():
+                lstm_cuda_native_forward(lstm, x, (h0, c0))
+    finally:
+        _DISPATCH_LOG["log"] = None
+        lstm.train(training)
+    assert real == mine, "op sequences differ:\n%s\n%s" % (real[:12], mine[:12])
+    counts = {}
+    for n, _ in real:
+        counts[n] = counts.get(n, 0) + 1
+    return {"ops": len(real), "op_counts": counts}
+
+
+def _maxdiff(a, b):
+    return float((a - b).abs().max())
+
+
+def verify_lstm_cuda_path(model, inputs, atol=1e-5, rtol=1e-4):
+    """Numerical checks of lstm_cuda_native_forward against nn.LSTM (CPU) in train mode, same RNG
+    seed (so the same inter-layer dropout mask): LSTM outputs, h_n, c_n with random initial state,
+    the gradients w.r.t. the LSTM input and all LSTM parameters (stand-in backward), and the whole
+    model's output.  Also the op-sequence check above.  Asserts; returns a summary."""
+    (lstm,) = [m for m in model.modules() if isinstance(m, nn.LSTM)]
+    model.train()
+    T, B = inputs[0].shape[:2]
+    L, I, H = lstm.num_layers, lstm.input_size, lstm.hidden_size
+    torch.manual_seed(1)
+    x = torch.randn(T, B, I, requires_grad=True)
+    hx = (0.5 * torch.randn(L, B, H), 0.5 * torch.randn(L, B, H))
+    gy, gh, gc = torch.randn(T, B, H), torch.randn(L, B, H), torch.randn(L, B, H)
+    params = list(lstm.parameters())
+    runs = {}
+    for path in ("nn.LSTM", "standin", "aten"):
+        torch.manual_seed(2)
+        if path == "nn.LSTM":
+            y, (hn, cn) = lstm(x, hx)
+        else:
+            y, (hn, cn) = lstm_cuda_native_forward(lstm, x, hx, cell=path)
+        grads = None
+        if path != "aten":
+            loss = (y * gy).sum() + (hn * gh).sum() + (cn * gc).sum()
+            grads = torch.autograd.grad(loss, [x] + params)
+        runs[path] = ([y.detach(), hn.detach(), cn.detach()], grads)
+    res = {"atol": atol, "rtol": rtol}
+    ref_out, ref_grads = runs["nn.LSTM"]
+    for path in ("standin", "aten"):
+        out, grads = runs[path]
+        for a, b in zip(out, ref_out):
+            assert torch.allclose(a, b, atol=atol, rtol=rtol), (path, _maxdiff(a, b))
+        res["lstm_outputs_max_abs_diff_" + path] = float("%.2g" % max(_maxdiff(a, b) for a, b in zip(out, ref_out)))
+    _, grads = runs["standin"]
+    for a, b in zip(grads, ref_grads):
+        assert torch.allclose(a, b, atol=atol, rtol=rtol), ("grad", _maxdiff(a, b))
+    res["lstm_grads_max_abs_diff_standin"] = float("%.2g" % max(_maxdiff(a, b) for a, b in zip(grads, ref_grads)))
+    with torch.no_grad():
+        torch.manual_seed(3)
+        ref = model(*inputs)
+        lstm.forward = lambda input, hx=None: lstm_cuda_native_forward(lstm, input, hx)
+        try:
+            torch.manual_seed(3)
+            sub = model(*inputs)
+        finally:
+            del lstm.forward
+    assert torch.allclose(sub, ref, atol=atol, rtol=rtol), _maxdiff(sub, ref)
+    res["model_output_max_abs_diff_standin"] = float("%.2g" % _maxdiff(sub, ref))
+    res["op_sequence_vs_rnn_cpp_cuda_branch"] = compare_op_sequences(lstm, T, B)
+    return res
+
+
+def measure_lstm_cuda_path(model, inputs, cell="standin"):
+    """measure() with every nn.LSTM's forward replaced by lstm_cuda_native_forward (module hooks and
+    the 'LSTM' module context stay as they are)."""
+    lstms = [m for m in model.modules() if isinstance(m, nn.LSTM)]
+    for m in lstms:
+        m.forward = (lambda mod: lambda input, hx=None: lstm_cuda_native_forward(mod, input, hx, cell))(m)
+    try:
+        torch.manual_seed(0)
+        return measure(model, inputs)
+    finally:
+        for m in lstms:
+            del m.forward
+
+
 # --------------------------------------------------------------------------- measurement
 def sptr(t):
     return t.storage().data_ptr()
@@ -470,6 +779,57 @@ def static_info(model):
     }
 
 
+LSTM_PART_LABELS = OrderedDict([
+    ("input", "layer input storage (x_t views saved by matmul_ih's MmBackward0 as self; layer 0: the tensor fed "
+              "to the LSTM, layer l>0: the dropout output of layer l-1) [T,B,I]"),
+    ("h0_zeros", "initial h: the whole [L,B,H] zeros storage, first saved by layer 0's t=0 matmul_hh"),
+    ("h_prev", "h_{t-1} for t>=1 (matmul_hh's MmBackward0 self) [B,H] each, T-1 per layer"),
+    ("input_gates", "ThnnFusedLstmCellBackward0.input_gates = matmul_ih output [B,4H], T per layer"),
+    ("hidden_gates", "ThnnFusedLstmCellBackward0.hidden_gates = matmul_hh output [B,4H], T per layer"),
+    ("c0_zeros", "initial c: the whole [L,B,H] zeros storage, first saved as layer 0's t=0 cx "
+                 "(cx for t>=1 is the previous step's cy: same storage, counted there)"),
+    ("cy", "ThnnFusedLstmCellBackward0.result1 = c_t [B,H], T per layer"),
+    ("workspace", "ThnnFusedLstmCellBackward0.result2 = activated gates [B,4H], T per layer"),
+    ("dropout_mask", "inter-layer dropout mask on this layer's output [T,B,H] (cpu: float32, cuda: bool)"),
+])
+
+
+def lstm_per_layer(seen):
+    """Per-layer breakdown of the storages saved by lstm_cuda_native_forward (tagged in pack())."""
+    role_attr = {("matmul_ih", "_saved_self"): "input", ("matmul_hh", "_saved_self"): "h_prev",
+                 ("dropout", "_saved_other"): "dropout_mask"}
+    role_attr.update((("fused_cell", "_saved_" + a), k) for a, k in (
+        ("input_gates", "input_gates"), ("hidden_gates", "hidden_gates"), ("cx", "cx"), ("result1", "cy"),
+        ("result2", "workspace")))
+    out = {"layers": {}, "total": {"storages": 0, "bytes": 0, "bytes_cuda_corrected": 0}}
+    for r in seen.values():
+        if r["tag"] is None:
+            assert r["module"] != "LSTM", ("untagged LSTM storage", r["grad_fn"], r["attr"])
+            continue
+        layer, role = r["tag"]
+        label = role_attr[(role, r["attr"])]
+        if label in ("h_prev", "cx"):
+            if r["init_state"]:
+                label = "h0_zeros" if label == "h_prev" else "c0_zeros"
+            assert label != "cx", "a cx storage first saved as cx must be the initial state"
+        else:
+            assert not r["init_state"], label
+        d = out["layers"].setdefault(str(layer), OrderedDict((k, None) for k in LSTM_PART_LABELS))
+        for k in (label, "total"):
+            e = d.get(k) or {"storages": 0, "bytes": 0, "bytes_cuda_corrected": 0}
+            e["storages"] += 1
+            e["bytes"] += r["bytes"]
+            e["bytes_cuda_corrected"] += r["cuda_bytes"]
+            d[k] = e
+        for k in ("storages", "bytes"):
+            out["total"][k] += 1 if k == "storages" else r["bytes"]
+        out["total"]["bytes_cuda_corrected"] += r["cuda_bytes"]
+    for d in out["layers"].values():
+        for k in [k for k, v in d.items() if v is None]:
+            del d[k]
+    return out
+
+
 def measure(model, inputs):
     model.train()
     pb = {sptr(p) for p in model.parameters()} | {sptr(b) for b in model.buffers()}
@@ -497,8 +857,8 @@ def measure(model, inputs):
         handles.append(m.register_forward_pre_hook(pre))
         handles.append(m.register_forward_hook(post))
 
-    packs = []  # (tensor, module_ctx)
-    last = [None]
+    packs = []  # (tensor, module_ctx, lstm_tag)
+    unpacked = []
 
     class Packed:
         __slots__ = ("idx", "t")
@@ -507,11 +867,11 @@ def measure(model, inputs):
             self.idx, self.t = idx, t
 
     def pack(t):
-        packs.append((t, stack[-1] if stack else "<top>"))
+        packs.append((t, stack[-1] if stack else "<top>", LSTM_TRACE["tag"]))
         return Packed(len(packs) - 1, t)
 
     def unpack(pk):
-        last[0] = pk.idx  # lets the graph walk below map each _saved_* attribute to its pack exactly
+        unpacked.append(pk.idx)  # lets the graph walk below map each saved attribute to its pack exactly
         return pk.t
 
     with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
@@ -526,19 +886,30 @@ def measure(model, inputs):
     lstm_cands = []
     for node in reachable([t.grad_fn for t in outs]):
         gname = type(node).__name__
+        if isinstance(node, torch.autograd.function.BackwardCFunction):
+            # custom autograd.Function (the _thnn_fused_lstm_cell stand-in): named as the real node
+            cls = node._forward_cls
+            del unpacked[:]
+            vals = node.saved_tensors
+            assert len(unpacked) == len(vals) == len(cls.SAVED_NAMES), (gname, len(unpacked), len(vals))
+            for i, a in zip(list(unpacked), cls.SAVED_NAMES):
+                assert i not in names, (gname, a)
+                names[i] = (cls.GRAD_FN_NAME, "_saved_" + a)
+            continue
         for a in dir(node):
             if not a.startswith("_saved_"):
                 continue
-            last[0] = None
+            del unpacked[:]
             try:
                 v = getattr(node, a)
             except Exception:
                 continue
             if isinstance(v, (list, tuple)) and any(isinstance(e, torch.Tensor) for e in v):
                 raise AssertionError("tensor-list saved attribute not expected: %s.%s" % (gname, a))
-            if not isinstance(v, torch.Tensor) or last[0] is None:
+            if not isinstance(v, torch.Tensor) or not unpacked:
                 continue
-            i = last[0]
+            assert len(unpacked) == 1, (gname, a)
+            i = unpacked[0]
             assert i not in names, (gname, a)
             names[i] = (gname, a)
             if gname == "MulBackward0" and a == "_saved_other":
@@ -551,7 +922,7 @@ def measure(model, inputs):
         expected = sum(m.num_layers - 1 for m in lstm_mods if m.dropout > 0)
         found = 0
         for i in lstm_cands:
-            t, ctx = packs[i]
+            t, ctx, _ = packs[i]
             if ctx != "LSTM" or t.requires_grad or t.dtype != torch.float32 or sptr(t) in dropout_masks:
                 continue
             p = lstm_mods[0].dropout
@@ -563,15 +934,15 @@ def measure(model, inputs):
 
     # per storage: first saver
     seen = {}
-    for i, (t, ctx) in enumerate(packs):
+    for i, (t, ctx, tag) in enumerate(packs):
         ptr = sptr(t)
         if ptr in pb or ptr in seen:
             continue
         g, a = names.get(i, ("(unnamed)", "-"))
         wrapped = (t.dim() == 0 and t.dtype in (torch.float64, torch.int64) and g in ("MulBackward0", "DivBackward0")
                    and a == "_saved_other")
-        seen[ptr] = dict(bytes=sbytes(t), grad_fn=g, module=ctx, is_input=ptr in in_ptrs, wrapped=wrapped,
-                         dtype=dtn(t.dtype))
+        seen[ptr] = dict(bytes=sbytes(t), grad_fn=g, attr=a, module=ctx, is_input=ptr in in_ptrs, wrapped=wrapped,
+                         dtype=dtn(t.dtype), tag=tag, init_state=tag is not None and ptr in LSTM_TRACE["init_ptrs"])
     for ptr, r in seen.items():
         cb = r["bytes"]
         if ptr in dropout_masks:
@@ -610,6 +981,10 @@ def measure(model, inputs):
     if lstm_mods:
         res["lstm_internal_bytes"] = res["by_module_type"]["LSTM"]["bytes"]
         res["lstm_internal_bytes_cuda_corrected"] = res["by_module_type"]["LSTM"]["bytes_cuda_corrected"]
+    if any(r["tag"] is not None for r in seen.values()):
+        res["lstm_per_layer"] = lstm_per_layer(seen)
+        assert res["lstm_per_layer"]["total"]["bytes_cuda_corrected"] == res["lstm_internal_bytes_cuda_corrected"]
+        assert res["lstm_per_layer"]["total"]["bytes"] == res["lstm_internal_bytes"]
     del packs, names, out, outs, seen
     return res
 
