@@ -761,7 +761,7 @@ activation cost it once). "input" below means the op's activation input.
   (dropout=p, CPU): one float32 mask [T,B,H]; the layer-2 input saved by addmm is then x*mask.
   Input not requiring grad -> input still saved (W_ih trainable). CUDA: cuDNN (default) saves the input,
   hx/cx, the output and an opaque reserve space (not measurable here); the non-cuDNN CUDA path uses
-  `_thnn_fused_lstm_cell` (saves cx, cy and a [B,4H] workspace per step plus the matmul inputs).
+  `_thnn_fused_lstm_cell` (ThnnFusedLstmCellBackward0 saves input_gates and hidden_gates [B,4H], cx, cy and a [B,4H] workspace per step, plus the per-step matmul inputs x_t and h_{t-1}; see torch_reference.py's lstm_cuda_native_forward).
 * **nn.GRU (CPU)**: layer input [T*B,I] + h0 [B,H] + per step: the hidden projection [B,3H] (r,z
   sigmoid_ in place -> saved as views) + three [B,H] tensors (tanh result n_t, the pre-`mul_` copy of
   the hidden-gate chunk, and (h_{t-1} - n_t)) + for t < T-1: h_t. GRU(8,8) T=5 B=3:

@@ -6,10 +6,13 @@ How to run (Debian's PyTorch 1.13 / torchvision 0.14, CPU only, no GPU, no pip):
     /usr/bin/python3 tests/tools/torch_reference.py > tests/reference/torch_figures.json
     /usr/bin/python3 tests/tools/torch_reference.py tests/reference/torch_figures.json
     /usr/bin/python3 tests/tools/torch_reference.py --models resnet18,gpt2 /tmp/subset.json
+    /usr/bin/python3 tests/tools/torch_reference.py --models lstm-lm --merge tests/reference/torch_figures.json
 
 With an output path the JSON goes to that file and the summary table to stdout; without one
-the JSON goes to stdout and the table to stderr.  Runtime ~10 minutes on 2 cores (almost all
-of it GPT-2); peak RSS ~11 GiB (GPT-2 at sequence 1024, batch 2).
+the JSON goes to stdout and the table to stderr.  --merge (with --models) re-measures only the
+given models and keeps the other models' entries of the existing output file (the top-level
+metadata, e.g. the corrections list, is rewritten).  Runtime ~10 minutes on 2 cores (almost all
+of it GPT-2; lstm-lm ~30 s); peak RSS ~11 GiB (GPT-2 at sequence 1024, batch 2).
 
 What is measured, per model (fp32, model.train(), one forward pass, no backward):
 
@@ -24,7 +27,13 @@ What is measured, per model (fp32, model.train(), one forward pass, no backward)
   The model input storage is included when autograd saves it (e.g. the first conv saves the
   image, embeddings save the int64 ids); it is also reported alone as saved_input_bytes.
 * saved_activation_bytes_cuda_corrected: the same figure with the CPU-vs-CUDA differences
-  listed in CORRECTIONS (and in the JSON "corrections" list) applied.
+  listed in CORRECTIONS (and in the JSON "corrections" list) applied.  For lstm-lm this is a
+  second measurement, with nn.LSTM run the way CUDA runs it without cuDNN (RNN.cpp's CUDA branch
+  replayed with real ops, _thnn_fused_lstm_cell stood in for by an autograd.Function; correction
+  lstm_cuda_native_path); lstm-lm's entry also has cuda_path (that measurement: by_grad_fn,
+  by_module_type, lstm_per_layer, verification) and keeps the CPU-path figures
+  (saved_activation_bytes, lstm_internal_bytes, by_grad_fn, by_module_type,
+  saved_activation_bytes_cpu_lstm_masks_corrected).
 * by_grad_fn: bytes/storages per grad_fn class, each storage attributed to the first grad_fn
   that saved it (pack order); by_module_type: the same per innermost nn.Module class active
   when the storage was first saved.
@@ -49,6 +58,20 @@ import torchvision
 torch.set_num_threads(2)
 
 # --------------------------------------------------------------------------- corrections
+LSTM_PART_LABELS_DOC = OrderedDict([
+    ("input", "layer input storage (x_t views saved by matmul_ih's MmBackward0 as self; layer 0: the tensor fed "
+              "to the LSTM, layer l>0: the dropout output of layer l-1) [T,B,I]"),
+    ("h0_zeros", "initial h: the whole [L,B,H] zeros storage, first saved by layer 0's t=0 matmul_hh"),
+    ("h_prev", "h_{t-1} for t>=1 (matmul_hh's MmBackward0 self) [B,H] each, T-1 per layer"),
+    ("input_gates", "ThnnFusedLstmCellBackward0.input_gates = matmul_ih output [B,4H], T per layer"),
+    ("hidden_gates", "ThnnFusedLstmCellBackward0.hidden_gates = matmul_hh output [B,4H], T per layer"),
+    ("c0_zeros", "initial c: the whole [L,B,H] zeros storage, first saved as layer 0's t=0 cx "
+                 "(cx for t>=1 is the previous step's cy: same storage, counted there)"),
+    ("cy", "ThnnFusedLstmCellBackward0.result1 = c_t [B,H], T per layer"),
+    ("workspace", "ThnnFusedLstmCellBackward0.result2 = activated gates [B,4H], T per layer"),
+    ("dropout_mask", "inter-layer dropout mask on this layer's output [T,B,H] (cpu: float32, cuda: bool)"),
+])
+
 CORRECTIONS = [
     {
         "id": "dropout_mask_bool",
@@ -78,21 +101,53 @@ CORRECTIONS = [
                    "(BERT and GPT-2: one 8-byte scalar per layer from the 1/sqrt(d) scaling).",
     },
     {
-        "id": "lstm_cpu_native_not_corrected",
+        "id": "lstm_cuda_native_path",
         "what": "nn.LSTM internals (lstm-lm only)",
         "cpu": "torch 1.13 CPU runs nn.LSTM with the native ATen implementation: per layer one linear over the "
                "whole sequence for the input projection (saves the layer input [T*B,I]), then per time step "
                "addmm(h_{t-1}) and separate sigmoid_/tanh_/mul ops (saved per step: gates [B,4H], tanh(c_t) "
                "[B,H], and for t<T-1 h_t and c_t [B,H]; plus zero h0/c0 [L,B,H] created in forward).",
-        "cuda": "CUDA uses cuDNN by default (CudnnRnnBackward0: input, hx, cx, output, weights and an opaque "
-                "reserve space whose size cannot be measured without a GPU); the non-cuDNN CUDA path uses "
-                "_thnn_fused_lstm_cell (saves cx, cy and a [B,4H] workspace per step plus the matmul inputs).",
-        "applied": "NOT corrected: the figures contain the raw CPU-native LSTM bytes. They are also reported "
-                   "separately as lstm_internal_bytes / lstm_internal_bytes_cuda_corrected = storages first saved "
-                   "while nn.LSTM.forward runs (this includes the LSTM's input [T,B,I], first saved by the layer-0 "
-                   "input projection, the zero h0/c0, all per-step tensors, the inter-layer dropout mask and the "
-                   "dropped layer-1 output); the cuda_corrected variant differs only by the inter-layer dropout "
-                   "mask (float32 -> bool). No cuDNN figure is invented.",
+        "cuda": "CUDA's default is cuDNN (one CudnnRnnBackward0: input, hx, cx, output, the weights and an opaque "
+                "reserve space whose size cuDNN chooses; not measurable without a GPU). Without cuDNN "
+                "(torch.backends.cudnn.enabled=False or cuDNN not available) CUDA runs ATen's native code "
+                "(aten/src/ATen/native/RNN.cpp, LSTMCell<CellParams>::operator(), input.is_cuda() branch): no "
+                "whole-sequence input projection; per layer the input is unbind(0)-ed and per step "
+                "igates = matmul_ih(x_t) = at::matmul(x_t, w_ih.t()) and hgates = matmul_hh(h_{t-1}) = "
+                "at::matmul(h_{t-1}, w_hh.t()) (2-D: t + mm; MmBackward0 saves x_t and h_{t-1}, the transposed "
+                "weights are parameter storage), then at::_thnn_fused_lstm_cell(igates, hgates, cx, b_ih, b_hh) "
+                "-> (hy, cy, workspace [B,4H] = activated gates), whose ThnnFusedLstmCellBackward0 saves "
+                "input_gates, hidden_gates, cx, input_bias, hidden_bias, result1 (= cy), result2 (= workspace) "
+                "(torch/csrc/autograd/generated/Functions.h); the layer output is at::stack of the h_t; between "
+                "layers (train) at::dropout, which on CUDA is native_dropout (bool mask).",
+        "applied": "APPLIED, for the non-cuDNN CUDA path. For lstm-lm, saved_activation_bytes_cuda_corrected and "
+                   "lstm_internal_bytes_cuda_corrected come from a second measurement of the whole model in which "
+                   "nn.LSTM.forward is replaced by lstm_cuda_native_forward: RNN.cpp's CUDA branch replayed step by "
+                   "step with real torch ops on CPU (unbind, torch.matmul(x, w.t()), stack, F.dropout) on the same "
+                   "module's parameters (parameter storages excluded as usual), with the one CUDA-only kernel, "
+                   "_thnn_fused_lstm_cell (no CPU kernel in torch 1.13), stood in for by a torch.autograd.Function "
+                   "(ThnnFusedLstmCellStandIn) that computes hy, cy and the [B,4H] workspace with the kernel's "
+                   "arithmetic from the real gate tensors and calls ctx.save_for_backward with the real node's seven "
+                   "tensors (the two biases are parameters, so they add nothing), seen by saved_tensors_hooks like any "
+                   "saved tensor and reported as ThnnFusedLstmCellBackward0; the dropout-mask correction above then "
+                   "counts the inter-layer mask as bool. Checked at every run (asserts): (1) the LSTM output, h_n, "
+                   "c_n (random initial state) and the gradients w.r.t. the LSTM input and all LSTM parameters "
+                   "(stand-in backward = the CUDA backward kernel's formulas) equal nn.LSTM's, and the whole model "
+                   "output equals the unpatched model's (allclose, same RNG seed, hence the same dropout masks); "
+                   "(2) the aten op sequence (names and tensor shapes) equals the one torch 1.13's own compiled "
+                   "RNN.cpp issues in its CUDA branch, recorded by running torch._VF.lstm on tensor-subclass wrappers "
+                   "that report device cuda (no grad); (3) the same measurement with the real "
+                   "aten::_thnn_fused_lstm_cell op (a CPU kernel registered from Python via torch.library, so torch's "
+                   "generated ThnnFusedLstmCellBackward0 decides what is saved) gives identical figures. Per layer "
+                   "(T steps, batch B, input I, hidden H, fp32): 4*(T*B*I + (T-1)*B*H + T*B*(4H+4H+4H+H)) bytes "
+                   "(layer input, h_{t-1} for t>=1, input_gates, hidden_gates, workspace, cy; cx for t>=1 is the "
+                   "previous cy), plus the zero h0 and c0 [L,B,H] (whole storages, 4*L*B*H bytes each) and one "
+                   "[T,B,H] bool mask per inter-layer dropout. The raw CPU figures stay in saved_activation_bytes / "
+                   "lstm_internal_bytes / by_grad_fn / by_module_type; the former CPU-path figures with only the "
+                   "mask correction are kept as saved_activation_bytes_cpu_lstm_masks_corrected / "
+                   "lstm_internal_bytes_cpu_lstm_masks_corrected; the CUDA-path measurement (its by_grad_fn, "
+                   "by_module_type, lstm_per_layer, verification) is under cuda_path. cuDNN (CUDA's default, opaque "
+                   "reserve space) is NOT modelled; no cuDNN figure is invented.",
+        "lstm_per_layer_labels": LSTM_PART_LABELS_DOC,
     },
     {
         "id": "batchnorm_cudnn_reserve_not_corrected",
@@ -408,7 +463,10 @@ MODELS = OrderedDict([
                      notes=["The upstream example returns F.log_softmax(decoded.view(-1, ntoken)); as specified here "
                             "the model ends at the decoder Linear (log_softmax would additionally save its "
                             "[35*B,10000] fp32 result).",
-                            "Raw CPU native LSTM figure, see correction lstm_cpu_native_not_corrected."])),
+                            "saved_activation_bytes, by_grad_fn, by_module_type, lstm_internal_bytes: nn.LSTM as "
+                            "torch 1.13 runs it on CPU. saved_activation_bytes_cuda_corrected and "
+                            "lstm_internal_bytes_cuda_corrected: nn.LSTM as CUDA runs it without cuDNN, see "
+                            "correction lstm_cuda_native_path; that measurement is under cuda_path."])),
     ("mlp-mnist", dict(build=mlp_mnist, input=lambda B: [torch.randn(B, 1, 28, 28)],
                        input_desc="[B,1,28,28] float32", params=669706)),
 ])
@@ -779,21 +837,6 @@ def static_info(model):
     }
 
 
-LSTM_PART_LABELS = OrderedDict([
-    ("input", "layer input storage (x_t views saved by matmul_ih's MmBackward0 as self; layer 0: the tensor fed "
-              "to the LSTM, layer l>0: the dropout output of layer l-1) [T,B,I]"),
-    ("h0_zeros", "initial h: the whole [L,B,H] zeros storage, first saved by layer 0's t=0 matmul_hh"),
-    ("h_prev", "h_{t-1} for t>=1 (matmul_hh's MmBackward0 self) [B,H] each, T-1 per layer"),
-    ("input_gates", "ThnnFusedLstmCellBackward0.input_gates = matmul_ih output [B,4H], T per layer"),
-    ("hidden_gates", "ThnnFusedLstmCellBackward0.hidden_gates = matmul_hh output [B,4H], T per layer"),
-    ("c0_zeros", "initial c: the whole [L,B,H] zeros storage, first saved as layer 0's t=0 cx "
-                 "(cx for t>=1 is the previous step's cy: same storage, counted there)"),
-    ("cy", "ThnnFusedLstmCellBackward0.result1 = c_t [B,H], T per layer"),
-    ("workspace", "ThnnFusedLstmCellBackward0.result2 = activated gates [B,4H], T per layer"),
-    ("dropout_mask", "inter-layer dropout mask on this layer's output [T,B,H] (cpu: float32, cuda: bool)"),
-])
-
-
 def lstm_per_layer(seen):
     """Per-layer breakdown of the storages saved by lstm_cuda_native_forward (tagged in pack())."""
     role_attr = {("matmul_ih", "_saved_self"): "input", ("matmul_hh", "_saved_self"): "h_prev",
@@ -814,7 +857,7 @@ def lstm_per_layer(seen):
             assert label != "cx", "a cx storage first saved as cx must be the initial state"
         else:
             assert not r["init_state"], label
-        d = out["layers"].setdefault(str(layer), OrderedDict((k, None) for k in LSTM_PART_LABELS))
+        d = out["layers"].setdefault(str(layer), OrderedDict((k, None) for k in LSTM_PART_LABELS_DOC))
         for k in (label, "total"):
             e = d.get(k) or {"storages": 0, "bytes": 0, "bytes_cuda_corrected": 0}
             e["storages"] += 1
@@ -993,6 +1036,32 @@ def fmt_mib(b):
     return "%.2f" % (b / 2.0 ** 20)
 
 
+def add_lstm_cuda_path(model, inputs, r):
+    """lstm-lm: replace the CUDA-corrected figures of the CPU nn.LSTM measurement r by the CUDA
+    non-cuDNN path (correction lstm_cuda_native_path); keep the CPU ones; add r["cuda_path"]."""
+    verification = verify_lstm_cuda_path(model, inputs)
+    cuda = measure_lstm_cuda_path(model, inputs, "standin")
+    real_op = measure_lstm_cuda_path(model, inputs, "aten")
+    for k in ("saved_activation_bytes", "saved_activation_bytes_cuda_corrected", "saved_storages",
+              "saved_tensors_packed", "dropout_masks", "by_grad_fn", "by_module_type", "lstm_per_layer"):
+        assert cuda[k] == real_op[k], ("stand-in vs real _thnn_fused_lstm_cell op differ", k)
+    verification["real_op_cross_check"] = (
+        "identical figures, by_grad_fn, by_module_type and lstm_per_layer with aten::_thnn_fused_lstm_cell itself "
+        "(CPU kernel registered via torch.library; torch's generated ThnnFusedLstmCellBackward0 saves)")
+    assert cuda["output_shape"] == r["output_shape"]
+    for k, v in r["by_module_type"].items():  # everything outside the LSTM is the same graph
+        if k != "LSTM":
+            assert cuda["by_module_type"][k] == v, k
+    assert cuda["dropout_masks"]["count"] == r["dropout_masks"]["count"]
+    r["saved_activation_bytes_cpu_lstm_masks_corrected"] = r["saved_activation_bytes_cuda_corrected"]
+    r["lstm_internal_bytes_cpu_lstm_masks_corrected"] = r["lstm_internal_bytes_cuda_corrected"]
+    r["saved_activation_bytes_cuda_corrected"] = cuda["saved_activation_bytes_cuda_corrected"]
+    r["lstm_internal_bytes_cuda_corrected"] = cuda["lstm_internal_bytes_cuda_corrected"]
+    del cuda["output_shape"]
+    cuda["verification"] = verification
+    r["cuda_path"] = cuda
+
+
 def main(argv):
     args = list(argv[1:])
     only = None
@@ -1000,7 +1069,12 @@ def main(argv):
         k = args.index("--models")
         only = args[k + 1].split(",")
         del args[k:k + 2]
+        assert all(n in MODELS for n in only), only
+    merge = "--merge" in args
+    if merge:
+        args.remove("--merge")
     path = args[0] if args else None
+    assert not merge or path, "--merge needs an output path (an existing figures file)"
     table = sys.stdout if path else sys.stderr
 
     result = {
@@ -1032,6 +1106,8 @@ def main(argv):
             torch.manual_seed(0)
             inputs = spec["input"](B)
             r = measure(model, inputs)
+            if any(isinstance(m, nn.LSTM) for m in model.modules()):
+                add_lstm_cuda_path(model, inputs, r)
             info["batches"][str(B)] = r
             rows.append((name, B, info["params_total"], r))
             del inputs
@@ -1040,6 +1116,13 @@ def main(argv):
         del model
         gc.collect()
 
+    if merge:
+        # keep the other models' entries from the existing file; metadata (corrections) is this run's
+        with open(path) as f:
+            old = json.load(f)
+        assert old["torch_version"] == result["torch_version"], (old["torch_version"], result["torch_version"])
+        for name, info in old["models"].items():
+            result["models"].setdefault(name, info)
     text = json.dumps(result, indent=2, sort_keys=True) + "\n"
     if path:
         with open(path, "w") as f:
