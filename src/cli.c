@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "memest/format.h"
+#include "memest/sweep.h"
 
 enum {
     OPT_MOMENTUM = 256,
@@ -139,9 +140,9 @@ void memest_cli_usage(FILE *f)
         "  memest models/resnet50.json --gpu a100-40gb --fit\n"
         "  memest models/bert-base.json --sweep 1:1024:x2 --csv\n"
         "\n"
-        "Exit codes: 0 success (and fits), 1 does not fit (--fit, --probe),\n"
-        "2 usage error, 3 invalid or unreadable model file, 4 no usable CUDA driver\n"
-        "or device (--probe), 5 internal error or out of memory.\n",
+        "Exit codes: 0 success (and fits), 1 does not fit (--fit, --probe; --max-batch\n"
+        "when not even batch 1 fits), 2 usage error, 3 invalid or unreadable model file,\n"
+        "4 no usable CUDA driver or device (--probe), 5 internal error or out of memory.\n",
         f);
 }
 
@@ -203,6 +204,24 @@ static int check_conflicts(const struct memest_cli *o, struct memest_error *err)
         return usage(err, "--max-batch and sweeps exclude each other");
     if (o->advise && !card)
         return usage(err, "--advise needs a target card: --gpu NAME or --mem SIZE");
+    if (o->sweep || o->sweep_var) { /* the LIST, checked before the model is read */
+        const char *list = o->sweep;
+        if (o->sweep_var) {
+            const char *eq = strchr(o->sweep_var, '=');
+            if (!eq || eq == o->sweep_var || !eq[1])
+                return bad(err, "--sweep-var", o->sweep_var, "NAME=LIST");
+            list = eq + 1;
+        }
+        struct memest_sweep_list l;
+        if (memest_sweep_parse(list, o->sweep ? "--sweep" : "--sweep-var", &l, err) != 0)
+            return -1;
+        memest_sweep_list_free(&l);
+    }
+    if (o->fit && (o->sweep || o->sweep_var || o->max_batch))
+        return usage(err, "--fit checks one batch size: it excludes sweeps and --max-batch");
+    if (o->advise && (o->sweep || o->sweep_var || o->max_batch || o->probe))
+        return usage(err, "--advise works on one batch size: it excludes sweeps, --max-batch "
+                          "and --probe");
     if (o->gpu && strcmp(o->gpu, "auto") == 0 && !o->probe)
         return usage(err, "--gpu auto takes the probed device's memory: it needs --probe");
     if (o->probe && (o->sweep || o->sweep_var || o->max_batch))

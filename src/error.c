@@ -16,14 +16,39 @@ static const char *const errcode_names[MEMEST_ERR_COUNT] = {
 };
 static_assert(MEMEST_ERR_COUNT == 9, "MEMEST_ERR_COUNT changed: update errcode_names");
 
-/* Copies src into dst[n], truncating; dst is always terminated. */
+/* Length of s cut to at most max bytes without splitting a UTF-8 sequence. */
+static size_t utf8_cut(const char *s, size_t len, size_t max)
+{
+    if (len <= max)
+        return len;
+    while (max > 0 && ((unsigned char)s[max] & 0xC0) == 0x80)
+        max--;
+    return max;
+}
+
+/* Drops an incomplete UTF-8 sequence at the end of s (left by truncation). */
+static void utf8_trim(char *s)
+{
+    size_t len = strlen(s), j = len;
+    while (j > 0 && len - j < 3 && ((unsigned char)s[j - 1] & 0xC0) == 0x80)
+        j--;
+    if (j == 0)
+        return;
+    unsigned char lead = (unsigned char)s[j - 1];
+    size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    if (len - (j - 1) < need)
+        s[j - 1] = '\0';
+}
+
+/* Copies src into dst[n], truncating (never inside a UTF-8 sequence); dst
+ * is always terminated. */
 static void copy_str(char *dst, size_t n, const char *src)
 {
     if (n == 0)
         return;
     size_t len = src ? strlen(src) : 0;
     if (len >= n)
-        len = n - 1;
+        len = utf8_cut(src, len, n - 1);
     if (len)
         memcpy(dst, src, len);
     dst[len] = '\0';
@@ -39,8 +64,10 @@ int memest_errf(struct memest_error *e, enum memest_errcode code, const char *pa
     copy_str(e->path, sizeof e->path, path);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+    int k = vsnprintf(e->msg, sizeof e->msg, fmt, ap);
     va_end(ap);
+    if (k >= (int)sizeof e->msg)
+        utf8_trim(e->msg);
     return -1;
 }
 
@@ -53,7 +80,10 @@ int memest_err_node(struct memest_error *e, const char *node)
 
 void memest_err_file(struct memest_error *e, const char *file)
 {
-    if (e && file && e->file[0] == '\0')
+    /* While no error is set, the latest file is the one the next error is
+     * about (a loader that succeeded must not lend its name to a later
+     * error); once an error is set, its file stays. */
+    if (e && file && (e->code == MEMEST_ERR_NONE || e->file[0] == '\0'))
         copy_str(e->file, sizeof e->file, file);
 }
 
@@ -72,6 +102,27 @@ static void append(char *buf, size_t n, size_t *pos, const char *fmt, ...)
     *pos = (size_t)k >= n - *pos ? n : *pos + (size_t)k;
 }
 
+/* Appends s with control characters (which a model file can put in keys
+ * and names through JSON escapes) written as \xNN, so that the message stays
+ * one line and cannot drive the terminal. */
+static void append_escaped(char *buf, size_t n, size_t *pos, const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p && *pos < n; p++) {
+        if (*p < 0x20 || *p == 0x7F) {
+            if (n - *pos <= 4) {
+                *pos = n;
+                break;
+            }
+            append(buf, n, pos, "\\x%02X", *p);
+        } else if (*pos + 1 < n) {
+            buf[(*pos)++] = (char)*p;
+            buf[*pos] = '\0';
+        } else {
+            *pos = n;
+        }
+    }
+}
+
 void memest_error_format(const struct memest_error *e, char *buf, size_t n)
 {
     if (!buf || n == 0)
@@ -81,7 +132,7 @@ void memest_error_format(const struct memest_error *e, char *buf, size_t n)
         return;
     size_t pos = 0;
     if (e->file[0]) {
-        append(buf, n, &pos, "%s", e->file);
+        append_escaped(buf, n, &pos, e->file);
         if (e->line > 0) {
             append(buf, n, &pos, ":%d", e->line);
             if (e->col > 0)
@@ -89,14 +140,21 @@ void memest_error_format(const struct memest_error *e, char *buf, size_t n)
         }
         append(buf, n, &pos, ": ");
     }
-    if (e->path[0])
-        append(buf, n, &pos, "%s: ", e->path);
-    if (e->node[0])
-        append(buf, n, &pos, "node '%s': ", e->node);
+    if (e->path[0]) {
+        append_escaped(buf, n, &pos, e->path);
+        append(buf, n, &pos, ": ");
+    }
+    if (e->node[0]) {
+        append(buf, n, &pos, "node '");
+        append_escaped(buf, n, &pos, e->node);
+        append(buf, n, &pos, "': ");
+    }
     if (e->msg[0])
-        append(buf, n, &pos, "%s", e->msg);
+        append_escaped(buf, n, &pos, e->msg);
     else if (e->code != MEMEST_ERR_NONE)
         append(buf, n, &pos, "%s error", memest_errcode_name(e->code));
+    if (pos >= n) /* truncated: do not end inside a UTF-8 sequence */
+        utf8_trim(buf);
 }
 
 int memest_error_exit(const struct memest_error *e)

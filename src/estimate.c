@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "memest/calc.h"
+#include "memest/checked.h"
 
 void memest_step_cfg_default(struct memest_step_cfg *c)
 {
@@ -11,28 +12,70 @@ void memest_step_cfg_default(struct memest_step_cfg *c)
     c->grad_accum = 1;
 }
 
+/* The calculators saturate their sums at UINT64_MAX past 2^63 - 1 (never
+ * wrap); a saturated figure means the model is beyond memest's limits, which
+ * is an error here rather than a wrong number in the report. */
+static int check_limits(const struct memest_run *r, const struct memest_estimate *e,
+                        struct memest_error *err)
+{
+    const struct {
+        const char *what;
+        uint64_t v;
+        uint32_t node;
+    } figs[] = {
+        {"the gradients", e->gradients, UINT32_MAX},
+        {"the activations saved for backward", e->activations, UINT32_MAX},
+        {"the inference peak", e->infer_peak.bytes, e->infer_peak.node},
+        {"the training peak", e->train_peak.bytes, e->train_peak.node},
+        {"the reserved memory", e->reserved_peak, UINT32_MAX},
+        {"the device total", e->total_device, UINT32_MAX},
+    };
+    for (size_t i = 0; i < sizeof figs / sizeof *figs; i++) {
+        if (figs[i].v <= MEMEST_SIZE_MAX)
+            continue;
+        memest_errf(err, MEMEST_ERR_LIMIT, NULL,
+                    "%s: more than 2^63 - 1 bytes (the largest figure memest computes); "
+                    "reduce the batch size or the model", figs[i].what);
+        if (figs[i].node < r->g->nnodes)
+            memest_err_node(err, r->g->nodes[figs[i].node].name);
+        return -1;
+    }
+    return 0;
+}
+
 int memest_estimate(struct memest_run *r, const struct memest_step_cfg *cfg,
                     struct memest_estimate *e, struct memest_timeline *train_tl,
                     struct memest_error *err)
 {
     memset(e, 0, sizeof *e);
+    /* autocast changes dtypes and adds casts: infer again when the run was
+     * made for another setting */
+    bool amp = cfg->amp != MEMEST_AMP_NONE;
+    enum memest_dtype adt = cfg->amp == MEMEST_AMP_BF16 ? MEMEST_BF16 : MEMEST_F16;
+    if (r->opts.amp != amp || (amp && r->opts.amp_dtype != adt)) {
+        struct memest_run_opts o = r->opts;
+        o.amp = amp;
+        o.amp_dtype = amp ? adt : MEMEST_F32;
+        if (memest_run_infer(r, r->g, &o, err) != 0)
+            return -1;
+    }
     if (memest_calc_params(r, &e->params, err) != 0 ||
         memest_calc_optimizer(r, &cfg->optim, &e->opt, err) != 0)
         return -1;
     e->gradients = memest_calc_grads(r);
     e->activations = memest_calc_activations(r);
     memest_calc_flops(r, &e->flops);
-    struct memest_timeline scratch = {0};
     struct memest_peak_opts inf = {.inference = true, .step = cfg};
     struct memest_peak_opts train = {.inference = false, .opt = &e->opt, .step = cfg};
-    int rc = memest_calc_peak(r, &inf, &scratch, &e->infer_peak, err);
+    int rc = memest_calc_peak(r, &inf, NULL, &e->infer_peak, err);
     if (rc == 0)
-        rc = memest_calc_peak(r, &train, train_tl ? train_tl : &scratch, &e->train_peak, err);
-    memest_timeline_dispose(&scratch);
-    /* until the allocator model exists, reserved = allocated */
-    e->reserved_peak = e->train_peak.bytes;
-    e->infer_reserved_peak = e->infer_peak.bytes;
-    e->overhead = cfg->overhead_set ? cfg->overhead : 0;
-    e->total_device = e->reserved_peak + e->overhead;
+        rc = memest_calc_peak(r, &train, train_tl, &e->train_peak, err);
+    e->reserved_peak = e->train_peak.reserved;
+    e->infer_reserved_peak = e->infer_peak.reserved;
+    e->overhead = cfg->overhead_set ? cfg->overhead : memest_default_overhead(cfg->gpu_arch);
+    e->total_device = memest_sat_add(e->reserved_peak, e->overhead);
+    e->infer_total_device = memest_sat_add(e->infer_reserved_peak, e->overhead);
+    if (rc == 0)
+        rc = check_limits(r, e, err);
     return rc;
 }

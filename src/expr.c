@@ -45,18 +45,26 @@ static void skip_ws(struct parser *ps)
         ps->p++;
 }
 
+/* Takes the 1- or 2-character token tok. The first character is compared
+ * first: accept() runs for every operator at every precedence level, and the
+ * cost of each expression is charged per byte by the model builder. */
 static bool accept(struct parser *ps, const char *tok)
 {
     skip_ws(ps);
-    size_t n = strlen(tok);
-    if (strncmp(ps->p, tok, n) != 0)
+    const char *p = ps->p;
+    if (p[0] != tok[0])
         return false;
-    /* do not take "/" from "//", "<" from "<=", "=" alone, ... */
-    if ((strcmp(tok, "/") == 0 && ps->p[1] == '/') ||
-        ((strcmp(tok, "<") == 0 || strcmp(tok, ">") == 0) && ps->p[1] == '=') ||
-        (strcmp(tok, "!") == 0 && ps->p[1] == '='))
+    if (tok[1]) {
+        if (p[1] != tok[1])
+            return false;
+        ps->p += 2;
+        return true;
+    }
+    /* do not take "/" from "//", "<" from "<=", "!" from "!=", ... */
+    if ((tok[0] == '/' && p[1] == '/') ||
+        ((tok[0] == '<' || tok[0] == '>' || tok[0] == '!') && p[1] == '='))
         return false;
-    ps->p += n;
+    ps->p += 1;
     return true;
 }
 

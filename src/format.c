@@ -90,9 +90,20 @@ int memest_parse_size(const char *s, uint64_t *out)
     };
     if (!s || !(isdigit((unsigned char)s[0]) || s[0] == '.'))
         return -1;
+    /* digits, optionally a fraction: no exponent, hex or infinity */
+    const char *num_end = s;
+    while (isdigit((unsigned char)*num_end))
+        num_end++;
+    if (*num_end == '.') {
+        num_end++;
+        while (isdigit((unsigned char)*num_end))
+            num_end++;
+    }
     errno = 0;
     char *end;
     double v = strtod(s, &end);
+    if (end != num_end)
+        return -1;
     if (errno == ERANGE || !isfinite(v) || v < 0)
         return -1;
     for (size_t i = 0; i < sizeof units / sizeof *units; i++) {

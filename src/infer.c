@@ -72,25 +72,39 @@ int memest_fail(struct memest_ictx *c, const char *fmt, ...)
     return -1;
 }
 
-static int fail_limit(struct memest_ictx *c, const char *what)
+/* A tensor beyond 2^63 - 1 elements or bytes: a limit error (exit 3). */
+static int fail_limit(struct memest_ictx *c, int ndim, const int64_t *size, const char *what)
 {
-    int rc = memest_fail(c, "%s exceeds 2^63 bytes", what);
-    c->err->code = MEMEST_ERR_LIMIT;
+    char shape[160];
+    struct memest_shape s = {.ndim = ndim};
+    for (int d = 0; d < ndim && d < MEMEST_MAX_DIMS; d++)
+        s.size[d] = size[d];
+    int rc = memest_fail(c, "a tensor of shape %s has %s (memest's limit)",
+                         memest_shape_str(&s, shape, sizeof shape), what);
+    if (c->err->code == MEMEST_ERR_SHAPE)
+        c->err->code = MEMEST_ERR_LIMIT;
     return rc;
 }
 
+/* Also bounds the product of the non-zero sizes, so that an empty tensor
+ * cannot carry dims whose products (rows, strides) overflow in the ops. */
 bool memest_numel(struct memest_ictx *c, int ndim, const int64_t *size, uint64_t *out)
 {
-    uint64_t n = 1;
+    uint64_t n = 1, extent = 1;
     for (int d = 0; d < ndim; d++) {
         if (size[d] < 0) {
             memest_fail(c, "negative dimension %lld", (long long)size[d]);
             return false;
         }
-        if (!memest_mul(n, (uint64_t)size[d], &n)) {
-            fail_limit(c, "a tensor's element count");
+        if (!memest_mul(extent, size[d] ? (uint64_t)size[d] : 1, &extent)) {
+            bool empty = false;
+            for (int k = 0; k < ndim; k++)
+                empty |= size[k] == 0;
+            fail_limit(c, ndim, size, empty ? "sizes whose product exceeds 2^63 - 1"
+                                            : "more than 2^63 - 1 elements");
             return false;
         }
+        n *= (uint64_t)size[d]; /* <= extent */
     }
     *out = n;
     return true;
@@ -135,17 +149,24 @@ bool memest_needs_grad(const struct memest_ictx *c)
 
 /* ---- storages and values ---- */
 
-static int new_storage(struct memest_ictx *c, uint64_t numel, enum memest_dtype dt, uint8_t kind,
-                       uint32_t *id)
+static int push_save(struct memest_ictx *c, uint32_t storage);
+
+/* A storage for numel elements of a tensor of the given sizes (for messages). */
+static int new_storage(struct memest_ictx *c, int ndim, const int64_t *size, uint64_t numel,
+                       enum memest_dtype dt, uint8_t kind, uint32_t *id)
 {
     uint64_t bytes;
-    if (!memest_mul(numel, memest_dtype_size(dt), &bytes))
-        return fail_limit(c, "a tensor's size");
+    if (!memest_mul(numel, memest_dtype_size(dt), &bytes)) {
+        char what[64];
+        snprintf(what, sizeof what, "more than 2^63 - 1 bytes of %s", memest_dtype_name(dt));
+        return fail_limit(c, ndim, size, what);
+    }
     if (GROW(c, storages, cap_storages, c->r->nstorages + 1) != 0)
         return -1;
     *id = c->r->nstorages++;
     c->r->storages[*id] = (struct memest_storage){.bytes = bytes, .node = c->id, .kind = kind,
-                                                  .dtype = (uint8_t)dt, .last_use = c->id};
+                                                  .dtype = (uint8_t)dt, .last_use = c->id,
+                                                  .src = UINT32_MAX, .cast = UINT32_MAX};
     return 0;
 }
 
@@ -182,7 +203,8 @@ int memest_out_new(struct memest_ictx *c, int ndim, const int64_t *size, enum me
     uint32_t st;
     if (check_ndim(c, ndim) != 0 || !memest_numel(c, ndim, size, &numel))
         return -1;
-    if (new_storage(c, numel, dt, c->node->op == &memest_op_input ? MEMEST_ST_INPUT : MEMEST_ST_ACT,
+    if (new_storage(c, ndim, size, numel, dt,
+                    c->node->op == &memest_op_input ? MEMEST_ST_INPUT : MEMEST_ST_ACT,
                     &st) != 0)
         return -1;
     struct memest_shape s;
@@ -202,7 +224,7 @@ int memest_out_like(struct memest_ictx *c, const struct memest_shape *sizes, int
     uint64_t numel;
     uint32_t st;
     if (check_ndim(c, s.ndim) != 0 || !memest_numel(c, s.ndim, s.size, &numel) ||
-        new_storage(c, numel, dt, MEMEST_ST_ACT, &st) != 0)
+        new_storage(c, s.ndim, s.size, numel, dt, MEMEST_ST_ACT, &st) != 0)
         return -1;
     return push_value(c, &s, 0, st, dt);
 }
@@ -284,6 +306,144 @@ static int find_tied(struct memest_ictx *c, const char *name, const struct memes
                        c->r->g->nodes[c->node->tie_node].name);
 }
 
+/* ---- autocast ----
+ * Under --amp, an op listed as lower_precision_fp reads fp16/bf16 copies of
+ * its float inputs and parameters, an fp32 op float32 copies of its
+ * low-precision inputs (autocast_mode.cpp, cached_cast()). A parameter's copy
+ * (a leaf that requires grad) is cached for the whole forward and shared by
+ * every op that uses it; other copies belong to the op. */
+
+/* The cached autocast copy of parameter storage `st` (created on first use,
+ * by this node). */
+static int param_cast(struct memest_ictx *c, uint32_t st, uint32_t *out)
+{
+    if (c->r->storages[st].cast != UINT32_MAX) {
+        *out = c->r->storages[st].cast;
+        return 0;
+    }
+    const struct memest_storage *ps = &c->r->storages[st];
+    uint64_t numel = ps->bytes / memest_dtype_size((enum memest_dtype)ps->dtype);
+    int64_t n = (int64_t)numel;
+    if (new_storage(c, 1, &n, numel, c->r->opts.amp_dtype, MEMEST_ST_CAST, out) != 0)
+        return -1;
+    c->r->storages[*out].src = st;
+    c->r->storages[st].cast = *out;
+    return 0;
+}
+
+/* Appends a value that is not an output of the node (an input's copy). */
+static int push_cast_value(struct memest_ictx *c, const struct memest_shape *geom, uint32_t st,
+                           enum memest_dtype dt, uint32_t *out)
+{
+    const struct memest_shape shape = *geom;
+    if (GROW(c, values, cap_values, c->r->nvalues + 1) != 0)
+        return -1;
+    *out = c->r->nvalues++;
+    c->r->values[*out] = (struct memest_value){.shape = shape, .storage = st, .dtype = (uint8_t)dt,
+                                               .requires_grad = false};
+    return 0;
+}
+
+/* Casts the node's inputs as the op's autocast policy says (before the op's
+ * outputs are declared). */
+static int autocast_inputs(struct memest_ictx *c)
+{
+    const struct memest_run_opts *o = &c->r->opts;
+    uint8_t pol = c->node->op->amp;
+    if (!o->amp || pol == MEMEST_AMPP_ANY)
+        return 0;
+    for (int i = 0; i < c->nin; i++) {
+        const struct memest_value v = c->r->values[c->in[i]];
+        enum memest_dtype from = (enum memest_dtype)v.dtype, to;
+        if (!memest_dtype_is_float(from) || from == MEMEST_F64)
+            continue;
+        to = pol == MEMEST_AMPP_LOW ? o->amp_dtype : MEMEST_F32;
+        if (from == to)
+            continue;
+        struct memest_shape g;
+        memest_shape_like(&g, &v.shape);
+        uint32_t st;
+        if (c->r->storages[v.storage].kind == MEMEST_ST_PARAM && pol == MEMEST_AMPP_LOW) {
+            if (param_cast(c, v.storage, &st) != 0)
+                return -1;
+        } else {
+            uint64_t numel;
+            if (!memest_numel(c, g.ndim, g.size, &numel) ||
+                new_storage(c, g.ndim, g.size, numel, to, MEMEST_ST_CAST, &st) != 0)
+                return -1;
+            c->r->storages[st].src = v.storage;
+            /* softmax reads an fp16 input directly (half_to_float) */
+            if (pol == MEMEST_AMPP_FP32_OUT && from == MEMEST_F16)
+                c->r->storages[st].bytes = 0;
+        }
+        uint32_t nv;
+        if (push_cast_value(c, &g, st, to, &nv) != 0)
+            return -1;
+        c->r->values[nv].requires_grad = v.requires_grad;
+        c->in[i] = nv;
+        c->r->ins[c->ni->in_first + (uint32_t)i].value = nv;
+    }
+    return 0;
+}
+
+int memest_save_param(struct memest_ictx *c, const char *name)
+{
+    for (uint32_t p = c->ni->param_first; p < c->r->nparams; p++) {
+        const struct memest_param *pp = &c->r->params[p];
+        if (strcmp(pp->name, name) == 0) {
+            uint32_t cast = c->r->storages[pp->storage].cast;
+            return cast == UINT32_MAX ? 0 : push_save(c, cast);
+        }
+    }
+    return 0;
+}
+
+/* ---- backward rules ---- */
+
+static struct memest_nodein *nodein(struct memest_ictx *c, int i)
+{
+    return &c->r->ins[c->ni->in_first + (uint32_t)i];
+}
+
+static void set_grad(struct memest_ictx *c, int i, enum memest_grad_kind k, int out)
+{
+    if (i < 0 || i >= c->nin)
+        return;
+    struct memest_nodein *in = nodein(c, i);
+    in->grad = (uint8_t)k;
+    in->from = (uint8_t)(out >= 0 && out < 256 ? out : 0);
+}
+
+void memest_grad_same(struct memest_ictx *c, int i, int out) { set_grad(c, i, MEMEST_GRAD_SAME, out); }
+void memest_grad_reshape(struct memest_ictx *c, int i, int out)
+{
+    set_grad(c, i, MEMEST_GRAD_RESHAPE, out);
+}
+void memest_grad_none(struct memest_ictx *c, int i) { set_grad(c, i, MEMEST_GRAD_NONE, 0); }
+
+void memest_grad_permute(struct memest_ictx *c, int i, int out, const int *perm)
+{
+    set_grad(c, i, MEMEST_GRAD_PERMUTE, out);
+    if (i < 0 || i >= c->nin)
+        return;
+    for (int d = 0; d < MEMEST_MAX_DIMS; d++)
+        nodein(c, i)->perm[d] = (uint8_t)(perm && d < memest_in_shape(c, i)->ndim ? perm[d] : d);
+}
+
+void memest_grad_slice(struct memest_ictx *c, int i, int out, int dim)
+{
+    set_grad(c, i, MEMEST_GRAD_SLICE, out);
+    if (i >= 0 && i < c->nin)
+        nodein(c, i)->perm[0] = (uint8_t)(dim >= 0 && dim < MEMEST_MAX_DIMS ? dim : 0);
+}
+
+void memest_bwd_workspace(struct memest_ictx *c, uint64_t bytes)
+{
+    c->ni->bwd_work_bytes = memest_sat_add(c->ni->bwd_work_bytes, bytes);
+}
+
+void memest_bwd_contiguous(struct memest_ictx *c) { c->ni->bwd_flags |= MEMEST_BWD_CONTIG_OUT; }
+
 int memest_param(struct memest_ictx *c, const char *name, int ndim, const int64_t *size)
 {
     uint64_t numel;
@@ -297,7 +457,7 @@ int memest_param(struct memest_ictx *c, const char *name, int ndim, const int64_
     uint32_t st;
     if (tied >= 0)
         st = c->r->params[tied].storage;
-    else if (new_storage(c, numel, c->r->opts.dtype, MEMEST_ST_PARAM, &st) != 0)
+    else if (new_storage(c, ndim, size, numel, c->r->opts.dtype, MEMEST_ST_PARAM, &st) != 0)
         return -1;
     if (GROW(c, params, cap_params, c->r->nparams + 1) != 0)
         return -1;
@@ -306,7 +466,21 @@ int memest_param(struct memest_ictx *c, const char *name, int ndim, const int64_
         .trainable = tied >= 0 ? c->r->params[tied].trainable : c->node->trainable,
         .tied_to = tied, .storage = st};
     c->ni->nparam++;
+    if (c->r->opts.amp && c->node->op->amp == MEMEST_AMPP_LOW &&
+        memest_dtype_is_float(c->r->opts.dtype) && c->r->opts.dtype != c->r->opts.amp_dtype) {
+        uint32_t cast;
+        return param_cast(c, st, &cast);
+    }
     return 0;
+}
+
+/* True when the node declared a parameter called `name`. */
+static bool param_declared(const struct memest_ictx *c, const char *name)
+{
+    for (uint32_t p = c->ni->param_first; p < c->r->nparams; p++)
+        if (strcmp(c->r->params[p].name, name) == 0)
+            return true;
+    return false;
 }
 
 bool memest_param_trainable(const struct memest_ictx *c, const char *name)
@@ -323,7 +497,7 @@ int memest_buffer(struct memest_ictx *c, const char *name, int ndim, const int64
     uint64_t numel;
     uint32_t st;
     if (check_ndim(c, ndim) != 0 || !memest_numel(c, ndim, size, &numel) ||
-        new_storage(c, numel, dt, MEMEST_ST_BUFFER, &st) != 0)
+        new_storage(c, ndim, size, numel, dt, MEMEST_ST_BUFFER, &st) != 0)
         return -1;
     if (GROW(c, buffers, cap_buffers, c->r->nbuffers + 1) != 0)
         return -1;
@@ -360,7 +534,8 @@ int memest_save_new(struct memest_ictx *c, int ndim, const int64_t *size, enum m
 {
     uint64_t numel;
     uint32_t st;
-    if (!memest_numel(c, ndim, size, &numel) || new_storage(c, numel, dt, MEMEST_ST_EXTRA, &st) != 0)
+    if (check_ndim(c, ndim) != 0 || !memest_numel(c, ndim, size, &numel) ||
+        new_storage(c, ndim, size, numel, dt, MEMEST_ST_EXTRA, &st) != 0)
         return -1;
     return push_save(c, st);
 }
@@ -387,7 +562,7 @@ void memest_workspace(struct memest_ictx *c, uint64_t bytes)
 
 static void reset(struct memest_run *r)
 {
-    r->nvalues = r->nstorages = r->nsaves = r->nparams = r->nbuffers = 0;
+    r->nvalues = r->nstorages = r->nsaves = r->nparams = r->nbuffers = r->nins = 0;
 }
 
 static int infer_node(struct memest_run *r, uint32_t id, struct memest_error *err)
@@ -417,6 +592,16 @@ static int infer_node(struct memest_run *r, uint32_t id, struct memest_error *er
         st->last_use = id;
     }
     c.nin = (int)n->nin;
+    ni->in_first = r->nins;
+    if (grow((void **)&r->ins, &r->cap_ins, r->nins + n->nin, sizeof *r->ins, err) != 0)
+        return -1;
+    r->nins += n->nin;
+    for (uint32_t i = 0; i < n->nin; i++)
+        r->ins[ni->in_first + i] = (struct memest_nodein){.value = c.in[i], .src = c.in[i],
+                                                          .grad = MEMEST_GRAD_NEW};
+    if (autocast_inputs(&c) != 0)
+        return -1;
+    ni->out_first = r->nvalues;
     if (n->op->infer(&c) != 0) {
         if (err->code == MEMEST_ERR_NONE)
             memest_fail(&c, "shape inference failed");
@@ -425,6 +610,9 @@ static int infer_node(struct memest_run *r, uint32_t id, struct memest_error *er
     ni->nout = r->nvalues - ni->out_first;
     if (ni->nout == 0)
         return memest_fail(&c, "internal: the op declared no output");
+    if (n->tie_node >= 0 && !param_declared(&c, "weight"))
+        return memest_fail(&c, "tie_weight: a %s has no weight to share with \"%s\"",
+                           n->op->name, r->g->nodes[n->tie_node].name);
     ni->needs_grad = memest_needs_grad(&c);
     for (uint32_t k = 0; k < ni->nout; k++) {
         int8_t o = k < 256 ? c.rg_override[k] : -1;
@@ -456,10 +644,14 @@ int memest_run_infer(struct memest_run *r, const struct memest_graph *g,
             return -1;
     for (uint32_t o = 0; o < g->noutputs; o++) {
         struct memest_ref ref = g->outputs[o];
-        if (ref.out >= r->nodes[ref.node].nout)
-            return memest_errf(err, MEMEST_ERR_SHAPE, "outputs",
-                               "node \"%s\" has only %u outputs", g->nodes[ref.node].name,
-                               r->nodes[ref.node].nout);
+        if (ref.out >= r->nodes[ref.node].nout) {
+            char path[32];
+            snprintf(path, sizeof path, "outputs[%u]", o);
+            return memest_errf(err, MEMEST_ERR_SHAPE, path,
+                               "output %u of node \"%s\" does not exist (it has %u output%s)",
+                               ref.out, g->nodes[ref.node].name, r->nodes[ref.node].nout,
+                               r->nodes[ref.node].nout == 1 ? "" : "s");
+        }
         r->storages[memest_run_value(r, ref)->storage].last_use = g->nnodes;
     }
     return 0;
@@ -478,5 +670,6 @@ void memest_run_free(struct memest_run *r)
     free(r->saves);
     free(r->params);
     free(r->buffers);
+    free(r->ins);
     memset(r, 0, sizeof *r);
 }

@@ -1,8 +1,15 @@
-/* json_load.c - reading model files: size limit, UTF-8 and NUL checks,
- * cJSON parsing with line:column on errors, duplicate-key rejection. */
+/* json_load.c - reading model files: size and value-count limits, UTF-8 and
+ * NUL checks, cJSON parsing with line:column on errors, duplicate-key
+ * rejection. Memory stays within a small multiple of the limits whatever the
+ * file holds: the file is read once into one buffer (at most
+ * MEMEST_MAX_FILE_BYTES + 1, also from pipes and devices), and a linear
+ * pre-scan refuses more than MEMEST_MAX_JSON_VALUES values before cJSON
+ * allocates a node for each. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +18,9 @@
 
 #include "memest/graph.h"
 #include "memest/model.h"
+
+/* cJSON's nesting limit (1000 unless the library was built otherwise). */
+#define MEMEST_JSON_DEPTH_LIMIT CJSON_NESTING_LIMIT
 
 static void line_col(const char *text, size_t off, int *line, int *col)
 {
@@ -69,6 +79,64 @@ static size_t utf8_invalid_at(const unsigned char *s, size_t len)
     return len;
 }
 
+/* Counts the JSON values of text (buf[len] == '\0'), stopping at the first
+ * value past MEMEST_MAX_JSON_VALUES: returns its offset, or len when the
+ * count is within the limit. A value starts after '[' (unless the array is
+ * empty), after ':' and after ',' inside an array; strings are skipped.
+ * Malformed text is left to cJSON: the count only has to be an upper bound
+ * of what cJSON would allocate for text it accepts. */
+static size_t values_over_limit(const char *buf, size_t len)
+{
+    unsigned char in_array[MEMEST_JSON_DEPTH_LIMIT / 8 + 1] = {0};
+    size_t depth = 0;
+    uint64_t values = 1;
+    for (size_t i = 0; i < len; i++) {
+        char c = buf[i];
+        bool value = false;
+        switch (c) {
+        case '"':
+            for (i++; i < len && buf[i] != '"'; i++)
+                if (buf[i] == '\\')
+                    i++;
+            continue;
+        case '[':
+        case '{':
+            if (depth < MEMEST_JSON_DEPTH_LIMIT) {
+                if (c == '[')
+                    in_array[depth / 8] |= (unsigned char)(1u << (depth % 8));
+                else
+                    in_array[depth / 8] &= (unsigned char)~(1u << (depth % 8));
+            }
+            depth++;
+            if (c == '[') {
+                size_t j = i + 1;
+                while (j < len && (buf[j] == ' ' || buf[j] == '\t' || buf[j] == '\n' ||
+                                   buf[j] == '\r'))
+                    j++;
+                value = j < len && buf[j] != ']';
+            }
+            break;
+        case ']':
+        case '}':
+            if (depth > 0)
+                depth--;
+            break;
+        case ':':
+            value = true;
+            break;
+        case ',':
+            value = depth > 0 && depth <= MEMEST_JSON_DEPTH_LIMIT &&
+                    (in_array[(depth - 1) / 8] >> ((depth - 1) % 8) & 1);
+            break;
+        default:
+            break;
+        }
+        if (value && ++values > MEMEST_MAX_JSON_VALUES)
+            return i;
+    }
+    return len;
+}
+
 static int cmp_keys(const void *a, const void *b)
 {
     const cJSON *x = *(const cJSON *const *)a, *y = *(const cJSON *const *)b;
@@ -120,29 +188,42 @@ static int check_duplicates(const cJSON *node, char *path, size_t cap, struct me
     return 0;
 }
 
-int memest_model_read_string(const char *text, size_t len, const char *label,
-                             struct memest_model *m, struct memest_error *err)
+/* Parses buf[0..len) as a model file; buf[len] must be '\0'. */
+static int parse_buffer(const char *buf, size_t len, const char *label, struct memest_model *m,
+                        struct memest_error *err)
 {
     memset(m, 0, sizeof *m);
     memest_err_file(err, label);
-    if (len == 0)
-        return memest_errf(err, MEMEST_ERR_PARSE, NULL, "the file is empty (expected a JSON object)");
-    const char *nul = memchr(text, '\0', len);
+    const char *nul = memchr(buf, '\0', len);
     if (nul)
-        return located(err, text, (size_t)(nul - text),
+        return located(err, buf, (size_t)(nul - buf),
                        "the file contains a NUL byte (binary data, not JSON text)");
-    size_t bad = utf8_invalid_at((const unsigned char *)text, len);
+    size_t bad = utf8_invalid_at((const unsigned char *)buf, len);
     if (bad < len)
-        return located(err, text, bad, "invalid UTF-8 byte sequence");
-    char *buf = malloc(len + 1);
-    if (!buf)
-        return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
-    memcpy(buf, text, len);
-    buf[len] = '\0';
+        return located(err, buf, bad, "invalid UTF-8 byte sequence (expected UTF-8 JSON text)");
+    size_t skip = 0; /* a UTF-8 byte order mark, as some editors write */
+    if (len >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0)
+        skip = 3;
+    size_t i = skip;
+    while (i < len && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\n' || buf[i] == '\r'))
+        i++;
+    if (i == len)
+        return memest_errf(err, MEMEST_ERR_PARSE, NULL,
+                           len ? "the file holds only white space (expected a JSON object)"
+                               : "the file is empty (expected a JSON object)");
+    size_t over = values_over_limit(buf, len);
+    if (over < len) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "more than %u JSON values (the limit for model files)",
+                 MEMEST_MAX_JSON_VALUES);
+        located(err, buf, over, msg);
+        err->code = MEMEST_ERR_LIMIT;
+        return -1;
+    }
     const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(buf, len + 1, &end, 1);
+    cJSON *root = cJSON_ParseWithLengthOpts(buf + skip, len - skip + 1, &end, 1);
     if (!root) {
-        size_t off = end && end >= buf && end <= buf + len ? (size_t)(end - buf) : 0;
+        size_t off = end && end >= buf + skip && end <= buf + len ? (size_t)(end - buf) : skip;
         if (off >= len) {
             located(err, buf, len, "unexpected end of file: the JSON is truncated");
         } else {
@@ -152,14 +233,19 @@ int memest_model_read_string(const char *text, size_t len, const char *label,
                 snprintf(what, sizeof what, "'%c'", c);
             else
                 snprintf(what, sizeof what, "byte 0x%02X", c);
-            char msg[96];
-            snprintf(msg, sizeof msg, "malformed JSON at %s (or nesting deeper than 1000)", what);
+            char msg[160];
+            if (c == '\\')
+                snprintf(msg, sizeof msg,
+                         "malformed JSON string: bad escape sequence (a lone UTF-16 surrogate "
+                         "or an unknown escape)");
+            else
+                snprintf(msg, sizeof msg,
+                         "malformed JSON at %s (expected a JSON value, ',' or a closing "
+                         "bracket; or nesting deeper than %d)", what, MEMEST_JSON_DEPTH_LIMIT);
             located(err, buf, off, msg);
         }
-        free(buf);
         return -1;
     }
-    free(buf);
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
         return memest_errf(err, MEMEST_ERR_SCHEMA, "$", "a model file must be a JSON object");
@@ -172,6 +258,28 @@ int memest_model_read_string(const char *text, size_t len, const char *label,
     m->root = root;
     m->file = label;
     return 0;
+}
+
+int memest_model_read_string(const char *text, size_t len, const char *label,
+                             struct memest_model *m, struct memest_error *err)
+{
+    memset(m, 0, sizeof *m);
+    if (len > MEMEST_MAX_FILE_BYTES) {
+        memest_err_file(err, label);
+        return memest_errf(err, MEMEST_ERR_LIMIT, NULL,
+                           "the model is %zu bytes; model files are limited to %u MiB", len,
+                           MEMEST_MAX_FILE_BYTES >> 20);
+    }
+    char *buf = malloc(len + 1);
+    if (!buf) {
+        memest_err_file(err, label);
+        return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+    }
+    memcpy(buf, text, len);
+    buf[len] = '\0';
+    int rc = parse_buffer(buf, len, label, m, err);
+    free(buf);
+    return rc;
 }
 
 int memest_model_read_file(const char *path, struct memest_model *m, struct memest_error *err)
@@ -191,34 +299,40 @@ int memest_model_read_file(const char *path, struct memest_model *m, struct meme
     if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > MEMEST_MAX_FILE_BYTES) {
         close(fd);
         return memest_errf(err, MEMEST_ERR_LIMIT, NULL,
-                           "file is %lld bytes; model files are limited to %u MiB",
+                           "the file is %lld bytes; model files are limited to %u MiB",
                            (long long)st.st_size, MEMEST_MAX_FILE_BYTES >> 20);
     }
-    size_t cap = S_ISREG(st.st_mode) ? (size_t)st.st_size + 1 : 65536, len = 0;
+    /* Room for the file and a NUL; a pipe or device grows the buffer up to
+     * the limit + 1 byte, enough to tell that it is too large. A regular
+     * file's buffer has one spare byte, so that reading its end needs no
+     * growth. */
+    size_t cap = S_ISREG(st.st_mode) ? (size_t)st.st_size + 2 : 65536, len = 0;
     char *buf = malloc(cap);
     if (!buf) {
         close(fd);
         return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
     }
     for (;;) {
-        if (len == cap) {
-            if (cap > MEMEST_MAX_FILE_BYTES) {
-                free(buf);
-                close(fd);
-                return memest_errf(err, MEMEST_ERR_LIMIT, NULL,
-                                   "file is larger than the %u MiB limit for model files",
-                                   MEMEST_MAX_FILE_BYTES >> 20);
-            }
-            char *nb = realloc(buf, cap * 2);
+        if (len > MEMEST_MAX_FILE_BYTES) {
+            free(buf);
+            close(fd);
+            return memest_errf(err, MEMEST_ERR_LIMIT, NULL,
+                               "the file is larger than the %u MiB limit for model files",
+                               MEMEST_MAX_FILE_BYTES >> 20);
+        }
+        if (len + 1 == cap) { /* keep a byte for the NUL */
+            size_t ncap = cap * 2 > (size_t)MEMEST_MAX_FILE_BYTES + 2 ? (size_t)MEMEST_MAX_FILE_BYTES + 2
+                                                                      : cap * 2;
+            char *nb = realloc(buf, ncap);
             if (!nb) {
                 free(buf);
                 close(fd);
                 return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
             }
             buf = nb;
-            cap *= 2;
+            cap = ncap;
         }
-        ssize_t r = read(fd, buf + len, cap - len);
+        ssize_t r = read(fd, buf + len, cap - 1 - len);
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0) {
@@ -232,7 +346,8 @@ int memest_model_read_file(const char *path, struct memest_model *m, struct meme
         len += (size_t)r;
     }
     close(fd);
-    int rc = memest_model_read_string(buf, len, path, m, err);
+    buf[len] = '\0';
+    int rc = parse_buffer(buf, len, path, m, err);
     free(buf);
     return rc;
 }

@@ -4,10 +4,12 @@
  * op's argspec. All checks report the JSON path and the node. */
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "memest/calc.h"
 #include "memest/expr.h"
 #include "memest/graph.h"
 #include "memest/model.h"
@@ -36,15 +38,24 @@ struct scope {
     const struct scope *parent;
     struct var *vars;
     int nvars;
+    const struct memest_strmap *index; /* name -> index in vars, for large scopes */
 };
+
+/* Scopes with more variables than this get a hash index. */
+#define SCOPE_INDEX_MIN 8
+/* Expansion work allowed per allowed node (see charge()). */
+#define WORK_PER_NODE 2
 
 struct builder {
     const struct memest_model *m;
     struct memest_graph *g;
     struct memest_error *err;
+    uint32_t max_nodes;             /* m->max_nodes, or MEMEST_MAX_NODES */
+    uint64_t work, max_work;        /* expansion work done, and its budget */
     uint32_t cap_nodes;
     struct memest_strmap fullnames; /* full node name -> node index */
     const cJSON *blocks;
+    struct memest_strmap blockmap;  /* block name -> its definition (a cJSON *) */
     const char *active[MEMEST_MAX_NESTING]; /* blocks being expanded */
     int depth;
 };
@@ -60,6 +71,18 @@ static bool is_node_key(const char *k)
             return true;
     return false;
 }
+
+/* A node or input name: at most 100 bytes, no ':' (it separates an output
+ * index) and no control character (names end up in reports). */
+static bool bad_name(const char *s)
+{
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++, n++)
+        if (*p == ':' || *p < 0x20 || *p == 0x7F)
+            return true;
+    return n == 0 || n > 100;
+}
+#define NAME_RULE "a name of 1 to 100 characters without ':' or control characters"
 
 static char *path_join(struct builder *b, const char *path, const char *key)
 {
@@ -120,13 +143,51 @@ static int nomem(struct builder *b)
     return memest_errf(b->err, MEMEST_ERR_NOMEM, NULL, "out of memory");
 }
 
+/* Bounds the time a model file can make the builder spend, whatever it
+ * holds: every node visited (also those "if" leaves out, and each copy of a
+ * "repeat"), every block argument, and every expression evaluated (plus one
+ * per 16 bytes of its text) costs a unit, each about what creating a node
+ * costs (~1 us); the budget is WORK_PER_NODE units per allowed node, so the
+ * worst file takes about as long as the largest model. Returns 0, or -1 with
+ * a limit error once the budget is spent. */
+static int charge(struct builder *b, uint64_t units, const char *path)
+{
+    b->work += units;
+    if (b->work <= b->max_work)
+        return 0;
+    return memest_errf(b->err, MEMEST_ERR_LIMIT, path,
+                       "expanding the model takes more than %llu steps (the limit: %u per "
+                       "allowed node; nodes left out by \"if\", block arguments and "
+                       "expressions count too); check \"repeat\" counts and long expressions",
+                       (unsigned long long)b->max_work, WORK_PER_NODE);
+}
+
 static const struct var *scope_find(const struct scope *sc, const char *name, size_t len)
 {
-    for (; sc; sc = sc->parent)
-        for (int i = 0; i < sc->nvars; i++)
-            if (strlen(sc->vars[i].name) == len && memcmp(sc->vars[i].name, name, len) == 0)
+    for (; sc; sc = sc->parent) {
+        int64_t i;
+        if (sc->index) {
+            if (memest_strmap_get(sc->index, name, len, &i))
                 return &sc->vars[i];
+            continue;
+        }
+        for (int k = 0; k < sc->nvars; k++)
+            if (strlen(sc->vars[k].name) == len && memcmp(sc->vars[k].name, name, len) == 0)
+                return &sc->vars[k];
+    }
     return NULL;
+}
+
+/* Gives a large scope its hash index (in *map, which the caller frees). */
+static int scope_index(struct builder *b, struct scope *sc, struct memest_strmap *map)
+{
+    if (sc->nvars <= SCOPE_INDEX_MIN)
+        return 0;
+    for (int i = 0; i < sc->nvars; i++)
+        if (memest_strmap_put(map, sc->vars[i].name, strlen(sc->vars[i].name), i) != 0)
+            return nomem(b);
+    sc->index = map;
+    return 0;
 }
 
 static int lookup_num(void *ctx, const char *name, size_t len, double *val, bool *is_bool)
@@ -137,6 +198,15 @@ static int lookup_num(void *ctx, const char *name, size_t len, double *val, bool
     *val = v->num;
     *is_bool = v->kind == V_BOOL;
     return 0;
+}
+
+/* Evaluates an expression string, charging its length to the work budget. */
+static int eval_expr(struct builder *b, const char *s, const struct scope *sc, const char *path,
+                     double *out, bool *is_bool, char *why, size_t whylen)
+{
+    if (charge(b, 1 + strlen(s) / 16, path) != 0)
+        return -2;
+    return memest_expr_eval(s, lookup_num, (void *)sc, out, is_bool, why, whylen);
 }
 
 static const char *json_type_name(const cJSON *j)
@@ -152,6 +222,26 @@ static const char *json_type_name(const cJSON *j)
     if (cJSON_IsObject(j))
         return "an object";
     return "null";
+}
+
+/* "comment" and "description" of obj, when present: free text, a string or
+ * a list of strings (one per line). */
+static int check_comment(struct builder *b, const cJSON *obj, const char *path)
+{
+    static const char *const keys[] = {"comment", "description"};
+    for (int k = 0; k < 2; k++) {
+        const cJSON *c = cJSON_GetObjectItemCaseSensitive(obj, keys[k]);
+        if (!c || cJSON_IsString(c))
+            continue;
+        bool ok = cJSON_IsArray(c);
+        for (const cJSON *e = ok ? c->child : NULL; e; e = e->next)
+            ok &= cJSON_IsString(e);
+        if (!ok)
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, path_join(b, path, keys[k]),
+                               "\"%s\" must be a string or a list of strings, got %s", keys[k],
+                               json_type_name(c));
+    }
+    return 0;
 }
 
 /* Evaluates a JSON value to a number (numbers, booleans and expression
@@ -176,15 +266,18 @@ static int eval_number(struct builder *b, const cJSON *j, const struct scope *sc
         if (v && v->kind == V_JSON)
             return eval_number(b, v->json, v->defscope, path, out, is_bool);
         char why[160];
-        if (memest_expr_eval(j->valuestring, lookup_num, (void *)sc, out, is_bool, why,
-                             sizeof why) != 0) {
+        int rc = eval_expr(b, j->valuestring, sc, path->base, out, is_bool, why, sizeof why);
+        if (rc == -2)
+            return -1;
+        if (rc != 0) {
             if (strstr(why, "'batch'"))
                 return memest_errf(b->err, MEMEST_ERR_SCHEMA, jp_str(b, path),
                                    "\"%s\": %s (the batch size is only allowed as the element "
                                    "\"batch\" of a shape list; use -1 to infer a dimension)",
                                    j->valuestring, why);
-            return memest_errf(b->err, MEMEST_ERR_SCHEMA, jp_str(b, path), "\"%s\": %s", j->valuestring,
-                               why);
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, jp_str(b, path),
+                               "\"%.80s\": %s (expected a number, or an expression over the "
+                               "variables)", j->valuestring, why);
         }
         return 0;
     }
@@ -203,9 +296,11 @@ static int eval_int(struct builder *b, const cJSON *j, const struct scope *sc, c
         return memest_errf(b->err, MEMEST_ERR_SCHEMA, jp_str(b, path), "expected an integer, got a boolean");
     if (d != floor(d))
         return memest_errf(b->err, MEMEST_ERR_SCHEMA, jp_str(b, path), "expected an integer, got %g", d);
+    d += 0.0; /* -0 is 0 */
     if (fabs(d) >= INT_LIMIT)
         return memest_errf(b->err, MEMEST_ERR_LIMIT, jp_str(b, path),
-                           "integer %.17g is too large (integers must be below 2^53)", d);
+                           "integer %.17g is too %s (integers must be between -2^53 and 2^53, "
+                           "exclusive)", d, d > 0 ? "large" : "small");
     if ((lo || hi) && (d < (double)lo || d > (double)hi)) {
         if (hi >= (int64_t)INT_LIMIT)
             return memest_errf(b->err, MEMEST_ERR_SCHEMA, jp_str(b, path),
@@ -494,10 +589,10 @@ static int add_name(struct builder *b, struct memest_strmap *names, const char *
 static struct memest_node *new_node(struct builder *b, const char *fullname, const char *path)
 {
     struct memest_graph *g = b->g;
-    if (g->nnodes >= MEMEST_MAX_NODES) {
+    if (g->nnodes >= b->max_nodes) {
         memest_errf(b->err, MEMEST_ERR_LIMIT, path,
                     "the model expands to more than %u nodes (the limit); check \"repeat\" counts",
-                    MEMEST_MAX_NODES);
+                    b->max_nodes);
         return NULL;
     }
     int64_t old;
@@ -535,7 +630,9 @@ static int expand_list(struct builder *b, const cJSON *layers, const char *path,
                        const char *prefix, const struct scope *sc, struct memest_strmap *names,
                        struct memest_ref first_in, bool trainable, struct memest_ref *out);
 
-static struct var eval_value(struct builder *b, const cJSON *j, const struct scope *sc)
+/* A block argument's value. Returns 0, or -1 when the work budget is spent. */
+static int eval_value(struct builder *b, const cJSON *j, const struct scope *sc, const char *path,
+                      struct var *out)
 {
     struct var v = {.kind = V_JSON, .json = j, .defscope = sc};
     if (cJSON_IsNumber(j)) {
@@ -551,8 +648,10 @@ static struct var eval_value(struct builder *b, const cJSON *j, const struct sco
         } else {
             char why[160];
             bool is_bool;
-            if (memest_expr_eval(j->valuestring, lookup_num, (void *)sc, &v.num, &is_bool, why,
-                                 sizeof why) == 0) {
+            int rc = eval_expr(b, j->valuestring, sc, path, &v.num, &is_bool, why, sizeof why);
+            if (rc == -2)
+                return -1;
+            if (rc == 0) {
                 v.kind = is_bool ? V_BOOL : V_NUM;
             } else {
                 v.kind = V_STR;
@@ -560,8 +659,27 @@ static struct var eval_value(struct builder *b, const cJSON *j, const struct sco
             }
         }
     }
-    (void)b;
-    return v;
+    *out = v;
+    return 0;
+}
+
+/* Records the instance of block `bname` whose nodes are first..nnodes-1. */
+static int add_block_inst(struct builder *b, const char *fullname, const char *bname,
+                          uint32_t first)
+{
+    struct memest_graph *g = b->g;
+    if (g->nblocks == g->cap_blocks) {
+        uint32_t ncap = g->cap_blocks ? g->cap_blocks * 2 : 16;
+        struct memest_block_inst *nb = realloc(g->blocks, sizeof *nb * ncap);
+        if (!nb)
+            return nomem(b);
+        g->blocks = nb;
+        g->cap_blocks = ncap;
+    }
+    g->blocks[g->nblocks++] = (struct memest_block_inst){
+        .name = fullname, .type = bname, .first = first, .last = g->nnodes - 1,
+        .depth = (uint32_t)b->depth};
+    return 0;
 }
 
 static int expand_block(struct builder *b, const char *bname, const cJSON *def, const cJSON *call,
@@ -589,41 +707,54 @@ static int expand_block(struct builder *b, const char *bname, const cJSON *def, 
         return memest_errf(b->err, MEMEST_ERR_SCHEMA, callpath,
                            "block \"%s\" takes %d input%s, got %d", bname, nformal,
                            nformal == 1 ? "" : "s", nin);
-    for (const cJSON *c = call->child; c; c = c->next) {
-        if (is_node_key(c->string) || cJSON_GetObjectItemCaseSensitive(args, c->string))
+    /* the block's arguments: given by the call, else the default. A scope of
+     * many arguments is indexed, so that a call costs O(arguments). */
+    int nargs = args ? cJSON_GetArraySize(args) : 0;
+    if (charge(b, 1 + (uint64_t)nargs, callpath) != 0)
+        return -1;
+    struct var *vars = calloc((size_t)nargs + 1, sizeof *vars);
+    const cJSON **given = calloc((size_t)nargs + 1, sizeof *given);
+    struct memest_strmap argmap = {0}, names = {0};
+    struct scope sc = {.parent = globals, .vars = vars, .nvars = nargs};
+    int rc = vars && given ? 0 : nomem(b);
+    int i = 0;
+    for (const cJSON *a = args ? args->child : NULL; rc == 0 && a; a = a->next, i++)
+        vars[i].name = a->string;
+    if (rc == 0)
+        rc = scope_index(b, &sc, &argmap);
+    for (const cJSON *c = call->child; rc == 0 && c; c = c->next) {
+        if (is_node_key(c->string))
             continue;
+        const struct var *v = scope_find(&(struct scope){.vars = vars, .nvars = nargs,
+                                                         .index = sc.index},
+                                         c->string, strlen(c->string));
+        if (v) {
+            given[v - vars] = c;
+            continue;
+        }
         const char *cands[64];
         int n = 0;
         for (const cJSON *a = args ? args->child : NULL; a && n < 64; a = a->next)
             cands[n++] = a->string;
         const char *near = memest_suggest(c->string, cands, n);
         char *ap = path_join(b, callpath, c->string);
-        return memest_errf(b->err, MEMEST_ERR_SCHEMA, ap ? ap : callpath,
-                           "unknown argument \"%s\" for block \"%s\"%s%s%s", c->string, bname,
-                           near ? " (did you mean \"" : "", near ? near : "", near ? "\"?)" : "");
+        rc = memest_errf(b->err, MEMEST_ERR_SCHEMA, ap ? ap : callpath,
+                         "unknown argument \"%s\" for block \"%s\"%s%s%s", c->string, bname,
+                         near ? " (did you mean \"" : "", near ? near : "", near ? "\"?)" : "");
     }
-    /* the block's arguments: given by the call, else the default */
-    int nargs = args ? cJSON_GetArraySize(args) : 0;
-    struct var *vars = memest_arena_alloc(&b->g->arena, sizeof *vars * (size_t)(nargs + 1));
-    if (!vars)
-        return nomem(b);
-    int i = 0;
-    for (const cJSON *a = args ? args->child : NULL; a; a = a->next, i++) {
-        const cJSON *given = cJSON_GetObjectItemCaseSensitive(call, a->string);
-        if (given) {
-            vars[i] = eval_value(b, given, caller);
+    i = 0;
+    for (const cJSON *a = args ? args->child : NULL; rc == 0 && a; a = a->next, i++) {
+        if (given[i]) {
+            rc = eval_value(b, given[i], caller, callpath, &vars[i]);
         } else if (cJSON_IsNull(a)) {
             char *ap = path_join(b, callpath, a->string);
-            return memest_errf(b->err, MEMEST_ERR_SCHEMA, ap ? ap : callpath,
-                               "block \"%s\" needs the argument \"%s\"", bname, a->string);
+            rc = memest_errf(b->err, MEMEST_ERR_SCHEMA, ap ? ap : callpath,
+                             "block \"%s\" needs the argument \"%s\"", bname, a->string);
         } else {
-            vars[i] = eval_value(b, a, globals);
+            rc = eval_value(b, a, globals, callpath, &vars[i]);
         }
         vars[i].name = a->string;
     }
-    struct scope sc = {.parent = globals, .vars = vars, .nvars = nargs};
-    struct memest_strmap names = {0};
-    int rc = 0;
     for (int k = 0; k < nformal && rc == 0; k++) {
         const cJSON *f = formals ? cJSON_GetArrayItem(formals, k) : NULL;
         rc = add_name(b, &names, f ? f->valuestring : "x", ins[k], bpath);
@@ -632,15 +763,22 @@ static int expand_block(struct builder *b, const char *bname, const cJSON *def, 
     char *lpath = path_join(b, bpath, "layers");
     if (!prefix || !lpath)
         rc = nomem(b);
+    uint32_t first = b->g->nnodes;
     b->active[b->depth++] = bname;
     if (rc == 0)
         rc = expand_list(b, layers, lpath, prefix, &sc, &names, ins[0], trainable, out);
     b->depth--;
+    if (rc == 0 && b->g->nnodes > first)
+        rc = add_block_inst(b, fullname, bname, first);
     if (rc == 0 && output) {
         const struct jp op = {bpath, "output", -1};
+        set_ctx_node(b, fullname);
         rc = resolve_ref(b, &names, output->valuestring, &op, out);
     }
     memest_strmap_free(&names);
+    memest_strmap_free(&argmap);
+    free(vars);
+    free(given);
     return rc;
 }
 
@@ -664,10 +802,18 @@ static int check_block_def(struct builder *b, const cJSON *def, const char *bnam
                                near ? "\"?)" : "");
         }
     }
+    if (check_comment(b, def, path) != 0)
+        return -1;
     const cJSON *args = cJSON_GetObjectItemCaseSensitive(def, "args");
     if (args && !cJSON_IsObject(args))
         return memest_errf(b->err, MEMEST_ERR_SCHEMA, path,
                            "\"args\" must be an object of name: default (null = required)");
+    for (const cJSON *a = args ? args->child : NULL; a; a = a->next)
+        if (is_node_key(a->string) || strcmp(a->string, "repeat_index") == 0 ||
+            strcmp(a->string, "batch") == 0)
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, path_join(b, path, "args"),
+                               "\"%s\" is reserved (a node field or a built-in name); "
+                               "expected another argument name", a->string);
     const cJSON *formals = cJSON_GetObjectItemCaseSensitive(def, "inputs");
     if (formals) {
         if (!cJSON_IsArray(formals) || cJSON_GetArraySize(formals) < 1)
@@ -719,6 +865,16 @@ static int unknown_type(struct builder *b, const char *type, const char *path)
     return -1;
 }
 
+/* The definition of the block called `name`, or NULL (a hash lookup: a file
+ * may define many blocks, and every node visited looks its type up). */
+static const cJSON *find_block(const struct builder *b, const char *name)
+{
+    int64_t v;
+    if (!memest_strmap_get(&b->blockmap, name, strlen(name), &v))
+        return NULL;
+    return (const cJSON *)(intptr_t)v;
+}
+
 /* A node's "type", which may name a string variable or block argument. */
 static const char *resolve_type(const struct scope *sc, const cJSON *jtype)
 {
@@ -734,7 +890,7 @@ static bool takes_no_input(struct builder *b, const struct scope *sc, const cJSO
     if (!cJSON_IsString(jtype))
         return false;
     const char *type = resolve_type(sc, jtype);
-    if (b->blocks && cJSON_GetObjectItemCaseSensitive(b->blocks, type))
+    if (find_block(b, type))
         return false;
     const struct memest_op_desc *op = memest_op_find(type);
     return op && op->max_in == 0;
@@ -744,6 +900,8 @@ static int expand_node(struct builder *b, const cJSON *obj, const char *npath, c
                        const struct scope *sc, struct memest_strmap *names, struct memest_ref prev,
                        int index, bool trainable, struct memest_ref *out)
 {
+    if (charge(b, 1, npath) != 0)
+        return -1;
     if (!cJSON_IsObject(obj))
         return memest_errf(b->err, MEMEST_ERR_SCHEMA, npath, "a node must be an object, got %s",
                            json_type_name(obj));
@@ -757,15 +915,16 @@ static int expand_node(struct builder *b, const cJSON *obj, const char *npath, c
     char idx[24];
     const char *name = decimal(idx, index);
     if (jname) {
-        if (!cJSON_IsString(jname) || !*jname->valuestring)
+        if (!cJSON_IsString(jname))
             return memest_errf(b->err, MEMEST_ERR_SCHEMA, path_join(b, npath, "name"),
-                               "\"name\" must be a non-empty string");
+                               "expected %s, got %s", NAME_RULE, json_type_name(jname));
         name = jname->valuestring;
-        if (strpbrk(name, ":") || strlen(name) > 100)
+        if (bad_name(name))
             return memest_errf(b->err, MEMEST_ERR_SCHEMA, path_join(b, npath, "name"),
-                               "node name \"%.40s\" must be at most 100 characters without ':'",
-                               name);
+                               "node name \"%.40s\": expected %s", name, NAME_RULE);
     }
+    if (check_comment(b, obj, npath) != 0)
+        return -1;
     char *full = memest_arena_concat(&b->g->arena, prefix, name, (char *)NULL);
     if (!full)
         return nomem(b);
@@ -839,7 +998,7 @@ static int expand_node(struct builder *b, const cJSON *obj, const char *npath, c
                                "\"%s\" is not an earlier node (use its full name, e.g. "
                                "\"block.layer\")", jtie->valuestring);
     }
-    const cJSON *blockdef = b->blocks ? cJSON_GetObjectItemCaseSensitive(b->blocks, type) : NULL;
+    const cJSON *blockdef = find_block(b, type);
     const struct memest_op_desc *op = blockdef ? NULL : memest_op_find(type);
     if (!blockdef && !op)
         return unknown_type(b, type, path_join(b, npath, "type"));
@@ -851,6 +1010,8 @@ static int expand_node(struct builder *b, const cJSON *obj, const char *npath, c
     struct var rv = {.name = "repeat_index", .kind = V_NUM};
     struct scope rsc = {.parent = sc, .vars = &rv, .nvars = jrep ? 1 : 0};
     for (int64_t r = 0; r < repeat; r++) {
+        if (r > 0 && charge(b, 1, npath) != 0)
+            return -1;
         rv.num = (double)r;
         if (nin)
             ins[0] = cur;
@@ -989,8 +1150,19 @@ static int load_variables(struct builder *b, const cJSON *jvars, const struct me
                                ov[k].name, near ? " (did you mean \"" : "", near ? near : "",
                                near ? "\"?)" : "");
         }
+        static const char *const kind_name[] = {[V_NUM] = "a number", [V_BOOL] = "true or false",
+                                                [V_STR] = "a string", [V_JSON] = "a list"};
+        enum vkind was = vars[j].kind;
+        if (was == V_JSON)
+            return memest_errf(b->err, MEMEST_ERR_USAGE, NULL,
+                               "--set %s: the variable is a list in the model; only numbers, "
+                               "booleans and strings can be set", ov[k].name);
         if (parse_override(b, &ov[k], &vars[j]) != 0)
             return -1;
+        if (vars[j].kind != was)
+            return memest_errf(b->err, MEMEST_ERR_USAGE, NULL,
+                               "--set %s=%s: expected %s, as the variable is in the model",
+                               ov[k].name, ov[k].value, kind_name[was]);
         vars[j].name = ov[k].name;
     }
     globals->vars = vars;
@@ -1013,9 +1185,9 @@ static int build_inputs(struct builder *b, const cJSON *jin, const struct scope 
         if (!cJSON_IsObject(c))
             return memest_errf(b->err, MEMEST_ERR_SCHEMA, ip, "an input must be an object");
         const cJSON *jname = cJSON_GetObjectItemCaseSensitive(c, "name");
-        if (!cJSON_IsString(jname) || !*jname->valuestring || strchr(jname->valuestring, ':'))
+        if (!cJSON_IsString(jname) || bad_name(jname->valuestring))
             return memest_errf(b->err, MEMEST_ERR_SCHEMA, path_join(b, ip, "name"),
-                               "an input needs a \"name\" (a string without ':')");
+                               "an input needs a \"name\": %s", NAME_RULE);
         struct memest_node *n = new_node(b, jname->valuestring, ip);
         if (!n)
             return -1;
@@ -1031,6 +1203,29 @@ static int build_inputs(struct builder *b, const cJSON *jin, const struct scope 
         if (i == 0)
             *first = (struct memest_ref){id, 0};
     }
+    return 0;
+}
+
+/* "loss": {"type": "crossentropyloss"} (PyTorch's loss class name, any
+ * case), the loss the training-step simulator applies to the last output. */
+static int parse_loss(struct builder *b, const cJSON *j)
+{
+    if (!j)
+        return 0;
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "type");
+    if (!cJSON_IsObject(j) || !cJSON_IsString(t))
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, "loss",
+                           "\"loss\" must be an object such as {\"type\": \"crossentropyloss\"}");
+    for (const cJSON *c = j->child; c; c = c->next)
+        if (strcmp(c->string, "type") != 0 && strcmp(c->string, "comment") != 0)
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, path_join(b, "loss", c->string),
+                               "unknown field \"%s\" (a loss has \"type\" and \"comment\")",
+                               c->string);
+    enum memest_loss l;
+    if (memest_loss_parse(t->valuestring, &l) != 0)
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, "loss.type",
+                           "unknown loss \"%s\" (one of %s)", t->valuestring, memest_loss_names());
+    b->g->loss = memest_loss_name(l);
     return 0;
 }
 
@@ -1053,18 +1248,28 @@ static int build(struct builder *b, const cJSON *root, const struct memest_overr
     }
     const cJSON *jname = cJSON_GetObjectItemCaseSensitive(root, "name");
     if (jname && !cJSON_IsString(jname))
-        return memest_errf(b->err, MEMEST_ERR_SCHEMA, "name", "\"name\" must be a string");
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, "name", "\"name\" must be a string, got %s",
+                           json_type_name(jname));
+    if (check_comment(b, root, "") != 0)
+        return -1;
     b->g->name = jname ? jname->valuestring : "model";
     b->blocks = cJSON_GetObjectItemCaseSensitive(root, "blocks");
     if (b->blocks && !cJSON_IsObject(b->blocks))
         return memest_errf(b->err, MEMEST_ERR_SCHEMA, "blocks",
                            "\"blocks\" must be an object of name: block");
-    for (const cJSON *c = b->blocks ? b->blocks->child : NULL; c; c = c->next)
+    for (const cJSON *c = b->blocks ? b->blocks->child : NULL; c; c = c->next) {
         if (check_block_def(b, c, c->string) != 0)
             return -1;
+        if (memest_strmap_put(&b->blockmap, c->string, strlen(c->string), (int64_t)(intptr_t)c) != 0)
+            return nomem(b);
+    }
     struct scope globals = {0};
-    if (load_variables(b, cJSON_GetObjectItemCaseSensitive(root, "variables"), ov, nov, &globals) != 0)
+    struct memest_strmap globals_index = {0};
+    if (load_variables(b, cJSON_GetObjectItemCaseSensitive(root, "variables"), ov, nov, &globals) != 0 ||
+        scope_index(b, &globals, &globals_index) != 0) {
+        memest_strmap_free(&globals_index);
         return -1;
+    }
     struct memest_strmap names = {0};
     struct memest_ref first = {UINT32_MAX, 0}, last;
     int rc = build_inputs(b, cJSON_GetObjectItemCaseSensitive(root, "inputs"), &globals, &names, &first);
@@ -1075,6 +1280,7 @@ static int build(struct builder *b, const cJSON *root, const struct memest_overr
                                 : "the model has no \"layers\" list");
     if (rc == 0)
         rc = expand_list(b, layers, "layers", "", &globals, &names, first, true, &last);
+    set_ctx_node(b, ""); /* errors after the nodes are about no node */
     const cJSON *outs = cJSON_GetObjectItemCaseSensitive(root, "outputs");
     if (rc == 0 && outs) {
         if (!cJSON_IsArray(outs) || cJSON_GetArraySize(outs) < 1 || cJSON_GetArraySize(outs) > 64)
@@ -1100,7 +1306,10 @@ static int build(struct builder *b, const cJSON *root, const struct memest_overr
         else
             b->g->outputs[0] = last, b->g->noutputs = 1;
     }
+    if (rc == 0)
+        rc = parse_loss(b, cJSON_GetObjectItemCaseSensitive(root, "loss"));
     memest_strmap_free(&names);
+    memest_strmap_free(&globals_index);
     return rc;
 }
 
@@ -1110,9 +1319,12 @@ int memest_model_build(const struct memest_model *m, const struct memest_overrid
     memset(g, 0, sizeof *g);
     g->file = m->file;
     memest_err_file(err, m->file);
-    struct builder b = {.m = m, .g = g, .err = err};
+    struct builder b = {.m = m, .g = g, .err = err,
+                        .max_nodes = m->max_nodes ? m->max_nodes : MEMEST_MAX_NODES};
+    b.max_work = (uint64_t)b.max_nodes * WORK_PER_NODE;
     int rc = build(&b, m->root, ov, nov);
     memest_strmap_free(&b.fullnames);
+    memest_strmap_free(&b.blockmap);
     if (rc != 0)
         memest_graph_free(g);
     else
@@ -1123,6 +1335,7 @@ int memest_model_build(const struct memest_model *m, const struct memest_overrid
 void memest_graph_free(struct memest_graph *g)
 {
     free(g->nodes);
+    free(g->blocks);
     memest_arena_free(&g->arena);
     memset(g, 0, sizeof *g);
 }
@@ -1133,4 +1346,29 @@ int64_t memest_graph_find(const struct memest_graph *g, const char *name)
         if (strcmp(g->nodes[i].name, name) == 0)
             return i;
     return -1;
+}
+
+uint32_t memest_graph_unused_inputs(const struct memest_graph *g, uint32_t *first)
+{
+    uint32_t ninputs = 0; /* the inputs are the first nodes */
+    while (ninputs < g->nnodes && g->nodes[ninputs].op == &memest_op_input)
+        ninputs++;
+    bool *used = calloc(ninputs ? ninputs : 1, sizeof *used);
+    if (!used)
+        return 0;
+    for (uint32_t o = 0; o < g->noutputs; o++)
+        if (g->outputs[o].node < ninputs)
+            used[g->outputs[o].node] = true;
+    for (uint32_t n = ninputs; n < g->nnodes; n++)
+        for (uint32_t k = 0; k < g->nodes[n].nin; k++)
+            if (g->nodes[n].in[k].node < ninputs)
+                used[g->nodes[n].in[k].node] = true;
+    uint32_t count = 0;
+    for (uint32_t i = ninputs; i-- > 0;)
+        if (!used[i]) {
+            count++;
+            *first = i;
+        }
+    free(used);
+    return count;
 }

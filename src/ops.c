@@ -7,9 +7,9 @@
 
 #include "memest/suggest.h"
 
-#define FAMILY(f)                                                                  \
-    extern const struct memest_op_desc memest_ops_##f[] __attribute__((weak));     \
-    extern const int memest_ops_##f##_count __attribute__((weak));
+#define FAMILY(f)                                        \
+    extern const struct memest_op_desc memest_ops_##f[]; \
+    extern const int memest_ops_##f##_count;
 #define FAMILIES(X) \
     X(linear) X(conv) X(pool) X(norm) X(activation) X(shape) X(elementwise) X(embedding) X(rnn) \
     X(attention)
@@ -39,7 +39,7 @@ static void init(void)
         return;
     int n = 0;
     for (size_t f = 0; f < sizeof families / sizeof *families; f++)
-        for (int i = 0; families[f].count && i < *families[f].count && n < MAX_OPS; i++)
+        for (int i = 0; i < *families[f].count && n < MAX_OPS; i++)
             sorted[n++] = &families[f].ops[i];
     qsort(sorted, (size_t)n, sizeof *sorted, by_name);
     nsorted = n;

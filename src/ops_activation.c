@@ -12,6 +12,9 @@
  *     tensor of the input's size);
  *   dropout: see dropout_saves() in ops_common.h (CUDA's native_dropout
  *     saves a bool mask; the CPU saves a float one).
+ * Backward: a new gradient of the input's size (threshold_backward,
+ * softmax_backward, the mask product...); identity and dropout with p = 0
+ * pass theirs through.
  * An in-place op's output aliases its input (relu(inplace=True) saves its
  * output, which is then the input's storage). None of these has MACs. */
 #include "ops_common.h"
@@ -167,8 +170,10 @@ static int infer_dropout_any(struct memest_ictx *c, bool feature)
                            IN_STR(c, 0));
     if (need_float(c, 0) != 0)
         return -1;
-    if (p <= 0) /* _dropout_impl returns the input itself */
+    if (p <= 0) { /* _dropout_impl returns the input itself */
+        memest_grad_same(c, 0, 0);
         return memest_out_view(c, 0, s, 0) < 0 ? -1 : 0;
+    }
     enum memest_dtype dt = memest_in_dtype(c, 0);
     int k = inplace ? memest_out_inplace(c, 0) : memest_out_like(c, s, 0, dt);
     if (k < 0)
@@ -181,6 +186,7 @@ static int infer_dropout2d(struct memest_ictx *c) { return infer_dropout_any(c, 
 
 static int infer_identity(struct memest_ictx *c)
 {
+    memest_grad_same(c, 0, 0);
     return out_alias_view(c, 0);
 }
 
@@ -208,9 +214,16 @@ const struct memest_op_desc memest_ops_activation[] = {
     ACT_OP("hardswish", inplace_args, infer_saves_input, "nn.Hardswish"),
     ACT_OP("hardsigmoid", inplace_args, infer_saves_input, "nn.Hardsigmoid"),
     ACT_OP("hardtanh", hardtanh_args, infer_hardtanh, "nn.Hardtanh"),
-    ACT_OP("softplus", softplus_args, infer_softplus, "nn.Softplus"),
-    ACT_OP("softmax", softmax_args, infer_softmax, "nn.Softmax"),
-    ACT_OP("logsoftmax", softmax_args, infer_softmax, "nn.LogSoftmax"),
+    /* autocast: softplus in float32, softmax/log_softmax with a float32 result */
+    {.name = "softplus", .min_in = 1, .max_in = 1, .args = softplus_args,
+     .nargs = NARGS(softplus_args), .infer = infer_softplus, .doc = "nn.Softplus",
+     .amp = MEMEST_AMPP_FP32},
+    {.name = "softmax", .min_in = 1, .max_in = 1, .args = softmax_args,
+     .nargs = NARGS(softmax_args), .infer = infer_softmax, .doc = "nn.Softmax",
+     .amp = MEMEST_AMPP_FP32_OUT},
+    {.name = "logsoftmax", .min_in = 1, .max_in = 1, .args = softmax_args,
+     .nargs = NARGS(softmax_args), .infer = infer_softmax, .doc = "nn.LogSoftmax",
+     .amp = MEMEST_AMPP_FP32_OUT},
     ACT_OP("dropout", dropout_args, infer_dropout, "nn.Dropout (training mode)"),
     ACT_OP("dropout2d", dropout_args, infer_dropout2d,
            "nn.Dropout2d: zeroes whole channels (training mode)"),

@@ -262,6 +262,19 @@ static int infer_mha(struct memest_ictx *c)
     if (causal)
         work = memest_sat_add(work, memest_sat_mul(memest_sat_mul((uint64_t)L, (uint64_t)S2), elt));
     memest_workspace(c, work);
+    /* under autocast (the projections and bmm's run in fp16/bf16) the weight
+     * copies are saved for the inputs' gradients */
+    if (inner && (memest_save_param(c, same ? "in_proj_weight" : "q_proj_weight") != 0 ||
+                  (!same && (memest_save_param(c, "k_proj_weight") != 0 ||
+                             memest_save_param(c, "v_proj_weight") != 0)) ||
+                  memest_save_param(c, "out_proj.weight") != 0))
+        return -1;
+    /* backward inside the module: the gradients of the attention output
+     * [L*N, E], of the weights before and after softmax (and dropout)
+     * [N*H, L, S], of q, k, v and of the packed projection [L*N, 3E] */
+    uint64_t bw = memest_sat_mul(sat_bytes(3, att, dt), p > 0 ? 3 : 2);
+    bw = memest_sat_add(bw, memest_sat_mul(sat_bytes(2, ao, dt), 7));
+    memest_bwd_workspace(c, bw);
 
     /* MACs */
     double fq_m = (double)L * (double)N * (double)E * (double)E;
@@ -288,6 +301,7 @@ const struct memest_op_desc memest_ops_attention[] = {
         .infer = infer_mha,
         .doc = "nn.MultiheadAttention: 1 input (self-attention) or query, key, value; "
                "outputs 0 = attn_output, 1 = attn weights (need_weights)",
+        .amp = MEMEST_AMPP_LOW,
     },
 };
 const int memest_ops_attention_count = NOPS(memest_ops_attention);

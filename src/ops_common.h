@@ -138,7 +138,9 @@ static inline void geom_transpose(struct memest_shape *s, int a, int b)
 /* Tensor.unsqueeze(dim) geometry (at::inferUnsqueezeGeometry); dim in [0, ndim]. */
 static inline void geom_unsqueeze(struct memest_shape *s, int dim)
 {
-    int64_t st = dim >= s->ndim ? 1 : s->size[dim] * s->stride[dim];
+    int64_t st = 1;
+    if (dim < s->ndim && __builtin_mul_overflow(s->size[dim], s->stride[dim], &st))
+        st = INT64_MAX; /* only for a tensor too large to pass the numel check */
     for (int d = s->ndim; d > dim; d--) {
         s->size[d] = s->size[d - 1];
         s->stride[d] = s->stride[d - 1];

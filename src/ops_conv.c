@@ -158,7 +158,11 @@ static int infer_conv_nd(struct memest_ictx *c, int D, bool transposed)
     if (memest_out_new(c, nd, size, memest_in_dtype(c, 0)) < 0)
         return -1;
 
-    /* saved tensors */
+    /* saved tensors (under autocast the weight's fp16/bf16 copy too; cuDNN
+     * wants a contiguous gradient in backward) */
+    if (memest_save_param(c, "weight") != 0)
+        return -1;
+    memest_bwd_contiguous(c);
     if (zeros) {
         if (memest_save_in(c, 0) != 0)
             return -1;
@@ -199,7 +203,7 @@ static int infer_convt3d(struct memest_ictx *c) { return infer_conv_nd(c, 3, tru
 #define CONV_OP(nm, argv, fn, text)                                                             \
     {                                                                                           \
         .name = nm, .min_in = 1, .max_in = 1, .args = argv, .nargs = NARGS(argv), .infer = fn, \
-        .doc = text,                                                                            \
+        .doc = text, .amp = MEMEST_AMPP_LOW,                                                    \
     }
 
 const struct memest_op_desc memest_ops_conv[] = {

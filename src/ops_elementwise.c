@@ -113,8 +113,23 @@ static int infer_binary(struct memest_ictx *c, enum binop op)
         int like = nin == 2 && !memest_shape_equal(&out, a) ? 1 : 0;
         k = memest_out_like(c, &out, like, dt);
     }
-    if (k < 0 || nin == 1 || op == OP_ADD || op == OP_SUB)
-        return k < 0 ? -1 : 0;
+    if (k < 0)
+        return -1;
+    /* backward: add (and sub for its first operand) with alpha 1 hands the
+     * result's gradient itself to an operand of the result's shape and
+     * dtype; a broadcast operand gets a new sum_to reduction, a different
+     * dtype a converted copy, and mul/div new products */
+    if (op == OP_ADD || op == OP_SUB) {
+        bool unit = memest_arg_float(c, BIN_ALPHA) == 1.0;
+        for (int i = 0; i < nin; i++) {
+            bool same = memest_shape_equal(memest_in_shape(c, i), &out) &&
+                        memest_in_dtype(c, i) == dt;
+            if (same && (i == 0 || (op == OP_ADD && unit)))
+                memest_grad_same(c, i, 0);
+        }
+    }
+    if (nin == 1 || op == OP_ADD || op == OP_SUB)
+        return 0;
 
     /* mul, div by a tensor */
     int rc = 0;
@@ -272,6 +287,8 @@ static int infer_matmul(struct memest_ictx *c)
     }
     if (rc != 0)
         return -1;
+    if (da >= 3 || db >= 3)
+        memest_bwd_contiguous(c);   /* the folded/batched result is reshaped back */
     memest_macs(c, macs);
     memest_macs_bwd(c, macs * ((rg0 ? 1 : 0) + (rg1 ? 1 : 0)));
     return 0;
@@ -482,8 +499,10 @@ const struct memest_op_desc memest_ops_elementwise[] = {
     EW_OP("sub", 1, 2, addsub_args, infer_sub, "torch.sub: a - alpha * b (broadcasting)"),
     EW_OP("mul", 1, 2, muldiv_args, infer_mul, "torch.mul: a * b (broadcasting)"),
     EW_OP("div", 1, 2, muldiv_args, infer_div, "torch.div: a / b (broadcasting)"),
-    EW_OP0("matmul", 2, 2, infer_matmul, "torch.matmul (broadcasting batch dims)"),
-    EW_OP0("bmm", 2, 2, infer_bmm, "torch.bmm on (b, n, m) and (b, m, p)"),
+    {.name = "matmul", .min_in = 2, .max_in = 2, .infer = infer_matmul,
+     .doc = "torch.matmul (broadcasting batch dims)", .amp = MEMEST_AMPP_LOW},
+    {.name = "bmm", .min_in = 2, .max_in = 2, .infer = infer_bmm,
+     .doc = "torch.bmm on (b, n, m) and (b, m, p)", .amp = MEMEST_AMPP_LOW},
     EW_OP("mean", 1, 1, reduce_args, infer_mean, "Tensor.mean over dims"),
     EW_OP("sum", 1, 1, reduce_args, infer_sum, "Tensor.sum over dims"),
     EW_OP("masked_fill", 1, 1, masked_fill_args, infer_masked_fill,

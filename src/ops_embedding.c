@@ -45,6 +45,21 @@ static int infer_embedding(struct memest_ictx *c)
         return -1;
     if (memest_param_trainable(c, "weight") && memest_save_in(c, 0) != 0)
         return -1;
+    memest_grad_none(c, 0);
+    /* embedding_dense_backward_cuda: up to 3072 indices, one kernel into the
+     * zeroed weight gradient; more, it sorts the indices (sorted and original
+     * positions, segment and partial-segment offsets: about six int64 per
+     * index) and sums each row's partial segments into a [segments, dim]
+     * float32 buffer first (one segment per distinct index, at most
+     * min(indices, num_embeddings)) */
+    uint64_t nidx = 1;
+    for (int d = 0; d < s->ndim; d++)
+        nidx = memest_sat_mul(nidx, (uint64_t)s->size[d]);
+    if (memest_param_trainable(c, "weight") && nidx > 3072) {
+        uint64_t seg = nidx < (uint64_t)num ? nidx : (uint64_t)num;
+        memest_bwd_workspace(c, memest_sat_add(memest_sat_mul(nidx, 6 * 8),
+                                               memest_sat_mul(memest_sat_mul(seg, (uint64_t)dim), 4)));
+    }
     return 0;
 }
 

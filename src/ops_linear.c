@@ -52,6 +52,12 @@ static int infer_linear(struct memest_ictx *c)
     int64_t folded[2] = {rows, in};
     if (save_geom_reshaped(c, 0, s, 2, folded, w_tr) != 0)
         return -1;
+    /* under autocast the fp16/bf16 weight copy is addmm's mat2, saved for the
+     * input's gradient */
+    if (memest_in_requires_grad(c, 0) && memest_save_param(c, "weight") != 0)
+        return -1;
+    if (s->ndim >= 3)
+        memest_bwd_contiguous(c);   /* the gradient is viewed as [rows, out] */
 
     double fwd = (double)rows * (double)in * (double)out;
     memest_macs(c, fwd);
@@ -167,6 +173,7 @@ const struct memest_op_desc memest_ops_linear[] = {
         .nargs = NARGS(linear_args),
         .infer = infer_linear,
         .doc = "nn.Linear: y = x W^T + b over the last dimension",
+        .amp = MEMEST_AMPP_LOW,
     },
     {
         .name = "bilinear",

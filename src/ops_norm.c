@@ -243,21 +243,26 @@ static int infer_instancenorm(struct memest_ictx *c, int D)
 static int infer_instancenorm1d(struct memest_ictx *c) { return infer_instancenorm(c, 1); }
 static int infer_instancenorm2d(struct memest_ictx *c) { return infer_instancenorm(c, 2); }
 
-#define NORM_OP(nm, argv, fn, text)                                                             \
+/* Autocast runs layer_norm and group_norm in float32 (batch_norm and
+ * instance_norm are not listed: they take the input's dtype). */
+#define NORM_OP(nm, argv, fn, text, policy)                                                     \
     {                                                                                           \
         .name = nm, .min_in = 1, .max_in = 1, .args = argv, .nargs = NARGS(argv), .infer = fn, \
-        .doc = text,                                                                            \
+        .doc = text, .amp = policy,                                                             \
     }
 
 const struct memest_op_desc memest_ops_norm[] = {
     NORM_OP("batchnorm1d", batchnorm_args, infer_batchnorm1d,
-            "nn.BatchNorm1d on (N, C) or (N, C, L)"),
-    NORM_OP("batchnorm2d", batchnorm_args, infer_batchnorm2d, "nn.BatchNorm2d on (N, C, H, W)"),
-    NORM_OP("layernorm", layernorm_args, infer_layernorm, "nn.LayerNorm over the trailing dims"),
-    NORM_OP("groupnorm", groupnorm_args, infer_groupnorm, "nn.GroupNorm on (N, C, *)"),
+            "nn.BatchNorm1d on (N, C) or (N, C, L)", MEMEST_AMPP_ANY),
+    NORM_OP("batchnorm2d", batchnorm_args, infer_batchnorm2d, "nn.BatchNorm2d on (N, C, H, W)",
+            MEMEST_AMPP_ANY),
+    NORM_OP("layernorm", layernorm_args, infer_layernorm, "nn.LayerNorm over the trailing dims",
+            MEMEST_AMPP_FP32),
+    NORM_OP("groupnorm", groupnorm_args, infer_groupnorm, "nn.GroupNorm on (N, C, *)",
+            MEMEST_AMPP_FP32),
     NORM_OP("instancenorm1d", instancenorm_args, infer_instancenorm1d,
-            "nn.InstanceNorm1d on (N, C, L) or (C, L)"),
+            "nn.InstanceNorm1d on (N, C, L) or (C, L)", MEMEST_AMPP_ANY),
     NORM_OP("instancenorm2d", instancenorm_args, infer_instancenorm2d,
-            "nn.InstanceNorm2d on (N, C, H, W) or (C, H, W)"),
+            "nn.InstanceNorm2d on (N, C, H, W) or (C, H, W)", MEMEST_AMPP_ANY),
 };
 const int memest_ops_norm_count = NOPS(memest_ops_norm);

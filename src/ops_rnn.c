@@ -217,6 +217,14 @@ static int infer_rnn_any(struct memest_ictx *c, enum cell cell)
             } else {
                 rc = save_new_if(c, 3, hs, dt); /* each step's result */
             }
+            /* under autocast the cells and products read fp16/bf16 weight
+             * copies: W_hh's is saved for h's gradient, W_ih's for the
+             * input's */
+            bool rg_x = l == 0 ? in_rg : inner;
+            if (rc == 0 && inner)
+                rc = memest_save_param(c, nm[PN_W_HH]);
+            if (rc == 0 && rg_x)
+                rc = memest_save_param(c, nm[PN_W_IH]);
             if (rc != 0)
                 return -1;
             double ih = (double)T * (double)B * (double)GH * (double)in_l;
@@ -230,6 +238,16 @@ static int infer_rnn_any(struct memest_ictx *c, enum cell cell)
         }
     }
     memest_workspace(c, work);
+    /* backward, step by step: the gates' and states' gradients ([B, G*H]
+     * three times, [B, H] four), each step's weight gradients before they are
+     * added into the parameters' (the largest layer's W_ih and W_hh), and the
+     * gradient of a layer's whole input sequence */
+    int64_t in_max = in > DHr ? in : DHr;
+    uint64_t bw = 0;
+    bw = memest_sat_add(bw, memest_sat_mul((uint64_t)GH, (uint64_t)(in_max + Hr)));
+    bw = memest_sat_add(bw, memest_sat_mul((uint64_t)B, (uint64_t)(3 * GH + 4 * H)));
+    bw = memest_sat_add(bw, memest_sat_mul(memest_sat_mul((uint64_t)T, (uint64_t)B), (uint64_t)DHr));
+    memest_bwd_workspace(c, memest_sat_mul(bw, memest_dtype_size(dt)));
     memest_macs(c, fwd);
     memest_macs_bwd(c, bwd);
     return 0;
@@ -241,10 +259,12 @@ static int infer_rnn(struct memest_ictx *c) { return infer_rnn_any(c, CELL_RNN);
 
 const struct memest_op_desc memest_ops_rnn[] = {
     {.name = "lstm", .min_in = 1, .max_in = 1, .args = lstm_args, .nargs = NARGS(lstm_args),
-     .infer = infer_lstm, .doc = "nn.LSTM: outputs 0 = output, 1 = h_n, 2 = c_n"},
+     .infer = infer_lstm, .doc = "nn.LSTM: outputs 0 = output, 1 = h_n, 2 = c_n",
+     .amp = MEMEST_AMPP_LOW},
     {.name = "gru", .min_in = 1, .max_in = 1, .args = gru_args, .nargs = NARGS(gru_args),
-     .infer = infer_gru, .doc = "nn.GRU: outputs 0 = output, 1 = h_n"},
+     .infer = infer_gru, .doc = "nn.GRU: outputs 0 = output, 1 = h_n", .amp = MEMEST_AMPP_LOW},
     {.name = "rnn", .min_in = 1, .max_in = 1, .args = rnn_args, .nargs = NARGS(rnn_args),
-     .infer = infer_rnn, .doc = "nn.RNN (tanh or relu): outputs 0 = output, 1 = h_n"},
+     .infer = infer_rnn, .doc = "nn.RNN (tanh or relu): outputs 0 = output, 1 = h_n",
+     .amp = MEMEST_AMPP_LOW},
 };
 const int memest_ops_rnn_count = NOPS(memest_ops_rnn);

@@ -7,7 +7,16 @@
  * and flatten view when PyTorch can and copy otherwise; contiguous copies
  * only a non-contiguous input; cat and stack write new contiguous tensors.
  * None of them saves anything for backward (their backward needs only
- * sizes) and none has MACs. Dims wrap as PyTorch's maybe_wrap_dim does. */
+ * sizes) and none has MACs. Dims wrap as PyTorch's maybe_wrap_dim does.
+ *
+ * Backward: a view's gradient is a view of its output's gradient (reshape,
+ * view, flatten, unflatten, squeeze, unsqueeze: grad.reshape(input sizes),
+ * which copies only when the incoming gradient's layout does not allow a
+ * view; permute, transpose: the inverse permutation, always a view);
+ * contiguous (a clone) passes its gradient through; cat hands each input a
+ * narrowed view of its gradient; select, narrow, expand, split, chunk and
+ * stack build a new gradient of the input's size (zeros plus the slice,
+ * sum_to, or the cat of the outputs' gradients). */
 #include "ops_common.h"
 
 /* Wraps `dim` for an ndim-D tensor, failing with PyTorch's range. */
@@ -115,6 +124,7 @@ static int infer_flatten(struct memest_ictx *c)
     if (wrap(c, memest_arg_int(c, FL_START), s->ndim, &a) != 0 ||
         wrap(c, memest_arg_int(c, FL_END), s->ndim, &b) != 0)
         return -1;
+    memest_grad_reshape(c, 0, 0);
     if (s->ndim == 0) {
         int64_t one = 1;
         return memest_out_reshape(c, 0, 1, &one) < 0 ? -1 : 0;
@@ -166,6 +176,7 @@ static int infer_unflatten(struct memest_ictx *c)
         size[n++] = part[i];
     for (int d = dim + 1; d < s->ndim; d++)
         size[n++] = s->size[d];
+    memest_grad_reshape(c, 0, 0);
     return out_view_sizes(c, n, size);
 }
 
@@ -183,6 +194,7 @@ static int infer_reshape(struct memest_ictx *c)
     int64_t size[MEMEST_MAX_DIMS];
     if (resolve_shape(c, a, in_numel(c, 0), size) != 0)
         return -1;
+    memest_grad_reshape(c, 0, 0);   /* a copying reshape's gradient is reshaped back too */
     return memest_out_reshape(c, 0, a->n, size) < 0 ? -1 : 0;
 }
 
@@ -192,6 +204,7 @@ static int infer_view(struct memest_ictx *c)
     int64_t size[MEMEST_MAX_DIMS];
     if (resolve_shape(c, a, in_numel(c, 0), size) != 0)
         return -1;
+    memest_grad_reshape(c, 0, 0);
     return out_view_sizes(c, a->n, size);
 }
 
@@ -211,6 +224,7 @@ static int infer_permute(struct memest_ictx *c)
                            s->ndim, a->n);
     struct memest_shape g = {.ndim = s->ndim};
     bool seen[MEMEST_MAX_DIMS] = {false};
+    int inverse[MEMEST_MAX_DIMS];
     for (int i = 0; i < a->n; i++) {
         int d;
         if (wrap(c, a->v[i], s->ndim, &d) != 0)
@@ -220,7 +234,9 @@ static int infer_permute(struct memest_ictx *c)
         seen[d] = true;
         g.size[i] = s->size[d];
         g.stride[i] = s->stride[d];
+        inverse[d] = i;
     }
+    memest_grad_permute(c, 0, 0, inverse);   /* grad.permute(inverse): a view */
     return memest_out_view(c, 0, &g, 0) < 0 ? -1 : 0;
 }
 
@@ -238,14 +254,22 @@ static int infer_transpose(struct memest_ictx *c)
         wrap(c, memest_arg_int(c, TR_DIM1), s->ndim, &b) != 0)
         return -1;
     struct memest_shape g = *s;
-    if (s->ndim > 0)
+    int perm[MEMEST_MAX_DIMS];
+    for (int d = 0; d < MEMEST_MAX_DIMS; d++)
+        perm[d] = d;
+    if (s->ndim > 0) {
         geom_transpose(&g, a, b);
+        perm[a] = b;
+        perm[b] = a;
+    }
+    memest_grad_permute(c, 0, 0, perm);   /* grad.transpose(dim0, dim1): a view */
     return memest_out_view(c, 0, &g, 0) < 0 ? -1 : 0;
 }
 
 static int infer_contiguous(struct memest_ictx *c)
 {
     const struct memest_shape s_in = *memest_in_shape(c, 0), *s = &s_in;
+    memest_grad_same(c, 0, 0);   /* CloneBackward0 passes the gradient through */
     if (memest_shape_is_contiguous(s))
         return out_alias_view(c, 0);
     return memest_out_new(c, s->ndim, s->size, memest_in_dtype(c, 0)) < 0 ? -1 : 0;
@@ -284,6 +308,7 @@ static int infer_squeeze(struct memest_ictx *c)
         g.stride[g.ndim] = s->stride[d];
         g.ndim++;
     }
+    memest_grad_reshape(c, 0, 0);
     return memest_out_view(c, 0, &g, 0) < 0 ? -1 : 0;
 }
 
@@ -304,6 +329,7 @@ static int infer_unsqueeze(struct memest_ictx *c)
                            -(s->ndim + 1), s->ndim, (long long)memest_arg_int(c, USQ_DIM));
     struct memest_shape g = *s;
     geom_unsqueeze(&g, d);
+    memest_grad_reshape(c, 0, 0);
     return memest_out_view(c, 0, &g, 0) < 0 ? -1 : 0;
 }
 
@@ -565,6 +591,9 @@ static int infer_cat(struct memest_ictx *c)
                                    d, (long long)r->size[k], (long long)s->size[k], i);
         size[d] += s->size[d];
     }
+    /* CatBackward0 narrows the gradient: each input's is a view of it */
+    for (int i = 0; i < nin; i++)
+        memest_grad_slice(c, i, 0, d);
     return memest_out_new(c, r->ndim, size, dt) < 0 ? -1 : 0;
 }
 

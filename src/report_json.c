@@ -14,17 +14,50 @@ static void flops_u64(struct memest_jsonw *w, const char *key, double v)
         memest_jsonw_f64(w, key, v);
 }
 
-static void peak_obj(struct memest_jsonw *w, const char *key, const struct memest_report *rep,
-                     const struct memest_peak *p)
+static const char *node_name(const struct memest_report *rep, uint32_t node)
 {
-    memest_jsonw_obj_begin(w, key);
-    memest_jsonw_u64(w, "bytes", p->bytes);
-    memest_jsonw_str(w, "phase", memest_phase_name((enum memest_phase)p->phase));
-    memest_jsonw_str(w, "node", p->node != UINT32_MAX ? rep->g->nodes[p->node].name : NULL);
+    return node < rep->g->nnodes ? rep->g->nodes[node].name : NULL;
+}
+
+static void at_peak_obj(struct memest_jsonw *w, const struct memest_peak *p)
+{
     memest_jsonw_obj_begin(w, "at_peak");
     for (int c = 0; c < MEMEST_CAT_COUNT; c++)
         memest_jsonw_u64(w, memest_category_name((enum memest_category)c), p->at_peak[c]);
     memest_jsonw_obj_end(w);
+}
+
+static void peak_obj(struct memest_jsonw *w, const char *key, const struct memest_report *rep,
+                     const struct memest_peak *p, uint64_t total_device)
+{
+    memest_jsonw_obj_begin(w, key);
+    memest_jsonw_u64(w, "bytes", p->bytes);
+    memest_jsonw_u64(w, "tensor_bytes", p->tensor_bytes);
+    memest_jsonw_u64(w, "reserved", p->reserved);
+    memest_jsonw_u64(w, "total_device", total_device);
+    memest_jsonw_str(w, "phase", memest_phase_name((enum memest_phase)p->phase));
+    memest_jsonw_str(w, "node", node_name(rep, p->node));
+    at_peak_obj(w, p);
+    memest_jsonw_obj_end(w);
+}
+
+/* "step": how the simulated step runs. */
+static void step_obj(struct memest_jsonw *w, const struct memest_report *rep)
+{
+    static const char *const impl[] = {"foreach", "for-loop", "fused"};
+    static const char *const amp[] = {"none", "fp16", "bf16"};
+    const struct memest_step_cfg *s = &rep->cli->step;
+    memest_jsonw_obj_begin(w, "step");
+    memest_jsonw_str(w, "kind", rep->cli->inference ? "inference" : "training");
+    memest_jsonw_str(w, "optim_impl", (unsigned)s->impl < 3 ? impl[s->impl] : "?");
+    memest_jsonw_bool(w, "first_step", s->first_step);
+    memest_jsonw_str(w, "zero_grad", s->zero_grad_zeros ? "zeros" : "none");
+    memest_jsonw_i64(w, "grad_accum", s->grad_accum);
+    memest_jsonw_str(w, "amp", (unsigned)s->amp < 3 ? amp[s->amp] : "?");
+    memest_jsonw_bool(w, "checkpoint", s->checkpoint);
+    const char *loss = s->loss ? s->loss : rep->g->loss ? rep->g->loss : "crossentropyloss";
+    enum memest_loss l;
+    memest_jsonw_str(w, "loss", memest_loss_parse(loss, &l) == 0 ? memest_loss_name(l) : loss);
     memest_jsonw_obj_end(w);
 }
 
@@ -37,12 +70,17 @@ void memest_report_json(FILE *f, const struct memest_report *rep)
     memest_jsonw_init(&w, f, true);
     memest_jsonw_obj_begin(&w, NULL);
     memest_jsonw_u64(&w, "schema_version", MEMEST_SCHEMA_VERSION);
+    if (rep->has_max_batch) {
+        memest_jsonw_i64(&w, "max_batch", rep->max_batch);
+        memest_jsonw_i64(&w, "max_batch_steady", rep->max_batch_steady);
+    }
     memest_jsonw_str(&w, "model", g->name);
     memest_jsonw_str(&w, "file", g->file);
-    memest_jsonw_i64(&w, "batch", rep->cli->batch);
+    memest_jsonw_i64(&w, "batch", r->opts.batch);
     memest_jsonw_str(&w, "optimizer", memest_optim_name(rep->cli->step.optim.kind));
     memest_jsonw_f64(&w, "momentum", rep->cli->step.optim.momentum);
     memest_jsonw_str(&w, "dtype", memest_dtype_name(rep->cli->dtype));
+    step_obj(&w, rep);
 
     memest_jsonw_obj_begin(&w, "params");
     memest_jsonw_u64(&w, "total", e->params.total);
@@ -60,10 +98,22 @@ void memest_report_json(FILE *f, const struct memest_report *rep)
     memest_jsonw_u64(&w, "optimizer_state", e->opt.device_bytes);
     memest_jsonw_u64(&w, "optimizer_state_host", e->opt.host_bytes);
     memest_jsonw_u64(&w, "activations", e->activations);
-    memest_jsonw_u64(&w, "peak", e->train_peak.bytes);
+    /* the step reported (training, or inference with --inference): the
+     * allocator's allocated peak, the exact tensor bytes, reserved, the
+     * device overhead and what nvidia-smi would show */
+    bool inf = rep->cli->inference;
+    const struct memest_peak *p = inf ? &e->infer_peak : &e->train_peak;
+    memest_jsonw_u64(&w, "peak", p->bytes);
+    memest_jsonw_u64(&w, "peak_tensors", p->tensor_bytes);
+    memest_jsonw_u64(&w, "reserved", p->reserved);
+    memest_jsonw_u64(&w, "overhead", e->overhead);
+    memest_jsonw_u64(&w, "total_device", inf ? e->infer_total_device : e->total_device);
+    memest_jsonw_str(&w, "peak_phase", memest_phase_name((enum memest_phase)p->phase));
+    memest_jsonw_str(&w, "peak_node", node_name(rep, p->node));
+    at_peak_obj(&w, p);
     memest_jsonw_u64(&w, "inference_peak", e->infer_peak.bytes);
-    peak_obj(&w, "train_peak", rep, &e->train_peak);
-    peak_obj(&w, "inference", rep, &e->infer_peak);
+    peak_obj(&w, "train_peak", rep, &e->train_peak, e->total_device);
+    peak_obj(&w, "inference", rep, &e->infer_peak, e->infer_total_device);
     memest_jsonw_obj_end(&w);
 
     memest_jsonw_obj_begin(&w, "flops");
@@ -76,6 +126,8 @@ void memest_report_json(FILE *f, const struct memest_report *rep)
 
     if (rep->probe)
         memest_probe_write_json(&w, rep->probe);
+    if (rep->card)
+        memest_card_write_json(&w, rep->card);
 
     memest_jsonw_arr_begin(&w, "layers");
     for (uint32_t n = 0; n < g->nnodes; n++) {

@@ -57,13 +57,80 @@ static void layers_table(FILE *f, const struct memest_report *rep)
     }
 }
 
+/* "adam (foreach), steady state, zero_grad set_to_none" and friends. */
+static void step_line(FILE *f, const struct memest_report *rep, bool inf)
+{
+    static const char *const impl[] = {"foreach", "for-loop", "fused"};
+    const struct memest_step_cfg *s = &rep->cli->step;
+    if (inf) {
+        fprintf(f, "no-grad forward pass%s\n",
+                s->amp == MEMEST_AMP_NONE ? "" : s->amp == MEMEST_AMP_FP16 ? ", autocast fp16"
+                                                                            : ", autocast bf16");
+        return;
+    }
+    const char *loss = s->loss ? s->loss : rep->g->loss ? rep->g->loss : "crossentropyloss";
+    fprintf(f, "%s (%s), %s, zero_grad %s, loss %s", memest_optim_name(s->optim.kind),
+            (unsigned)s->impl < 3 ? impl[s->impl] : "?",
+            s->first_step ? "first step" : "steady state",
+            s->zero_grad_zeros ? "zeros" : "set_to_none", loss);
+    if (s->amp != MEMEST_AMP_NONE)
+        fprintf(f, ", autocast %s", s->amp == MEMEST_AMP_FP16 ? "fp16" : "bf16");
+    if (s->checkpoint)
+        fputs(", activation checkpointing", f);
+    fputc('\n', f);
+    if (s->grad_accum > 1)
+        fprintf(f, "  gradient accumulation: %lld micro-batches of %lld (effective batch %lld): "
+                   "the peak is a later\n  micro-batch's, whose backward adds into gradients that "
+                   "already exist; it does not\n  grow with the number of micro-batches (the "
+                   "compute does)\n",
+                (long long)s->grad_accum, (long long)rep->r->opts.batch,
+                (long long)(s->grad_accum * rep->r->opts.batch));
+}
+
+/* The peak: where, what is live then (a bar per category), and the
+ * allocator's and the device's figures. */
+static void peak_section(FILE *f, const struct memest_report *rep, const struct memest_peak *p,
+                         bool inf)
+{
+    const struct memest_estimate *e = rep->e;
+    char a[32], b[32], note[200];
+    static const char *const label[MEMEST_CAT_COUNT] = {
+        [MEMEST_CAT_PARAMS] = "parameters",          [MEMEST_CAT_BUFFERS] = "buffers",
+        [MEMEST_CAT_GRADS] = "gradients",            [MEMEST_CAT_OPTSTATE] = "optimizer state",
+        [MEMEST_CAT_INPUTS] = "inputs and target",   [MEMEST_CAT_SAVED] = "saved activations",
+        [MEMEST_CAT_TRANSIENT] = "other activations", [MEMEST_CAT_ACTGRADS] = "activation grads",
+        [MEMEST_CAT_OPTTEMP] = "optimizer temps",    [MEMEST_CAT_WORKSPACE] = "cuBLAS workspace",
+    };
+    fprintf(f, "Peak of %s: ", inf ? "a no-grad forward pass" : "one step");
+    step_line(f, rep, inf);
+    const char *at = p->node < rep->g->nnodes ? rep->g->nodes[p->node].name : NULL;
+    fprintf(f, "  %s allocated (max_memory_allocated), in the %s%s%s; live then:\n",
+            memest_fmt_bytes(p->bytes, a, sizeof a), memest_phase_name((enum memest_phase)p->phase),
+            at ? " at " : "", at ? at : "");
+    uint64_t max = 0;
+    for (int c = 0; c < MEMEST_CAT_COUNT; c++)
+        if (p->at_peak[c] > max)
+            max = p->at_peak[c];
+    for (int c = 0; c < MEMEST_CAT_COUNT; c++)
+        if (p->at_peak[c])
+            mem_line(f, label[c], p->at_peak[c], max, "");
+    mem_line(f, "exact tensor bytes", p->tensor_bytes, 0,
+             "(peak before the allocator's rounding, no workspace)");
+    snprintf(note, sizeof note, "(allocator segments, max_memory_reserved)");
+    mem_line(f, "reserved", p->reserved, 0, note);
+    snprintf(note, sizeof note, "(reserved + %s CUDA context%s: what nvidia-smi shows)",
+             memest_fmt_bytes(e->overhead, b, sizeof b),
+             rep->cli->step.overhead_set ? ", --overhead" : ", default");
+    mem_line(f, "device total", inf ? e->infer_total_device : e->total_device, 0, note);
+}
+
 void memest_report_text(FILE *f, const struct memest_report *rep)
 {
     const struct memest_estimate *e = rep->e;
     const struct memest_cli *o = rep->cli;
     char a[32], b[32], c[32], note[160];
     fprintf(f, "memest %s: %s (%s)\n", MEMEST_VERSION, rep->g->name, rep->g->file);
-    fprintf(f, "batch %lld, optimizer %s", (long long)o->batch, memest_optim_name(o->step.optim.kind));
+    fprintf(f, "batch %lld, optimizer %s", (long long)rep->r->opts.batch, memest_optim_name(o->step.optim.kind));
     if (o->step.optim.momentum != 0)
         fprintf(f, " (momentum %g)", o->step.optim.momentum);
     fprintf(f, ", dtype %s\n\n", memest_dtype_name(o->dtype));
@@ -76,10 +143,10 @@ void memest_report_text(FILE *f, const struct memest_report *rep)
             memest_fmt_count(e->params.buffer_elems, a, sizeof a),
             (unsigned long long)e->params.buffer_tensors);
 
-    const struct memest_peak *p = &e->train_peak;
+    bool inf = o->inference;
+    const struct memest_peak *p = inf ? &e->infer_peak : &e->train_peak;
     uint64_t max = e->params.bytes;
-    uint64_t items[] = {e->params.buffer_bytes, e->gradients, e->opt.device_bytes, e->activations,
-                        p->bytes};
+    uint64_t items[] = {e->params.buffer_bytes, e->gradients, e->opt.device_bytes, e->activations};
     for (size_t i = 0; i < sizeof items / sizeof *items; i++)
         if (items[i] > max)
             max = items[i];
@@ -92,13 +159,17 @@ void memest_report_text(FILE *f, const struct memest_report *rep)
              e->opt.step_tensors ? memest_fmt_bytes(e->opt.host_bytes, a, sizeof a) : "");
     mem_line(f, "optimizer state", e->opt.device_bytes, max, note);
     mem_line(f, "activations (saved)", e->activations, max, "");
-    const char *at = p->node != UINT32_MAX ? rep->g->nodes[p->node].name : "-";
-    snprintf(note, sizeof note, "(%s, at %s)", memest_phase_name((enum memest_phase)p->phase), at);
-    mem_line(f, "peak", p->bytes, max, note);
-    const struct memest_peak *ip = &e->infer_peak;
-    fprintf(f, "Inference (no grad) peak  %s\n\n", memest_fmt_bytes(ip->bytes, a, sizeof a));
+    fputc('\n', f);
+    peak_section(f, rep, p, inf);
+    if (!inf) {
+        const struct memest_peak *ip = &e->infer_peak;
+        fprintf(f, "Inference (no grad): peak %s allocated, %s reserved, %s on the device\n",
+                memest_fmt_bytes(ip->bytes, a, sizeof a), memest_fmt_bytes(ip->reserved, b, sizeof b),
+                memest_fmt_bytes(e->infer_total_device, c, sizeof c));
+    }
+    fputc('\n', f);
 
-    fprintf(f, "Compute (batch %lld; 1 MAC = 2 FLOPs)\n", (long long)o->batch);
+    fprintf(f, "Compute (batch %lld; 1 MAC = 2 FLOPs)\n", (long long)rep->r->opts.batch);
     fprintf(f, "  forward    %sMACs  = %sFLOPs\n", memest_fmt_si(e->flops.fwd_macs, a, sizeof a),
             memest_fmt_si(e->flops.fwd_flops, b, sizeof b));
     fprintf(f, "  backward   %sMACs  = %sFLOPs\n", memest_fmt_si(e->flops.bwd_macs, a, sizeof a),

@@ -7,12 +7,24 @@
 
 #include "memest/checked.h"
 
+/* a * b for sizes and strides, saturating at INT64_MAX (and INT64_MIN):
+ * shapes are built before their element count is checked, and a geometry
+ * that large is rejected by that check, so a saturated stride is never
+ * used for a figure. */
+static int64_t smul(int64_t a, int64_t b)
+{
+    int64_t r;
+    if (__builtin_mul_overflow(a, b, &r))
+        return (a < 0) != (b < 0) ? INT64_MIN : INT64_MAX;
+    return r;
+}
+
 void memest_shape_contiguous_strides(struct memest_shape *s)
 {
     int64_t st = 1;
     for (int d = s->ndim - 1; d >= 0; d--) {
         s->stride[d] = st;
-        st *= s->size[d] > 1 ? s->size[d] : 1;
+        st = smul(st, s->size[d] > 1 ? s->size[d] : 1);
     }
 }
 
@@ -43,7 +55,7 @@ bool memest_shape_is_contiguous(const struct memest_shape *s)
         if (s->size[d] != 1) {
             if (s->stride[d] != expected)
                 return false;
-            expected *= s->size[d];
+            expected = smul(expected, s->size[d]);
         }
     }
     return true;
@@ -82,7 +94,7 @@ bool memest_shape_is_dense(const struct memest_shape *s)
             return true;
         if (s->stride[perm[i]] != require)
             return false;
-        require *= sz;
+        require = smul(require, sz);
     }
     return true;
 }
@@ -105,12 +117,12 @@ bool memest_shape_view_strides(const struct memest_shape *from, struct memest_sh
     int64_t chunk_base_stride = from->stride[from->ndim - 1];
     int64_t tensor_numel = 1, view_numel = 1;
     for (int td = from->ndim - 1; td >= 0; td--) {
-        tensor_numel *= from->size[td];
+        tensor_numel = smul(tensor_numel, from->size[td]);
         if (td == 0 || (from->size[td - 1] != 1 &&
-                        from->stride[td - 1] != tensor_numel * chunk_base_stride)) {
+                        from->stride[td - 1] != smul(tensor_numel, chunk_base_stride))) {
             while (view_d >= 0 && (view_numel < tensor_numel || to->size[view_d] == 1)) {
-                to->stride[view_d] = view_numel * chunk_base_stride;
-                view_numel *= to->size[view_d];
+                to->stride[view_d] = smul(view_numel, chunk_base_stride);
+                view_numel = smul(view_numel, to->size[view_d]);
                 view_d--;
             }
             if (view_numel != tensor_numel)

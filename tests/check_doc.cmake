@@ -1,17 +1,26 @@
 # Checks that the op table in models/README.md (between the ops:begin and
-# ops:end markers) is exactly what `memest --list-ops` prints.
-#   cmake -DMEMEST=path -DDOC=models/README.md [-DUPDATE=1] -P check_doc.cmake
-execute_process(COMMAND ${MEMEST} --list-ops OUTPUT_VARIABLE table RESULT_VARIABLE rc)
+# ops:end markers) is exactly what `memest --list-ops` prints; with
+# -DLIST=--list-gpus -DMARK=gpus, the GPU table of README.md.
+#   cmake -DMEMEST=path -DDOC=models/README.md [-DLIST=opt -DMARK=name] [-DUPDATE=1]
+#         -P check_doc.cmake
+if(NOT LIST)
+  set(LIST --list-ops)
+endif()
+if(NOT MARK)
+  set(MARK ops)
+endif()
+execute_process(COMMAND ${MEMEST} ${LIST} OUTPUT_VARIABLE table RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "memest --list-ops failed: ${rc}")
+  message(FATAL_ERROR "memest ${LIST} failed: ${rc}")
 endif()
 file(READ ${DOC} doc)
-string(FIND "${doc}" "<!-- ops:begin -->\n" b)
-string(FIND "${doc}" "<!-- ops:end -->" e)
+string(FIND "${doc}" "<!-- ${MARK}:begin -->\n" b)
+string(FIND "${doc}" "<!-- ${MARK}:end -->" e)
 if(b EQUAL -1 OR e EQUAL -1)
-  message(FATAL_ERROR "${DOC}: ops:begin / ops:end markers missing")
+  message(FATAL_ERROR "${DOC}: ${MARK}:begin / ${MARK}:end markers missing")
 endif()
-math(EXPR start "${b} + 19")
+string(LENGTH "<!-- ${MARK}:begin -->\n" mlen)
+math(EXPR start "${b} + ${mlen}")
 math(EXPR len "${e} - ${start}")
 string(SUBSTRING "${doc}" ${start} ${len} current)
 if(NOT current STREQUAL table)
@@ -21,7 +30,7 @@ if(NOT current STREQUAL table)
     file(WRITE ${DOC} "${head}${table}${tail}")
     message(STATUS "updated ${DOC}")
   else()
-    message(FATAL_ERROR "${DOC}: the op table differs from `memest --list-ops`; accept it with\n"
-      "  cmake -DMEMEST=${MEMEST} -DDOC=${DOC} -DUPDATE=1 -P ${CMAKE_CURRENT_LIST_FILE}")
+    message(FATAL_ERROR "${DOC}: the table differs from `memest ${LIST}`; accept it with\n"
+      "  cmake -DMEMEST=${MEMEST} -DDOC=${DOC} -DLIST=${LIST} -DMARK=${MARK} -DUPDATE=1 -P ${CMAKE_CURRENT_LIST_FILE}")
   endif()
 endif()

@@ -1,6 +1,7 @@
 # Runs one memest command and checks its exit code, stderr and stdout.
 #   cmake -DMEMEST=path -DARGS="a;b" -DEXIT=3 -DFRAGMENT="text" [-DSTDOUT=text]
-#         [-DENV="NAME=value|NAME2=value2"] [-DKEEP_STDOUT=1] -P run_case.cmake
+#         [-DENV="NAME=value|NAME2=value2"] [-DKEEP_STDOUT=1] [-DTIMEOUT=seconds]
+#         -P run_case.cmake
 # A non-zero EXIT requires an empty stdout (no partial result) unless the
 # arguments contain --json or KEEP_STDOUT is set (the probe prints the
 # estimate before its verdict), and a single-line error on stderr containing
@@ -15,8 +16,11 @@ if(ENV)
     set(ENV{${_k}} "${_v}")
   endforeach()
 endif()
+if(NOT TIMEOUT)
+  set(TIMEOUT 30)
+endif()
 execute_process(COMMAND ${MEMEST} ${ARGS}
-                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 30)
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT ${TIMEOUT})
 set(fail "")
 if(NOT "${rc}" STREQUAL "${EXIT}")
   string(APPEND fail "exit code ${rc}, expected ${EXIT}\n")

@@ -71,6 +71,26 @@ enum memest_amp { MEMEST_AMP_NONE = 0, MEMEST_AMP_FP16, MEMEST_AMP_BF16 };
 
 #define MEMEST_MAX_CHECKPOINT_NAMES 64
 
+/* The loss the step applies to the model's last output (the model file's
+ * "loss", or --loss): PyTorch's loss modules, by class name in lower case. */
+enum memest_loss {
+    MEMEST_LOSS_CROSSENTROPY = 0,  /* crossentropyloss: log_softmax + nll_loss
+                                      over the last dimension (the default) */
+    MEMEST_LOSS_NLL,               /* nllloss: the output already holds log-probabilities */
+    MEMEST_LOSS_MSE,               /* mseloss, against a float target of the output's shape */
+    MEMEST_LOSS_L1,
+    MEMEST_LOSS_SMOOTHL1,
+    MEMEST_LOSS_HUBER,
+    MEMEST_LOSS_BCEWITHLOGITS,
+    MEMEST_LOSS_NONE,              /* none: out.backward(ones_like(out)) */
+    MEMEST_LOSS_COUNT
+};
+/* Case-insensitive; 0, or -1 for an unknown name. */
+int memest_loss_parse(const char *s, enum memest_loss *out);
+const char *memest_loss_name(enum memest_loss l);
+/* "crossentropyloss, nllloss, ...", for messages. */
+const char *memest_loss_names(void);
+
 struct memest_step_cfg {
     struct memest_optim_cfg optim;
     enum memest_optim_impl impl;
@@ -84,7 +104,22 @@ struct memest_step_cfg {
     const char *loss;       /* loss type; NULL: the model's "loss", else cross-entropy */
     bool overhead_set;      /* overhead given (--overhead), else the default */
     uint64_t overhead;      /* CUDA context and library workspaces, bytes */
+    unsigned torch_version; /* whose torch/optim code the optimizer step follows:
+                               0 = PyTorch 2.x (the default), 113 = 1.13 (whose foreach
+                               Adam/AdamW keep two copies of temporaries and Adagrad
+                               three; the reference measurements run 1.13) */
+    unsigned gpu_arch;      /* target card's compute capability, major * 10 + minor
+                               (e.g. 80 for A100, 90 for H100); 0 = unknown: the
+                               overhead and cuBLAS workspace of pre-Hopper cards */
 };
+
+/* The device overhead nvidia-smi shows beyond the allocator's reserved
+ * memory, for a card of compute capability gpu_arch (0 = unknown): the CUDA
+ * context (calc_peak.c documents the figures and their sources). */
+uint64_t memest_default_overhead(unsigned gpu_arch);
+/* The cuBLAS workspace PyTorch takes from the caching allocator on the first
+ * matrix product (per handle and stream). */
+uint64_t memest_cublas_workspace(unsigned gpu_arch);
 
 /* Defaults: adam, foreach, steady state, set_to_none, no accumulation. */
 void memest_step_cfg_default(struct memest_step_cfg *c);
@@ -96,14 +131,27 @@ struct memest_peak_opts {
     const struct memest_step_cfg *step;  /* NULL: defaults */
 };
 struct memest_peak {
-    uint64_t bytes;           /* live bytes at the peak */
-    size_t event;             /* event index of the peak */
+    uint64_t bytes;           /* the allocator's allocated peak: the most bytes in live
+                                 blocks (rounded, unsplit remainders included) at any
+                                 event of the step, torch.cuda.max_memory_allocated() */
+    size_t event;             /* timeline event at which it is first reached */
     uint8_t phase;            /* enum memest_phase */
-    uint32_t node;            /* node at the peak, UINT32_MAX = none */
-    uint64_t at_peak[MEMEST_CAT_COUNT];  /* live bytes per category at the peak */
+    uint32_t node;            /* node at the peak, UINT32_MAX = none (loss, optimizer) */
+    uint64_t at_peak[MEMEST_CAT_COUNT];  /* live block bytes per category at the
+                                            peak (they sum to bytes) */
+    uint64_t tensor_bytes;    /* peak of live tensor bytes, exact sizes, before
+                                 allocator rounding and without library workspaces:
+                                 what a tensor-level measurement counts */
+    size_t tensor_event;
+    uint64_t reserved;        /* the allocator's reserved peak (segments),
+                                 torch.cuda.max_memory_reserved() */
+    uint64_t segments;        /* cudaMalloc'd segments held at the end */
 };
-/* Builds the timeline of one step (training unless o->inference) into tl and
- * finds its peak. Activations must have been computed first. */
+/* Builds the timeline of one step (training unless o->inference) into tl
+ * (NULL: only the peaks are wanted) and finds its peak. tl holds the
+ * step's events only (setup allocations, forward, loss, backward,
+ * optimizer, teardown); the allocator is replayed over a warm-up step first
+ * unless cfg->first_step, as the steady state of a training loop. */
 int memest_calc_peak(const struct memest_run *r, const struct memest_peak_opts *o,
                      struct memest_timeline *tl, struct memest_peak *out,
                      struct memest_error *err);
@@ -115,12 +163,15 @@ struct memest_estimate {
     struct memest_optstate opt;
     uint64_t activations;
     struct memest_flops flops;
-    struct memest_peak train_peak;   /* live tensor bytes: max_memory_allocated() */
-    struct memest_peak infer_peak;
+    struct memest_peak train_peak;   /* bytes: max_memory_allocated() of one step
+                                        (per micro-batch step with --grad-accum) */
+    struct memest_peak infer_peak;   /* the same for a no-grad forward pass */
     uint64_t reserved_peak;          /* allocator segments: max_memory_reserved() */
     uint64_t infer_reserved_peak;
-    uint64_t overhead;               /* CUDA context and library workspaces */
-    uint64_t total_device;           /* reserved_peak + overhead: what nvidia-smi shows */
+    uint64_t overhead;               /* CUDA context (cfg->overhead or the default) */
+    uint64_t total_device;           /* reserved_peak + overhead: what nvidia-smi shows
+                                        (infer_total_device for --inference) */
+    uint64_t infer_total_device;
 };
 /* Runs every calculator for one step as cfg describes; the training
  * timeline goes to train_tl when it is not NULL. */

@@ -47,7 +47,9 @@ int memest_errf(struct memest_error *e, enum memest_errcode code, const char *pa
 /* Names the node the error is about, if no node is named yet. Returns -1. */
 int memest_err_node(struct memest_error *e, const char *node);
 
-/* Names the file, if none is named yet. */
+/* Names the file the next error is about: replaces the name while no error
+ * is set (the file being read now), fills it in when an error without a
+ * file is set, and never changes the file of an error. */
 void memest_err_file(struct memest_error *e, const char *file);
 
 /* "FILE:LINE:COL: PATH: node 'N': MESSAGE" (absent parts left out) into buf. */

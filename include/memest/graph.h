@@ -39,6 +39,15 @@ struct memest_node {
     int64_t tie_node;             /* node whose weight this one shares, or -1 */
 };
 
+/* One call of a block (after expansion): its nodes are first..last, in
+ * graph order. Used by activation checkpointing. */
+struct memest_block_inst {
+    const char *name;       /* the instance's full name, "h.3" */
+    const char *type;       /* the block's name, "GPT2Block" */
+    uint32_t first, last;
+    uint32_t depth;         /* 0: called from the top level */
+};
+
 struct memest_graph {
     const char *name;       /* the file's "name" */
     const char *file;
@@ -47,13 +56,22 @@ struct memest_graph {
     struct memest_ref *outputs;
     uint32_t noutputs;
     struct memest_arena arena;
+    struct memest_block_inst *blocks;  /* in the order their expansion ends */
+    uint32_t nblocks, cap_blocks;
+    const char *loss;       /* the file's "loss" type (lower case), or NULL */
 };
 
 /* Limits documented in models/README.md. */
 #define MEMEST_MAX_NODES 2000000u     /* nodes after expansion */
 #define MEMEST_MAX_NESTING 64         /* block-in-block depth */
 #define MEMEST_MAX_FILE_BYTES (256u << 20)  /* model file size */
+#define MEMEST_MAX_JSON_VALUES 2000000u     /* JSON values in a model file */
 
 void memest_graph_free(struct memest_graph *g);
 /* Index of the node called `name`, or -1. */
 int64_t memest_graph_find(const struct memest_graph *g, const char *name);
+/* Number of model inputs that no node reads and that are not model outputs;
+ * *first gets the first one's node index. Such an input is allowed (PyTorch
+ * accepts a forward() argument it never reads, and the tensor still takes
+ * memory), so the tool only warns about it. 0 when none (or out of memory). */
+uint32_t memest_graph_unused_inputs(const struct memest_graph *g, uint32_t *first);

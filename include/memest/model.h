@@ -9,6 +9,7 @@
 #pragma once
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "memest/error.h"
 #include "memest/graph.h"
@@ -18,6 +19,10 @@ struct cJSON;
 struct memest_model {
     struct cJSON *root;
     const char *file;   /* label used in messages */
+    /* Node limit of memest_model_build (0: MEMEST_MAX_NODES); the expansion
+     * work budget scales with it. The fuzzer lowers it to keep every input
+     * fast; the tool never changes it. */
+    uint32_t max_nodes;
 };
 
 /* A --set NAME=VALUE override of a model variable. */

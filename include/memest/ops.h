@@ -44,6 +44,18 @@ struct memest_argspec {
 
 struct memest_ictx;
 
+/* What autocast (torch.autocast("cuda"), --amp) does to an op's inputs, as
+ * aten/src/ATen/autocast_mode.cpp lists the ops. */
+enum memest_amp_policy {
+    MEMEST_AMPP_ANY = 0,  /* not listed: runs in its inputs' dtype */
+    MEMEST_AMPP_LOW,      /* lower_precision_fp: float inputs and parameters cast
+                             to fp16/bf16 (parameters cached for the forward) */
+    MEMEST_AMPP_FP32,     /* fp32: low-precision inputs cast to float32 */
+    MEMEST_AMPP_FP32_OUT, /* fp32_set_opt_dtype (softmax, log_softmax): float32
+                             result; an fp16 input is read directly, a bf16
+                             one is converted first */
+};
+
 struct memest_op_desc {
     const char *name;             /* "conv2d" */
     int min_in, max_in;           /* inputs; max_in < 0: unbounded */
@@ -51,6 +63,7 @@ struct memest_op_desc {
     int nargs;
     int (*infer)(struct memest_ictx *c);
     const char *doc;              /* one line for models/README.md and errors */
+    uint8_t amp;                  /* enum memest_amp_policy */
 };
 
 /* Looks an op up by its "type" name; NULL when unknown. */
@@ -127,6 +140,35 @@ int memest_save_new(struct memest_ictx *c, int ndim, const int64_t *size, enum m
  * storage when viewable, else a fresh contiguous copy (e.g. matmul folding
  * a permuted operand). */
 int memest_save_in_reshaped(struct memest_ictx *c, int i, int ndim, const int64_t *size);
+
+/* ---- What the backward of the node allocates ----
+ * By default the backward of a node that autograd records produces a new
+ * gradient tensor for every input that requires grad (its size, contiguous)
+ * and for every trainable parameter, and allocates nothing else. Ops whose
+ * backward passes a gradient through, or views it, say so: */
+/* The gradient of input i is output `out`'s gradient itself (add with
+ * alpha 1 and no broadcast, clone/contiguous, identity). */
+void memest_grad_same(struct memest_ictx *c, int i, int out);
+/* ... is output `out`'s gradient reshaped to input i's sizes (view, reshape,
+ * flatten, squeeze...): a view when its layout allows, else a copy. */
+void memest_grad_reshape(struct memest_ictx *c, int i, int out);
+/* ... is output `out`'s gradient permuted by perm (permute, transpose; perm
+ * is the inverse of the forward permutation), always a view. */
+void memest_grad_permute(struct memest_ictx *c, int i, int out, const int *perm);
+/* ... is a view into output `out`'s gradient (cat along dim). */
+void memest_grad_slice(struct memest_ictx *c, int i, int out, int dim);
+/* No gradient flows to input i (indices, masks). */
+void memest_grad_none(struct memest_ictx *c, int i);
+/* Scratch bytes the backward kernels allocate and free besides the
+ * gradients (cuDNN-independent figures only). */
+void memest_bwd_workspace(struct memest_ictx *c, uint64_t bytes);
+/* The backward reshapes output 0's gradient as a contiguous tensor, copying
+ * it when it is not (matmul and linear on >= 3-D, convolution). */
+void memest_bwd_contiguous(struct memest_ictx *c);
+/* Under autocast, saves the low-precision copy of parameter `name` (which
+ * the op uses instead of the float32 parameter); otherwise does nothing,
+ * parameters not being activations. */
+int memest_save_param(struct memest_ictx *c, const char *name);
 
 /* Forward MACs, and the MACs of the backward pass (gradient of each input
  * that requires grad, gradient of trainable weights): each given

@@ -5,6 +5,7 @@
 
 #include "memest/calc.h"
 #include "memest/cli.h"
+#include "memest/fit.h"
 #include "memest/graph.h"
 #include "memest/probe.h"
 #include "memest/run.h"
@@ -17,6 +18,9 @@ struct memest_report {
     const struct memest_run *r;
     const struct memest_estimate *e;
     const struct memest_probe_result *probe;  /* NULL: no probe ran */
+    const struct memest_card_report *card;    /* NULL: no target card */
+    bool has_max_batch;                        /* --max-batch: "max_batch" first */
+    int64_t max_batch, max_batch_steady;
 };
 
 /* Sum of the element counts of a node's own (untied) parameters. */

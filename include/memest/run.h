@@ -18,6 +18,7 @@ enum memest_storage_kind {
     MEMEST_ST_EXTRA,     /* op-internal tensor saved for backward */
     MEMEST_ST_PARAM,
     MEMEST_ST_BUFFER,
+    MEMEST_ST_CAST,      /* autocast copy of a tensor or parameter (--amp) */
     MEMEST_ST_KIND_COUNT
 };
 
@@ -28,6 +29,8 @@ struct memest_storage {
     uint8_t dtype;
     uint32_t last_use;   /* last node reading it in forward (liveness) */
     bool saved;          /* saved for backward by some node */
+    uint32_t src;        /* MEMEST_ST_CAST: the storage it copies, else UINT32_MAX */
+    uint32_t cast;       /* a parameter's cached autocast copy, else UINT32_MAX */
 };
 
 struct memest_value {
@@ -55,6 +58,35 @@ struct memest_buffer {
     uint8_t dtype;
 };
 
+/* How the backward of a node produces the gradient of one of its inputs
+ * (declared by the op through the memest_grad_* calls of ops.h). */
+enum memest_grad_kind {
+    MEMEST_GRAD_NEW = 0,  /* a new tensor of the input's size (the default) */
+    MEMEST_GRAD_SAME,     /* the gradient of output `from` itself (add, clone) */
+    MEMEST_GRAD_RESHAPE,  /* the gradient of output `from` reshaped to the input's
+                             sizes: a view when its layout allows, else a copy */
+    MEMEST_GRAD_PERMUTE,  /* the gradient of output `from` permuted by `perm` (a view) */
+    MEMEST_GRAD_SLICE,    /* a view into the gradient of output `from` with the
+                             input's sizes (cat: narrow along `perm[0]`) */
+    MEMEST_GRAD_NONE,     /* no gradient flows to this input */
+    MEMEST_GRAD_KIND_COUNT
+};
+
+/* One input of a node, as the op reads it and as its backward treats it. */
+struct memest_nodein {
+    uint32_t value;      /* the value the op reads: the graph input, or its
+                            autocast copy */
+    uint32_t src;        /* the graph input's value */
+    uint8_t grad;        /* enum memest_grad_kind */
+    uint8_t from;        /* output whose gradient SAME/RESHAPE/PERMUTE/SLICE use */
+    uint8_t perm[MEMEST_MAX_DIMS];  /* PERMUTE: grad_in = grad_out.permute(perm) */
+};
+
+/* nodeinfo.bwd_flags */
+#define MEMEST_BWD_CONTIG_OUT 1u  /* backward copies output 0's gradient when it
+                                     is not contiguous (matmul's and linear's
+                                     reshape, cuDNN) */
+
 struct memest_nodeinfo {
     uint32_t out_first, nout;      /* into run.values */
     uint32_t save_first, nsave;    /* into run.saves (storage ids) */
@@ -65,11 +97,16 @@ struct memest_nodeinfo {
     double bwd_macs;
     uint64_t work_bytes;           /* forward workspace */
     uint64_t act_bytes;            /* saved bytes first saved by this node */
+    uint32_t in_first;             /* into run.ins, g->nodes[n].nin entries */
+    uint8_t bwd_flags;             /* MEMEST_BWD_* */
+    uint64_t bwd_work_bytes;       /* scratch the backward kernels allocate and free */
 };
 
 struct memest_run_opts {
     int64_t batch;                 /* >= 1 */
     enum memest_dtype dtype;       /* parameters and float activations */
+    bool amp;                      /* autocast (torch.autocast("cuda")) ... */
+    enum memest_dtype amp_dtype;   /* ... to fp16 or bf16 */
 };
 
 struct memest_run {
@@ -86,6 +123,8 @@ struct memest_run {
     uint32_t nparams, cap_params;
     struct memest_buffer *buffers;
     uint32_t nbuffers, cap_buffers;
+    struct memest_nodein *ins;            /* per node input, from nodeinfo.in_first */
+    uint32_t nins, cap_ins;
 };
 
 /* Runs shape inference of the whole graph for opts. `r` may hold a previous

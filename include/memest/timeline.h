@@ -31,6 +31,8 @@ enum memest_category {
     MEMEST_CAT_TRANSIENT,   /* forward outputs not saved, workspaces */
     MEMEST_CAT_ACTGRADS,    /* gradients of activations during backward */
     MEMEST_CAT_OPTTEMP,     /* optimizer temporaries */
+    MEMEST_CAT_WORKSPACE,   /* library scratch from the caching allocator that is
+                               not a tensor (the cuBLAS workspace) */
     MEMEST_CAT_COUNT
 };
 
@@ -42,7 +44,10 @@ struct memest_event {
     uint8_t category;  /* enum memest_category */
     uint32_t node;     /* node index in the graph, UINT32_MAX = none */
     uint32_t id;       /* allocation id, pairs ALLOC with FREE */
-    uint64_t bytes;
+    uint32_t reserved; /* the allocator model's reserved memory after this event,
+                          in 2 MiB units (0: not simulated) */
+    uint64_t bytes;    /* the tensor's exact size */
+    uint64_t block;    /* the caching allocator's block for it (0: not simulated) */
 };
 
 struct memest_timeline {

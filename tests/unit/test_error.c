@@ -27,6 +27,15 @@ static void test_node_and_file(void)
     CHECK_STR_EQ(e.node, "layer1.0.conv1");
     CHECK_STR_EQ(e.file, "model.json");
     CHECK_STR_EQ(e.path, "");
+
+    /* Before an error, the latest file wins: a file read without error
+     * (the GPU presets) does not lend its name to the model's error. */
+    struct memest_error f = {0};
+    memest_err_file(&f, "gpus.json");
+    memest_err_file(&f, "model.json");
+    memest_errf(&f, MEMEST_ERR_SCHEMA, "layers", "bad");
+    memest_err_file(&f, "later.json");
+    CHECK_STR_EQ(f.file, "model.json");
 }
 
 static void test_format(void)
@@ -85,6 +94,39 @@ static void test_format(void)
     CHECK_EQ_U64(strlen(buf), sizeof buf - 1);
 }
 
+/* Control characters from model files are escaped; truncation never
+ * leaves half a UTF-8 sequence. */
+static void test_escaping(void)
+{
+    char buf[256];
+    struct memest_error e = {0};
+    memest_errf(&e, MEMEST_ERR_SCHEMA, "layers[0].a\nb", "unknown argument \"a\nb\x1b[31m\"");
+    memest_err_node(&e, "n\t1");
+    memest_err_file(&e, "m\r.json");
+    memest_error_format(&e, buf, sizeof buf);
+    CHECK_STR_EQ(buf, "m\\x0D.json: layers[0].a\\x0Ab: node 'n\\x091': "
+                      "unknown argument \"a\\x0Ab\\x1B[31m\"");
+
+    struct memest_error u = {0};
+    char big[600];
+    memset(big, 'x', sizeof big);
+    for (size_t i = 1; i + 1 < sizeof big; i += 2) /* "\xC3\xA9" = U+00E9 */
+        big[i] = (char)0xC3, big[i + 1] = (char)0xA9;
+    big[sizeof big - 1] = '\0';
+    memest_errf(&u, MEMEST_ERR_SCHEMA, big, "%s", big);
+    memest_err_node(&u, big);
+    CHECK_EQ_INT(((unsigned char)u.msg[strlen(u.msg) - 1]), 0xA9);
+    CHECK_EQ_INT(((unsigned char)u.path[strlen(u.path) - 1]), 0xA9);
+    CHECK_EQ_INT(((unsigned char)u.node[strlen(u.node) - 1]), 0xA9);
+    for (size_t n = 2; n < 40; n++) {
+        char small[40];
+        memest_error_format(&u, small, n);
+        size_t len = strlen(small);
+        CHECK(len < n);
+        CHECK(len == 0 || (unsigned char)small[len - 1] != 0xC3);
+    }
+}
+
 static void test_exit_codes(void)
 {
     static const struct { enum memest_errcode c; int exit; const char *name; } cases[] = {
@@ -112,6 +154,7 @@ int main(void)
     test_first_error_wins();
     test_node_and_file();
     test_format();
+    test_escaping();
     test_exit_codes();
     return CHECK_DONE();
 }

@@ -34,6 +34,10 @@ int main(void)
     CHECK(memest_parse_size("1.3B", &v) != 0);
     CHECK(memest_parse_size("1e30GB", &v) != 0);
     CHECK(memest_parse_size("GB", &v) != 0);
+    CHECK(memest_parse_size("1e3GiB", &v) != 0);   /* no exponents */
+    CHECK(memest_parse_size("0x10GiB", &v) != 0);  /* no hex */
+    CHECK(memest_parse_size("24GiBs", &v) != 0);
+    CHECK(memest_parse_size("64MiB", &v) == 0 && v == 64ull << 20);
 
     double d;
     CHECK(memest_parse_double("0.9", 0, 1, &d) == 0 && d == 0.9);

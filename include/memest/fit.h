@@ -1,0 +1,128 @@
+/* fit.h - does a step fit on the target card: the card (--gpu, --mem, or the
+ * probed device), the verdict with its headroom, the one-line verdict --fit
+ * prints, and the largest batch that fits (--max-batch, by bisection). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "memest/calc.h"
+#include "memest/error.h"
+#include "memest/gpu.h"
+#include "memest/graph.h"
+#include "memest/jsonw.h"
+#include "memest/roofline.h"
+
+enum memest_card_source {
+    MEMEST_CARD_PRESET = 0,  /* --gpu NAME */
+    MEMEST_CARD_MEM,         /* --mem SIZE */
+    MEMEST_CARD_PROBE,       /* --gpu auto --probe: the probed device's total */
+};
+
+/* The target card. `gpu` carries the peaks and bandwidth of the time
+ * estimate; it is NULL for --mem, and for a probed device memest has no
+ * preset for. */
+struct memest_card {
+    enum memest_card_source source;
+    const char *name;              /* preset name, "mem", or the driver's device name */
+    const char *label;             /* for reports */
+    uint64_t memory;               /* bytes the step may use in total */
+    const struct memest_gpu *gpu;  /* NULL: no throughput figures */
+};
+
+/* The verdict: the step needs `needs` bytes on the device (total_device:
+ * allocator segments plus the CUDA context and workspaces, what nvidia-smi
+ * shows), the card has `card`; it fits when needs <= usable, the card less
+ * the headroom percentage. */
+struct memest_fit {
+    uint64_t needs;
+    uint64_t card;
+    double headroom_pct;
+    uint64_t usable;      /* floor(card * (1 - headroom_pct / 100)) */
+    bool fits;
+};
+
+/* The bytes a fit check compares with the card: the training step's
+ * total_device, or for --inference the no-grad pass's infer_total_device. */
+uint64_t memest_fit_needs(const struct memest_estimate *e, bool inference);
+
+/* Fills *out. headroom_pct in [0, 100). Cannot fail. */
+void memest_fit_check(uint64_t needs, uint64_t card, double headroom_pct, struct memest_fit *out);
+
+/* The one-line verdict, without a newline:
+ *   "fits: 31.2 GiB of 40.0 GiB (78%), headroom 8.8 GiB"
+ *   "does not fit: needs 52.1 GiB, card has 40.0 GiB"
+ *   "does not fit: needs 39.0 GiB, card has 40.0 GiB (38.0 GiB with 5% headroom)"
+ * Each size in its own IEC unit with one decimal (more, up to four, when a
+ * step that does not fit would otherwise print the two figures compared
+ * alike). The headroom is what stays free on the card. Returns buf. */
+char *memest_fit_line(const struct memest_fit *f, char *buf, size_t n);
+
+/* Size in `unit_of`'s IEC unit with one decimal: "31.2 GiB". Returns buf. */
+char *memest_fmt_size1(uint64_t bytes, uint64_t unit_of, char *buf, size_t n);
+
+/* The step at a batch size: *fits, the verdict; *may_fit, a bound that
+ * never decreases as the batch shrinks: false only when the batch cannot
+ * fit (memest uses "the allocated peak, without the allocator's rounding
+ * and the CUDA overhead, is within the usable memory", which the reserved
+ * total never undercuts). *fits implies *may_fit. A batch beyond memest's
+ * limits (MEMEST_ERR_LIMIT) neither fits nor may fit. 0, or -1 on an error
+ * (err set). */
+typedef int (*memest_fits_fn)(void *ctx, int64_t batch, bool *fits, bool *may_fit,
+                              struct memest_error *err);
+
+#define MEMEST_MAX_BATCH_SCAN 65536  /* batches checked one by one, at most */
+
+struct memest_max_batch {
+    int64_t best;      /* the largest batch in [1, limit] that fits; 0: none */
+    int64_t steady;    /* the largest N such that every batch 1..N fits */
+    int64_t bound;     /* the largest batch that may fit (no larger one can) */
+    int calls;         /* evaluations of fits() */
+    bool capped;       /* bound - steady exceeded MEMEST_MAX_BATCH_SCAN: best is
+                          the largest fitting batch of the top of that range,
+                          or steady; not proven maximal */
+};
+
+/* The largest batch in [1, limit] that fits. The memory of a step does not
+ * always grow with the batch: PyTorch's caching allocator rounds blocks
+ * and picks segment sizes by block size, so a larger batch can reserve
+ * less. So: `steady` by a doubling search and bisection (O(log limit)
+ * calls), `bound` the same way over may_fit (which is monotone), then every
+ * batch from bound down to steady + 1 in turn until one fits (none is
+ * needed when the memory does grow steadily). The answer equals the last
+ * fitting batch of a brute-force sweep of 1..limit unless `capped`.
+ * 0 / -1 (an error of fits). */
+int memest_fit_max_batch(memest_fits_fn fits, void *ctx, int64_t limit,
+                         struct memest_max_batch *out, struct memest_error *err);
+
+/* The card, verdict and time estimate of one estimate, as reported. */
+struct memest_card_report {
+    const struct memest_card *card;
+    struct memest_fit fit;
+    uint64_t reserved, overhead;    /* the parts of fit.needs */
+    bool has_time;                  /* the card has a preset */
+    struct memest_time time;
+    double mfu;
+    int64_t grad_accum;             /* micro-batches per step */
+    enum memest_precision precision;
+    double peak_flops;              /* of that precision (or the fp32 fallback) */
+    bool peak_fallback;
+    const struct memest_node_time *nodes;  /* per node (for the slowest memory-bound layers), or NULL */
+};
+
+/* report_card.c: the members "card", "fit" and "time" of the --json
+ * document, in this order ("time" null without a preset). */
+void memest_card_write_json(struct memest_jsonw *w, const struct memest_card_report *c);
+/* The text section: the card, the verdict line, the time estimate and the
+ * slowest memory-bound layers. */
+void memest_card_print_text(FILE *f, const struct memest_card_report *c,
+                            const struct memest_graph *g, int64_t batch);
+/* "card": {"name", "label", "source", "memory", "memory_exact", "arch"} only. */
+void memest_card_write_json_card(struct memest_jsonw *w, const struct memest_card *card);
+/* The members of one time estimate ("forward_seconds", ... see README.md),
+ * written into the object being written. */
+void memest_time_write_members(struct memest_jsonw *w, const struct memest_time *t);
+/* "31.1 ms", "1.24 s", "850 us". Returns buf. */
+char *memest_fmt_seconds(double s, char *buf, size_t n);

@@ -1,0 +1,70 @@
+/* roofline.h - an estimate of the time of one step on a card, by the
+ * roofline model, layer by layer:
+ *
+ *   time of a pass of a layer = max(FLOPs / (peak FLOP/s * mfu),
+ *                                   bytes read and written / bandwidth)
+ *
+ * summed over the forward pass, the backward pass (times --grad-accum
+ * micro-batches) and the optimizer step. A pass is memory-bound when the
+ * second term is the larger. It is an estimate from peak figures, not a
+ * measurement: kernel launch overheads, fusion, caches and communication
+ * are not modelled.
+ *
+ * Bytes of a layer's forward pass: its inputs and parameters read, its new
+ * outputs (and op-internal tensors it saves, such as dropout masks) written;
+ * views move nothing; an in-place op reads and writes its input. Backward:
+ * the gradient of each new output and the tensors the layer saved read, the
+ * gradient of each input that requires grad written, the parameters read
+ * and their gradients written. Optimizer: parameters, gradients and state
+ * read, parameters and state written (no compute term). With activation
+ * checkpointing, the forward passes of the checkpointed block instances
+ * (chosen as the step simulator chooses them: every top-level instance, or
+ * the named ones) are counted again as recomputation during backward. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "memest/calc.h"
+#include "memest/run.h"
+
+struct memest_time_opts {
+    double peak_flops;     /* FLOP/s of the card at the step's precision */
+    double bandwidth;      /* bytes per second */
+    double mfu;            /* assumed fraction of the peak FLOP/s, (0, 1] */
+    int64_t grad_accum;    /* micro-batches per optimizer step, >= 1 */
+    bool inference;        /* the forward pass only */
+    const struct memest_step_cfg *step;  /* may be NULL; with checkpoint set, the
+                                            forward of the checkpointed block
+                                            instances runs again in backward */
+};
+
+/* One pass of one layer. */
+struct memest_pass_time {
+    double flops, bytes;
+    double seconds;
+    bool memory_bound;
+};
+
+struct memest_node_time {
+    struct memest_pass_time fwd, bwd;
+};
+
+struct memest_time {
+    double fwd_s, bwd_s, opt_s;   /* one micro-batch's forward / backward; the optimizer step */
+    double recompute_s;           /* one micro-batch's recomputed forward (checkpointing) */
+    double step_s;                /* grad_accum * (fwd_s + recompute_s + bwd_s) + opt_s */
+    double samples_per_s;         /* batch * grad_accum / step_s */
+    double flops;                 /* of the whole step */
+    double bytes;                 /* moved in the whole step */
+    double memory_bound_s;        /* time in memory-bound passes (and the optimizer) */
+    double memory_bound_fraction; /* memory_bound_s / step_s */
+    uint32_t passes, memory_bound_passes;  /* layer passes with work, and how many are memory-bound */
+};
+
+/* Estimates the step of run r (whose estimate is e) under o. per_node, when
+ * not NULL, receives r->g->nnodes entries. 0, or -1 when o is unusable
+ * (no peak or bandwidth). */
+int memest_roofline(const struct memest_run *r, const struct memest_estimate *e,
+                    const struct memest_time_opts *o, struct memest_time *out,
+                    struct memest_node_time *per_node);

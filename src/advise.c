@@ -1,0 +1,569 @@
+/* advise.c - --advise: the standard ways to save memory for the model, batch
+ * and card, each with the figure memest computes by running the same
+ * calculators with the changed configuration (never a rule of thumb), sorted
+ * by the memory saved, and marked when they make the step fit.
+ *
+ * In-place activations are computed by rebuilding nothing: the graph's
+ * nodes whose op has an "inplace" argument set to false are switched to
+ * in place where that is safe, and shape inference and the calculators run
+ * again. Safe means what PyTorch needs for the backward pass to stay
+ * correct: the input is an op's output (not a model input, a parameter or a
+ * buffer), no other node saves it for backward, no later node reads it, and
+ * it is not a model output. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memest/app.h"
+#include "memest/checked.h"
+#include "memest/format.h"
+#include "memest/jsonw.h"
+#include "memest/ops.h"
+#include "memest/report.h"
+
+#define MAX_OPTIONS 12
+#define MAX_SINGLE 256  /* in-place candidates evaluated one at a time */
+
+struct option {
+    const char *key;         /* stable name, for --json */
+    char change[200];        /* what to change: flags, or the model edit */
+    char note[560];
+    bool computed;           /* has figures */
+    int64_t batch;
+    uint64_t needs;
+    int64_t saves;           /* the current needs minus needs (negative: costs more) */
+    bool fits;
+    bool may_fit;            /* the allocated peak plus overhead fits: a monotone bound */
+    bool has_time;
+    double step_s, samples_per_s;
+};
+
+struct advisor {
+    struct memest_app *a;
+    const struct memest_cli *o;
+    struct option base;
+    struct option opts[MAX_OPTIONS];
+    int n;
+};
+
+/* Figures of one configuration into *res. A configuration beyond memest's
+ * limits leaves res->computed false with a note; other errors return -1. */
+static int eval(struct advisor *ad, int64_t batch, const struct memest_step_cfg *step,
+                struct option *res, struct memest_error *err)
+{
+    struct memest_app *a = ad->a;
+    struct memest_error e1 = {0};
+    struct memest_estimate e;
+    res->batch = batch;
+    if (memest_app_estimate(a, batch, step, a->o->dtype, &e, NULL, &e1) != 0) {
+        if (e1.code != MEMEST_ERR_LIMIT) {
+            *err = e1;
+            return -1;
+        }
+        res->computed = false;
+        snprintf(res->note, sizeof res->note, "beyond memest's limits");
+        return 0;
+    }
+    struct memest_fit f;
+    memest_fit_check(memest_fit_needs(&e, a->o->inference), a->card.memory, a->o->headroom, &f);
+    res->computed = true;
+    res->needs = f.needs;
+    res->fits = f.fits;
+    uint64_t peak = a->o->inference ? e.infer_peak.bytes : e.train_peak.bytes;
+    res->may_fit = memest_sat_add(peak, e.overhead) <= f.usable;
+    res->saves = (int64_t)ad->base.needs - (int64_t)f.needs;
+    struct memest_time_opts t;
+    struct memest_time tm;
+    res->has_time = memest_app_time_opts(a, step, a->o->dtype, &t, NULL, NULL) &&
+                    memest_roofline(&a->r, &e, &t, &tm, NULL) == 0;
+    if (res->has_time) {
+        res->step_s = tm.step_s;
+        res->samples_per_s = tm.samples_per_s;
+    }
+    return 0;
+}
+
+static struct option *add(struct advisor *ad, const char *key)
+{
+    struct option *op = &ad->opts[ad->n++];
+    memset(op, 0, sizeof *op);
+    op->key = key;
+    return op;
+}
+
+/* ---- in-place activations ---- */
+
+static int inplace_arg(const struct memest_node *node)
+{
+    int k = memest_op_arg_index(node->op, "inplace");
+    return k >= 0 && node->args[k].v ? k : -1;
+}
+
+/* Nodes (of the current run) that could safely run in place: cand[] gets
+ * their indices, *nfalse counts every node with inplace=false. */
+static int inplace_candidates(const struct memest_run *r, uint32_t *cand, uint32_t *ncand,
+                              uint32_t *nfalse)
+{
+    const struct memest_graph *g = r->g;
+    /* per storage: how many nodes save it, and the last one */
+    uint32_t *nsavers = calloc(r->nstorages + 1, sizeof *nsavers);
+    uint32_t *saver = calloc(r->nstorages + 1, sizeof *saver);
+    if (!nsavers || !saver) {
+        free(nsavers);
+        free(saver);
+        return -1;
+    }
+    for (uint32_t n = 0; n < g->nnodes; n++) {
+        const struct memest_nodeinfo *ni = &r->nodes[n];
+        for (uint32_t s = ni->save_first; s < ni->save_first + ni->nsave; s++) {
+            uint32_t st = r->saves[s];
+            if (nsavers[st] && saver[st] == n)
+                continue;
+            nsavers[st]++;
+            saver[st] = n;
+        }
+    }
+    *ncand = *nfalse = 0;
+    for (uint32_t n = 0; n < g->nnodes; n++) {
+        const struct memest_node *node = &g->nodes[n];
+        int k = inplace_arg(node);
+        if (k < 0 || node->args[k].v[0] != 0 || node->nin == 0)
+            continue;
+        (*nfalse)++;
+        const struct memest_value *v = memest_run_value(r, node->in[0]);
+        const struct memest_storage *st = &r->storages[v->storage];
+        bool safe = st->kind == MEMEST_ST_ACT && st->last_use == n &&
+                    (nsavers[v->storage] == 0 || (nsavers[v->storage] == 1 && saver[v->storage] == n));
+        for (uint32_t i = 1; safe && i < node->nin; i++)
+            safe = memest_run_value(r, node->in[i])->storage != v->storage;
+        if (safe)
+            cand[(*ncand)++] = n;
+    }
+    free(nsavers);
+    free(saver);
+    return 0;
+}
+
+static void set_inplace(struct memest_graph *g, const uint32_t *nodes, uint32_t n, bool on)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        struct memest_node *node = &g->nodes[nodes[i]];
+        node->args[inplace_arg(node)].v[0] = on;
+    }
+}
+
+static int advise_inplace(struct advisor *ad, struct memest_error *err)
+{
+    struct memest_app *a = ad->a;
+    const struct memest_cli *o = ad->o;
+    struct option *op = add(ad, "inplace");
+    uint32_t *cand = malloc(sizeof *cand * (a->g.nnodes ? a->g.nnodes : 1));
+    uint32_t ncand, nfalse, nkept = 0;
+    int rc = -1;
+    if (!cand || inplace_candidates(&a->r, cand, &ncand, &nfalse) != 0) {
+        memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+        goto end;
+    }
+    if (nfalse == 0) {
+        snprintf(op->change, sizeof op->change, "in-place activations");
+        snprintf(op->note, sizeof op->note, "no node has an \"inplace\" argument set to false");
+        rc = 0;
+        goto end;
+    }
+    if (ncand == 0) {
+        snprintf(op->change, sizeof op->change, "in-place activations");
+        snprintf(op->note, sizeof op->note,
+                 "none of the %u nodes with \"inplace\": false can safely be in place (each "
+                 "input is saved for backward or read again)",
+                 nfalse);
+        rc = 0;
+        goto end;
+    }
+    /* One at a time: keep the switches that lower the figure (an op whose
+     * backward needs its original input clones it when run in place, which
+     * costs memory), then all the kept ones together. Past MAX_SINGLE
+     * candidates the rest are tried as one group. */
+    struct option trial;
+    for (uint32_t i = 0; i < ncand; i++) {
+        uint32_t group = i < MAX_SINGLE ? 1 : ncand - i;
+        memset(&trial, 0, sizeof trial);
+        set_inplace(&a->g, &cand[i], group, true);
+        int r1 = eval(ad, o->batch, &a->step, &trial, err);
+        set_inplace(&a->g, &cand[i], group, false);
+        if (r1 != 0) {
+            if (err->code != MEMEST_ERR_SHAPE && err->code != MEMEST_ERR_SCHEMA)
+                goto end;
+            memset(err, 0, sizeof *err); /* the op refuses to run in place here */
+        } else if (trial.computed && trial.needs < ad->base.needs) {
+            memmove(&cand[nkept], &cand[i], sizeof *cand * group);
+            nkept += group;
+        }
+        i += group - 1;
+    }
+    if (nkept > 0) {
+        set_inplace(&a->g, cand, nkept, true);
+        int r2 = eval(ad, o->batch, &a->step, op, err);
+        set_inplace(&a->g, cand, nkept, false);
+        if (r2 != 0)
+            goto end;
+    }
+    size_t len = (size_t)snprintf(op->change, sizeof op->change,
+                                  "\"inplace\": true on %u of the %u nodes with inplace=false:",
+                                  nkept, nfalse);
+    for (uint32_t i = 0; i < nkept && i < 3 && len < sizeof op->change; i++)
+        len += (size_t)snprintf(op->change + len, sizeof op->change - len, "%s %s",
+                                i ? "," : "", a->g.nodes[cand[i]].name);
+    if (nkept > 3 && len < sizeof op->change)
+        snprintf(op->change + len, sizeof op->change - len, ", ...");
+    if (nkept == 0) {
+        snprintf(op->change, sizeof op->change, "in-place activations");
+        snprintf(op->note, sizeof op->note,
+                 "none of the %u nodes with \"inplace\": false saves memory in place: %u "
+                 "cannot (their input is saved for backward or read again), %u would cost "
+                 "memory or are refused",
+                 nfalse, nfalse - ncand, ncand);
+    } else if (nkept < nfalse) {
+        snprintf(op->note, sizeof op->note,
+                 "of the other %u, %u cannot be in place (input saved for backward or read "
+                 "again) and %u would not save memory",
+                 nfalse - nkept, nfalse - ncand, ncand - nkept);
+    }
+    rc = 0;
+end:
+    free(cand);
+    return rc;
+}
+
+/* ---- gradient accumulation ---- */
+
+static int cmp_i64(const void *x, const void *y)
+{
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return (a > b) - (a < b);
+}
+
+struct accum_ctx {
+    struct advisor *ad;
+    const int64_t *divs;     /* divisors of the effective batch below the batch, ascending */
+    int64_t effective;
+};
+
+static int accum_fits(void *ctx, int64_t i, bool *fits, bool *may_fit, struct memest_error *err)
+{
+    struct accum_ctx *c = ctx;
+    struct memest_step_cfg step = c->ad->a->step;
+    int64_t micro = c->divs[i - 1];
+    step.grad_accum = c->effective / micro;
+    struct option res = {0};
+    if (eval(c->ad, micro, &step, &res, err) != 0)
+        return -1;
+    *fits = res.computed && res.fits;
+    *may_fit = res.computed && res.may_fit;
+    return 0;
+}
+
+static int advise_accum(struct advisor *ad, struct memest_error *err)
+{
+    const struct memest_cli *o = ad->o;
+    int64_t effective;
+    if (o->batch < 2 || __builtin_mul_overflow(o->batch, ad->a->step.grad_accum, &effective) ||
+        effective > ((int64_t)1 << 53))
+        return 0;
+    struct option *op = add(ad, "grad_accum");
+    /* the divisors of the effective batch that are smaller micro-batches */
+    size_t cap = 64, n = 0;
+    int64_t *divs = malloc(sizeof *divs * cap);
+    if (!divs)
+        return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+    for (int64_t d = 1; d <= effective / d; d++) {
+        if (effective % d)
+            continue;
+        int64_t pair[2] = {d, effective / d};
+        for (int k = 0; k < (pair[0] == pair[1] ? 1 : 2); k++) {
+            if (pair[k] >= o->batch)
+                continue;
+            if (n == cap) {
+                int64_t *bigger = realloc(divs, sizeof *divs * cap * 2);
+                if (!bigger) {
+                    free(divs);
+                    return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+                }
+                divs = bigger;
+                cap *= 2;
+            }
+            divs[n++] = pair[k];
+        }
+    }
+    qsort(divs, n, sizeof *divs, cmp_i64);
+    /* the largest divisor that fits, by bisection over the sorted list */
+    struct accum_ctx ctx = {ad, divs, effective};
+    struct memest_max_batch mb;
+    int rc = memest_fit_max_batch(accum_fits, &ctx, (int64_t)n, &mb, err);
+    int64_t best = mb.best;
+    if (rc == 0) {
+        int64_t micro = divs[best > 0 ? best - 1 : 0];
+        struct memest_step_cfg step = ad->a->step;
+        step.grad_accum = effective / micro;
+        rc = eval(ad, micro, &step, op, err);
+        snprintf(op->change, sizeof op->change,
+                 "--batch %" PRId64 " --grad-accum %" PRId64 ": the same effective batch %" PRId64,
+                 micro, step.grad_accum, effective);
+        if (best == 0)
+            snprintf(op->note, sizeof op->note, "the smallest micro-batch; none fits");
+    }
+    free(divs);
+    return rc;
+}
+
+/* ---- a smaller batch ---- */
+
+static int batch_fits(void *ctx, int64_t batch, bool *fits, bool *may_fit,
+                      struct memest_error *err)
+{
+    struct advisor *ad = ctx;
+    struct option res = {0};
+    if (eval(ad, batch, &ad->a->step, &res, err) != 0)
+        return -1;
+    *fits = res.computed && res.fits;
+    *may_fit = res.computed && res.may_fit;
+    return 0;
+}
+
+static int advise_batch(struct advisor *ad, struct memest_error *err)
+{
+    const struct memest_cli *o = ad->o;
+    if (o->batch < 2)
+        return 0;
+    struct option *op = add(ad, "smaller_batch");
+    if (ad->base.fits) {
+        snprintf(op->change, sizeof op->change, "a smaller batch");
+        snprintf(op->note, sizeof op->note, "it already fits at --batch %" PRId64, o->batch);
+        return 0;
+    }
+    struct memest_max_batch mb;
+    if (memest_fit_max_batch(batch_fits, ad, o->batch - 1, &mb, err) != 0)
+        return -1;
+    int64_t best = mb.best;
+    int64_t b = best > 0 ? best : 1;
+    if (eval(ad, b, &ad->a->step, op, err) != 0)
+        return -1;
+    snprintf(op->change, sizeof op->change, "--batch %" PRId64 "%s", b,
+             best > 0 ? ": the largest batch that fits" : "");
+    snprintf(op->note, sizeof op->note, "%s",
+             best > 0 ? "it changes the effective batch: adjust the learning rate"
+                      : "not even batch 1 fits");
+    return 0;
+}
+
+/* ---- step options ---- */
+
+static int advise_step(struct advisor *ad, const char *key, const struct memest_step_cfg *step,
+                       const char *change, struct memest_error *err)
+{
+    struct option *op = add(ad, key);
+    snprintf(op->change, sizeof op->change, "%s", change);
+    if (eval(ad, ad->o->batch, step, op, err) != 0) {
+        if (err->code != MEMEST_ERR_USAGE)
+            return -1;
+        /* the change does not apply to this model (e.g. --checkpoint
+         * without blocks): say why instead of a figure */
+        op->computed = false;
+        snprintf(op->note, sizeof op->note, "%s", err->msg);
+        memset(err, 0, sizeof *err);
+        return 0;
+    }
+    if (op->computed && op->saves == 0)
+        snprintf(op->note, sizeof op->note, "no change in memest's figures");
+    return 0;
+}
+
+static int by_saves(const void *x, const void *y)
+{
+    const struct option *a = x, *b = y;
+    if (a->computed != b->computed)
+        return a->computed ? -1 : 1;
+    if (a->saves != b->saves)
+        return a->saves > b->saves ? -1 : 1;
+    return strcmp(a->key, b->key);
+}
+
+/* ---- output ---- */
+
+static void print_text(const struct advisor *ad)
+{
+    const struct memest_app *a = ad->a;
+    const struct memest_cli *o = ad->o;
+    char line[256], b[32];
+    struct memest_fit f;
+    memest_fit_check(ad->base.needs, a->card.memory, o->headroom, &f);
+    printf("memest %s: %s (%s), batch %lld, optimizer %s, dtype %s\n", MEMEST_VERSION, a->g.name,
+           a->g.file, (long long)o->batch, memest_optim_name(a->step.optim.kind),
+           memest_dtype_name(o->dtype));
+    printf("card %s%s%s, %s, %g%% headroom\n", a->card.label,
+           a->card.source == MEMEST_CARD_PRESET ? " --gpu " : "",
+           a->card.source == MEMEST_CARD_PRESET ? a->card.name : "",
+           memest_fmt_bytes(a->card.memory, b, sizeof b), o->headroom);
+    printf("now: %s\n\n", memest_fit_line(&f, line, sizeof line));
+    printf("Ways to save memory, each computed by memest's calculators with the change\n"
+           "(sorted by the memory saved; fits: with the headroom):\n");
+    printf("  %-4s %11s %11s %11s  %s\n", "fits", "saves", "needs",
+           ad->base.has_time ? "samples/s" : "", "change");
+    for (int i = 0; i < ad->n; i++) {
+        const struct option *op = &ad->opts[i];
+        if (!op->computed) {
+            printf("  %-4s %11s %11s %11s  %s%s%s\n", "-", "-", "-", "", op->change,
+                   op->note[0] ? ": " : "", op->note);
+            continue;
+        }
+        char s[40], nd[32], sp[32] = "";
+        uint64_t mag = op->saves < 0 ? (uint64_t)(-op->saves) : (uint64_t)op->saves;
+        snprintf(s, sizeof s, "%s%s", op->saves < 0 ? "-" : "", memest_fmt_bytes(mag, b, sizeof b));
+        if (op->has_time)
+            snprintf(sp, sizeof sp, "%.4g", op->samples_per_s);
+        printf("  %-4s %11s %11s %11s  %s%s%s%s\n", op->fits ? "yes" : "no", s,
+               memest_fmt_bytes(op->needs, nd, sizeof nd), sp, op->change,
+               op->note[0] ? " (" : "", op->note, op->note[0] ? ")" : "");
+    }
+    printf("  %-4s %11s %11s %11s  ZeRO stages, LoRA: not available (a later issue)\n", "-", "-",
+           "-", "");
+    if (ad->base.has_time)
+        printf("\nsamples/s: roofline estimate at %g%% of the peak (now: %.4g); not a "
+               "measurement\n",
+               o->mfu * 100, ad->base.samples_per_s);
+}
+
+static void print_json(const struct advisor *ad)
+{
+    const struct memest_app *a = ad->a;
+    const struct memest_cli *o = ad->o;
+    struct memest_jsonw w;
+    char line[256];
+    struct memest_fit f;
+    memest_fit_check(ad->base.needs, a->card.memory, o->headroom, &f);
+    memest_jsonw_init(&w, stdout, true);
+    memest_jsonw_obj_begin(&w, NULL);
+    memest_jsonw_u64(&w, "schema_version", MEMEST_SCHEMA_VERSION);
+    memest_jsonw_str(&w, "model", a->g.name);
+    memest_jsonw_str(&w, "file", a->g.file);
+    memest_jsonw_i64(&w, "batch", o->batch);
+    memest_jsonw_str(&w, "optimizer", memest_optim_name(a->step.optim.kind));
+    memest_jsonw_str(&w, "dtype", memest_dtype_name(o->dtype));
+    memest_card_write_json_card(&w, &a->card);
+    memest_jsonw_f64(&w, "headroom_percent", o->headroom);
+    memest_jsonw_obj_begin(&w, "current");
+    memest_jsonw_u64(&w, "needs", f.needs);
+    memest_jsonw_bool(&w, "fits", f.fits);
+    memest_jsonw_str(&w, "verdict", memest_fit_line(&f, line, sizeof line));
+    if (ad->base.has_time)
+        memest_jsonw_f64(&w, "samples_per_second", ad->base.samples_per_s);
+    else
+        memest_jsonw_null(&w, "samples_per_second");
+    memest_jsonw_obj_end(&w);
+    memest_jsonw_arr_begin(&w, "options");
+    for (int i = 0; i < ad->n; i++) {
+        const struct option *op = &ad->opts[i];
+        memest_jsonw_obj_begin(&w, NULL);
+        memest_jsonw_str(&w, "name", op->key);
+        memest_jsonw_str(&w, "change", op->change);
+        memest_jsonw_bool(&w, "computed", op->computed);
+        if (op->computed) {
+            memest_jsonw_i64(&w, "batch", op->batch);
+            memest_jsonw_u64(&w, "needs", op->needs);
+            memest_jsonw_i64(&w, "saves", op->saves);
+            memest_jsonw_bool(&w, "fits", op->fits);
+            if (op->has_time) {
+                memest_jsonw_f64(&w, "step_seconds", op->step_s);
+                memest_jsonw_f64(&w, "samples_per_second", op->samples_per_s);
+            } else {
+                memest_jsonw_null(&w, "step_seconds");
+                memest_jsonw_null(&w, "samples_per_second");
+            }
+        }
+        memest_jsonw_str(&w, "note", op->note[0] ? op->note : NULL);
+        memest_jsonw_obj_end(&w);
+    }
+    memest_jsonw_arr_end(&w);
+    memest_jsonw_arr_begin(&w, "not_available");
+    memest_jsonw_str(&w, NULL, "zero");
+    memest_jsonw_str(&w, NULL, "lora");
+    memest_jsonw_arr_end(&w);
+    memest_jsonw_obj_end(&w);
+    memest_jsonw_finish(&w);
+}
+
+int memest_flow_advise(struct memest_app *a)
+{
+    const struct memest_cli *o = a->o;
+    struct advisor *ad = calloc(1, sizeof *ad);
+    struct memest_error err = {0};
+    if (!ad) {
+        memest_errf(&err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+        return memest_app_fail(o, &err);
+    }
+    ad->a = a;
+    ad->o = o;
+    int rc = MEMEST_EXIT_OK;
+    /* the current configuration; its run is the one in-place candidates are read from */
+    struct memest_error e0 = {0};
+    struct memest_estimate e;
+    if (memest_app_estimate(a, o->batch, &a->step, o->dtype, &e, NULL, &e0) != 0) {
+        rc = memest_app_fail(o, &e0);
+        goto end;
+    }
+    ad->base.needs = memest_fit_needs(&e, o->inference);
+    if (eval(ad, o->batch, &a->step, &ad->base, &err) != 0 ||
+        advise_inplace(ad, &err) != 0)
+        goto fail;
+    if (!o->inference) {
+        bool fp32 = o->dtype == MEMEST_F32 && a->step.amp == MEMEST_AMP_NONE;
+        struct memest_step_cfg s;
+        if (fp32) {
+            s = ad->a->step;
+            s.amp = MEMEST_AMP_BF16;
+            if (advise_step(ad, "amp_bf16", &s, "--amp bf16: autocast mixed precision", &err) != 0)
+                goto fail;
+            s.amp = MEMEST_AMP_FP16;
+            if (advise_step(ad, "amp_fp16", &s, "--amp fp16: autocast mixed precision", &err) != 0)
+                goto fail;
+        }
+        if (!a->step.checkpoint) {
+            s = ad->a->step;
+            s.checkpoint = true;
+            if (advise_step(ad, "checkpoint", &s, "--checkpoint: activation checkpointing of every "
+                            "block", &err) != 0)
+                goto fail;
+        }
+        if (advise_accum(ad, &err) != 0)
+            goto fail;
+        enum memest_optim k = a->step.optim.kind;
+        if (k != MEMEST_OPT_SGD) {
+            s = ad->a->step;
+            s.optim = (struct memest_optim_cfg){.kind = MEMEST_OPT_SGD, .momentum = 0.9};
+            char change[120];
+            snprintf(change, sizeof change, "--optim sgd --momentum 0.9 instead of %s",
+                     memest_optim_name(k));
+            if (advise_step(ad, "sgd_momentum", &s, change, &err) != 0)
+                goto fail;
+        }
+    }
+    if (advise_batch(ad, &err) != 0)
+        goto fail;
+    qsort(ad->opts, (size_t)ad->n, sizeof *ad->opts, by_saves);
+    if (o->json)
+        print_json(ad);
+    else
+        print_text(ad);
+    /* with --fit as well, the exit code is the current configuration's verdict */
+    if (o->fit) {
+        struct memest_fit f;
+        memest_fit_check(ad->base.needs, a->card.memory, o->headroom, &f);
+        rc = f.fits ? MEMEST_EXIT_OK : MEMEST_EXIT_NOFIT;
+    }
+    goto end;
+fail:
+    rc = memest_app_fail(o, &err);
+end:
+    free(ad);
+    return rc;
+}

@@ -1,0 +1,128 @@
+/* app.c - what every flow of the command shares: the model read once, its
+ * graph, the target card, one estimate at a batch, the time-estimate
+ * options, the card section of a report, and error output. */
+#include "memest/app.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memest/format.h"
+#include "memest/report.h"
+
+int memest_app_fail(const struct memest_cli *o, const struct memest_error *err)
+{
+    char msg[1200];
+    memest_error_format(err, msg, sizeof msg);
+    fprintf(stderr, "memest: %s\n", msg);
+    if (err->code == MEMEST_ERR_USAGE)
+        fprintf(stderr, "Use memest --help for help with command-line options.\n");
+    if (o && o->json)
+        memest_report_error_json(stdout, err);
+    return memest_error_exit(err);
+}
+
+int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct memest_error *err)
+{
+    memset(a, 0, sizeof *a);
+    a->o = o;
+    a->step = o->step;
+    if (memest_gpu_table_builtin(&a->gpus, err) != 0)
+        return MEMEST_EXIT_INTERNAL;
+    if (o->gpu && strcmp(o->gpu, "auto") != 0) {
+        const struct memest_gpu *g = memest_gpu_lookup(&a->gpus, o->gpu, err);
+        if (!g)
+            return memest_error_exit(err);
+        a->card = (struct memest_card){MEMEST_CARD_PRESET, g->name, g->label, g->memory, g};
+        a->has_card = true;
+        a->step.gpu_arch = g->compute_capability;
+    } else if (o->mem_set) {
+        char b[32];
+        snprintf(a->mem_label, sizeof a->mem_label, "a %s card (--mem)",
+                 memest_fmt_bytes(o->mem, b, sizeof b));
+        a->card = (struct memest_card){MEMEST_CARD_MEM, "mem", a->mem_label, o->mem, NULL};
+        a->has_card = true;
+    }
+    if (memest_model_read_file(o->model, &a->m, err) != 0 ||
+        memest_model_build(&a->m, o->sets, o->nsets, &a->g, err) != 0)
+        return memest_error_exit(err);
+    uint32_t unused_at, unused = memest_graph_unused_inputs(&a->g, &unused_at);
+    if (unused) /* allowed, as in PyTorch (issue 6), but likely a mistake */
+        fprintf(stderr, "memest: warning: %s: %s: the input \"%s\" is not used by any node%s\n",
+                a->g.file, a->g.nodes[unused_at].path, a->g.nodes[unused_at].name,
+                unused > 1 ? " (nor are other inputs)" : "");
+    return MEMEST_EXIT_OK;
+}
+
+void memest_app_close(struct memest_app *a)
+{
+    memest_run_free(&a->r);
+    memest_graph_free(&a->g);
+    memest_model_free(&a->m);
+    memest_gpu_table_free(&a->gpus);
+}
+
+int memest_app_estimate(struct memest_app *a, int64_t batch, const struct memest_step_cfg *step,
+                        enum memest_dtype dtype, struct memest_estimate *e,
+                        struct memest_timeline *train_tl, struct memest_error *err)
+{
+    struct memest_run_opts ro = {.batch = batch, .dtype = dtype};
+    if (memest_run_infer(&a->r, &a->g, &ro, err) != 0)
+        return -1;
+    return memest_estimate(&a->r, step, e, train_tl, err);
+}
+
+bool memest_app_time_opts(const struct memest_app *a, const struct memest_step_cfg *step,
+                          enum memest_dtype dtype, struct memest_time_opts *t,
+                          enum memest_precision *prec, bool *fallback)
+{
+    if (!a->has_card || !a->card.gpu)
+        return false;
+    enum memest_precision p = memest_gpu_step_precision(dtype, step->amp);
+    bool fb;
+    *t = (struct memest_time_opts){
+        .peak_flops = memest_gpu_peak(a->card.gpu, p, &fb),
+        .bandwidth = a->card.gpu->bandwidth,
+        .mfu = a->o->mfu,
+        .grad_accum = step->grad_accum > 0 ? step->grad_accum : 1,
+        .inference = a->o->inference,
+        .step = step,
+    };
+    if (prec)
+        *prec = p;
+    if (fallback)
+        *fallback = fb;
+    return true;
+}
+
+void memest_app_card_report(const struct memest_app *a, const struct memest_estimate *e,
+                            const struct memest_step_cfg *step, enum memest_dtype dtype,
+                            struct memest_card_report *c, struct memest_node_time *nodes)
+{
+    memset(c, 0, sizeof *c);
+    c->card = &a->card;
+    bool inf = a->o->inference;
+    memest_fit_check(memest_fit_needs(e, inf), a->card.memory, a->o->headroom, &c->fit);
+    c->reserved = inf ? e->infer_reserved_peak : e->reserved_peak;
+    c->overhead = e->overhead;
+    c->mfu = a->o->mfu;
+    c->grad_accum = inf ? 1 : step->grad_accum;
+    struct memest_time_opts t;
+    if (memest_app_time_opts(a, step, dtype, &t, &c->precision, &c->peak_fallback) &&
+        memest_roofline(&a->r, e, &t, &c->time, nodes) == 0) {
+        c->has_time = true;
+        c->peak_flops = t.peak_flops;
+        c->nodes = nodes;
+    }
+}
+
+int memest_flow_list_gpus(void)
+{
+    struct memest_gpu_table t;
+    struct memest_error err = {0};
+    if (memest_gpu_table_builtin(&t, &err) != 0)
+        return memest_app_fail(NULL, &err);
+    memest_gpu_print_markdown(stdout, &t);
+    memest_gpu_table_free(&t);
+    return MEMEST_EXIT_OK;
+}

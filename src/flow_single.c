@@ -1,0 +1,115 @@
+/* flow_single.c - one estimate at --batch: the report (text or --json), the
+ * target card's verdict and time estimate, --fit's one-line verdict and exit
+ * code, and the CUDA probe (--probe, also as the card with --gpu auto). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memest/app.h"
+#include "memest/plot.h"
+#include "memest/probe.h"
+#include "memest/report.h"
+
+static int probe(const struct memest_cli *o, const struct memest_graph *g,
+                 struct memest_timeline *tl, struct memest_probe_result *res,
+                 struct memest_error *err)
+{
+    const char **names = malloc(sizeof *names * (g->nnodes ? g->nnodes : 1));
+    if (!names) {
+        memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+        return MEMEST_EXIT_INTERNAL;
+    }
+    for (uint32_t n = 0; n < g->nnodes; n++)
+        names[n] = g->nodes[n].name;
+    tl->node_names = names;
+    struct memest_probe_config cfg = {.device = o->device};
+    int rc = memest_probe_run(&cfg, tl, res, err);
+    tl->node_names = NULL;
+    free(names);
+    return rc;
+}
+
+/* --gpu auto: the probed device is the card; its preset (matched by the
+ * driver's device name) gives the throughput figures. */
+static void card_from_probe(struct memest_app *a, const struct memest_probe_result *p)
+{
+    if (!p->have_device || p->total == 0)
+        return;
+    const struct memest_gpu *g = memest_gpu_match_device(&a->gpus, p->device_name);
+    a->card = (struct memest_card){MEMEST_CARD_PROBE, p->device_name, p->device_name, p->total, g};
+    a->has_card = true;
+}
+
+int memest_flow_single(struct memest_app *a)
+{
+    const struct memest_cli *o = a->o;
+    struct memest_error err = {0}, perr = {0};
+    struct memest_timeline tl = {0};
+    struct memest_estimate e;
+    struct memest_probe_result pres;
+    struct memest_card_report cr;
+    struct memest_node_time *nodes = NULL;
+    int rc = MEMEST_EXIT_OK;
+    if (memest_app_estimate(a, o->batch, &a->step, o->dtype, &e, &tl, &err) != 0 ||
+        memest_write_step_files(o->timeline_path, o->plot_path, o->inference, &a->r, &a->step, &e,
+                                &tl, &err) != 0) {
+        rc = memest_app_fail(o, &err);
+        goto end;
+    }
+    struct memest_report rep = {.cli = o, .g = &a->g, .r = &a->r, .e = &e};
+    if (o->probe) {
+        rc = probe(o, &a->g, &tl, &pres, &perr);
+        rep.probe = &pres;
+        if (o->gpu && strcmp(o->gpu, "auto") == 0) {
+            card_from_probe(a, &pres);
+            /* the report's figures for the probed card's generation (the
+             * probe replayed the timeline of an unknown one) */
+            if (a->has_card && a->card.gpu && a->card.gpu->compute_capability != a->step.gpu_arch) {
+                a->step.gpu_arch = a->card.gpu->compute_capability;
+                if (memest_app_estimate(a, o->batch, &a->step, o->dtype, &e, NULL, &err) != 0) {
+                    rc = memest_app_fail(o, &err);
+                    goto end;
+                }
+            }
+        }
+    }
+    if (a->has_card) {
+        nodes = calloc(a->g.nnodes ? a->g.nnodes : 1, sizeof *nodes);
+        if (!nodes) {
+            memest_errf(&err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+            rc = memest_app_fail(o, &err);
+            goto end;
+        }
+        memest_app_card_report(a, &e, &a->step, o->dtype, &cr, nodes);
+        rep.card = &cr;
+    }
+    if (o->json) {
+        memest_report_json(stdout, &rep);
+    } else if (o->fit) {
+        char line[256];
+        if (a->has_card)
+            printf("%s\n", memest_fit_line(&cr.fit, line, sizeof line));
+    } else {
+        memest_report_text(stdout, &rep);
+        if (a->has_card)
+            memest_card_print_text(stdout, &cr, &a->g, o->batch);
+    }
+    if (o->probe) {
+        if (!o->json)
+            memest_probe_print_text(stdout, &pres);
+        if (rc != MEMEST_EXIT_OK && rc != MEMEST_EXIT_NOFIT) {
+            char msg[1200];
+            memest_error_format(&perr, msg, sizeof msg);
+            fprintf(stderr, "memest: %s\n", msg);
+        }
+    }
+    /* --fit: exit 1 when the step does not fit (the probe's own failures,
+     * exit 4 or 5, take precedence) */
+    if (o->fit && a->has_card && (rc == MEMEST_EXIT_OK || rc == MEMEST_EXIT_NOFIT) &&
+        !cr.fit.fits)
+        rc = MEMEST_EXIT_NOFIT;
+end:
+    free(nodes);
+    memest_timeline_dispose(&tl);
+    return rc;
+}

@@ -1,0 +1,290 @@
+/* flow_sweep.c - --sweep LIST (batch sizes), --sweep-var NAME=LIST (a model
+ * variable) and --max-batch. A batch sweep reuses the graph built once and
+ * re-runs only shape inference and the calculators per batch; a variable
+ * sweep rebuilds the graph per value from the document parsed once. */
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memest/app.h"
+#include "memest/checked.h"
+#include "memest/report.h"
+#include "memest/suggest.h"
+#include "memest/sweep.h"
+
+/* The figures of one estimate at `batch` on the current graph. A batch (or
+ * value) beyond memest's limits gives a row marked `limit` that does not
+ * fit; any other error is returned. */
+static int eval_row(struct memest_app *a, int64_t batch, struct memest_sweep_row *row,
+                    struct memest_error *err)
+{
+    const struct memest_cli *o = a->o;
+    struct memest_error e1 = {0};
+    struct memest_estimate e;
+    memset(row, 0, sizeof *row);
+    row->value = batch;
+    row->batch = batch;
+    row->has_fit = a->has_card;
+    if (memest_app_estimate(a, batch, &a->step, o->dtype, &e, NULL, &e1) != 0) {
+        if (e1.code != MEMEST_ERR_LIMIT) {
+            *err = e1;
+            return -1;
+        }
+        row->limit = true;
+        memest_error_format(&e1, row->limit_msg, sizeof row->limit_msg);
+        return 0;
+    }
+    int64_t k = o->inference ? 1 : a->step.grad_accum;
+    row->peak = o->inference ? e.infer_peak.bytes : e.train_peak.bytes;
+    row->reserved = o->inference ? e.infer_reserved_peak : e.reserved_peak;
+    row->total_device = memest_fit_needs(&e, o->inference);
+    row->lower = memest_sat_add(row->peak, e.overhead);
+    row->step_flops = (o->inference ? e.flops.fwd_flops : e.flops.step_flops) * (double)k;
+    if (a->has_card) {
+        struct memest_fit f;
+        memest_fit_check(row->total_device, a->card.memory, o->headroom, &f);
+        row->fits = f.fits;
+        row->may_fit = row->lower <= f.usable;
+    }
+    struct memest_time_opts t;
+    if (memest_app_time_opts(a, &a->step, o->dtype, &t, NULL, NULL) &&
+        memest_roofline(&a->r, &e, &t, &row->time, NULL) == 0)
+        row->has_time = true;
+    return 0;
+}
+
+static void report_init(const struct memest_app *a, struct memest_sweep_report *s)
+{
+    const struct memest_cli *o = a->o;
+    memset(s, 0, sizeof *s);
+    s->model = a->g.name;
+    s->file = a->g.file;
+    s->batch = o->batch;
+    s->optimizer = memest_optim_name(a->step.optim.kind);
+    s->dtype = memest_dtype_name(o->dtype);
+    s->inference = o->inference;
+    s->card = a->has_card ? &a->card : NULL;
+    s->headroom_pct = o->headroom;
+    s->mfu = o->mfu;
+    struct memest_time_opts t;
+    enum memest_precision p;
+    if (memest_app_time_opts(a, &a->step, o->dtype, &t, &p, &s->peak_fallback)) {
+        s->precision = memest_precision_name(s->peak_fallback ? MEMEST_PREC_FP32 : p);
+        s->peak_flops = t.peak_flops;
+    }
+}
+
+static void print_report(const struct memest_cli *o, const struct memest_sweep_report *s)
+{
+    if (o->json)
+        memest_sweep_print_json(stdout, s);
+    else if (o->csv)
+        memest_sweep_print_csv(stdout, s);
+    else
+        memest_sweep_print_text(stdout, s);
+}
+
+/* The model's variable names, for --sweep-var's check and suggestion. */
+static int check_variable(const struct memest_app *a, const char *name, struct memest_error *err)
+{
+    const cJSON *vars = cJSON_GetObjectItemCaseSensitive(a->m.root, "variables");
+    const char *cands[256];
+    int n = 0;
+    for (const cJSON *v = cJSON_IsObject(vars) ? vars->child : NULL; v; v = v->next) {
+        if (strcmp(v->string, name) == 0)
+            return 0;
+        if (n < 256)
+            cands[n++] = v->string;
+    }
+    const char *near = memest_suggest(name, cands, n);
+    return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                       "--sweep-var: the model has no variable \"%s\"%s%s%s", name,
+                       near ? " (did you mean \"" : "", near ? near : "", near ? "\"?)" : "");
+}
+
+/* Rebuilds a->g with the --set overrides and NAME=VALUE (which replaces a
+ * --set of the same variable). */
+static int rebuild(struct memest_app *a, const char *name, int64_t value,
+                   struct memest_error *err)
+{
+    const struct memest_cli *o = a->o;
+    struct memest_override ov[MEMEST_MAX_SETS + 1];
+    char text[32];
+    int n = 0;
+    for (int i = 0; i < o->nsets; i++)
+        if (strcmp(o->sets[i].name, name) != 0)
+            ov[n++] = o->sets[i];
+    snprintf(text, sizeof text, "%" PRId64, value);
+    ov[n++] = (struct memest_override){name, text};
+    memest_run_free(&a->r); /* its node array is sized for the old graph */
+    memest_graph_free(&a->g);
+    memset(&a->g, 0, sizeof a->g);
+    if (memest_model_build(&a->m, ov, n, &a->g, err) != 0) {
+        char msg[sizeof err->msg + 200];
+        snprintf(msg, sizeof msg, "--sweep-var %s=%" PRId64 ": %s", name, value, err->msg);
+        size_t len = strlen(msg);
+        if (len >= sizeof err->msg)
+            len = sizeof err->msg - 1;
+        memcpy(err->msg, msg, len);
+        err->msg[len] = '\0';
+        return -1;
+    }
+    return 0;
+}
+
+int memest_flow_sweep(struct memest_app *a)
+{
+    const struct memest_cli *o = a->o;
+    struct memest_error err = {0};
+    struct memest_sweep_list list = {0};
+    struct memest_sweep_row *rows = NULL;
+    char name[128] = "";
+    int rc = MEMEST_EXIT_OK;
+    const char *spec = o->sweep;
+    if (o->sweep_var) {
+        const char *eq = strchr(o->sweep_var, '=');
+        size_t len = eq ? (size_t)(eq - o->sweep_var) : 0;
+        if (!eq || len == 0 || len >= sizeof name || !eq[1]) {
+            memest_errf(&err, MEMEST_ERR_USAGE, NULL, "--sweep-var: expected NAME=LIST, got '%s'",
+                        o->sweep_var);
+            goto fail;
+        }
+        memcpy(name, o->sweep_var, len);
+        name[len] = '\0';
+        spec = eq + 1;
+        if (check_variable(a, name, &err) != 0)
+            goto fail;
+    }
+    if (memest_sweep_parse(spec, o->sweep_var ? "--sweep-var" : "--sweep", &list, &err) != 0)
+        goto fail;
+    rows = calloc(list.n, sizeof *rows);
+    if (!rows) {
+        memest_errf(&err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+        goto fail;
+    }
+    for (size_t i = 0; i < list.n; i++) {
+        int64_t batch = list.v[i];
+        if (o->sweep_var) {
+            if (rebuild(a, name, list.v[i], &err) != 0)
+                goto fail;
+            batch = o->batch;
+        }
+        if (eval_row(a, batch, &rows[i], &err) != 0)
+            goto fail;
+        rows[i].value = list.v[i];
+    }
+    struct memest_sweep_report s;
+    report_init(a, &s);
+    s.variable = o->sweep_var ? name : NULL;
+    s.rows = rows;
+    s.nrows = list.n;
+    print_report(o, &s);
+    goto end;
+fail:
+    rc = memest_app_fail(o, &err);
+end:
+    free(rows);
+    memest_sweep_list_free(&list);
+    return rc;
+}
+
+/* ---- --max-batch ---- */
+
+struct fits_ctx {
+    struct memest_app *a;
+};
+
+static int fits_at(void *ctx, int64_t batch, bool *fits, bool *may_fit, struct memest_error *err)
+{
+    struct fits_ctx *c = ctx;
+    struct memest_sweep_row row;
+    if (eval_row(c->a, batch, &row, err) != 0)
+        return -1;
+    *fits = !row.limit && row.fits;
+    *may_fit = !row.limit && row.may_fit;
+    return 0;
+}
+
+int memest_flow_max_batch(struct memest_app *a)
+{
+    const struct memest_cli *o = a->o;
+    struct memest_error err = {0};
+    struct memest_node_time *nodes = NULL;
+    struct fits_ctx ctx = {a};
+    struct memest_max_batch mb;
+    if (memest_fit_max_batch(fits_at, &ctx, MEMEST_SWEEP_MAX_VALUE, &mb, &err) != 0)
+        return memest_app_fail(o, &err);
+    int64_t best = mb.best;
+    /* the figures at the answer (or at batch 1 when nothing fits) */
+    int64_t at = best > 0 ? best : 1;
+    struct memest_estimate e;
+    struct memest_sweep_row next;
+    bool have_next = false;
+    if (best > 0 && best < MEMEST_SWEEP_MAX_VALUE) {
+        if (eval_row(a, best + 1, &next, &err) != 0)
+            return memest_app_fail(o, &err);
+        have_next = true;
+    }
+    if (memest_app_estimate(a, at, &a->step, o->dtype, &e, NULL, &err) != 0)
+        return memest_app_fail(o, &err);
+    nodes = calloc(a->g.nnodes ? a->g.nnodes : 1, sizeof *nodes);
+    if (!nodes) {
+        memest_errf(&err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+        return memest_app_fail(o, &err);
+    }
+    struct memest_card_report cr;
+    memest_app_card_report(a, &e, &a->step, o->dtype, &cr, nodes);
+    int rc = best > 0 ? MEMEST_EXIT_OK : MEMEST_EXIT_NOFIT;
+    if (mb.capped)
+        fprintf(stderr, "memest: note: batches %lld to %lld were not all checked (more than %d); "
+                        "--max-batch %lld is the largest fitting batch found\n",
+                (long long)mb.steady + 1, (long long)mb.bound, MEMEST_MAX_BATCH_SCAN,
+                (long long)best);
+    if (o->json) {
+        struct memest_report rep = {.cli = o, .g = &a->g, .r = &a->r, .e = &e, .card = &cr,
+                                    .has_max_batch = true, .max_batch = best,
+                                    .max_batch_steady = mb.steady};
+        memest_report_json(stdout, &rep);
+    } else {
+        char line[256];
+        printf("memest %s: %s (%s), optimizer %s, dtype %s\n", MEMEST_VERSION, a->g.name,
+               a->g.file, memest_optim_name(a->step.optim.kind), memest_dtype_name(o->dtype));
+        printf("card %s%s%s, %g%% headroom\n", a->card.label,
+               a->card.source == MEMEST_CARD_PRESET ? " --gpu " : "",
+               a->card.source == MEMEST_CARD_PRESET ? a->card.name : "", o->headroom);
+        if (best > 0) {
+            printf("max batch: %lld (%d estimates)\n", (long long)best, mb.calls);
+            printf("  at batch %lld: %s\n", (long long)best,
+                   memest_fit_line(&cr.fit, line, sizeof line));
+        } else {
+            printf("max batch: none, batch 1 does not fit (%d estimates)\n", mb.calls);
+            printf("  at batch 1: %s\n", memest_fit_line(&cr.fit, line, sizeof line));
+        }
+        if (have_next) {
+            if (next.limit) {
+                printf("  at batch %lld: beyond memest's limits\n", (long long)(best + 1));
+            } else {
+                struct memest_fit nf;
+                memest_fit_check(next.total_device, a->card.memory, o->headroom, &nf);
+                printf("  at batch %lld: %s\n", (long long)(best + 1),
+                       memest_fit_line(&nf, line, sizeof line));
+            }
+        }
+        if (best > mb.steady)
+            printf("  note: every batch up to %lld fits, batch %lld does not: the allocator's "
+                   "rounding makes the memory of a step grow unevenly with the batch\n",
+                   (long long)mb.steady, (long long)mb.steady + 1);
+        if (cr.has_time) {
+            char st[32];
+            printf("  time at batch %lld: %s per step, %.4g samples/s (estimate, %g%% of the %s "
+                   "peak)\n",
+                   (long long)at, memest_fmt_seconds(cr.time.step_s, st, sizeof st),
+                   cr.time.samples_per_s, o->mfu * 100,
+                   memest_precision_name(cr.peak_fallback ? MEMEST_PREC_FP32 : cr.precision));
+        }
+    }
+    free(nodes);
+    return rc;
+}

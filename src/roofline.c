@@ -1,0 +1,182 @@
+/* roofline.c - the step-time estimate: per layer and pass, max(compute time
+ * at mfu * peak, memory traffic / bandwidth); see roofline.h for what each
+ * pass reads and writes. */
+#include "memest/roofline.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memest/ops.h"
+
+static double value_bytes(const struct memest_value *v)
+{
+    uint64_t n;
+    if (!memest_shape_numel(&v->shape, &n))
+        return 0;
+    return (double)n * memest_dtype_size((enum memest_dtype)v->dtype);
+}
+
+static bool is_inplace(const struct memest_node *node)
+{
+    int k = memest_op_arg_index(node->op, "inplace");
+    return k >= 0 && node->args[k].v && node->args[k].v[0] != 0;
+}
+
+/* A block instance --checkpoint[=names] selects: by instance, block or
+ * repeated-node name ("h" selects "h.0", "h.1", ...), or every top-level
+ * instance without names (as calc_peak.c chooses them). */
+static bool selected(const struct memest_block_inst *b, const struct memest_step_cfg *c)
+{
+    if (c->ncheckpoint_names == 0)
+        return b->depth == 0;
+    for (int k = 0; k < c->ncheckpoint_names; k++) {
+        const char *want = c->checkpoint_names[k];
+        if (strcmp(b->name, want) == 0 || strcmp(b->type, want) == 0)
+            return true;
+        size_t n = strlen(want);
+        if (strncmp(b->name, want, n) != 0 || b->name[n] != '.' || !b->name[n + 1])
+            continue;
+        const char *p = b->name + n + 1;
+        while (isdigit((unsigned char)*p))
+            p++;
+        if (!*p)
+            return true;
+    }
+    return false;
+}
+
+/* recompute[n]: node n's forward runs again in backward. */
+static void mark_recompute(const struct memest_graph *g, const struct memest_step_cfg *c,
+                           bool *recompute)
+{
+    for (uint32_t b = 0; b < g->nblocks; b++)
+        if (selected(&g->blocks[b], c))
+            for (uint32_t n = g->blocks[b].first; n <= g->blocks[b].last && n < g->nnodes; n++)
+                recompute[n] = true;
+}
+
+static void pass_time(struct memest_pass_time *p, const struct memest_time_opts *o)
+{
+    double compute = p->flops / (o->peak_flops * o->mfu);
+    double memory = p->bytes / o->bandwidth;
+    p->memory_bound = memory > compute;
+    p->seconds = p->memory_bound ? memory : compute;
+}
+
+/* The forward and backward traffic and FLOPs of node n. */
+static void node_work(const struct memest_run *r, uint32_t n, struct memest_node_time *t)
+{
+    const struct memest_node *node = &r->g->nodes[n];
+    const struct memest_nodeinfo *ni = &r->nodes[n];
+    memset(t, 0, sizeof *t);
+    if (strcmp(node->op->name, "input") == 0)
+        return; /* data loading is not part of the step */
+    double out_new = 0, out_all = 0;
+    for (uint32_t k = 0; k < ni->nout; k++) {
+        const struct memest_value *v = &r->values[ni->out_first + k];
+        const struct memest_storage *st = &r->storages[v->storage];
+        double b = value_bytes(v);
+        out_all += b;
+        if (st->node == n && st->kind == MEMEST_ST_ACT)
+            out_new += b;
+    }
+    bool inplace = is_inplace(node);
+    if (out_new == 0 && !inplace && ni->fwd_macs == 0)
+        return; /* a view: no data moves */
+    double in_read = 0, in_grad = 0;
+    for (uint32_t i = 0; i < node->nin; i++) {
+        const struct memest_value *v = memest_run_value(r, node->in[i]);
+        double b = value_bytes(v);
+        in_read += b;
+        if (v->requires_grad)
+            in_grad += b;
+    }
+    double params = 0, trainable = 0;
+    for (uint32_t p = ni->param_first; p < ni->param_first + ni->nparam; p++) {
+        double b = (double)r->storages[r->params[p].storage].bytes;
+        params += b;
+        if (r->params[p].trainable)
+            trainable += b;
+    }
+    double extra = 0, saved = 0;
+    for (uint32_t s = ni->save_first; s < ni->save_first + ni->nsave; s++) {
+        const struct memest_storage *st = &r->storages[r->saves[s]];
+        saved += (double)st->bytes;
+        if (st->kind == MEMEST_ST_EXTRA && st->node == n)
+            extra += (double)st->bytes;
+    }
+    double written = inplace ? out_all : out_new;
+    t->fwd.flops = 2 * ni->fwd_macs;
+    t->fwd.bytes = in_read + params + written + extra;
+    if (ni->needs_grad) {
+        t->bwd.flops = 2 * ni->bwd_macs;
+        t->bwd.bytes = written + saved + in_grad + params + trainable;
+    }
+}
+
+int memest_roofline(const struct memest_run *r, const struct memest_estimate *e,
+                    const struct memest_time_opts *o, struct memest_time *out,
+                    struct memest_node_time *per_node)
+{
+    memset(out, 0, sizeof *out);
+    if (!(o->peak_flops > 0) || !(o->bandwidth > 0) || !(o->mfu > 0) || o->grad_accum < 1)
+        return -1;
+    double mb_fwd = 0, mb_bwd = 0, mb_re = 0, flops = 0, bytes = 0;
+    bool *recompute = NULL;
+    if (!o->inference && o->step && o->step->checkpoint) {
+        recompute = calloc(r->g->nnodes ? r->g->nnodes : 1, sizeof *recompute);
+        if (!recompute)
+            return -1;
+        mark_recompute(r->g, o->step, recompute);
+    }
+    for (uint32_t n = 0; n < r->g->nnodes; n++) {
+        struct memest_node_time t;
+        node_work(r, n, &t);
+        if (o->inference)
+            memset(&t.bwd, 0, sizeof t.bwd);
+        struct memest_pass_time *passes[2] = {&t.fwd, &t.bwd};
+        for (int k = 0; k < 2; k++) {
+            struct memest_pass_time *p = passes[k];
+            if (p->flops == 0 && p->bytes == 0)
+                continue;
+            pass_time(p, o);
+            out->passes++;
+            out->memory_bound_passes += p->memory_bound;
+            *(k ? &out->bwd_s : &out->fwd_s) += p->seconds;
+            if (p->memory_bound)
+                *(k ? &mb_bwd : &mb_fwd) += p->seconds;
+            flops += p->flops;
+            bytes += p->bytes;
+            if (k == 0 && recompute && recompute[n]) {
+                out->recompute_s += p->seconds;
+                mb_re += p->memory_bound ? p->seconds : 0;
+                flops += p->flops;
+                bytes += p->bytes;
+            }
+        }
+        if (per_node)
+            per_node[n] = t;
+    }
+    free(recompute);
+    double k = (double)o->grad_accum;
+    if (!o->inference) {
+        /* read params, grads and state; write params and state */
+        double opt_bytes = 2.0 * (double)e->params.trainable_bytes + (double)e->gradients +
+                           2.0 * (double)e->opt.device_bytes;
+        out->opt_s = opt_bytes / o->bandwidth;
+        bytes = bytes * k + opt_bytes;
+        flops *= k;
+        out->step_s = k * (out->fwd_s + out->recompute_s + out->bwd_s) + out->opt_s;
+        out->memory_bound_s = k * (mb_fwd + mb_re + mb_bwd) + out->opt_s;
+    } else {
+        out->step_s = out->fwd_s;
+        out->memory_bound_s = mb_fwd;
+    }
+    out->flops = flops;
+    out->bytes = bytes;
+    double samples = (double)r->opts.batch * (o->inference ? 1 : k);
+    out->samples_per_s = out->step_s > 0 ? samples / out->step_s : 0;
+    out->memory_bound_fraction = out->step_s > 0 ? out->memory_bound_s / out->step_s : 0;
+    return 0;
+}

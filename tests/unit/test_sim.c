@@ -1,0 +1,257 @@
+/* test_sim.c - the training-step simulator on a small MLP computed by hand:
+ * x [4, 8] -> fc1 linear(8, 16) -> relu -> fc2 linear(16, 4), cross-entropy,
+ * fp32. Also the timeline's contract (every ALLOC freed once) on the
+ * shipped models with every step option. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "memest/alloc.h"
+#include "memest/calc.h"
+#include "memest/model.h"
+#include "memest/run.h"
+
+static const char *const tiny =
+    "{\"name\": \"tiny\", \"inputs\": [{\"name\": \"x\", \"shape\": [8]}],"
+    " \"layers\": [{\"name\": \"fc1\", \"type\": \"linear\", \"out_features\": 16},"
+    "              {\"name\": \"relu\", \"type\": \"relu\"},"
+    "              {\"name\": \"fc2\", \"type\": \"linear\", \"out_features\": 4}]}";
+
+struct fixture {
+    struct memest_model m;
+    struct memest_graph g;
+    struct memest_run r;
+};
+
+static int open_model(struct fixture *t, const char *text, const char *file, int64_t batch)
+{
+    struct memest_error err = {0};
+    memset(t, 0, sizeof *t);
+    int rc = text ? memest_model_read_string(text, strlen(text), "tiny", &t->m, &err)
+                  : memest_model_read_file(file, &t->m, &err);
+    struct memest_run_opts o = {.batch = batch, .dtype = MEMEST_F32};
+    if (rc == 0)
+        rc = memest_model_build(&t->m, NULL, 0, &t->g, &err);
+    if (rc == 0)
+        rc = memest_run_infer(&t->r, &t->g, &o, &err);
+    if (rc != 0)
+        fprintf(stderr, "%s\n", err.msg);
+    return rc;
+}
+
+static void close_model(struct fixture *t)
+{
+    memest_run_free(&t->r);
+    memest_graph_free(&t->g);
+    memest_model_free(&t->m);
+}
+
+static const char *node_of(const struct fixture *t, uint32_t n)
+{
+    return n < t->g.nnodes ? t->g.nodes[n].name : "-";
+}
+
+/* Every ALLOC has exactly one FREE with the same id and size. */
+static void check_contract(const struct memest_timeline *tl)
+{
+    uint32_t n = tl->next_id;
+    uint8_t *st = calloc(n ? n : 1, 1);
+    uint64_t *bytes = calloc(n ? n : 1, sizeof *bytes);
+    bool ok = st && bytes;
+    for (size_t i = 0; ok && i < tl->n; i++) {
+        const struct memest_event *e = &tl->ev[i];
+        if (e->id >= n) {
+            ok = false;
+        } else if (e->kind == MEMEST_EV_ALLOC) {
+            ok = st[e->id] == 0;
+            st[e->id] = 1;
+            bytes[e->id] = e->bytes;
+        } else {
+            ok = st[e->id] == 1 && bytes[e->id] == e->bytes;
+            st[e->id] = 2;
+        }
+    }
+    for (uint32_t i = 0; ok && i < n; i++)
+        ok = st[i] != 1;
+    CHECK(ok);
+    free(st);
+    free(bytes);
+}
+
+static int step(struct fixture *t, const struct memest_step_cfg *cfg, struct memest_estimate *e,
+                struct memest_timeline *tl)
+{
+    struct memest_error err = {0};
+    int rc = memest_estimate(&t->r, cfg, e, tl, &err);
+    if (rc != 0)
+        fprintf(stderr, "estimate: %s\n", err.msg);
+    return rc;
+}
+
+/* SGD, steady state, by hand (bytes: fc1.weight 512, fc1.bias 64,
+ * fc2.weight 256, fc2.bias 16; x 128, target 4 int64 = 32):
+ *   setup 848 + 128 + 32 = 1008
+ *   forward: fc1 out 256 (freed after relu), relu out 256 (saved),
+ *     fc2 out 64 (the caller's `out`)                       max 1520 at relu
+ *   loss: log_softmax 64, loss 4, total_weight 4; backward seed 4,
+ *     nll grad 64, log_softmax grad 64                      max 1468
+ *   backward fc2: grad of relu's output 256, weight 256, bias 16 (1924),
+ *     drops its incoming 64; relu: grad 256 (2116), drops 256, releases
+ *     its saved output 256 (1604); fc1: weight 512, bias 64  max 2180
+ * The allocator rounds every tensor to 512 bytes: 13 blocks of 512 live
+ * at the peak (first reached in the loss), plus the cuBLAS workspace
+ * (8.125 MiB, split from a 20 MiB segment); reserved: that segment and one
+ * 2 MiB small-pool segment. */
+static void test_tiny_sgd(void)
+{
+    struct fixture t;
+    if (open_model(&t, tiny, NULL, 4) != 0) {
+        CHECK(0);
+        return;
+    }
+    struct memest_step_cfg cfg;
+    memest_step_cfg_default(&cfg);
+    cfg.optim.kind = MEMEST_OPT_SGD;
+    cfg.impl = MEMEST_IMPL_FORLOOP;
+    struct memest_estimate e;
+    struct memest_timeline tl = {0};
+    CHECK_EQ_INT(step(&t, &cfg, &e, &tl), 0);
+    const struct memest_peak *p = &e.train_peak;
+    uint64_t ws = memest_cublas_workspace(0);
+    CHECK_EQ_U64(ws, 8519680);
+    CHECK_EQ_U64(p->tensor_bytes, 2180);
+    CHECK_STR_EQ(node_of(&t, t.g.nodes ? tl.ev[p->tensor_event].node : 0), "fc1");
+    CHECK_EQ_INT(tl.ev[p->tensor_event].phase, MEMEST_PH_BACKWARD);
+    CHECK_EQ_U64(p->bytes, ws + 13 * 512);
+    CHECK_EQ_INT(p->phase, MEMEST_PH_LOSS);
+    CHECK_EQ_U64(p->reserved, (20 + 2) << 20);
+    CHECK_EQ_U64(e.reserved_peak, (20 + 2) << 20);
+    CHECK_EQ_U64(e.overhead, memest_default_overhead(0));
+    CHECK_EQ_U64(e.total_device, e.reserved_peak + e.overhead);
+    /* at the peak (loss): parameters 4 blocks, inputs 2, workspace, saved:
+     * relu's output and log_softmax's, total_weight; transient: out, loss;
+     * activation gradients: seed, nll grad */
+    CHECK_EQ_U64(p->at_peak[MEMEST_CAT_PARAMS], 4 * 512);
+    CHECK_EQ_U64(p->at_peak[MEMEST_CAT_INPUTS], 2 * 512);
+    CHECK_EQ_U64(p->at_peak[MEMEST_CAT_WORKSPACE], ws);
+    CHECK_EQ_U64(p->at_peak[MEMEST_CAT_SAVED], 3 * 512);
+    CHECK_EQ_U64(p->at_peak[MEMEST_CAT_TRANSIENT], 2 * 512);
+    CHECK_EQ_U64(p->at_peak[MEMEST_CAT_ACTGRADS], 2 * 512);
+    CHECK_EQ_U64(p->at_peak[MEMEST_CAT_GRADS], 0);
+    check_contract(&tl);
+    /* the timeline starts with the setup: x, the parameters, the target
+     * (the workspace, made by the warm-up step, follows) */
+    CHECK_EQ_INT(tl.ev[0].phase, MEMEST_PH_SETUP);
+    CHECK_EQ_U64(tl.ev[0].bytes, 128);
+    CHECK_EQ_U64(tl.ev[1].bytes, 512);
+    /* inference: 848 + 128, fc1 256, relu 256 -> 1488 at relu */
+    CHECK_EQ_U64(e.infer_peak.tensor_bytes, 1488);
+    CHECK_STR_EQ(node_of(&t, e.infer_peak.node), "relu");
+    memest_timeline_dispose(&tl);
+    close_model(&t);
+}
+
+/* Adam: state 2 x 848 = 1696 from the setup on. At the optimizer's start:
+ * 848 params + 848 grads + 1696 state + 160 inputs + 64 out + 4 loss = 3620.
+ *   for-loop: per parameter sqrt() and the division (2 p) with the previous
+ *     denom: 3620 + 512 + 512 = 4644 at fc1.weight;
+ *   foreach: one copy of every parameter at once: 3620 + 848 = 4468;
+ *   fused: none: the backward's 2180 + 1696 = 3876 (and 4-byte step
+ *     tensors on the device, one 512-byte block each). */
+static void test_tiny_adam(void)
+{
+    struct fixture t;
+    if (open_model(&t, tiny, NULL, 4) != 0) {
+        CHECK(0);
+        return;
+    }
+    struct memest_step_cfg cfg;
+    memest_step_cfg_default(&cfg);
+    struct memest_estimate e;
+    struct memest_timeline tl = {0};
+    cfg.impl = MEMEST_IMPL_FORLOOP;
+    CHECK_EQ_INT(step(&t, &cfg, &e, &tl), 0);
+    CHECK_EQ_U64(e.train_peak.tensor_bytes, 4644);
+    CHECK_EQ_INT(tl.ev[e.train_peak.tensor_event].phase, MEMEST_PH_OPTIMIZER);
+    CHECK_STR_EQ(node_of(&t, tl.ev[e.train_peak.tensor_event].node), "fc1");
+    check_contract(&tl);
+    cfg.impl = MEMEST_IMPL_FOREACH;
+    CHECK_EQ_INT(step(&t, &cfg, &e, &tl), 0);
+    CHECK_EQ_U64(e.train_peak.tensor_bytes, 4468);
+    check_contract(&tl);
+    cfg.impl = MEMEST_IMPL_FUSED;
+    CHECK_EQ_INT(step(&t, &cfg, &e, &tl), 0);
+    CHECK_EQ_U64(e.train_peak.tensor_bytes, 3876 + 4 * 4);
+    check_contract(&tl);
+    /* first step: no state before the optimizer creates it (zeros_like per
+     * parameter, 1696), then the foreach temporaries: 848 + 848 + 160 + 68
+     * + 1696 + 848 = 4468 */
+    cfg.impl = MEMEST_IMPL_FOREACH;
+    cfg.first_step = true;
+    CHECK_EQ_INT(step(&t, &cfg, &e, &tl), 0);
+    CHECK_EQ_U64(e.train_peak.tensor_bytes, 4468);
+    check_contract(&tl);
+    /* zero_grad(set_to_none=False): the gradients (848) live through the
+     * whole step and each new one is added in place and dropped: fc2's
+     * backward reaches 3552 + 320 (relu's output, out) + 4 (loss) + 64
+     * (out's gradient) + 272 + 256 = 4468, as much as the optimizer */
+    cfg.first_step = false;
+    cfg.zero_grad_zeros = true;
+    CHECK_EQ_INT(step(&t, &cfg, &e, &tl), 0);
+    CHECK_EQ_U64(e.train_peak.tensor_bytes, 4468);
+    check_contract(&tl);
+    memest_timeline_dispose(&tl);
+    close_model(&t);
+}
+
+/* Gradient accumulation and checkpointing on a model with blocks keep the
+ * contract; checkpointing lowers the backward peak, accumulation raises it
+ * by the gradients (at most). */
+static void test_options_contract(void)
+{
+    static const char *const files[] = {"models/gpt2.json", "models/resnet18.json",
+                                        "models/lstm-lm.json", "models/mobilenet_v2.json",
+                                        "models/bert-base.json"};
+    for (size_t f = 0; f < sizeof files / sizeof *files; f++) {
+        struct fixture t;
+        if (open_model(&t, NULL, files[f], 1) != 0) {
+            CHECK(0);
+            continue;
+        }
+        struct memest_step_cfg cfg;
+        memest_step_cfg_default(&cfg);
+        struct memest_estimate base, e;
+        struct memest_timeline tl = {0};
+        CHECK_EQ_INT(step(&t, &cfg, &base, &tl), 0);
+        check_contract(&tl);
+        cfg.grad_accum = 4;
+        CHECK_EQ_INT(step(&t, &cfg, &e, &tl), 0);
+        check_contract(&tl);
+        CHECK(e.train_peak.tensor_bytes >= base.train_peak.tensor_bytes);
+        CHECK(e.train_peak.tensor_bytes <= base.train_peak.tensor_bytes + 2 * base.gradients);
+        cfg.grad_accum = 1;
+        if (t.g.nblocks) {
+            cfg.checkpoint = true;
+            CHECK_EQ_INT(step(&t, &cfg, &e, &tl), 0);
+            check_contract(&tl);
+            CHECK(e.train_peak.tensor_bytes <= base.train_peak.tensor_bytes);
+            cfg.checkpoint = false;
+        }
+        cfg.amp = MEMEST_AMP_BF16;
+        CHECK_EQ_INT(step(&t, &cfg, &e, &tl), 0);
+        check_contract(&tl);
+        cfg.amp = MEMEST_AMP_NONE;
+        CHECK_EQ_INT(step(&t, &cfg, &e, &tl), 0);   /* infers again without autocast */
+        CHECK_EQ_U64(e.train_peak.tensor_bytes, base.train_peak.tensor_bytes);
+        memest_timeline_dispose(&tl);
+        close_model(&t);
+    }
+}
+
+int main(void)
+{
+    test_tiny_sgd();
+    test_tiny_adam();
+    test_options_contract();
+    return CHECK_DONE();
+}
