@@ -40,6 +40,8 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
+#include "memest/checked.h"
+
 #define NIL UINT32_MAX
 #define SMALL_BINS 4096   /* small-pool blocks: 512 B .. 2 MiB */
 
@@ -294,6 +296,10 @@ int memest_alloc_malloc(struct memest_alloc *a, uint64_t bytes, uint32_t *handle
         pool_erase(a, x);
     } else {
         uint64_t seg = memest_alloc_segment_size(size);
+        /* reserved bounds every sum of live blocks: keeping it within
+         * 2^63 - 1 keeps all of them from wrapping (issue 6) */
+        if (a->next_addr > MEMEST_SIZE_MAX - seg)
+            return -1;
         if (new_block(a, &x) != 0)
             return -1;
         a->b[x] = (struct blk){.addr = a->next_addr, .size = seg, .prev = NIL, .next = NIL,

@@ -25,7 +25,9 @@
  *             workspace (allocated and freed); then every storage whose last
  *             reader it is goes, unless autograd saved it (it stays until the
  *             backward of the earliest node saving it) or the caller holds it
- *             (model outputs). The first matrix product allocates the cuBLAS
+ *             (`out`, the last output). A block instance's inputs count as read
+ *             until its last node (a module's forward() arguments live until
+ *             it returns). The first matrix product allocates the cuBLAS
  *             workspace, kept for good;
  *   loss      the loss's forward and its backward down to the gradient of
  *             the model's last output (cross-entropy: log_softmax output
@@ -62,8 +64,9 @@
  *   teardown  everything left is freed (ids pair every ALLOC with a FREE).
  * With --grad-accum N, forward/loss/backward repeat per micro-batch; the
  * second micro-batch already adds into existing .grad, and later ones repeat
- * it exactly, so two are simulated. Inference: parameters, buffers and x,
- * then the forward with nothing saved.
+ * it exactly, so two are simulated. Inference (model.eval() under
+ * torch.no_grad()): parameters, buffers and x, then the forward with nothing
+ * saved and dropout returning its input.
  *
  * The peaks: `tensor_bytes`, the most live tensor bytes (exact sizes) at any
  * event; `bytes`, the allocator's allocated peak (block sizes: 512-byte
@@ -1531,7 +1534,8 @@ static int finish(struct sim *S, size_t start, struct memest_timeline *out, stru
             if (ev->bytes > 0 &&
                 memest_alloc_malloc(a, ev->bytes, &in->handle, &in->block) != 0) {
                 memest_errf(S->err, MEMEST_ERR_LIMIT, NULL,
-                            "the step needs more than 2^62 bytes in one allocation");
+                            "the step needs more than 2^62 bytes in one allocation, or "
+                            "more than 2^63 - 1 bytes of memory in all");
                 goto end;
             }
             ev->block = in->block;

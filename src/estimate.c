@@ -65,6 +65,8 @@ int memest_estimate(struct memest_run *r, const struct memest_step_cfg *cfg,
     e->gradients = memest_calc_grads(r);
     e->activations = memest_calc_activations(r);
     memest_calc_flops(r, &e->flops);
+    if (check_limits(r, e, err) != 0) /* the sums so far (the peaks are still 0) */
+        return -1;
     struct memest_peak_opts inf = {.inference = true, .step = cfg};
     struct memest_peak_opts train = {.inference = false, .opt = &e->opt, .step = cfg};
     int rc = memest_calc_peak(r, &inf, NULL, &e->infer_peak, err);

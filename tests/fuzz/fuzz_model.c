@@ -7,10 +7,12 @@
  * number or a bad message:
  *   - a failure carries an error code, a one-line message without control
  *     characters, the file name, and maps to exit code 3 (never 5 "internal",
- *     never a message with "internal:");
+ *     never a message with "internal:"; exit 2 only for a step option that
+ *     does not apply to the model), and the --json error is valid JSON;
  *   - a success has every byte count and total at most 2^63 - 1, finite
- *     non-negative FLOPs, per-category live bytes summing to the peak, and a
- *     training peak holding at least the parameters and buffers;
+ *     non-negative FLOPs, per-category live bytes summing to the peak, a
+ *     training peak holding at least the parameters and buffers, and a
+ *     --json report that is valid JSON;
  *   - redoing batch 1 on the same run after other batch sizes gives the same
  *     figures (a run is reused across batch sizes by --sweep).
  *
@@ -91,7 +93,10 @@ static void check_error(const struct memest_error *err, const char *stage)
     const char *internal = strstr(err->msg, "internal:"), *quote = strchr(err->msg, '"');
     if (internal && (!quote || internal < quote))
         bug("%s: internal error: %s", stage, msg);
-    if (memest_error_exit(err) != MEMEST_EXIT_MODEL)
+    /* a step option that does not apply to the model (--checkpoint without
+     * blocks) is a usage error, exit 2; anything else about the file, 3 */
+    bool usage_ok = strcmp(stage, "estimate") == 0 && err->code == MEMEST_ERR_USAGE;
+    if (memest_error_exit(err) != MEMEST_EXIT_MODEL && !usage_ok)
         bug("%s: exit code %d instead of 3: %s", stage, memest_error_exit(err), msg);
     check_json_output(write_error_json, err, "the --json error");
 }
@@ -219,17 +224,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (g.nnodes == 0 || g.noutputs == 0)
         bug("built a graph with %u nodes and %u outputs", g.nnodes, g.noutputs);
 
-    struct memest_step_cfg adam, sgd;
+    /* the default step, and two others that take the simulator's other paths */
+    struct memest_step_cfg adam, sgd, rms;
     memest_step_cfg_default(&adam);
     memest_step_cfg_default(&sgd);
     sgd.optim.kind = MEMEST_OPT_SGD;
     sgd.optim.momentum = 0.9;
+    sgd.impl = MEMEST_IMPL_FORLOOP;
+    sgd.first_step = true;
+    sgd.grad_accum = 4;
+    sgd.amp = MEMEST_AMP_FP16;
+    sgd.checkpoint = true;
+    memest_step_cfg_default(&rms);
+    rms.optim.kind = MEMEST_OPT_RMSPROP;
+    rms.optim.centered = true;
+    rms.impl = MEMEST_IMPL_FUSED;
+    rms.zero_grad_zeros = true;
+    rms.amp = MEMEST_AMP_BF16;
 
     struct memest_run r = {0};
     struct memest_estimate first, e;
     bool ok1 = run_batch(&r, &g, 1, MEMEST_F32, &adam, &first);
     run_batch(&r, &g, 3, MEMEST_F16, &sgd, &e);
-    run_batch(&r, &g, (int64_t)1 << 40, MEMEST_F32, &adam, &e);
+    run_batch(&r, &g, (int64_t)1 << 40, MEMEST_F32, &rms, &e);
     bool ok2 = run_batch(&r, &g, 1, MEMEST_F32, &adam, &e);
     if (ok1 != ok2 || (ok1 && !same_estimate(&first, &e)))
         bug("batch 1 gives a different result after other batch sizes on the same run");

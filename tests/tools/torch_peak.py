@@ -242,7 +242,7 @@ CORRECTIONS = [
         "what": "mm/addmm/bmm/baddbmm executed as allocation-equivalent stubs (not a CPU-vs-CUDA correction)",
         "cpu": "netlib reference BLAS, ~1 GFLOP/s: a real GPT-2 step takes ~15 min.",
         "cuda": "-",
-        "applied": "output = torch.zeros(shape, dtype) inside the op (what the real kernel allocates); values "
+        "applied": "output = torch.empty(shape, dtype) inside the op (what the real kernel allocates); values "
                    "are not used by any memory figure. Verified trace-identical to the real kernels every run "
                    "(stub_verification).",
     },
@@ -1041,7 +1041,10 @@ def measure_config(base, model, model_name, opt, want_rows):
     r["dropout_noise"] = b["dropout_noise"]
     d = OrderedDict()
     for k, v in b["diagnostics"].items():
-        d[k] = v + o["diagnostics"][k] if isinstance(v, int) else v
+        if k == "threads":
+            d[k] = max(v, o["diagnostics"][k])
+        else:
+            d[k] = v + o["diagnostics"][k] if isinstance(v, int) else v
     d["anomalies"] = dict(b["diagnostics"]["anomalies"], **{"optimizer_" + k: v for k, v in
                                                            o["diagnostics"]["anomalies"].items()})
     d["grad_storage_larger_than_param"] = base["info"]["grad_storage_mismatch"]
@@ -1049,8 +1052,13 @@ def measure_config(base, model, model_name, opt, want_rows):
     d["measurement"] = "composed: zero_grad..backward recorded once per model/batch, opt.step() per config"
     r["diagnostics"] = d
     saved_all = base["info"]["saved_all"]
+    # cross-check with torch_figures.json (same definition: every storage autograd saved, parameters and
+    # buffers excluded, the model input included when saved; raw CPU bytes, wrapped scalars included)
     r["saved_bytes_end_of_forward"] = sum(nb_ for p, nb_ in saved_all.items()
                                           if p not in base["pre"] or base["pre"][p][0] == "inputs")
+    # the same with this tool's corrections (dropout masks as bool, CPU scalars excluded)
+    r["saved_bytes_end_of_forward_corrected"] = b["at_end_of_phase"]["forward"].get("saved_activations", 0) + \
+        sum(nb_ for p, nb_ in saved_all.items() if p in base["pre"] and base["pre"][p][0] == "inputs")
     r["optimizer_state_bytes"] = sum(v[2] for v in state_pre.values())
     r["optimizer_cpu_step_scalars_bytes"] = step_scalar_bytes
     r["gradient_bytes"] = b["at_end_of_phase"]["backward"].get("gradients", 0)
@@ -1259,6 +1267,25 @@ def load_figures():
         return None
 
 
+def dump_json(obj, ind=0):
+    """Indented JSON in which every object or list holding only scalars (or scalar lists) is one line."""
+    def flat(v):
+        if isinstance(v, dict):
+            return all(not isinstance(x, (dict, list)) or x in ({}, []) or (isinstance(x, list) and all(
+                not isinstance(y, (dict, list)) for y in x)) for x in v.values())
+        if isinstance(v, list):
+            return all(not isinstance(x, (dict, list)) for x in v)
+        return True
+    pad = " " * ind
+    if flat(obj) or (isinstance(obj, list) and all(isinstance(x, str) for x in obj) and len(obj) < 2):
+        return json.dumps(obj)
+    if isinstance(obj, dict):
+        items = ["%s %s: %s" % (pad, json.dumps(k), dump_json(v, ind + 1)) for k, v in obj.items()]
+        return "{\n" + ",\n".join(items) + "\n" + pad + "}"
+    items = ["%s %s" % (pad, dump_json(v, ind + 1)) for v in obj]
+    return "[\n" + ",\n".join(items) + "\n" + pad + "]"
+
+
 def fmt(b):
     return "%.1f" % (b / 2.0 ** 20)
 
@@ -1378,8 +1405,9 @@ def main(argv):
                         continue
                     if figures and name in figures.get("models", {}) and \
                             str(B) in figures["models"][name].get("batches", {}):
-                        r["saved_bytes_torch_figures"] = \
-                            figures["models"][name]["batches"][str(B)]["saved_activation_bytes"]
+                        fb = figures["models"][name]["batches"][str(B)]
+                        r["saved_bytes_torch_figures"] = fb["saved_activation_bytes"]
+                        r["saved_bytes_torch_figures_cuda_corrected"] = fb["saved_activation_bytes_cuda_corrected"]
                     if B == 1 and impl == "for-loop" and ((name in verify1 and optim in ("sgd", "adam")) or
                                                           (name in verify and optim == "adam")):
                         sa = r["_sig"]
@@ -1417,9 +1445,12 @@ def main(argv):
         log("verification %s" % json.dumps(v))
 
     with open(out_path, "w") as f:
-        f.write(json.dumps(result, indent=1) + "\n")
+        f.write(dump_json(result) + "\n")
     log("wrote %s (%.0f s)" % (out_path, time.time() - t_start))
     print_tables(result, rows, optims, impls)
+    sys.stdout.write("\nValidation: %d hand-checked cases OK; stub verification %s; step-1/composition verification %s\n"
+                     % (len(hand), "/".join("OK" if v["identical"] else "FAIL" for v in stub_ver) or "-",
+                        "/".join("OK" if v["identical"] else "FAIL" for v in step1_ver) or "-"))
     if any(not v["identical"] for v in stub_ver + step1_ver):
         sys.exit("VERIFICATION FAILED (see stub_verification / step1_verification)")
 
