@@ -195,13 +195,13 @@ static bool run_batch(struct memest_run *r, const struct memest_graph *g, int64_
         char *argv[] = {"memest", arg_batch, "--layers", LABEL, NULL};
         struct memest_cli o;
         struct memest_error cerr = {0};
-        if (memest_cli_parse(4, argv, &o, &cerr) == 0) {
-            o.step = *cfg;
-            o.dtype = dt;
-            struct memest_report rep = {.cli = &o, .g = g, .r = r, .e = e};
-            memest_report_text(f, &rep);
-            check_json_output(write_report_json, &rep, "the --json report");
-        }
+        if (memest_cli_parse(4, argv, &o, &cerr) != 0)
+            bug("the options for the reports do not parse: %s", cerr.msg);
+        o.step = *cfg;
+        o.dtype = dt;
+        struct memest_report rep = {.cli = &o, .g = g, .r = r, .e = e};
+        memest_report_text(f, &rep);
+        check_json_output(write_report_json, &rep, "the --json report");
     }
     return true;
 }
@@ -253,6 +253,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     memest_run_free(&r);
     memest_graph_free(&g);
+
+    /* --set on the first variable, as --set and --sweep-var do: a rebuild
+     * from the same document succeeds or fails cleanly (a kind mismatch is
+     * a usage error) */
+    const cJSON *vars = cJSON_GetObjectItemCaseSensitive(m.root, "variables");
+    if (cJSON_IsObject(vars) && vars->child) {
+        struct memest_override ov = {.name = vars->child->string, .value = "3"};
+        struct memest_error oerr = {0};
+        if (memest_model_build(&m, &ov, 1, &g, &oerr) == 0) {
+            struct memest_run r2 = {0};
+            run_batch(&r2, &g, 2, MEMEST_F32, &adam, &e);
+            memest_run_free(&r2);
+            memest_graph_free(&g);
+        } else if (oerr.code != MEMEST_ERR_USAGE) {
+            check_error(&oerr, "build with --set");
+        }
+    }
     memest_model_free(&m);
     return 0;
 }

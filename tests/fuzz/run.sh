@@ -15,6 +15,8 @@ secs=${2:-60}
 jobs=${3:-1}
 work=${4:-$(mktemp -d /tmp/memest-fuzz.XXXXXX)}
 src=$(cd "$(dirname "$0")/../.." && pwd)
+mkdir -p "$work"
+work=$(realpath "$work")   # the fuzzer runs inside it: paths must be absolute
 rm -rf "$work/findings" "$work"/fuzz-*.log
 mkdir -p "$work/corpus" "$work/findings"
 cp -n "$src"/models/*.json "$src"/tests/errors/*.json "$work/corpus/" 2>/dev/null || true

@@ -48,7 +48,9 @@ The step (memest simulates the same thing)
   followed by its optimizer trace. Checked every run: (step1_verification) for --verify-step1 models at
   batch 1, SGD and Adam for-loop, the composed trace equals, event for event, a full recording of the
   literal two-step loop (real step 1, both steps under the profiler, step 2 compared); the hand-checked
-  cases are run composed, as one full step with the cheap step 1, and as the literal loop.
+  cases are run composed, as one full step with the cheap step 1, and as the literal loop. The
+  instrumentation itself changes nothing PyTorch allocates (instrumentation_verification, --verify-step1
+  models: allocator events of a plain and an instrumented step are identical, 0-d scalars aside).
   Previous step's out: written literally (without `del out, loss`), the Python variables keep step 1's
   `out` alive until `out = model(x)` of step 2 returns and step 1's `loss` until `loss = ...` returns.
   That is reported separately as peak_keep_prev_output (= the trace with out_bytes + 4 added during
@@ -119,11 +121,13 @@ forward by reading every _saved_* of the graph), forward_other (forward outputs 
 ...), loss (log_softmax, nll_loss outputs), activation_gradients (every other backward output),
 optimizer_temporaries (outputs of the optimizer's ops). Full event traces go to
 <traces>/<model>_<optim>_<impl>_B<b>.tsv and <model>_inference_B<b>.tsv.
+Cross-check: saved_bytes_end_of_forward (every storage autograd holds at the end of forward, parameters and
+buffers excluded, raw CPU bytes) equals torch_figures.json's saved_activation_bytes (torch_reference.py,
+saved_tensors_hooks) for every model and batch (saved_bytes_torch_figures is copied next to it).
 """
 import argparse
 import gc
 import json
-import math
 import os
 import resource
 import sys
@@ -213,9 +217,12 @@ CORRECTIONS = [
                "_multi_tensor_* with the CPU slow-path _foreach_* kernels, which return the same output "
                "lists as the CUDA fast path (one new tensor per input tensor for out-of-place ops, nothing for "
                "in-place ones).",
-        "cuda": "Same Python code on CUDA in 1.13 (foreach default becomes True on CUDA in 2.x; 2.x Adam "
-                "foreach reuses the sqrt list in place and allocates 1x params instead of 1.13's 2x, and 2.x "
-                "groups tensors by device/dtype). No fused optimizer measured (1.13: fused Adam is CUDA-only).",
+        "cuda": "Same Python code on CUDA in 1.13. Later releases differ: foreach becomes the CUDA default "
+                "(2.x), and their _multi_tensor_adam keeps exp_avg_sq_sqrt = _foreach_sqrt(...) and updates it "
+                "in place (_foreach_div_, _foreach_add_) instead of allocating denom = _foreach_add(...), i.e. "
+                "1x the parameter bytes of temporaries instead of 1.13's 2x (per device/dtype group); the "
+                "for-loop Adam is unchanged (denom = (exp_avg_sq.sqrt() / c).add_(eps)). No fused optimizer "
+                "measured (1.13: fused Adam is CUDA-only).",
         "applied": "none needed at the aten-op level: both implementations are measured as torch 1.13 runs them.",
     },
     {
@@ -645,7 +652,6 @@ def analyze(rec, events, pre, sets, window, model_name, want_rows=False, prev_ou
         if in_win and not started:
             started = True
             start_state = dict(cur)
-            v0 = tot
             for bd, v in ((best, tot), (best_unc, tot_unc), (best_raw, raw)):
                 note(bd, v, None, "start", None)
             if prev_out_bytes is not None:
@@ -1116,6 +1122,68 @@ def measure_model_batch(model, model_name, x, target, optims, impls, trace_dir, 
     return out
 
 
+def instrumentation_check(model, model_name, x, target):
+    """Does the instrumentation change what PyTorch allocates? One Adam for-loop step 2 (real BLAS) is run
+    twice under the memory profiler: plain, and with the Recorder (dispatch mode) and the module/node hooks
+    as in the measurements. The allocator event sequences (sizes, allocations and frees in order, frees
+    matched to allocations of the same recording) must be identical once 0-d scalar temporaries (<= 8
+    bytes: the dispatch mode converts Python scalars to wrapped-number tensors; never counted) are left out."""
+    def run(instrumented):
+        model.train()
+        reset_grads(model)
+        gc.collect()
+        params = list(model.parameters())
+        opt = torch.optim.Adam(params, lr=1e-3, foreach=False)
+        with torch.no_grad():
+            for p in params:
+                p.grad = torch.zeros_like(p)
+        opt.step()
+        reset_grads(model)
+        gc.collect()
+        rec = Recorder(stub=False)
+        hooks = install_module_hooks(rec, model, model_name) if instrumented else []
+        try:
+            with MemoryProfiler() as prof:
+                if instrumented:
+                    rec.__enter__()
+                try:
+                    for p in params:
+                        p.grad = torch.empty_like(p)
+                    opt.zero_grad(set_to_none=True)
+                    out = last_output(model(x))
+                    loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), target.reshape(-1))
+                    loss.backward()
+                    opt.step()
+                    del out, loss
+                finally:
+                    if instrumented:
+                        rec.__exit__(None, None, None)
+        finally:
+            for h in hooks:
+                h.remove()
+        live = {}
+        seq = []
+        for a in collect_events(prof)[2]:
+            ptr, size = a[2], a[3]
+            if size > 0:
+                live[ptr] = size
+            elif live.get(ptr) == -size:
+                del live[ptr]
+            else:
+                continue
+            if abs(size) > 8:
+                seq.append(size)
+        del opt, prof, rec
+        reset_grads(model)
+        gc.collect()
+        return seq
+    a = run(False)
+    b = run(True)
+    return OrderedDict(model=model_name, batch=int(x.shape[1] if model_name == "lstm-lm" else x.shape[0]),
+                       run="train adam for-loop, real BLAS", compared="plain vs instrumented allocator events",
+                       identical=a == b, events=len(a), first_difference=compare_sigs(a, b))
+
+
 def measure_inference(model, model_name, x, trace_dir, B, stub=True):
     reset_grads(model)
     gc.collect()
@@ -1363,6 +1431,7 @@ def main(argv):
     result["models"] = OrderedDict()
     stub_ver = []
     step1_ver = []
+    inst_ver = []
     rows = []
     for name in models:
         spec = tr.MODELS[name]
@@ -1396,6 +1465,8 @@ def main(argv):
                 d = compare_sigs(inf["_sig"], real["_sig"])
                 stub_ver.append(OrderedDict(model=name, batch=B, run="inference", identical=d is None,
                                             peak_stub=inf["peak"], peak_real=real["peak"], first_difference=d))
+            if name in verify1 and B == 1:
+                inst_ver.append(instrumentation_check(model, name, x, target))
             t1 = time.time()
             be["train"] = measure_model_batch(model, name, x, target, optims, impls, trace_dir, B, stub=stub, log=log)
             log("%-12s B=%d training, all configurations: %.0fs" % (name, B, time.time() - t1))
@@ -1440,19 +1511,22 @@ def main(argv):
         gc.collect()
     result["stub_verification"] = stub_ver
     result["step1_verification"] = step1_ver
+    result["instrumentation_verification"] = inst_ver
     result["runtime_seconds"] = round(time.time() - t_start)
-    for v in stub_ver + step1_ver:
+    for v in stub_ver + step1_ver + inst_ver:
         log("verification %s" % json.dumps(v))
 
     with open(out_path, "w") as f:
         f.write(dump_json(result) + "\n")
     log("wrote %s (%.0f s)" % (out_path, time.time() - t_start))
     print_tables(result, rows, optims, impls)
-    sys.stdout.write("\nValidation: %d hand-checked cases OK; stub verification %s; step-1/composition verification %s\n"
-                     % (len(hand), "/".join("OK" if v["identical"] else "FAIL" for v in stub_ver) or "-",
-                        "/".join("OK" if v["identical"] else "FAIL" for v in step1_ver) or "-"))
-    if any(not v["identical"] for v in stub_ver + step1_ver):
-        sys.exit("VERIFICATION FAILED (see stub_verification / step1_verification)")
+    def oks(vs):
+        return " ".join("%s:%s" % (v["model"], "OK" if v["identical"] else "FAIL") for v in vs) or "-"
+    sys.stdout.write("\nValidation: %d hand-checked cases OK; stub (real vs stubbed BLAS): %s; composition and "
+                     "step 1 (vs the literal loop): %s; instrumentation (plain vs instrumented): %s\n"
+                     % (len(hand), oks(stub_ver), oks(step1_ver), oks(inst_ver)))
+    if any(not v["identical"] for v in stub_ver + step1_ver + inst_ver):
+        sys.exit("VERIFICATION FAILED (see stub_verification / step1_verification / instrumentation_verification)")
 
 
 def print_tables(result, rows, optims, impls):
