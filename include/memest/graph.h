@@ -43,7 +43,7 @@ struct memest_node {
  * graph order. Used by activation checkpointing. */
 struct memest_block_inst {
     const char *name;       /* the instance's full name, "h.3" */
-    const char *type;       /* the block's name, "GPT2Block" */
+    const char *type;       /* the block's name, e.g. "bottleneck" */
     uint32_t first, last;
     uint32_t depth;         /* 0: called from the top level */
 };
