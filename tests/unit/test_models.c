@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #include "check.h"
+#include "reference_json.h"
 #include "memest/calc.h"
 #include "memest/model.h"
 #include "memest/run.h"
@@ -37,23 +38,6 @@ static const struct published table[] = {
     {"mlp-mnist", 784ull * 512 + 512 + 512 * 512 + 512 + 512 * 10 + 10, 0},
 };
 
-static cJSON *read_json(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    size_t got = fread(buf, 1, (size_t)n, f);
-    buf[got] = '\0';
-    fclose(f);
-    cJSON *j = cJSON_Parse(buf);
-    free(buf);
-    return j;
-}
-
 static double num(const cJSON *o, const char *k)
 {
     return cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, k));
@@ -66,7 +50,7 @@ static bool within(double got, double want, double rel)
 
 int main(void)
 {
-    cJSON *ref = read_json("tests/reference/torch_figures.json");
+    cJSON *ref = read_reference_json("tests/reference/torch_figures.json");
     CHECK(ref != NULL);
     const cJSON *models = cJSON_GetObjectItemCaseSensitive(ref, "models");
     printf("%-13s %5s %14s %14s %9s %16s %16s %8s %10s %10s\n", "model", "batch", "params",

@@ -17,32 +17,12 @@
 #include <string.h>
 
 #include "check.h"
+#include "reference_json.h"
 #include "memest/calc.h"
 #include "memest/model.h"
 #include "memest/run.h"
 
 #define TOLERANCE 3.0   /* percent */
-
-static cJSON *read_json(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    if (!buf) {
-        fclose(f);
-        return NULL;
-    }
-    size_t got = fread(buf, 1, (size_t)n, f);
-    buf[got] = '\0';
-    fclose(f);
-    cJSON *j = cJSON_Parse(buf);
-    free(buf);
-    return j;
-}
 
 static double peak_of(const cJSON *o)
 {
@@ -142,7 +122,7 @@ int main(void)
     const char *path = getenv("MEMEST_TORCH_PEAKS");
     if (!path)
         path = "tests/reference/torch_peaks.json";
-    cJSON *j = read_json(path);
+    cJSON *j = read_reference_json(path);
     CHECK(j != NULL);
     if (!j) {
         fprintf(stderr, "cannot read %s\n", path);
