@@ -12,9 +12,9 @@ static const char *const errcode_names[MEMEST_ERR_COUNT] = {
     [MEMEST_ERR_PARSE] = "parse",   [MEMEST_ERR_SCHEMA] = "schema",
     [MEMEST_ERR_SHAPE] = "shape",   [MEMEST_ERR_LIMIT] = "limit",
     [MEMEST_ERR_USAGE] = "usage",   [MEMEST_ERR_NOMEM] = "nomem",
-    [MEMEST_ERR_PROBE] = "probe",
+    [MEMEST_ERR_PROBE] = "probe",   [MEMEST_ERR_OUTPUT] = "output",
 };
-static_assert(MEMEST_ERR_COUNT == 9, "MEMEST_ERR_COUNT changed: update errcode_names");
+static_assert(MEMEST_ERR_COUNT == 10, "MEMEST_ERR_COUNT changed: update errcode_names");
 
 /* Length of s cut to at most max bytes without splitting a UTF-8 sequence. */
 static size_t utf8_cut(const char *s, size_t len, size_t max)
@@ -172,6 +172,8 @@ int memest_error_exit(const struct memest_error *e)
         return MEMEST_EXIT_USAGE;
     case MEMEST_ERR_PROBE:
         return MEMEST_EXIT_NODEV;
+    case MEMEST_ERR_OUTPUT:
+        return MEMEST_EXIT_OUTPUT;
     case MEMEST_ERR_NOMEM:
     case MEMEST_ERR_COUNT:
         break;

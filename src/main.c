@@ -1,43 +1,8 @@
-/* main.c - memest: parse the options, open the model once, run one flow
- * (one estimate, a sweep, the largest batch, or advice) and exit with its
- * code. The flows live in src/flow_*.c and src/advise.c (app.h). */
-#include <stdio.h>
-
+/* main.c - the memest executable: the command itself is memest_main()
+ * (src/memest_main.c, in the core library). */
 #include "memest/app.h"
-#include "memest/cli.h"
 
 int main(int argc, char **argv)
 {
-    struct memest_cli o;
-    struct memest_error err = {0};
-    if (memest_cli_parse(argc, argv, &o, &err) != 0)
-        return memest_app_fail(NULL, &err);
-    if (o.help) {
-        memest_cli_usage(stdout);
-        return MEMEST_EXIT_OK;
-    }
-    if (o.list_ops) {
-        memest_ops_print_markdown(stdout);
-        return MEMEST_EXIT_OK;
-    }
-    if (o.list_gpus)
-        return memest_flow_list_gpus();
-    if (o.version) {
-        printf("memest %s\n", MEMEST_VERSION);
-        return MEMEST_EXIT_OK;
-    }
-    struct memest_app a;
-    int rc = memest_app_open(&a, &o, &err);
-    if (rc != MEMEST_EXIT_OK)
-        rc = memest_app_fail(&o, &err);
-    else if (o.sweep || o.sweep_var)
-        rc = memest_flow_sweep(&a);
-    else if (o.max_batch)
-        rc = memest_flow_max_batch(&a);
-    else if (o.advise)
-        rc = memest_flow_advise(&a);
-    else
-        rc = memest_flow_single(&a);
-    memest_app_close(&a);
-    return rc;
+    return memest_main(argc, argv);
 }

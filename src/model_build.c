@@ -912,8 +912,11 @@ static int expand_node(struct builder *b, const cJSON *obj, const char *npath, c
     const cJSON *jif = cJSON_GetObjectItemCaseSensitive(obj, "if");
     const cJSON *jtrain = cJSON_GetObjectItemCaseSensitive(obj, "trainable");
     const cJSON *jtie = cJSON_GetObjectItemCaseSensitive(obj, "tie_weight");
+    /* the local name goes into the scope's name map, which keeps the
+     * pointer: a default name (the index, as nn.Sequential names children)
+     * is owned by the graph's arena, never a buffer of this frame */
     char idx[24];
-    const char *name = decimal(idx, index);
+    const char *name = NULL;
     if (jname) {
         if (!cJSON_IsString(jname))
             return memest_errf(b->err, MEMEST_ERR_SCHEMA, path_join(b, npath, "name"),
@@ -922,6 +925,8 @@ static int expand_node(struct builder *b, const cJSON *obj, const char *npath, c
         if (bad_name(name))
             return memest_errf(b->err, MEMEST_ERR_SCHEMA, path_join(b, npath, "name"),
                                "node name \"%.40s\": expected %s", name, NAME_RULE);
+    } else if (!(name = memest_arena_strdup(&b->g->arena, decimal(idx, index)))) {
+        return nomem(b);
     }
     if (check_comment(b, obj, npath) != 0)
         return -1;

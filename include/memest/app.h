@@ -67,6 +67,10 @@ void memest_app_card_report(const struct memest_app *a, const struct memest_esti
  * stdout with --json); returns its exit code. */
 int memest_app_fail(const struct memest_cli *o, const struct memest_error *err);
 
+/* The whole memest command (src/memest_main.c): options, model, one flow.
+ * Returns the process exit code. */
+int memest_main(int argc, char **argv);
+
 /* The flows; each returns the process exit code. */
 int memest_flow_single(struct memest_app *a);
 int memest_flow_sweep(struct memest_app *a);

@@ -171,5 +171,51 @@ int main(void)
     CHECK_EQ_INT(b.rc, -1);
     CHECK_CONTAINS(b.err.msg, "uses itself");
     drop(&b);
+
+    /* default names (the index, as nn.Sequential names children) are
+     * references like any other: relu(x) + relu(relu(x)) of 8 features,
+     * then a linear 8 -> 3 (8*3+3 = 27 parameters) on "0" (the first relu),
+     * not on the add before it */
+    build(&b,
+          "{\"inputs\": [{\"name\": \"x\", \"shape\": [8]}],"
+          " \"layers\": [{\"type\": \"relu\"}, {\"type\": \"relu\"},"
+          "              {\"type\": \"add\", \"inputs\": [\"0\", \"1\"]},"
+          "              {\"type\": \"linear\", \"inputs\": \"0\", \"out_features\": 3},"
+          "              {\"type\": \"add\", \"inputs\": [\"2\", \"2\"]}],"
+          " \"outputs\": [\"3\", \"4\"]}",
+          NULL, 0, 2);
+    CHECK_EQ_INT(b.rc, 0);
+    CHECK_EQ_U64(b.p.total, 27);
+    if (b.rc == 0) {
+        CHECK_EQ_INT(b.g.nnodes, 6);
+        /* node 3 is the add, reading nodes 1 and 2 ("0" and "1") */
+        CHECK_EQ_INT(b.g.nodes[3].in[0].node, 1);
+        CHECK_EQ_INT(b.g.nodes[3].in[1].node, 2);
+        /* the linear ("3") reads "0", node 1; the last add reads "2" twice */
+        CHECK_EQ_INT(b.g.nodes[4].in[0].node, 1);
+        CHECK_EQ_INT(b.g.nodes[5].in[0].node, 3);
+        CHECK_EQ_INT(b.g.outputs[0].node, 4);
+        CHECK_EQ_INT(b.g.outputs[1].node, 5);
+    }
+    drop(&b);
+
+    /* 40 unnamed nodes in a chain (the old code formatted each default name
+     * in a stack buffer that the name map kept: 29 or more gave a bogus
+     * "duplicate node name"); a relu on each, then "39" is the last one */
+    {
+        char json[4096];
+        size_t k = (size_t)snprintf(json, sizeof json, "{\"inputs\": [{\"name\": \"x\", \"shape\": [8]}], \"layers\": [");
+        for (int i = 0; i < 40; i++)
+            k += (size_t)snprintf(json + k, sizeof json - k, "{\"type\": \"relu\"},");
+        snprintf(json + k, sizeof json - k, "{\"type\": \"add\", \"inputs\": [\"39\", \"7\"]}]}");
+        build(&b, json, NULL, 0, 1);
+        CHECK_EQ_INT(b.rc, 0);
+        if (b.rc == 0) {
+            CHECK_EQ_INT(b.g.nnodes, 42);
+            CHECK_EQ_INT(b.g.nodes[41].in[0].node, 40);
+            CHECK_EQ_INT(b.g.nodes[41].in[1].node, 8);
+        }
+        drop(&b);
+    }
     return CHECK_DONE();
 }
