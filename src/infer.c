@@ -11,8 +11,6 @@
 #include "memest/ops.h"
 #include "memest/run.h"
 
-extern const struct memest_op_desc memest_op_input;
-
 #define MAX_INPUTS 64
 
 struct memest_ictx {

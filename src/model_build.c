@@ -17,8 +17,6 @@
 #include "memest/strmap.h"
 #include "memest/suggest.h"
 
-extern const struct memest_op_desc memest_op_input;
-
 #define INT_LIMIT 9007199254740992.0 /* 2^53 */
 
 enum vkind { V_NUM, V_BOOL, V_STR, V_JSON };

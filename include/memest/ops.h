@@ -66,6 +66,10 @@ struct memest_op_desc {
     uint8_t amp;                  /* enum memest_amp_policy */
 };
 
+/* The op of the model inputs (the file's "inputs" list): not in the table
+ * of types a node may name. */
+extern const struct memest_op_desc memest_op_input;
+
 /* Looks an op up by its "type" name; NULL when unknown. */
 const struct memest_op_desc *memest_op_find(const char *name);
 /* The known op name nearest to `name` (for "did you mean"), or NULL. */

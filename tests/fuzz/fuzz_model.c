@@ -14,7 +14,15 @@
  *     training peak holding at least the parameters and buffers, and a
  *     --json report that is valid JSON;
  *   - redoing batch 1 on the same run after other batch sizes gives the same
- *     figures (a run is reused across batch sizes by --sweep).
+ *     figures (a run is reused across batch sizes by --sweep);
+ *   - the same model written another way gives the same figures: flat, with
+ *     every node unnamed (referenced by index) or renamed, with its
+ *     unreferenced names stripped, with its repeats unrolled, each node in
+ *     a block of its own, chains rolled into repeats, the nodes in another
+ *     valid order (tests/support/metamorphic.h: which figures must match
+ *     for each). A rewrite that runs into a limit (it may cost the builder
+ *     more) is not compared; graphs of more than METAMORPHIC_MAX_NODES
+ *     nodes are not rewritten.
  *
  * Built with -fsanitize=fuzzer when MEMEST_FUZZ=ON (clang), otherwise with
  * standalone_runner.c, which feeds it files: that is the ctest "fuzz.model".
@@ -35,6 +43,7 @@
 #include "memest/model.h"
 #include "memest/report.h"
 #include "memest/run.h"
+#include "metamorphic.h"
 
 #define FUZZ_MAX_NODES 5000u
 #define LABEL "fuzz.json"
@@ -206,6 +215,81 @@ static bool run_batch(struct memest_run *r, const struct memest_graph *g, int64_
     return true;
 }
 
+/* The figures of a document at batch 2 with the default step. */
+static void figures(const cJSON *doc, struct mm_figures *f)
+{
+    struct memest_step_cfg cfg;
+    memest_step_cfg_default(&cfg);
+    mm_figures_of(doc, LABEL, FUZZ_MAX_NODES, 2, MEMEST_F32, &cfg, f);
+}
+
+/* Compares rewrite v with the figures `from` of the document it was made
+ * from; a rewrite that runs into a limit is not compared. */
+static void same_figures(const char *variant, const struct mm_figures *from, const cJSON *v,
+                         enum mm_compare how)
+{
+    if (!v)
+        return; /* does not apply (or out of memory) */
+    struct mm_figures b;
+    figures(v, &b);
+    if (from->code == MEMEST_ERR_LIMIT || b.code == MEMEST_ERR_LIMIT)
+        return;
+    char why[300];
+    if (!mm_same(from, &b, how, why, sizeof why))
+        bug("metamorphic: %s: %s", variant, why);
+}
+
+/* Graphs larger than this skip the metamorphic invariants (about ten more
+ * estimates each), so that every input stays well under a second. */
+#define METAMORPHIC_MAX_NODES 600u
+
+/* The metamorphic invariants of a model that builds (g from m). */
+static void metamorphic(const struct memest_model *m, const struct memest_graph *g)
+{
+    if (g->nnodes > METAMORPHIC_MAX_NODES)
+        return;
+    struct mm_figures orig, fl;
+    figures(m->root, &orig);
+    cJSON *v = mm_strip_names(m->root);
+    same_figures("unreferenced names stripped", &orig, v, MM_ALL);
+    cJSON_Delete(v);
+    v = mm_unroll_repeats(m->root);
+    same_figures("repeats unrolled", &orig, v, MM_ALL);
+    cJSON_Delete(v);
+    /* full names longer than a name may be (nested blocks) cannot be
+     * written flat */
+    for (uint32_t n = 0; n < g->nnodes; n++)
+        if (strlen(g->nodes[n].name) > 100)
+            return;
+    cJSON *flat = mm_flat(g);
+    if (!flat)
+        return;
+    same_figures("flat", &orig, flat, MM_ORDER_FREE);
+    figures(flat, &fl);
+    v = mm_index_names(flat);
+    same_figures("flat, unnamed, referenced by index", &fl, v, MM_ALL);
+    cJSON_Delete(v);
+    v = mm_rename(flat, (uint32_t)g->nnodes);
+    same_figures("flat, renamed", &fl, v, MM_ALL);
+    cJSON_Delete(v);
+    v = mm_wrap_blocks(flat);
+    same_figures("flat, a block per node", &fl, v, MM_ALL);
+    cJSON_Delete(v);
+    v = mm_roll_repeats(flat);
+    same_figures("flat, runs rolled into repeat", &fl, v, MM_ALL);
+    cJSON_Delete(v);
+    struct memest_run r = {0};
+    struct memest_error err = {0};
+    struct memest_run_opts ro = {.batch = 2, .dtype = MEMEST_F32};
+    if (memest_run_infer(&r, g, &ro, &err) == 0) {
+        v = mm_reorder(flat, g, &r, (uint32_t)g->nnodes * 7 + 1);
+        same_figures("flat, reordered", &fl, v, MM_ORDER_FREE);
+        cJSON_Delete(v);
+    }
+    memest_run_free(&r);
+    cJSON_Delete(flat);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct memest_model m;
@@ -251,6 +335,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (ok1 != ok2 || (ok1 && !same_estimate(&first, &e)))
         bug("batch 1 gives a different result after other batch sizes on the same run");
 
+    metamorphic(&m, &g);
     memest_run_free(&r);
     memest_graph_free(&g);
 

@@ -19,15 +19,23 @@ mkdir -p "$work"
 work=$(realpath "$work")   # the fuzzer runs inside it: paths must be absolute
 rm -rf "$work/findings" "$work"/fuzz-*.log
 mkdir -p "$work/corpus" "$work/findings"
-cp -n "$src"/models/*.json "$src"/tests/errors/*.json "$work/corpus/" 2>/dev/null || true
+cp -n "$src"/models/*.json "$src"/tests/errors/*.json "$src"/tests/metamorphic/*.json \
+    "$work/corpus/" 2>/dev/null || true
 cp -n "$src"/tests/fuzz/regressions/* "$work/corpus/" 2>/dev/null || true
-echo "fuzz: $bin for ${secs}s x $jobs job(s); corpus and findings in $work"
+# -max_len admits every seed (the largest shipped model included), and at
+# least 64 KiB
+max_len=65536
+for f in "$work"/corpus/*; do
+    n=$(stat -c %s "$f")
+    [ "$n" -gt "$max_len" ] && max_len=$n
+done
+echo "fuzz: $bin for ${secs}s x $jobs job(s), inputs up to $max_len bytes; corpus and findings in $work"
 # -timeout: seconds per input (the target is meant to take well under 1 s);
 # -rss_limit_mb / -malloc_limit_mb: memory per process; -max_len: bytes.
 # A finding makes libFuzzer exit non-zero; with -jobs, the findings dir tells.
 set +e
 (cd "$work" && "$bin" -dict="$src/tests/fuzz/model.dict" -max_total_time="$secs" \
-    -timeout=2 -rss_limit_mb=2048 -malloc_limit_mb=2048 -max_len=16384 \
+    -timeout=2 -rss_limit_mb=2048 -malloc_limit_mb=2048 -max_len="$max_len" \
     -print_final_stats=1 -artifact_prefix="$work/findings/" \
     $( [ "$jobs" -gt 1 ] && echo "-jobs=$jobs -workers=$jobs" ) \
     corpus) > "$work/fuzz.log" 2>&1
