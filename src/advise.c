@@ -17,6 +17,7 @@
 
 #include "memest/app.h"
 #include "memest/checked.h"
+#include "memest/escape.h"
 #include "memest/format.h"
 #include "memest/jsonw.h"
 #include "memest/ops.h"
@@ -394,13 +395,14 @@ static void print_text(const struct advisor *ad)
 {
     const struct memest_app *a = ad->a;
     const struct memest_cli *o = ad->o;
-    char line[256], b[32];
+    char line[256], b[32], name[MEMEST_ESC_NAME], file[MEMEST_ESC_NAME];
     struct memest_fit f;
     memest_fit_check(ad->base.needs, a->card.memory, o->headroom, &f);
-    printf("memest %s: %s (%s), batch %lld, optimizer %s, dtype %s\n", MEMEST_VERSION, a->g.name,
-           a->g.file, (long long)o->batch, memest_optim_name(a->step.optim.kind),
-           memest_dtype_name(o->dtype));
-    printf("card %s%s%s, %s, %g%% headroom\n", a->card.label,
+    printf("memest %s: %s (%s), batch %lld, optimizer %s, dtype %s\n", MEMEST_VERSION,
+           memest_esc_text(a->g.name, name, sizeof name),
+           memest_esc_text(a->g.file, file, sizeof file), (long long)o->batch,
+           memest_optim_name(a->step.optim.kind), memest_dtype_name(o->dtype));
+    printf("card %s%s%s, %s, %g%% headroom\n", memest_esc_text(a->card.label, name, sizeof name),
            a->card.source == MEMEST_CARD_PRESET ? " --gpu " : "",
            a->card.source == MEMEST_CARD_PRESET ? a->card.name : "",
            memest_fmt_bytes(a->card.memory, b, sizeof b), o->headroom);
@@ -411,9 +413,13 @@ static void print_text(const struct advisor *ad)
            ad->base.has_time ? "samples/s" : "", "change");
     for (int i = 0; i < ad->n; i++) {
         const struct option *op = &ad->opts[i];
+        /* the change and the note can hold node names and messages */
+        char change[4 * sizeof op->change], note[4 * sizeof op->note];
+        memest_esc_text(op->change, change, sizeof change);
+        memest_esc_text(op->note, note, sizeof note);
         if (!op->computed) {
-            printf("  %-4s %11s %11s %11s  %s%s%s\n", "-", "-", "-", "", op->change,
-                   op->note[0] ? ": " : "", op->note);
+            printf("  %-4s %11s %11s %11s  %s%s%s\n", "-", "-", "-", "", change,
+                   note[0] ? ": " : "", note);
             continue;
         }
         char s[40], nd[32], sp[32] = "";
@@ -422,8 +428,8 @@ static void print_text(const struct advisor *ad)
         if (op->has_time)
             snprintf(sp, sizeof sp, "%.4g", op->samples_per_s);
         printf("  %-4s %11s %11s %11s  %s%s%s%s\n", op->fits ? "yes" : "no", s,
-               memest_fmt_bytes(op->needs, nd, sizeof nd), sp, op->change,
-               op->note[0] ? " (" : "", op->note, op->note[0] ? ")" : "");
+               memest_fmt_bytes(op->needs, nd, sizeof nd), sp, change, note[0] ? " (" : "", note,
+               note[0] ? ")" : "");
     }
     printf("  %-4s %11s %11s %11s  ZeRO stages, LoRA: not available (a later issue)\n", "-", "-",
            "-", "");

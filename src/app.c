@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "memest/escape.h"
 #include "memest/format.h"
 #include "memest/report.h"
 
@@ -47,10 +48,13 @@ int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct mem
         memest_model_build(&a->m, o->sets, o->nsets, &a->g, err) != 0)
         return memest_error_exit(err);
     uint32_t unused_at, unused = memest_graph_unused_inputs(&a->g, &unused_at);
-    if (unused) /* allowed, as in PyTorch (issue 6), but likely a mistake */
+    if (unused) { /* allowed, as in PyTorch (issue 6), but likely a mistake */
+        char file[MEMEST_ESC_NAME], name[MEMEST_ESC_NAME];
         fprintf(stderr, "memest: warning: %s: %s: the input \"%s\" is not used by any node%s\n",
-                a->g.file, a->g.nodes[unused_at].path, a->g.nodes[unused_at].name,
+                memest_esc_text(a->g.file, file, sizeof file), a->g.nodes[unused_at].path,
+                memest_esc_text(a->g.nodes[unused_at].name, name, sizeof name),
                 unused > 1 ? " (nor are other inputs)" : "");
+    }
     return MEMEST_EXIT_OK;
 }
 
@@ -116,12 +120,12 @@ void memest_app_card_report(const struct memest_app *a, const struct memest_esti
     }
 }
 
-int memest_flow_list_gpus(void)
+int memest_flow_list_gpus(const struct memest_cli *o)
 {
     struct memest_gpu_table t;
     struct memest_error err = {0};
     if (memest_gpu_table_builtin(&t, &err) != 0)
-        return memest_app_fail(NULL, &err);
+        return memest_app_fail(o, &err);
     memest_gpu_print_markdown(stdout, &t);
     memest_gpu_table_free(&t);
     return MEMEST_EXIT_OK;

@@ -44,6 +44,8 @@ enum {
     OPT_ADVISE,
 };
 
+#define SHORT_OPTS ":b:o:h"
+
 static const struct option long_opts[] = {
     {"batch", required_argument, NULL, 'b'},
     {"optim", required_argument, NULL, 'o'},
@@ -142,7 +144,8 @@ void memest_cli_usage(FILE *f)
         "\n"
         "Exit codes: 0 success (and fits), 1 does not fit (--fit, --probe; --max-batch\n"
         "when not even batch 1 fits), 2 usage error, 3 invalid or unreadable model file,\n"
-        "4 no usable CUDA driver or device (--probe), 5 internal error or out of memory.\n",
+        "4 no usable CUDA driver or device (--probe), 5 internal error or out of memory,\n"
+        "6 an output (standard output, --plot, --timeline) could not be written.\n",
         f);
 }
 
@@ -228,7 +231,34 @@ static int check_conflicts(const struct memest_cli *o, struct memest_error *err)
         return usage(err, "--probe checks one batch size: it excludes sweeps and --max-batch");
     if (o->inference && (s->grad_accum > 1 || s->checkpoint || s->first_step))
         return usage(err, "--inference excludes --grad-accum, --checkpoint and --first-step");
+    /* an output asked for is produced, or refused here: the files and the
+     * per-layer table describe one step (one estimate, or --max-batch's) */
+    const char *file_opt = o->plot_path ? "--plot" : o->timeline_path ? "--timeline" : NULL;
+    if (file_opt && (o->sweep || o->sweep_var || o->advise))
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                           "%s writes one step: it excludes sweeps and --advise", file_opt);
+    if (o->layers && (o->sweep || o->sweep_var || o->advise))
+        return usage(err, "--layers adds a table to the report of one step: it excludes sweeps "
+                          "and --advise");
+    if (o->layers && o->fit && !o->json)
+        return usage(err, "--fit prints a one-line verdict: --layers needs --json with it");
     return 0;
+}
+
+/* Whether argv asks for --json, read as getopt_long reads it (an option's
+ * value or an operand after "--" is not the option), so that an error found
+ * before the parser reaches it still gets the JSON error document. The
+ * leading "-" returns operands in place (as option 1) instead of moving
+ * them after the options, which would change what the parse reads. */
+static bool wants_json(int argc, char **argv)
+{
+    bool json = false;
+    int c;
+    optind = 0; /* glibc: start over */
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "-" SHORT_OPTS, long_opts, NULL)) != -1)
+        json = json || c == OPT_JSON;
+    return json;
 }
 
 int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_error *err)
@@ -239,10 +269,11 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
     o->dtype = MEMEST_F32;
     o->headroom = 5;
     o->mfu = 0.4;
-    optind = 1;
+    o->json = wants_json(argc, argv);
+    optind = 0; /* glibc: start over, in the default order (not wants_json's) */
     opterr = 0;
     int c, longidx;
-    while ((c = getopt_long(argc, argv, ":b:o:h", long_opts, &longidx)) != -1) {
+    while ((c = getopt_long(argc, argv, SHORT_OPTS, long_opts, &longidx)) != -1) {
         uint64_t u;
         switch (c) {
         case 'b':

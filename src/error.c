@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "memest/escape.h"
+
 static const char *const errcode_names[MEMEST_ERR_COUNT] = {
     [MEMEST_ERR_NONE] = "none",     [MEMEST_ERR_IO] = "io",
     [MEMEST_ERR_PARSE] = "parse",   [MEMEST_ERR_SCHEMA] = "schema",
@@ -102,27 +104,6 @@ static void append(char *buf, size_t n, size_t *pos, const char *fmt, ...)
     *pos = (size_t)k >= n - *pos ? n : *pos + (size_t)k;
 }
 
-/* Appends s with control characters (which a model file can put in keys
- * and names through JSON escapes) written as \xNN, so that the message stays
- * one line and cannot drive the terminal. */
-static void append_escaped(char *buf, size_t n, size_t *pos, const char *s)
-{
-    for (const unsigned char *p = (const unsigned char *)s; *p && *pos < n; p++) {
-        if (*p < 0x20 || *p == 0x7F) {
-            if (n - *pos <= 4) {
-                *pos = n;
-                break;
-            }
-            append(buf, n, pos, "\\x%02X", *p);
-        } else if (*pos + 1 < n) {
-            buf[(*pos)++] = (char)*p;
-            buf[*pos] = '\0';
-        } else {
-            *pos = n;
-        }
-    }
-}
-
 void memest_error_format(const struct memest_error *e, char *buf, size_t n)
 {
     if (!buf || n == 0)
@@ -132,7 +113,7 @@ void memest_error_format(const struct memest_error *e, char *buf, size_t n)
         return;
     size_t pos = 0;
     if (e->file[0]) {
-        append_escaped(buf, n, &pos, e->file);
+        memest_esc_append(buf, n, &pos, e->file);
         if (e->line > 0) {
             append(buf, n, &pos, ":%d", e->line);
             if (e->col > 0)
@@ -141,16 +122,16 @@ void memest_error_format(const struct memest_error *e, char *buf, size_t n)
         append(buf, n, &pos, ": ");
     }
     if (e->path[0]) {
-        append_escaped(buf, n, &pos, e->path);
+        memest_esc_append(buf, n, &pos, e->path);
         append(buf, n, &pos, ": ");
     }
     if (e->node[0]) {
         append(buf, n, &pos, "node '");
-        append_escaped(buf, n, &pos, e->node);
+        memest_esc_append(buf, n, &pos, e->node);
         append(buf, n, &pos, "': ");
     }
     if (e->msg[0])
-        append_escaped(buf, n, &pos, e->msg);
+        memest_esc_append(buf, n, &pos, e->msg);
     else if (e->code != MEMEST_ERR_NONE)
         append(buf, n, &pos, "%s error", memest_errcode_name(e->code));
     if (pos >= n) /* truncated: do not end inside a UTF-8 sequence */

@@ -60,6 +60,10 @@ int memest_flow_single(struct memest_app *a)
     if (o->probe) {
         rc = probe(o, &a->g, &tl, &pres, &perr);
         rep.probe = &pres;
+        if (rc != MEMEST_EXIT_OK && rc != MEMEST_EXIT_NOFIT) {
+            rep.error = &perr;
+            rep.error_exit = rc;
+        }
         if (o->gpu && strcmp(o->gpu, "auto") == 0) {
             card_from_probe(a, &pres);
             /* the report's figures for the probed card's generation (the

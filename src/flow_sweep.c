@@ -10,6 +10,8 @@
 
 #include "memest/app.h"
 #include "memest/checked.h"
+#include "memest/escape.h"
+#include "memest/plot.h"
 #include "memest/report.h"
 #include "memest/suggest.h"
 #include "memest/sweep.h"
@@ -212,12 +214,14 @@ int memest_flow_max_batch(struct memest_app *a)
     const struct memest_cli *o = a->o;
     struct memest_error err = {0};
     struct memest_node_time *nodes = NULL;
+    struct memest_timeline tl = {0};
     struct fits_ctx ctx = {a};
     struct memest_max_batch mb;
     if (memest_fit_max_batch(fits_at, &ctx, MEMEST_SWEEP_MAX_VALUE, &mb, &err) != 0)
         return memest_app_fail(o, &err);
     int64_t best = mb.best;
-    /* the figures at the answer (or at batch 1 when nothing fits) */
+    /* the figures at the answer (or at batch 1 when nothing fits), and the
+     * --timeline and --plot files of that step */
     int64_t at = best > 0 ? best : 1;
     struct memest_estimate e;
     struct memest_sweep_row next;
@@ -227,8 +231,14 @@ int memest_flow_max_batch(struct memest_app *a)
             return memest_app_fail(o, &err);
         have_next = true;
     }
-    if (memest_app_estimate(a, at, &a->step, o->dtype, &e, NULL, &err) != 0)
+    bool files = o->timeline_path || o->plot_path;
+    if (memest_app_estimate(a, at, &a->step, o->dtype, &e, files ? &tl : NULL, &err) != 0 ||
+        memest_write_step_files(o->timeline_path, o->plot_path, o->inference, &a->r, &a->step, &e,
+                                &tl, &err) != 0) {
+        memest_timeline_dispose(&tl);
         return memest_app_fail(o, &err);
+    }
+    memest_timeline_dispose(&tl);
     nodes = calloc(a->g.nnodes ? a->g.nnodes : 1, sizeof *nodes);
     if (!nodes) {
         memest_errf(&err, MEMEST_ERR_NOMEM, NULL, "out of memory");
@@ -248,10 +258,12 @@ int memest_flow_max_batch(struct memest_app *a)
                                     .max_batch_steady = mb.steady};
         memest_report_json(stdout, &rep);
     } else {
-        char line[256];
-        printf("memest %s: %s (%s), optimizer %s, dtype %s\n", MEMEST_VERSION, a->g.name,
-               a->g.file, memest_optim_name(a->step.optim.kind), memest_dtype_name(o->dtype));
-        printf("card %s%s%s, %g%% headroom\n", a->card.label,
+        char line[256], name[MEMEST_ESC_NAME], file[MEMEST_ESC_NAME];
+        printf("memest %s: %s (%s), optimizer %s, dtype %s\n", MEMEST_VERSION,
+               memest_esc_text(a->g.name, name, sizeof name),
+               memest_esc_text(a->g.file, file, sizeof file), memest_optim_name(a->step.optim.kind),
+               memest_dtype_name(o->dtype));
+        printf("card %s%s%s, %g%% headroom\n", memest_esc_text(a->card.label, name, sizeof name),
                a->card.source == MEMEST_CARD_PRESET ? " --gpu " : "",
                a->card.source == MEMEST_CARD_PRESET ? a->card.name : "", o->headroom);
         if (best > 0) {
@@ -284,6 +296,8 @@ int memest_flow_max_batch(struct memest_app *a)
                    cr.time.samples_per_s, o->mfu * 100,
                    memest_precision_name(cr.peak_fallback ? MEMEST_PREC_FP32 : cr.precision));
         }
+        if (o->layers)
+            memest_report_layers(stdout, &a->g, &a->r);
     }
     free(nodes);
     return rc;

@@ -1,10 +1,12 @@
 /* jsonw.c - streaming JSON writer: pretty (two-space indent) or compact
  * output, keys in the order written, exact 64-bit integers, strings escaped
- * to valid JSON (control characters as \u00XX, invalid UTF-8 as U+FFFD). */
+ * to valid JSON (control characters as \u escapes, invalid UTF-8 as U+FFFD). */
 #include "memest/jsonw.h"
 
 #include <inttypes.h>
 #include <math.h>
+
+#include "memest/escape.h"
 
 void memest_jsonw_init(struct memest_jsonw *w, FILE *f, bool pretty)
 {
@@ -33,55 +35,36 @@ static void indent(struct memest_jsonw *w, int depth)
         fputs("  ", w->f);
 }
 
-/* Writes the JSON string literal for s (s[0..] up to the NUL). */
+/* Writes the JSON string literal for s (s[0..] up to the NUL): the unsafe
+ * characters of escape.h as \u escapes (a JSON reader gets them back;
+ * a terminal showing the document does not act on them), bytes that are
+ * not UTF-8 as U+FFFD. */
 static void write_string(FILE *f, const char *s)
 {
-    static const char hex[] = "0123456789abcdef";
-    const unsigned char *p = (const unsigned char *)s;
     fputc('"', f);
-    while (*p) {
-        unsigned c = *p;
-        if (c < 0x80) {
-            switch (c) {
-            case '"':  fputs("\\\"", f); break;
-            case '\\': fputs("\\\\", f); break;
-            case '\b': fputs("\\b", f); break;
-            case '\f': fputs("\\f", f); break;
-            case '\n': fputs("\\n", f); break;
-            case '\r': fputs("\\r", f); break;
-            case '\t': fputs("\\t", f); break;
-            default:
-                if (c < 0x20) {
-                    fputs("\\u00", f);
-                    fputc(hex[c >> 4], f);
-                    fputc(hex[c & 15], f);
-                } else {
-                    fputc((int)c, f);
-                }
-            }
+    for (const char *p = s; *p;) {
+        uint32_t cp;
+        size_t len = memest_utf8_decode(p, &cp);
+        if (len == 0) {
+            fputs("\\ufffd", f);
             p++;
             continue;
         }
-        /* A multi-byte UTF-8 sequence: copy it if well-formed (no overlong
-         * forms, no surrogates, at most U+10FFFF), else write U+FFFD for
-         * the lead byte and resynchronise on the next byte. */
-        int len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3
-                : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
-        bool ok = len > 0;
-        for (int i = 1; ok && i < len; i++)
-            ok = (p[i] & 0xc0) == 0x80;
-        if (ok && len == 3) {
-            ok = !(c == 0xe0 && p[1] < 0xa0) && !(c == 0xed && p[1] >= 0xa0);
-        } else if (ok && len == 4) {
-            ok = !(c == 0xf0 && p[1] < 0x90) && !(c == 0xf4 && p[1] >= 0x90);
+        switch (cp) {
+        case '"':  fputs("\\\"", f); break;
+        case '\\': fputs("\\\\", f); break;
+        case '\b': fputs("\\b", f); break;
+        case '\f': fputs("\\f", f); break;
+        case '\n': fputs("\\n", f); break;
+        case '\r': fputs("\\r", f); break;
+        case '\t': fputs("\\t", f); break;
+        default:
+            if (memest_char_unsafe(cp))   /* all below U+10000 */
+                fprintf(f, "\\u%04x", (unsigned)cp);
+            else
+                fwrite(p, 1, len, f);
         }
-        if (ok) {
-            fwrite(p, 1, (size_t)len, f);
-            p += len;
-        } else {
-            fputs("\\ufffd", f);
-            p++;
-        }
+        p += len;
     }
     fputc('"', f);
 }
@@ -172,5 +155,4 @@ void memest_jsonw_null(struct memest_jsonw *w, const char *key)
 void memest_jsonw_finish(struct memest_jsonw *w)
 {
     fputc('\n', w->f);
-    fflush(w->f);
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "memest/checked.h"
+#include "memest/escape.h"
 
 #define UNCHECKED "cannot probe; the estimate above is unchecked"
 
@@ -425,9 +426,10 @@ static const char *iec(uint64_t v, char *buf, size_t n)
 
 static void print_where(FILE *f, size_t event, enum memest_phase phase, const char *node)
 {
+    char name[MEMEST_ESC_NAME];
     fprintf(f, "event %zu (%s", event, memest_phase_name(phase));
     if (node && node[0])
-        fprintf(f, ", node '%s'", node);
+        fprintf(f, ", node '%s'", memest_esc_text(node, name, sizeof name));
     fputc(')', f);
 }
 
@@ -438,7 +440,9 @@ void memest_probe_print_text(FILE *f, const struct memest_probe_result *r)
         fprintf(f, "probe: not run (no usable CUDA driver or device)\n");
         return;
     }
-    fprintf(f, "probe: %s (device %d), %s total\n", r->device_name, r->device,
+    char name[MEMEST_ESC_NAME];
+    fprintf(f, "probe: %s (device %d), %s total\n",
+            memest_esc_text(r->device_name, name, sizeof name), r->device,
             iec(r->total, a, sizeof a));
     if (r->have_overhead)
         fprintf(f, "probe:   free before memest: %s; CUDA context: %s; free after it: %s\n",

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "memest/escape.h"
 #include "memest/fit.h"
 #include "memest/format.h"
 
@@ -136,8 +137,9 @@ static void print_slowest(FILE *f, const struct memest_card_report *c,
         return;
     fputs("  slowest memory-bound:", f);
     for (int i = 0; i < n; i++) {
-        char t[32];
-        fprintf(f, "%s %s (%s, %s)", i ? "," : "", g->nodes[top[i].node].name,
+        char t[32], name[MEMEST_ESC_NAME];
+        fprintf(f, "%s %s (%s, %s)", i ? "," : "",
+                memest_esc_text(g->nodes[top[i].node].name, name, sizeof name),
                 top[i].bwd ? "backward" : "forward", memest_fmt_seconds(top[i].s, t, sizeof t));
     }
     fputc('\n', f);
@@ -147,8 +149,8 @@ void memest_card_print_text(FILE *f, const struct memest_card_report *c,
                             const struct memest_graph *g, int64_t batch)
 {
     const struct memest_card *card = c->card;
-    char a[32], b[32], line[256];
-    fprintf(f, "\nTarget card: %s", card->label);
+    char a[32], b[32], line[256], label[MEMEST_ESC_NAME];
+    fprintf(f, "\nTarget card: %s", memest_esc_text(card->label, label, sizeof label));
     if (card->source == MEMEST_CARD_PRESET)
         fprintf(f, " (--gpu %s)", card->name);
     else if (card->source == MEMEST_CARD_PROBE)

@@ -61,6 +61,23 @@ static void step_obj(struct memest_jsonw *w, const struct memest_report *rep)
     memest_jsonw_obj_end(w);
 }
 
+/* The "error" member: {code, exit, message, file, path, node[, line, col]}. */
+static void error_obj(struct memest_jsonw *w, const struct memest_error *err, int exit_code)
+{
+    char msg[1200];
+    memest_error_format(err, msg, sizeof msg);
+    memest_jsonw_obj_begin(w, "error");
+    memest_jsonw_str(w, "code", memest_errcode_name(err->code));
+    memest_jsonw_u64(w, "exit", (uint64_t)exit_code);
+    memest_jsonw_str(w, "message", msg);
+    memest_jsonw_str(w, "file", err->file[0] ? err->file : NULL);
+    memest_jsonw_str(w, "path", err->path[0] ? err->path : NULL);
+    memest_jsonw_str(w, "node", err->node[0] ? err->node : NULL);
+    if (err->line)
+        memest_jsonw_i64(w, "line", err->line), memest_jsonw_i64(w, "col", err->col);
+    memest_jsonw_obj_end(w);
+}
+
 void memest_report_json(FILE *f, const struct memest_report *rep)
 {
     const struct memest_estimate *e = rep->e;
@@ -146,28 +163,19 @@ void memest_report_json(FILE *f, const struct memest_report *rep)
         memest_jsonw_obj_end(&w);
     }
     memest_jsonw_arr_end(&w);
+    if (rep->error)
+        error_obj(&w, rep->error, rep->error_exit);
     memest_jsonw_obj_end(&w);
     memest_jsonw_finish(&w);
 }
 
 void memest_report_error_json(FILE *f, const struct memest_error *err)
 {
-    char msg[1200];
-    memest_error_format(err, msg, sizeof msg);
     struct memest_jsonw w;
     memest_jsonw_init(&w, f, true);
     memest_jsonw_obj_begin(&w, NULL);
     memest_jsonw_u64(&w, "schema_version", MEMEST_SCHEMA_VERSION);
-    memest_jsonw_obj_begin(&w, "error");
-    memest_jsonw_str(&w, "code", memest_errcode_name(err->code));
-    memest_jsonw_u64(&w, "exit", (uint64_t)memest_error_exit(err));
-    memest_jsonw_str(&w, "message", msg);
-    memest_jsonw_str(&w, "file", err->file[0] ? err->file : NULL);
-    memest_jsonw_str(&w, "path", err->path[0] ? err->path : NULL);
-    memest_jsonw_str(&w, "node", err->node[0] ? err->node : NULL);
-    if (err->line)
-        memest_jsonw_i64(&w, "line", err->line), memest_jsonw_i64(&w, "col", err->col);
-    memest_jsonw_obj_end(&w);
+    error_obj(&w, err, memest_error_exit(err));
     memest_jsonw_obj_end(&w);
     memest_jsonw_finish(&w);
 }

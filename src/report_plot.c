@@ -8,7 +8,9 @@
 #include <string.h>
 
 #include "memest/alloc.h"
+#include "memest/escape.h"
 #include "memest/format.h"
+#include "memest/outfile.h"
 
 static const char *node_label(const struct memest_graph *g, uint32_t node, uint8_t phase)
 {
@@ -17,24 +19,8 @@ static const char *node_label(const struct memest_graph *g, uint32_t node, uint8
     return phase == MEMEST_PH_LOSS ? "loss" : "";
 }
 
-/* A CSV field: quoted when it holds a comma, quote or newline. */
-static void csv_str(FILE *f, const char *s)
-{
-    if (!strpbrk(s, ",\"\n\r")) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
-int memest_timeline_write_csv(FILE *f, const struct memest_timeline *tl,
-                              const struct memest_graph *g)
+void memest_timeline_write_csv(FILE *f, const struct memest_timeline *tl,
+                               const struct memest_graph *g)
 {
     uint64_t live[MEMEST_CAT_COUNT] = {0}, total = 0, allocated = 0;
     fputs("index,phase,node,event,category,bytes,block", f);
@@ -49,7 +35,7 @@ int memest_timeline_write_csv(FILE *f, const struct memest_timeline *tl,
         total = a ? total + e->bytes : total - e->bytes;
         allocated = a ? allocated + e->block : allocated - e->block;
         fprintf(f, "%zu,%s,", i, memest_phase_name((enum memest_phase)e->phase));
-        csv_str(f, node_label(g, e->node, e->phase));
+        memest_esc_csv(f, node_label(g, e->node, e->phase), false);
         fprintf(f, ",%s,%s,%" PRIu64 ",%" PRIu64, a ? "alloc" : "free",
                 memest_category_name((enum memest_category)c), e->bytes, e->block);
         for (int k = 0; k < MEMEST_CAT_COUNT; k++)
@@ -57,7 +43,6 @@ int memest_timeline_write_csv(FILE *f, const struct memest_timeline *tl,
         fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", total, allocated,
                 (uint64_t)e->reserved * MEMEST_ALLOC_SMALL_BUFFER);
     }
-    return ferror(f) ? -1 : 0;
 }
 
 /* ---- SVG ---- */
@@ -78,6 +63,7 @@ static const char *const phase_fill[MEMEST_PH_COUNT] = {
 };
 
 enum { W = 1200, H = 620, ML = 90, MR = 250, MT = 60, MB = 70 };
+enum { TITLE_CHARS = 80, NODE_CHARS = 60 };   /* longer names are cut with an ellipsis */
 #define PW (W - ML - MR)
 #define PH (H - MT - MB)
 
@@ -87,19 +73,6 @@ struct col {                 /* one pixel column: the state at its highest point
     uint8_t phase;
     bool used;
 };
-
-static void xml_text(FILE *f, const char *s)
-{
-    for (; *s; s++) {
-        switch (*s) {
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '&': fputs("&amp;", f); break;
-        case '"': fputs("&quot;", f); break;
-        default: fputc(*s, f);
-        }
-    }
-}
 
 /* Event index -> pixel column. */
 struct xmap {
@@ -135,7 +108,7 @@ static uint64_t tick_step(uint64_t max)
 }
 
 int memest_plot_write_svg(FILE *f, const struct memest_timeline *tl, const struct memest_graph *g,
-                          const struct memest_peak *peak, const char *title)
+                          const struct memest_peak *peak, const char *what)
 {
     size_t n = tl->n;
     struct col *cols = calloc(PW, sizeof *cols);
@@ -190,7 +163,11 @@ int memest_plot_write_svg(FILE *f, const struct memest_timeline *tl, const struc
             W, H, W, H);
     fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n<text x=\"%d\" y=\"28\" "
                "font-size=\"16\" font-weight=\"bold\">", W, H, ML);
-    xml_text(f, title ? title : "memest");
+    memest_esc_xml(f, g->name, TITLE_CHARS);
+    if (what) {
+        fputs(": ", f);
+        memest_esc_xml(f, what, TITLE_CHARS);
+    }
     fputs("</text>\n", f);
 
     /* phases */
@@ -277,7 +254,7 @@ int memest_plot_write_svg(FILE *f, const struct memest_timeline *tl, const struc
         const char *nl = node_label(g, peak->node, peak->phase);
         if (*nl && peak->node < g->nnodes) {
             fputs(", ", f);
-            xml_text(f, nl);
+            memest_esc_xml(f, nl, NODE_CHARS);
         }
         fputs(")</text>\n", f);
     }
@@ -314,24 +291,25 @@ int memest_plot_write_svg(FILE *f, const struct memest_timeline *tl, const struc
     fputs("</svg>\n", f);
     free(cols);
 #undef YPOS
-    return ferror(f) ? -1 : 0;
+    return 0;
 }
 
 /* ---- the --timeline and --plot files of one estimate ---- */
 
 static int write_file(const char *path, const struct memest_timeline *tl,
-                      const struct memest_graph *g, const struct memest_peak *pk, const char *title,
+                      const struct memest_graph *g, const struct memest_peak *pk, const char *what,
                       bool svg, struct memest_error *err)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return memest_errf(err, MEMEST_ERR_IO, NULL, "cannot write %s", path);
-    int rc = svg ? memest_plot_write_svg(f, tl, g, pk, title) : memest_timeline_write_csv(f, tl, g);
-    if (fclose(f) != 0)
-        rc = -1;
-    if (rc != 0)
-        return memest_errf(err, MEMEST_ERR_IO, NULL, "cannot write %s", path);
-    return 0;
+    struct memest_outfile of;
+    if (memest_outfile_open(&of, path, err) != 0)
+        return -1;
+    if (svg && memest_plot_write_svg(of.f, tl, g, pk, what) != 0) {
+        memest_outfile_abort(&of);
+        return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+    }
+    if (!svg)
+        memest_timeline_write_csv(of.f, tl, g);
+    return memest_outfile_commit(&of, err);
 }
 
 int memest_write_step_files(const char *timeline_path, const char *plot_path, bool inference,
@@ -354,14 +332,14 @@ int memest_write_step_files(const char *timeline_path, const char *plot_path, bo
         tl = &itl;
         pk = &e->infer_peak;
     }
-    char title[300];
-    snprintf(title, sizeof title, "%s: %s, batch %lld", r->g->name,
+    char what[64];
+    snprintf(what, sizeof what, "%s, batch %lld",
              inference ? "no-grad forward pass" : "one training step", (long long)r->opts.batch);
     int rc = 0;
     if (timeline_path)
-        rc = write_file(timeline_path, tl, r->g, pk, title, false, err);
+        rc = write_file(timeline_path, tl, r->g, pk, what, false, err);
     if (rc == 0 && plot_path)
-        rc = write_file(plot_path, tl, r->g, pk, title, true, err);
+        rc = write_file(plot_path, tl, r->g, pk, what, true, err);
     memest_timeline_dispose(&itl);
     return rc;
 }

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "memest/escape.h"
 #include "memest/format.h"
 #include "memest/jsonw.h"
 #include "memest/report.h"
@@ -10,14 +11,17 @@
 
 static void header_lines(FILE *f, const struct memest_sweep_report *s)
 {
-    fprintf(f, "memest %s: %s (%s), optimizer %s, dtype %s%s", MEMEST_VERSION, s->model, s->file,
+    char name[MEMEST_ESC_NAME], file[MEMEST_ESC_NAME];
+    fprintf(f, "memest %s: %s (%s), optimizer %s, dtype %s%s", MEMEST_VERSION,
+            memest_esc_text(s->model, name, sizeof name), memest_esc_text(s->file, file, sizeof file),
             s->optimizer, s->dtype, s->inference ? ", inference" : "");
     if (s->variable)
         fprintf(f, ", batch %lld", (long long)s->batch);
     fputc('\n', f);
     if (s->card) {
         char b[32];
-        fprintf(f, "card %s%s%s, %s, %g%% headroom\n", s->card->label,
+        fprintf(f, "card %s%s%s, %s, %g%% headroom\n",
+                memest_esc_text(s->card->label, name, sizeof name),
                 s->card->source == MEMEST_CARD_PRESET ? " --gpu " : "",
                 s->card->source == MEMEST_CARD_PRESET ? s->card->name : "",
                 memest_fmt_bytes(s->card->memory, b, sizeof b), s->headroom_pct);
@@ -27,7 +31,8 @@ static void header_lines(FILE *f, const struct memest_sweep_report *s)
 void memest_sweep_print_text(FILE *f, const struct memest_sweep_report *s)
 {
     header_lines(f, s);
-    const char *first = s->variable ? s->variable : "batch";
+    char var[MEMEST_ESC_NAME];
+    const char *first = s->variable ? memest_esc_text(s->variable, var, sizeof var) : "batch";
     int w = (int)strlen(first) > 8 ? (int)strlen(first) : 8;
     bool times = s->precision != NULL;
     fprintf(f, "\n%*s %11s %11s %11s %5s %12s", w, first, "peak", "reserved", "on device",
@@ -67,22 +72,12 @@ void memest_sweep_print_text(FILE *f, const struct memest_sweep_report *s)
     }
 }
 
-/* A CSV field: quoted, with quotes doubled. */
-static void csv_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 void memest_sweep_print_csv(FILE *f, const struct memest_sweep_report *s)
 {
-    if (s->variable)
-        fprintf(f, "%s,", s->variable);
+    if (s->variable) {
+        memest_esc_csv(f, s->variable, false);
+        fputc(',', f);
+    }
     fputs("batch,peak_bytes,reserved_bytes,total_device_bytes,fits,step_flops,step_seconds,"
           "samples_per_second,memory_bound_fraction,error\n",
           f);
@@ -93,7 +88,7 @@ void memest_sweep_print_csv(FILE *f, const struct memest_sweep_report *s)
         fprintf(f, "%lld,", (long long)r->batch);
         if (r->limit) {
             fprintf(f, ",,,%s,,,,,", r->has_fit ? "false" : "");
-            csv_str(f, r->limit_msg);
+            memest_esc_csv(f, r->limit_msg, true);
             fputc('\n', f);
             continue;
         }

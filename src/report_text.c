@@ -2,6 +2,7 @@
  * parameter counts, MACs and FLOPs, and the optional per-layer table. */
 #include <string.h>
 
+#include "memest/escape.h"
 #include "memest/format.h"
 #include "memest/ops.h"
 #include "memest/report.h"
@@ -33,14 +34,15 @@ static void mem_line(FILE *f, const char *label, uint64_t bytes, uint64_t max, c
     fputc('\n', f);
 }
 
-static void layers_table(FILE *f, const struct memest_report *rep)
+void memest_report_layers(FILE *f, const struct memest_graph *g, const struct memest_run *r)
 {
-    const struct memest_graph *g = rep->g;
-    const struct memest_run *r = rep->r;
+    char name[MEMEST_ESC_NAME];
     size_t w = 4;
-    for (uint32_t n = 0; n < g->nnodes; n++)
-        if (strlen(g->nodes[n].name) > w)
-            w = strlen(g->nodes[n].name);
+    for (uint32_t n = 0; n < g->nnodes; n++) {
+        size_t len = strlen(memest_esc_text(g->nodes[n].name, name, sizeof name));
+        if (len > w)
+            w = len;
+    }
     if (w > 48)
         w = 48;
     fprintf(f, "\nLayers\n  %-*s %-18s %-22s %12s %12s %12s\n", (int)w, "name", "type",
@@ -52,8 +54,9 @@ static void layers_table(FILE *f, const struct memest_report *rep)
         memest_fmt_count(memest_node_params(r, n), params, sizeof params);
         memest_fmt_bytes(ni->act_bytes, act, sizeof act);
         memest_fmt_si(ni->fwd_macs, macs, sizeof macs);
-        fprintf(f, "  %-*s %-18s %-22s %12s %12s %12s\n", (int)w, g->nodes[n].name,
-                g->nodes[n].op->name, shape, params, act, macs);
+        fprintf(f, "  %-*s %-18s %-22s %12s %12s %12s\n", (int)w,
+                memest_esc_text(g->nodes[n].name, name, sizeof name), g->nodes[n].op->name, shape,
+                params, act, macs);
     }
 }
 
@@ -104,9 +107,10 @@ static void peak_section(FILE *f, const struct memest_report *rep, const struct 
     fprintf(f, "Peak of %s: ", inf ? "a no-grad forward pass" : "one step");
     step_line(f, rep, inf);
     const char *at = p->node < rep->g->nnodes ? rep->g->nodes[p->node].name : NULL;
+    char name[MEMEST_ESC_NAME];
     fprintf(f, "  %s allocated (max_memory_allocated), in the %s%s%s; live then:\n",
             memest_fmt_bytes(p->bytes, a, sizeof a), memest_phase_name((enum memest_phase)p->phase),
-            at ? " at " : "", at ? at : "");
+            at ? " at " : "", at ? memest_esc_text(at, name, sizeof name) : "");
     uint64_t max = 0;
     for (int c = 0; c < MEMEST_CAT_COUNT; c++)
         if (p->at_peak[c] > max)
@@ -128,8 +132,10 @@ void memest_report_text(FILE *f, const struct memest_report *rep)
 {
     const struct memest_estimate *e = rep->e;
     const struct memest_cli *o = rep->cli;
-    char a[32], b[32], c[32], note[160];
-    fprintf(f, "memest %s: %s (%s)\n", MEMEST_VERSION, rep->g->name, rep->g->file);
+    char a[32], b[32], c[32], note[160], name[MEMEST_ESC_NAME], file[MEMEST_ESC_NAME];
+    fprintf(f, "memest %s: %s (%s)\n", MEMEST_VERSION,
+            memest_esc_text(rep->g->name, name, sizeof name),
+            memest_esc_text(rep->g->file, file, sizeof file));
     fprintf(f, "batch %lld, optimizer %s", (long long)rep->r->opts.batch, memest_optim_name(o->step.optim.kind));
     if (o->step.optim.momentum != 0)
         fprintf(f, " (momentum %g)", o->step.optim.momentum);
@@ -178,5 +184,5 @@ void memest_report_text(FILE *f, const struct memest_report *rep)
             memest_fmt_si(e->flops.fwd_macs + e->flops.bwd_macs, a, sizeof a),
             memest_fmt_si(e->flops.step_flops, b, sizeof b));
     if (o->layers)
-        layers_table(f, rep);
+        memest_report_layers(f, rep->g, rep->r);
 }

@@ -63,13 +63,23 @@ void memest_app_card_report(const struct memest_app *a, const struct memest_esti
                             const struct memest_step_cfg *step, enum memest_dtype dtype,
                             struct memest_card_report *c, struct memest_node_time *nodes);
 
-/* Prints the error as main() does (stderr, and the JSON error document on
- * stdout with --json); returns its exit code. */
+/* Prints the error: one line on stderr (and a hint for usage errors), and
+ * the JSON error document on stdout with --json (o may be NULL: none);
+ * returns its exit code. */
 int memest_app_fail(const struct memest_cli *o, const struct memest_error *err);
 
-/* The whole memest command (src/memest_main.c): options, model, one flow.
- * Returns the process exit code. */
+/* The whole memest command (src/memest_main.c): options, model, one flow,
+ * then standard output flushed and checked. Returns the process exit code.
+ * SIGXFSZ is ignored from then on (a file-size limit fails a write with
+ * EFBIG), and a closed standard output or error is held open on /dev/null,
+ * read-only, so that writing to it still fails. */
 int memest_main(int argc, char **argv);
+
+/* Standard output could not be written (errnum: errno, or -1 when the
+ * system gave no reason): says so on stderr, once per command, and returns
+ * the exit code: MEMEST_EXIT_OUTPUT in place of a result (0 or 1), rc when
+ * it is already a failure (2 to 5), whose message came first. */
+int memest_stdout_failed(int rc, int errnum);
 
 /* The flows; each returns the process exit code. */
 int memest_flow_single(struct memest_app *a);
@@ -77,4 +87,4 @@ int memest_flow_sweep(struct memest_app *a);
 int memest_flow_max_batch(struct memest_app *a);
 int memest_flow_advise(struct memest_app *a);
 /* --list-gpus: the presets as a Markdown table. */
-int memest_flow_list_gpus(void);
+int memest_flow_list_gpus(const struct memest_cli *o);

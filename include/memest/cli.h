@@ -47,9 +47,11 @@ struct memest_cli {
     bool help, version, list_ops, list_gpus;
 };
 
-/* Parses argv with getopt_long. 0, or -1 with err (MEMEST_ERR_USAGE) set.
- * --help, --version, --list-ops and --list-gpus set their flag and return
- * 0 without requiring a model. */
+/* Parses argv with getopt_long. 0, or -1 with err (MEMEST_ERR_USAGE) set;
+ * o->json is set in both cases when argv has --json anywhere (so that every
+ * error can be printed as the JSON document). --help, --version,
+ * --list-ops and --list-gpus set their flag and return 0 without requiring
+ * a model. */
 int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_error *err);
 void memest_cli_usage(FILE *f);
 /* The op table as Markdown (src/ops_doc.c). */

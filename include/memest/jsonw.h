@@ -26,5 +26,7 @@ void memest_jsonw_i64(struct memest_jsonw *w, const char *key, int64_t v);
 void memest_jsonw_f64(struct memest_jsonw *w, const char *key, double v);  /* %.17g, null if not finite */
 void memest_jsonw_bool(struct memest_jsonw *w, const char *key, bool v);
 void memest_jsonw_null(struct memest_jsonw *w, const char *key);
-/* Ends the document with a newline. */
+/* Ends the document with a newline. The stream is not flushed: whoever
+ * owns it checks it once at the end (a failed flush here would take the
+ * system's reason with it). */
 void memest_jsonw_finish(struct memest_jsonw *w);

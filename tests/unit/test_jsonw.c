@@ -109,16 +109,20 @@ static void test_escaping(void)
     memest_jsonw_str(&w, NULL, "q\"b\\s/\b\f\n\r\t\x01\x1f\x7f");
     memest_jsonw_str(&w, NULL, "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");  /* valid UTF-8 */
     memest_jsonw_str(&w, NULL, "a\xff" "b\xc3" "c\xc0\xaf" "d\xed\xa0\x80" "e\xf4\x90\x80\x80");
+    /* C1 CSI, a right-to-left override, the line separator, a noncharacter:
+     * \u escapes, which a reader decodes back and a terminal ignores */
+    memest_jsonw_str(&w, NULL, "\xc2\x9b" "31m \xe2\x80\xae \xe2\x80\xa8 \xef\xbf\xbf \xc2\xa0");
     memest_jsonw_arr_end(&w);
     memest_jsonw_obj_begin(&w, NULL);   /* escaped keys */
     memest_jsonw_u64(&w, "k\"\n", 1);
     memest_jsonw_obj_end(&w);
     memest_jsonw_finish(&w);
     CHECK_STR_EQ(close_buf(&b),
-                 "[\"q\\\"b\\\\s/\\b\\f\\n\\r\\t\\u0001\\u001f\x7f\","
+                 "[\"q\\\"b\\\\s/\\b\\f\\n\\r\\t\\u0001\\u001f\\u007f\","
                  "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\","
                  "\"a\\ufffdb\\ufffdc\\ufffd\\ufffdd\\ufffd\\ufffd\\ufffde"
-                 "\\ufffd\\ufffd\\ufffd\\ufffd\"]{\"k\\\"\\n\":1}\n");
+                 "\\ufffd\\ufffd\\ufffd\\ufffd\","
+                 "\"\\u009b31m \\u202e \\u2028 \\uffff \xc2\xa0\"]{\"k\\\"\\n\":1}\n");
     free(b.data);
 }
 
