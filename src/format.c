@@ -99,6 +99,11 @@ void memest_decimal_read(const char *s, struct memest_decimal *out)
         long long v = strtoll(s, &end, 10);
         out->int_ok = errno != ERANGE && end == p;
         out->i = out->int_ok ? v : 0;
+        if (out->int_ok) { /* the conversion rounds as strtod would, faster */
+            out->real_ok = true;
+            out->d = (double)v;
+            return;
+        }
     }
     errno = 0;
     double d = strtod(s, &end);

@@ -198,6 +198,21 @@ static int value_err(struct builder *b, const void *tag, enum memest_errcode cod
     return blame(b, tag);
 }
 
+/* A number held by a variable or a block argument must be below 2^53 in
+ * magnitude, as integers are: JSON rounds larger integers silently, and an
+ * expression could bring such a value back below 2^53 with a wrong value.
+ * Returns 0, or -1 with a limit error at `path`. */
+static int check_held(struct builder *b, double d, const char *path)
+{
+    if (fabs(d) < INT_LIMIT)
+        return 0;
+    char v[32];
+    return memest_errf(b->err, MEMEST_ERR_LIMIT, path,
+                       "%s is too large: the numbers of variables and block arguments must be "
+                       "between -2^53 and 2^53, exclusive (JSON rounds larger integers)",
+                       memest_fmt_double(d, v, sizeof v));
+}
+
 /* Notes that the expansion read the override ov (for graph.h's overrides). */
 static void note_read(struct builder *b, const struct memest_override *ov)
 {
@@ -724,12 +739,15 @@ static int expand_list(struct builder *b, const cJSON *layers, const char *path,
                        const char *prefix, const struct scope *sc, struct memest_strmap *names,
                        struct memest_ref first_in, bool trainable, struct memest_ref *out);
 
-/* A block argument's value. Returns 0, or -1 when the work budget is spent. */
+/* The value of the block argument `name` of a call at `path`. Returns 0,
+ * or -1 when the work budget is spent or a number is too large. */
 static int eval_value(struct builder *b, const cJSON *j, const struct scope *sc, const char *path,
-                      struct var *out)
+                      const char *name, struct var *out)
 {
     struct var v = {.kind = V_JSON, .json = j, .defscope = sc};
     if (cJSON_IsNumber(j)) {
+        if (check_held(b, j->valuedouble, path_join(b, path, name)) != 0)
+            return -1;
         v.kind = V_NUM;
         v.val = memest_expr_number(j->valuedouble);
     } else if (cJSON_IsBool(j)) {
@@ -836,16 +854,19 @@ static int expand_block(struct builder *b, const char *bname, const cJSON *def, 
                          "unknown argument \"%s\" for block \"%s\"%s%s%s", c->string, bname,
                          near ? " (did you mean \"" : "", near ? near : "", near ? "\"?)" : "");
     }
+    char *argspath = path_join(b, bpath, "args"); /* where the defaults are */
+    if (rc == 0 && !argspath)
+        rc = nomem(b);
     i = 0;
     for (const cJSON *a = args ? args->child : NULL; rc == 0 && a; a = a->next, i++) {
         if (given[i]) {
-            rc = eval_value(b, given[i], caller, callpath, &vars[i]);
+            rc = eval_value(b, given[i], caller, callpath, a->string, &vars[i]);
         } else if (cJSON_IsNull(a)) {
             char *ap = path_join(b, callpath, a->string);
             rc = memest_errf(b->err, MEMEST_ERR_SCHEMA, ap ? ap : callpath,
                              "block \"%s\" needs the argument \"%s\"", bname, a->string);
         } else {
-            rc = eval_value(b, a, globals, callpath, &vars[i]);
+            rc = eval_value(b, a, globals, argspath, a->string, &vars[i]);
         }
         vars[i].name = a->string;
     }
@@ -1202,9 +1223,10 @@ static int parse_override(struct builder *b, const struct memest_override *ov, s
     memest_decimal_read(s + neg, &n);
     v->ov = ov;
     if (n.len && s[neg + n.len] == '\0') {
-        if (n.is_int && (!n.int_ok || n.i >= MEMEST_EXPR_INT_LIMIT))
+        if (n.is_int ? !n.int_ok || n.i >= MEMEST_EXPR_INT_LIMIT
+                     : n.real_ok && fabs(n.d) >= INT_LIMIT)
             return memest_errf(b->err, MEMEST_ERR_USAGE, NULL,
-                               "%s %s=%s: integers must be between -2^53 and 2^53, exclusive",
+                               "%s %s=%s: numbers must be between -2^53 and 2^53, exclusive",
                                opt, ov->name, s);
         if (!n.real_ok)
             return memest_errf(b->err, MEMEST_ERR_USAGE, NULL,
@@ -1244,6 +1266,8 @@ static int load_variables(struct builder *b, const cJSON *jvars, const struct me
         if (cJSON_IsNumber(c)) {
             if (!isfinite(c->valuedouble))
                 return memest_errf(b->err, MEMEST_ERR_SCHEMA, vp, "number is not finite");
+            if (check_held(b, c->valuedouble, vp) != 0)
+                return -1;
             vars[i] = (struct var){.kind = V_NUM, .val = memest_expr_number(c->valuedouble)};
         } else if (cJSON_IsBool(c)) {
             vars[i] = (struct var){.kind = V_BOOL,

@@ -85,7 +85,7 @@ static const struct {
     {"\"width\": 8", "\"width\"", {.name = "width", .value = "8e"}, MEMEST_ERR_USAGE, "",
      "expected a number"},
     {"\"width\": 8", "\"width\"", {.name = "width", .value = "9007199254740993"},
-     MEMEST_ERR_USAGE, "", "integers must be between -2^53 and 2^53"},
+     MEMEST_ERR_USAGE, "", "numbers must be between -2^53 and 2^53"},
     {"\"width\": 8", "\"width\"", {.name = "width", .value = "1e-400"}, MEMEST_ERR_USAGE, "",
      "out of range"},
 };
