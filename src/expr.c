@@ -22,7 +22,8 @@ struct parser {
     size_t errlen;
     int depth;
     bool failed;
-    const void *fault_tag; /* the tag of the values that made it fail */
+    bool value_fault;      /* the values made it fail, not the text */
+    const void *fault_tag; /* the tag of those values */
 };
 
 static val mk_int(int64_t i, const void *tag) { return (val){MEMEST_EXPR_INT, i, 0, tag}; }
@@ -55,25 +56,43 @@ char *memest_expr_str(const struct memest_expr_val *v, char *buf, size_t n)
     return buf;
 }
 
-static val fail_at(struct parser *ps, const void *tag, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/* Records the first error (a fault of the values with `tag`, or of the text
- * when tag is NULL) and returns a dummy value: evaluation goes on to the end
- * of the current level, and every later error is ignored. */
-static val fail_at(struct parser *ps, const void *tag, const char *fmt, ...)
+/* Records the first error (a fault of the values, with their tag, or of the
+ * text) and returns a dummy value: evaluation goes on to the end of the
+ * current level, and every later error is ignored. */
+static val vfail(struct parser *ps, bool value, const void *tag, const char *fmt, va_list ap)
 {
     if (!ps->failed) {
         ps->failed = true;
+        ps->value_fault = value;
         ps->fault_tag = tag;
-        va_list ap;
-        va_start(ap, fmt);
         vsnprintf(ps->err, ps->errlen, fmt, ap);
-        va_end(ap);
     }
     return mk_int(0, NULL);
 }
-#define fail(ps, ...) fail_at(ps, NULL, __VA_ARGS__)
+
+static val fail(struct parser *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static val fail_value(struct parser *ps, const void *tag, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* A fault of the text: syntax, an unknown name, a bad literal, nesting. */
+static val fail(struct parser *ps, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    val v = vfail(ps, false, NULL, fmt, ap);
+    va_end(ap);
+    return v;
+}
+
+/* A fault of the values (tagged `tag`): division by zero, an overflow. */
+static val fail_value(struct parser *ps, const void *tag, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    val v = vfail(ps, true, tag, fmt, ap);
+    va_end(ap);
+    return v;
+}
 
 static void skip_ws(struct parser *ps)
 {
@@ -117,7 +136,7 @@ static val arith(struct parser *ps, enum op op, val a, val b)
     if (ps->failed)
         return a;
     if (op >= DIV && (is_real(b) ? b.d == 0 : b.i == 0))
-        return fail_at(ps, b.tag, "division by zero");
+        return fail_value(ps, b.tag, "division by zero");
     if (is_real(a) || is_real(b)) {
         double x = memest_expr_real(&a), y = memest_expr_real(&b);
         switch (op) {
@@ -160,7 +179,7 @@ static val arith(struct parser *ps, enum op op, val a, val b)
         break;
     }
     if (over)
-        return fail_at(ps, tag, "integer overflow: %lld %s %lld is beyond 64-bit integers",
+        return fail_value(ps, tag, "integer overflow: %lld %s %lld is beyond 64-bit integers",
                        (long long)x, op_text[op], (long long)y);
     return mk_int(r, tag);
 }
@@ -295,7 +314,7 @@ static val unary(struct parser *ps)
         if (is_real(v))
             v = mk_real(-v.d, v.tag);
         else if (v.i == INT64_MIN)
-            v = fail_at(ps, v.tag, "integer overflow: -(%lld) is beyond 64-bit integers",
+            v = fail_value(ps, v.tag, "integer overflow: -(%lld) is beyond 64-bit integers",
                         (long long)v.i);
         else
             v = mk_int(-v.i, v.tag);
@@ -426,10 +445,10 @@ int memest_expr_eval(const char *s, memest_expr_lookup lookup, void *ctx,
     if (!ps.failed && *ps.p != '\0')
         fail(&ps, "unexpected '%c' at offset %d", *ps.p, (int)(ps.p - s));
     if (!ps.failed && is_real(v) && !isfinite(v.d))
-        fail_at(&ps, v.tag, "result is not a finite number");
+        fail_value(&ps, v.tag, "result is not a finite number");
     if (ps.failed) {
         *out = mk_int(0, ps.fault_tag);
-        return -1;
+        return ps.value_fault ? -2 : -1;
     }
     *out = v;
     return 0;

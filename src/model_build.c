@@ -285,12 +285,16 @@ static int lookup_num(void *ctx, const char *name, size_t len, struct memest_exp
     return 0;
 }
 
+/* What eval_expr returns besides 0: memest_expr_eval's faults (why says
+ * which), or the work budget spent (the error is set). */
+enum { EXPR_TEXT = -1, EXPR_VALUE = -2, EXPR_BUDGET = -3 };
+
 /* Evaluates an expression string, charging its length to the work budget. */
 static int eval_expr(struct builder *b, const char *s, const struct scope *sc, const char *path,
                      struct memest_expr_val *out, char *why, size_t whylen)
 {
     if (charge(b, 1 + strlen(s) / 16, path) != 0)
-        return -2;
+        return EXPR_BUDGET;
     struct lookup_ctx c = {b, sc};
     return memest_expr_eval(s, lookup_num, &c, out, why, whylen);
 }
@@ -352,7 +356,7 @@ static int eval_number(struct builder *b, const cJSON *j, const struct scope *sc
             return eval_number(b, v->json, v->defscope, path, out);
         char why[160];
         int rc = eval_expr(b, j->valuestring, sc, path->base, out, why, sizeof why);
-        if (rc == -2)
+        if (rc == EXPR_BUDGET)
             return -1;
         if (rc != 0) {
             if (strstr(why, "'batch'"))
@@ -739,8 +743,11 @@ static int expand_list(struct builder *b, const cJSON *layers, const char *path,
                        const char *prefix, const struct scope *sc, struct memest_strmap *names,
                        struct memest_ref first_in, bool trainable, struct memest_ref *out);
 
-/* The value of the block argument `name` of a call at `path`. Returns 0,
- * or -1 when the work budget is spent or a number is too large. */
+/* The value of the block argument `name` of a call at `path`: a number, a
+ * boolean, a list, the value of the variable a string names, the value of
+ * an expression, or else the string. Returns 0, or -1 when the work budget
+ * is spent, a number is too large or an expression's values fail (a
+ * division by zero, an overflow). */
 static int eval_value(struct builder *b, const cJSON *j, const struct scope *sc, const char *path,
                       const char *name, struct var *out)
 {
@@ -760,12 +767,15 @@ static int eval_value(struct builder *b, const cJSON *j, const struct scope *sc,
         } else {
             char why[160];
             int rc = eval_expr(b, j->valuestring, sc, path, &v.val, why, sizeof why);
-            if (rc == -2)
+            if (rc == EXPR_BUDGET)
                 return -1;
+            if (rc == EXPR_VALUE) /* an expression, whose values fail */
+                return value_err(b, v.val.tag, MEMEST_ERR_SCHEMA, path_join(b, path, name),
+                                 "\"%.80s\": %s", j->valuestring, why);
             v.ov = v.val.tag;
             if (rc == 0) {
                 v.kind = v.val.kind == MEMEST_EXPR_BOOL ? V_BOOL : V_NUM;
-            } else {
+            } else { /* not an expression: a string */
                 v.kind = V_STR;
                 v.str = j->valuestring;
             }

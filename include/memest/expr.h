@@ -48,11 +48,10 @@ char *memest_expr_str(const struct memest_expr_val *v, char *buf, size_t n);
 typedef int (*memest_expr_lookup)(void *ctx, const char *name, size_t len,
                                   struct memest_expr_val *val);
 
-/* Evaluates s. Returns 0 and sets *out, or -1 with a one-line reason in
- * errbuf and out->tag set to the tag of the values that made it fail (a
- * division by zero: the divisor's; an overflow or a non-finite result: the
- * operands'), NULL when the text itself is at fault (syntax, an unknown
- * variable, a literal out of range, nesting deeper than 64). Never reads
- * past the NUL of s. */
+/* Evaluates s. Returns 0 and sets *out; or, with a one-line reason in
+ * errbuf, -1 when the text is at fault (syntax, an unknown variable, a
+ * literal out of range, nesting deeper than 64: out->tag NULL), -2 when the
+ * values are (a division by zero, an overflow, a non-finite result: out->tag
+ * is the divisor's tag, or the operands'). Never reads past the NUL of s. */
 int memest_expr_eval(const char *s, memest_expr_lookup lookup, void *ctx,
                      struct memest_expr_val *out, char *errbuf, size_t errlen);

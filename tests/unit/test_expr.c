@@ -67,14 +67,17 @@ static int eval(const char *s, struct memest_expr_val *v)
         CHECK_EQ_INT(v_.i, (want));                                            \
     } while (0)
 
-/* s fails with a reason containing `why`, the fault tagged `t` */
-#define CHECK_BAD(s, why, t)                                                   \
+/* s fails (rc -1: the text is at fault, -2: the values) with a reason
+ * containing `why`, the fault tagged `t` */
+#define CHECK_FAILS(s, rc, why, t)                                             \
     do {                                                                       \
         struct memest_expr_val v_;                                             \
-        CHECK_EQ_INT(eval(s, &v_), -1);                                        \
+        CHECK_EQ_INT(eval(s, &v_), (rc));                                      \
         CHECK(strstr(err, (why)) != NULL);                                     \
         CHECK(v_.tag == (const void *)(t));                                    \
     } while (0)
+#define CHECK_BAD(s, why) CHECK_FAILS(s, -1, why, NULL)
+#define CHECK_FAULT(s, why, t) CHECK_FAILS(s, -2, why, t)
 
 static void test_language(void)
 {
@@ -108,23 +111,23 @@ static void test_language(void)
     CHECK_REAL("floor(1e300)", 1e300); /* beyond 2^53: stays real */
     CHECK_INT("true + 1", 2);
     CHECK_INT("-down", -1);
-    CHECK_BAD("", "ends too early", NULL);
-    CHECK_BAD("planes *", "ends too early", NULL);
-    CHECK_BAD("unknown + 1", "unknown variable 'unknown'", NULL);
-    CHECK_BAD("1 / 0", "division by zero", NULL);
-    CHECK_BAD("1.5 // 0.0", "division by zero", NULL);
-    CHECK_BAD("(1 + 2", "missing ')'", NULL);
-    CHECK_BAD("1 2", "unexpected '2'", NULL);
-    CHECK_BAD("a ? 1", "unknown variable", NULL);
-    CHECK_BAD("1e999", "number out of range", NULL);
-    CHECK_BAD("1e308 * 10", "not a finite number", NULL);
+    CHECK_BAD("", "ends too early");
+    CHECK_BAD("planes *", "ends too early");
+    CHECK_BAD("unknown + 1", "unknown variable 'unknown'");
+    CHECK_FAULT("1 / 0", "division by zero", NULL);
+    CHECK_FAULT("1.5 // 0.0", "division by zero", NULL);
+    CHECK_BAD("(1 + 2", "missing ')'");
+    CHECK_BAD("1 2", "unexpected '2'");
+    CHECK_BAD("a ? 1", "unknown variable");
+    CHECK_BAD("1e999", "number out of range");
+    CHECK_FAULT("1e308 * 10", "not a finite number", NULL);
     /* nesting beyond the limit is an error, not a stack overflow */
     char deep[2100];
     memset(deep, '(', 1000);
     deep[1000] = '1';
     memset(deep + 1001, ')', 1000);
     deep[2001] = '\0';
-    CHECK_BAD(deep, "nested deeper than 64", NULL);
+    CHECK_BAD(deep, "nested deeper than 64");
 }
 
 /* Integers are exact where doubles round (the old evaluator's answers,
@@ -158,25 +161,25 @@ static void test_exact(void)
 static void test_overflow(void)
 {
     /* (2^53 - 1)^2 is about 8.1e31: old 8.112963841460666e+31 */
-    CHECK_BAD("9007199254740991 * 9007199254740991", "integer overflow", NULL);
-    CHECK_BAD("1048576 * 1048576 * 1048576 * 8", "integer overflow", NULL); /* 2^63 */
-    CHECK_BAD("-(-1048576 * 1048576 * 1048576 * 8)", "integer overflow", NULL);
-    CHECK_BAD("(-1048576 * 1048576 * 1048576 * 8) // -1", "integer overflow", NULL);
-    CHECK_BAD("(-1048576 * 1048576 * 1048576 * 8) / -1", "integer overflow", NULL);
-    CHECK_BAD("-1048576 * 1048576 * 1048576 * 8 - 1", "integer overflow", NULL);
-    CHECK_BAD("big * big * 4", "integer overflow", tag_big);
+    CHECK_FAULT("9007199254740991 * 9007199254740991", "integer overflow", NULL);
+    CHECK_FAULT("1048576 * 1048576 * 1048576 * 8", "integer overflow", NULL); /* 2^63 */
+    CHECK_FAULT("-(-1048576 * 1048576 * 1048576 * 8)", "integer overflow", NULL);
+    CHECK_FAULT("(-1048576 * 1048576 * 1048576 * 8) // -1", "integer overflow", NULL);
+    CHECK_FAULT("(-1048576 * 1048576 * 1048576 * 8) / -1", "integer overflow", NULL);
+    CHECK_FAULT("-1048576 * 1048576 * 1048576 * 8 - 1", "integer overflow", NULL);
+    CHECK_FAULT("big * big * 4", "integer overflow", tag_big);
     /* literals: integers below 2^53 only, decimal only */
     CHECK_INT("9007199254740991", 9007199254740991);
-    CHECK_BAD("9007199254740992", "the integer 9007199254740992 is too large", NULL);
-    CHECK_BAD("10000000000000003 - 10000000000000000", "is too large", NULL); /* old: 4 */
-    CHECK_BAD("99999999999999999999999", "is too large", NULL);
-    CHECK_BAD("0x10", "malformed number '0x10'", NULL); /* old: 16 */
-    CHECK_BAD("0X1p3", "malformed number", NULL);      /* old: 8 */
-    CHECK_BAD("1.5.2", "malformed number '1.5.2'", NULL);
-    CHECK_BAD("2e", "malformed number '2e'", NULL);
-    CHECK_BAD("3abc", "malformed number '3abc'", NULL);
-    CHECK_BAD("inf", "unknown variable 'inf'", NULL);
-    CHECK_BAD("nan", "unknown variable 'nan'", NULL);
+    CHECK_BAD("9007199254740992", "the integer 9007199254740992 is too large");
+    CHECK_BAD("10000000000000003 - 10000000000000000", "is too large"); /* old: 4 */
+    CHECK_BAD("99999999999999999999999", "is too large");
+    CHECK_BAD("0x10", "malformed number '0x10'"); /* old: 16 */
+    CHECK_BAD("0X1p3", "malformed number");      /* old: 8 */
+    CHECK_BAD("1.5.2", "malformed number '1.5.2'");
+    CHECK_BAD("2e", "malformed number '2e'");
+    CHECK_BAD("3abc", "malformed number '3abc'");
+    CHECK_BAD("inf", "unknown variable 'inf'");
+    CHECK_BAD("nan", "unknown variable 'nan'");
 }
 
 /* Tags: a value carries the tag of the variables it was computed from, a
@@ -188,10 +191,10 @@ static void test_tags(void)
     CHECK(eval("planes * 2", &v) == 0 && v.tag == NULL);
     CHECK(eval("n > 3 ? 1 : 0", &v) == 0 && v.tag == tag_n && v.i == 0); /* the choice */
     CHECK(eval("min(planes, big)", &v) == 0 && v.tag == tag_big && v.i == 64);
-    CHECK_BAD("4 // n", "division by zero", tag_n);
-    CHECK_BAD("n // 0", "division by zero", NULL); /* the divisor is the file's */
-    CHECK_BAD("n +", "ends too early", NULL);      /* the text is at fault */
-    CHECK_BAD("n + nope", "unknown variable", NULL);
+    CHECK_FAULT("4 // n", "division by zero", tag_n);
+    CHECK_FAULT("n // 0", "division by zero", NULL); /* the divisor is the file's */
+    CHECK_BAD("n +", "ends too early");      /* the text is at fault */
+    CHECK_BAD("n + nope", "unknown variable");
 }
 
 static void test_numbers(void)
