@@ -60,6 +60,9 @@ char *memest_expr_str(const struct memest_expr_val *v, char *buf, size_t n)
  * text) and returns a dummy value: evaluation goes on to the end of the
  * current level, and every later error is ignored. */
 static val vfail(struct parser *ps, bool value, const void *tag, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
+
+static val vfail(struct parser *ps, bool value, const void *tag, const char *fmt, va_list ap)
 {
     if (!ps->failed) {
         ps->failed = true;
