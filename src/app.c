@@ -71,9 +71,17 @@ int memest_app_estimate(struct memest_app *a, int64_t batch, const struct memest
                         struct memest_timeline *train_tl, struct memest_error *err)
 {
     struct memest_run_opts ro = {.batch = batch, .dtype = dtype};
-    if (memest_run_infer(&a->r, &a->g, &ro, err) != 0)
-        return -1;
-    return memest_estimate(&a->r, step, e, train_tl, err);
+    if (memest_run_infer(&a->r, &a->g, &ro, err) == 0 &&
+        memest_estimate(&a->r, step, e, train_tl, err) == 0)
+        return 0;
+    /* the graph's values passed the builder's checks, so the fault is in
+     * the model as the overrides made it: a model error, naming them */
+    bool model_err = err->code == MEMEST_ERR_SHAPE || err->code == MEMEST_ERR_LIMIT ||
+                     err->code == MEMEST_ERR_SCHEMA;
+    size_t len = strlen(err->msg);
+    if (model_err && a->g.overrides)
+        snprintf(err->msg + len, sizeof err->msg - len, " (the model with %s)", a->g.overrides);
+    return -1;
 }
 
 bool memest_app_time_opts(const struct memest_app *a, const struct memest_step_cfg *step,

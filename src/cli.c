@@ -114,7 +114,8 @@ void memest_cli_usage(FILE *f)
         "The card:\n"
         "      --gpu NAME         target card (--list-gpus), or auto with --probe\n"
         "      --mem SIZE         target memory, e.g. 24GiB, 16GB, 500MiB\n"
-        "      --overhead SIZE    CUDA context and workspaces (default: per GPU generation)\n"
+        "      --overhead SIZE    CUDA context and workspaces, up to 1TiB (default: per GPU\n"
+        "                         generation)\n"
         "      --fit              one-line verdict; exit 1 if it does not fit\n"
         "      --headroom P       percent of the card to keep free for --fit (default 5)\n"
         "      --max-batch        the largest batch that fits\n"
@@ -142,6 +143,9 @@ void memest_cli_usage(FILE *f)
         "  memest models/resnet50.json --gpu a100-40gb --fit\n"
         "  memest models/bert-base.json --sweep 1:1024:x2 --csv\n"
         "\n"
+        "Numbers are decimal (no hex, inf, nan or spaces): whole numbers are digits only,\n"
+        "reals may have a fraction and an exponent (0.9, 1e-3), --set values a '-' sign.\n"
+        "\n"
         "Exit codes: 0 success (and fits), 1 does not fit (--fit, --probe; --max-batch\n"
         "when not even batch 1 fits), 2 usage error, 3 invalid or unreadable model file,\n"
         "4 no usable CUDA driver or device (--probe), 5 internal error or out of memory,\n"
@@ -157,6 +161,54 @@ static int bad(struct memest_error *err, const char *opt, const char *val, const
 static int usage(struct memest_error *err, const char *msg)
 {
     return memest_errf(err, MEMEST_ERR_USAGE, NULL, "%s", msg);
+}
+
+/* The error for getopt_long's ':' (a missing value) or '?' (an unknown or
+ * ambiguous option, or a value given to an option that takes none). optopt
+ * is the short option, or the long option's val (0 when unknown). The
+ * argument getopt was reading is argv[optind - 1] when it moved past it, or
+ * argv[optind] when the option was inside a cluster such as "-xyz" and
+ * more letters follow: `before` (optind before the call) tells which. */
+static int bad_option(int c, int argc, char **argv, int before, struct memest_error *err)
+{
+    int i = optind;
+    if (optind > before && optind - 1 < argc && argv[optind - 1][0] == '-' &&
+        argv[optind - 1][1] != '\0')
+        i = optind - 1; /* (the non-options getopt skips never start with '-') */
+    const char *arg = i < argc ? argv[i] : "";
+    bool is_long = strncmp(arg, "--", 2) == 0;
+    const char *name = NULL; /* the long option's full name */
+    for (const struct option *lo = long_opts; is_long && optopt && lo->name; lo++)
+        if (lo->val == optopt)
+            name = lo->name;
+    int len = (int)strcspn(arg, "=");
+    if (c == ':' && name)
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL, "--%s needs a value", name);
+    if (c == ':')
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL, "-%c needs a value", optopt);
+    if (name)
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL, "--%s takes no value, got '%s'", name,
+                           arg);
+    if (is_long) {
+        char cands[256] = "";
+        int n = 0;
+        for (const struct option *lo = long_opts; lo->name; lo++)
+            if (len > 2 && strncmp(lo->name, arg + 2, (size_t)len - 2) == 0) {
+                size_t k = strlen(cands);
+                snprintf(cands + k, sizeof cands - k, "%s--%s", n++ ? ", " : "", lo->name);
+            }
+        if (n > 1)
+            return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                               "ambiguous option '%.*s' (it could be %s)", len, arg, cands);
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL, "unknown option '%.*s'", len, arg);
+    }
+    bool file_like = strchr(arg, '.') || strchr(arg, '/');
+    if (optopt > ' ' && optopt < 0x7F && (arg[1] != optopt || arg[2] != '\0'))
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL, "unknown option '-%c' in '%s'%s%s%s",
+                           optopt, arg, file_like ? " (a file whose name starts with '-' is "
+                                                    "written ./" : "",
+                           file_like ? arg : "", file_like ? ")" : "");
+    return memest_errf(err, MEMEST_ERR_USAGE, NULL, "unknown option '%s'", arg);
 }
 
 /* --checkpoint=a,b,c: block names, kept pointing into argv. */
@@ -270,9 +322,11 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
     o->headroom = 5;
     o->mfu = 0.4;
     o->json = wants_json(argc, argv);
-    optind = 0; /* glibc: start over, in the default order (not wants_json's) */
+    /* glibc: 0, not 1, starts over in the default order (not wants_json's)
+     * and forgets a cluster a previous parse left half read */
+    optind = 0;
     opterr = 0;
-    int c, longidx;
+    int c, longidx, before = 1;
     while ((c = getopt_long(argc, argv, SHORT_OPTS, long_opts, &longidx)) != -1) {
         uint64_t u;
         switch (c) {
@@ -346,8 +400,10 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
             o->step.loss = optarg;
             break;
         case OPT_OVERHEAD:
-            if (memest_parse_size(optarg, &o->step.overhead) != 0)
-                return bad(err, "--overhead", optarg, "a size such as 500MiB, 1GiB or 300000000");
+            if (memest_parse_size(optarg, &o->step.overhead) != 0 ||
+                o->step.overhead > MEMEST_MAX_OVERHEAD)
+                return bad(err, "--overhead", optarg,
+                           "a size up to 1TiB such as 500MiB, 1GiB or 300000000");
             o->step.overhead_set = true;
             break;
         case OPT_SET: {
@@ -358,7 +414,7 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
                 return memest_errf(err, MEMEST_ERR_USAGE, NULL, "--set: at most %d overrides",
                                    MEMEST_MAX_SETS);
             *eq = '\0';
-            o->sets[o->nsets++] = (struct memest_override){optarg, eq + 1};
+            o->sets[o->nsets++] = (struct memest_override){optarg, eq + 1, NULL};
             break;
         }
         case OPT_LAYERS:
@@ -430,11 +486,10 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
             o->list_gpus = true;
             return 0;
         case ':':
-            return memest_errf(err, MEMEST_ERR_USAGE, NULL, "%s needs a value", argv[optind - 1]);
         default:
-            return memest_errf(err, MEMEST_ERR_USAGE, NULL, "unknown option '%s'",
-                               argv[optind - 1]);
+            return bad_option(c, argc, argv, before, err);
         }
+        before = optind;
     }
     if (check_conflicts(o, err) != 0)
         return -1;

@@ -1,14 +1,18 @@
-/* expr.c - recursive-descent evaluator for argument expressions. */
+/* expr.c - recursive-descent evaluator for argument expressions, with exact
+ * 64-bit integers beside doubles (the rules are in expr.h). */
 #include "memest/expr.h"
 
 #include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
+#include "memest/format.h"
+
 #define MAX_DEPTH 64
+
+typedef struct memest_expr_val val;
 
 struct parser {
     const char *s, *p;
@@ -18,25 +22,79 @@ struct parser {
     size_t errlen;
     int depth;
     bool failed;
+    bool value_fault;      /* the values made it fail, not the text */
+    const void *fault_tag; /* the tag of those values */
 };
 
-struct val {
-    double v;
-    bool is_bool;
-};
+static val mk_int(int64_t i, const void *tag) { return (val){MEMEST_EXPR_INT, i, 0, tag}; }
+static val mk_real(double d, const void *tag) { return (val){MEMEST_EXPR_REAL, 0, d, tag}; }
+static val mk_bool(bool b, const void *tag) { return (val){MEMEST_EXPR_BOOL, b, 0, tag}; }
+static bool is_real(val v) { return v.kind == MEMEST_EXPR_REAL; }
+static bool truth(val v) { return is_real(v) ? v.d != 0 : v.i != 0; }
+static const void *tag2(val a, val b) { return a.tag ? a.tag : b.tag; }
 
-static struct val fail(struct parser *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+double memest_expr_real(const struct memest_expr_val *v)
+{
+    return v->kind == MEMEST_EXPR_REAL ? v->d : (double)v->i;
+}
 
-static struct val fail(struct parser *ps, const char *fmt, ...)
+struct memest_expr_val memest_expr_number(double d)
+{
+    if (d == floor(d) && fabs(d) < (double)MEMEST_EXPR_INT_LIMIT)
+        return mk_int((int64_t)d, NULL); /* also makes -0 an integer 0 */
+    return mk_real(d, NULL);
+}
+
+char *memest_expr_str(const struct memest_expr_val *v, char *buf, size_t n)
+{
+    if (v->kind == MEMEST_EXPR_REAL)
+        return memest_fmt_double(v->d, buf, n);
+    if (v->kind == MEMEST_EXPR_BOOL)
+        snprintf(buf, n, "%s", v->i ? "true" : "false");
+    else
+        snprintf(buf, n, "%lld", (long long)v->i);
+    return buf;
+}
+
+/* Records the first error (a fault of the values, with their tag, or of the
+ * text) and returns a dummy value: evaluation goes on to the end of the
+ * current level, and every later error is ignored. */
+static val vfail(struct parser *ps, bool value, const void *tag, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
+
+static val vfail(struct parser *ps, bool value, const void *tag, const char *fmt, va_list ap)
 {
     if (!ps->failed) {
         ps->failed = true;
-        va_list ap;
-        va_start(ap, fmt);
+        ps->value_fault = value;
+        ps->fault_tag = tag;
         vsnprintf(ps->err, ps->errlen, fmt, ap);
-        va_end(ap);
     }
-    return (struct val){0, false};
+    return mk_int(0, NULL);
+}
+
+static val fail(struct parser *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static val fail_value(struct parser *ps, const void *tag, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* A fault of the text: syntax, an unknown name, a bad literal, nesting. */
+static val fail(struct parser *ps, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    val v = vfail(ps, false, NULL, fmt, ap);
+    va_end(ap);
+    return v;
+}
+
+/* A fault of the values (tagged `tag`): division by zero, an overflow. */
+static val fail_value(struct parser *ps, const void *tag, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    val v = vfail(ps, true, tag, fmt, ap);
+    va_end(ap);
+    return v;
 }
 
 static void skip_ws(struct parser *ps)
@@ -68,13 +126,100 @@ static bool accept(struct parser *ps, const char *tok)
     return true;
 }
 
-static struct val ternary(struct parser *ps);
+/* ---- arithmetic ---- */
 
-static struct val number_of(bool b) { return (struct val){b ? 1.0 : 0.0, true}; }
+enum op { ADD, SUB, MUL, DIV, FLOORDIV, MOD };
+static const char *const op_text[] = {"+", "-", "*", "/", "//", "%"};
 
-static struct val call(struct parser *ps, const char *name, size_t len)
+/* a op b: exact on integers (booleans are 0 and 1), double arithmetic when
+ * either is real; / // % are floor-based as in Python. */
+static val arith(struct parser *ps, enum op op, val a, val b)
 {
-    struct val a = ternary(ps), b = {0, false};
+    const void *tag = tag2(a, b);
+    if (ps->failed)
+        return a;
+    if (op >= DIV && (is_real(b) ? b.d == 0 : b.i == 0))
+        return fail_value(ps, b.tag, "division by zero");
+    if (is_real(a) || is_real(b)) {
+        double x = memest_expr_real(&a), y = memest_expr_real(&b);
+        switch (op) {
+        case ADD: return mk_real(x + y, tag);
+        case SUB: return mk_real(x - y, tag);
+        case MUL: return mk_real(x * y, tag);
+        case DIV: return mk_real(x / y, tag);
+        case FLOORDIV: return mk_real(floor(x / y), tag);
+        case MOD: return mk_real(x - y * floor(x / y), tag);
+        }
+    }
+    int64_t x = a.i, y = b.i, r = 0;
+    bool over = false;
+    switch (op) {
+    case ADD:
+        over = __builtin_add_overflow(x, y, &r);
+        break;
+    case SUB:
+        over = __builtin_sub_overflow(x, y, &r);
+        break;
+    case MUL:
+        over = __builtin_mul_overflow(x, y, &r);
+        break;
+    case DIV:
+    case FLOORDIV:
+        if (y == -1) { /* x / -1 is -x; x % -1 (UB for INT64_MIN) is 0 */
+            over = __builtin_sub_overflow((int64_t)0, x, &r);
+            break;
+        }
+        if (op == DIV && x % y != 0)
+            return mk_real((double)x / (double)y, tag);
+        r = x / y - (x % y != 0 && (x % y < 0) != (y < 0));
+        break;
+    case MOD:
+        if (y != -1) {
+            r = x % y;
+            if (r != 0 && (r < 0) != (y < 0))
+                r += y;
+        }
+        break;
+    }
+    if (over)
+        return fail_value(ps, tag, "integer overflow: %lld %s %lld is beyond 64-bit integers",
+                       (long long)x, op_text[op], (long long)y);
+    return mk_int(r, tag);
+}
+
+/* Compares a and b exactly (an integer with a double too): -1, 0 or 1, and
+ * 2 when they are unordered (a NaN). */
+static int cmp(val a, val b)
+{
+    if (!is_real(a) && !is_real(b))
+        return (a.i > b.i) - (a.i < b.i);
+    if (is_real(a) && is_real(b))
+        return isnan(a.d) || isnan(b.d) ? 2 : (a.d > b.d) - (a.d < b.d);
+    if (is_real(a)) {
+        int c = cmp(b, a);
+        return c == 2 ? 2 : -c;
+    }
+    double d = b.d;
+    if (isnan(d))
+        return 2;
+    if (d >= 9223372036854775808.0)
+        return -1;
+    if (d < -9223372036854775808.0)
+        return 1;
+    double f = floor(d); /* in [-2^63, 2^63): the cast is exact */
+    int64_t t = (int64_t)f;
+    if (a.i != t)
+        return a.i < t ? -1 : 1;
+    return f < d ? -1 : 0;
+}
+
+/* ---- the grammar ---- */
+
+static val ternary(struct parser *ps);
+
+static val call(struct parser *ps, const char *name, size_t len)
+{
+    val a = ternary(ps), b = mk_int(0, NULL);
     bool two = (len == 3 && (strncmp(name, "min", 3) == 0 || strncmp(name, "max", 3) == 0));
     if (two) {
         if (!accept(ps, ","))
@@ -83,50 +228,77 @@ static struct val call(struct parser *ps, const char *name, size_t len)
     }
     if (!accept(ps, ")"))
         return fail(ps, "missing ')' after the arguments of %.*s()", (int)len, name);
-    if (len == 3 && strncmp(name, "min", 3) == 0)
-        return (struct val){a.v < b.v ? a.v : b.v, false};
-    if (len == 3 && strncmp(name, "max", 3) == 0)
-        return (struct val){a.v > b.v ? a.v : b.v, false};
-    if (len == 5 && strncmp(name, "floor", 5) == 0)
-        return (struct val){floor(a.v), false};
-    return (struct val){ceil(a.v), false}; /* ceil: the only one left */
+    if (two) {
+        int c = cmp(a, b);
+        val pick = (strncmp(name, "min", 3) == 0 ? c == -1 : c == 1) ? a : b;
+        if (is_real(a) || is_real(b))
+            return mk_real(memest_expr_real(&pick), tag2(a, b));
+        return mk_int(pick.i, tag2(a, b));
+    }
+    if (!is_real(a))
+        return mk_int(a.i, a.tag);
+    double f = len == 5 ? floor(a.d) : ceil(a.d); /* floor, else ceil */
+    if (fabs(f) < (double)MEMEST_EXPR_INT_LIMIT)
+        return mk_int((int64_t)f, a.tag);
+    return mk_real(f, a.tag);
 }
 
-static struct val primary(struct parser *ps)
+static bool word_char(char c) { return isalnum((unsigned char)c) || c == '_'; }
+
+static val number(struct parser *ps)
+{
+    const char *p = ps->p;
+    struct memest_decimal n;
+    memest_decimal_read(p, &n);
+    const char *q = p + n.len;
+    if (word_char(*q) || *q == '.') {
+        while (word_char(*q) || *q == '.')
+            q++;
+        return fail(ps, "malformed number '%.*s' (numbers are decimal, such as 12, 0.5 or 1e-3)",
+                    q - p > 40 ? 40 : (int)(q - p), p);
+    }
+    ps->p = q;
+    if (n.is_int) {
+        if (!n.int_ok || n.i >= MEMEST_EXPR_INT_LIMIT)
+            return fail(ps, "the integer %.*s%s is too large (integers must be between -2^53 and "
+                        "2^53, exclusive)", n.len > 40 ? 37 : (int)n.len, p,
+                        n.len > 40 ? "..." : "");
+        return mk_int(n.i, NULL);
+    }
+    if (!n.real_ok)
+        return fail(ps, "number out of range");
+    return mk_real(n.d, NULL);
+}
+
+static val primary(struct parser *ps)
 {
     skip_ws(ps);
     const char *p = ps->p;
     if (*p == '(') {
         ps->p++;
-        struct val v = ternary(ps);
+        val v = ternary(ps);
         if (!accept(ps, ")"))
             return fail(ps, "missing ')'");
         return v;
     }
-    if (isdigit((unsigned char)*p) || (*p == '.' && isdigit((unsigned char)p[1]))) {
-        char *end;
-        double v = strtod(p, &end);
-        if (!isfinite(v))
-            return fail(ps, "number out of range");
-        ps->p = end;
-        return (struct val){v, false};
-    }
+    if (isdigit((unsigned char)*p) || (*p == '.' && isdigit((unsigned char)p[1])))
+        return number(ps);
     if (isalpha((unsigned char)*p) || *p == '_') {
         const char *q = p;
-        while (isalnum((unsigned char)*q) || *q == '_')
+        while (word_char(*q))
             q++;
         size_t len = (size_t)(q - p);
         ps->p = q;
         if (len == 4 && strncmp(p, "true", 4) == 0)
-            return number_of(true);
+            return mk_bool(true, NULL);
         if (len == 5 && strncmp(p, "false", 5) == 0)
-            return number_of(false);
+            return mk_bool(false, NULL);
         if (((len == 3 && (!strncmp(p, "min", 3) || !strncmp(p, "max", 3))) ||
              (len == 5 && !strncmp(p, "floor", 5)) || (len == 4 && !strncmp(p, "ceil", 4))) &&
             accept(ps, "("))
             return call(ps, p, len);
-        struct val v = {0, false};
-        if (ps->lookup(ps->ctx, p, len, &v.v, &v.is_bool) != 0)
+        val v = mk_int(0, NULL);
+        if (ps->lookup(ps->ctx, p, len, &v) != 0)
             return fail(ps, "unknown variable '%.*s'", (int)len, p);
         return v;
     }
@@ -135,19 +307,25 @@ static struct val primary(struct parser *ps)
     return fail(ps, "unexpected '%c'", *p);
 }
 
-static struct val unary(struct parser *ps)
+static val unary(struct parser *ps)
 {
     if (++ps->depth > MAX_DEPTH)
         return fail(ps, "expression nested deeper than %d", MAX_DEPTH);
-    struct val v;
+    val v;
     if (accept(ps, "-")) {
         v = unary(ps);
-        v = (struct val){-v.v, false};
+        if (is_real(v))
+            v = mk_real(-v.d, v.tag);
+        else if (v.i == INT64_MIN)
+            v = fail_value(ps, v.tag, "integer overflow: -(%lld) is beyond 64-bit integers",
+                        (long long)v.i);
+        else
+            v = mk_int(-v.i, v.tag);
     } else if (accept(ps, "+")) {
         v = unary(ps);
     } else if (accept(ps, "!")) {
         v = unary(ps);
-        v = number_of(v.v == 0);
+        v = mk_bool(!truth(v), v.tag);
     } else {
         v = primary(ps);
     }
@@ -155,131 +333,126 @@ static struct val unary(struct parser *ps)
     return v;
 }
 
-static struct val term(struct parser *ps)
+static val term(struct parser *ps)
 {
-    struct val a = unary(ps);
+    val a = unary(ps);
     while (!ps->failed) {
-        if (accept(ps, "*")) {
-            a = (struct val){a.v * unary(ps).v, false};
-        } else if (accept(ps, "//")) {
-            double b = unary(ps).v;
-            if (b == 0)
-                return fail(ps, "division by zero");
-            a = (struct val){floor(a.v / b), false};
-        } else if (accept(ps, "/")) {
-            double b = unary(ps).v;
-            if (b == 0)
-                return fail(ps, "division by zero");
-            a = (struct val){a.v / b, false};
-        } else if (accept(ps, "%")) {
-            double b = unary(ps).v;
-            if (b == 0)
-                return fail(ps, "division by zero");
-            a = (struct val){a.v - b * floor(a.v / b), false};
-        } else {
+        enum op op;
+        if (accept(ps, "*"))
+            op = MUL;
+        else if (accept(ps, "//"))
+            op = FLOORDIV;
+        else if (accept(ps, "/"))
+            op = DIV;
+        else if (accept(ps, "%"))
+            op = MOD;
+        else
             break;
-        }
+        val b = unary(ps);
+        a = arith(ps, op, a, b);
     }
     return a;
 }
 
-static struct val sum(struct parser *ps)
+static val sum(struct parser *ps)
 {
-    struct val a = term(ps);
+    val a = term(ps);
     while (!ps->failed) {
+        enum op op;
         if (accept(ps, "+"))
-            a = (struct val){a.v + term(ps).v, false};
+            op = ADD;
         else if (accept(ps, "-"))
-            a = (struct val){a.v - term(ps).v, false};
+            op = SUB;
         else
             break;
+        val b = term(ps);
+        a = arith(ps, op, a, b);
     }
     return a;
 }
 
-static struct val compare(struct parser *ps)
+static val compare(struct parser *ps)
 {
-    struct val a = sum(ps);
+    val a = sum(ps);
     while (!ps->failed) {
-        if (accept(ps, "<="))
-            a = number_of(a.v <= sum(ps).v);
-        else if (accept(ps, ">="))
-            a = number_of(a.v >= sum(ps).v);
-        else if (accept(ps, "<"))
-            a = number_of(a.v < sum(ps).v);
-        else if (accept(ps, ">"))
-            a = number_of(a.v > sum(ps).v);
-        else
+        bool le = accept(ps, "<="), ge = !le && accept(ps, ">=");
+        bool lt = !le && !ge && accept(ps, "<"), gt = !le && !ge && !lt && accept(ps, ">");
+        if (!le && !ge && !lt && !gt)
             break;
+        val b = sum(ps);
+        int c = cmp(a, b);
+        bool r = le ? c == -1 || c == 0 : ge ? c == 1 || c == 0 : lt ? c == -1 : c == 1;
+        a = mk_bool(r, tag2(a, b));
     }
     return a;
 }
 
-static struct val equality(struct parser *ps)
+static val equality(struct parser *ps)
 {
-    struct val a = compare(ps);
+    val a = compare(ps);
     while (!ps->failed) {
-        if (accept(ps, "=="))
-            a = number_of(a.v == compare(ps).v);
-        else if (accept(ps, "!="))
-            a = number_of(a.v != compare(ps).v);
-        else
+        bool eq = accept(ps, "==");
+        if (!eq && !accept(ps, "!="))
             break;
+        val b = compare(ps);
+        a = mk_bool((cmp(a, b) == 0) == eq, tag2(a, b));
     }
     return a;
 }
 
-static struct val and_expr(struct parser *ps)
+static val and_expr(struct parser *ps)
 {
-    struct val a = equality(ps);
+    val a = equality(ps);
     while (!ps->failed && accept(ps, "&&")) {
-        struct val b = equality(ps);
-        a = number_of(a.v != 0 && b.v != 0);
+        val b = equality(ps);
+        a = mk_bool(truth(a) && truth(b), tag2(a, b));
     }
     return a;
 }
 
-static struct val or_expr(struct parser *ps)
+static val or_expr(struct parser *ps)
 {
-    struct val a = and_expr(ps);
+    val a = and_expr(ps);
     while (!ps->failed && accept(ps, "||")) {
-        struct val b = and_expr(ps);
-        a = number_of(a.v != 0 || b.v != 0);
+        val b = and_expr(ps);
+        a = mk_bool(truth(a) || truth(b), tag2(a, b));
     }
     return a;
 }
 
-static struct val ternary(struct parser *ps)
+static val ternary(struct parser *ps)
 {
     if (++ps->depth > MAX_DEPTH)
         return fail(ps, "expression nested deeper than %d", MAX_DEPTH);
-    struct val c = or_expr(ps);
+    val c = or_expr(ps);
     if (!ps->failed && accept(ps, "?")) {
-        struct val a = ternary(ps);
+        val a = ternary(ps);
         if (!accept(ps, ":"))
             return fail(ps, "missing ':' in 'c ? a : b'");
-        struct val b = ternary(ps);
-        c = c.v != 0 ? a : b;
+        val b = ternary(ps);
+        val r = truth(c) ? a : b;
+        r.tag = r.tag ? r.tag : c.tag; /* the choice depends on c */
+        c = r;
     }
     ps->depth--;
     return c;
 }
 
-int memest_expr_eval(const char *s, memest_expr_lookup lookup, void *ctx, double *out,
-                     bool *is_bool, char *errbuf, size_t errlen)
+int memest_expr_eval(const char *s, memest_expr_lookup lookup, void *ctx,
+                     struct memest_expr_val *out, char *errbuf, size_t errlen)
 {
     struct parser ps = {.s = s, .p = s, .lookup = lookup, .ctx = ctx, .err = errbuf,
                         .errlen = errlen};
-    struct val v = ternary(&ps);
+    val v = ternary(&ps);
     skip_ws(&ps);
     if (!ps.failed && *ps.p != '\0')
         fail(&ps, "unexpected '%c' at offset %d", *ps.p, (int)(ps.p - s));
-    if (!ps.failed && !isfinite(v.v))
-        fail(&ps, "result is not a finite number");
-    if (ps.failed)
-        return -1;
-    *out = v.v;
-    if (is_bool)
-        *is_bool = v.is_bool;
+    if (!ps.failed && is_real(v) && !isfinite(v.d))
+        fail_value(&ps, v.tag, "result is not a finite number");
+    if (ps.failed) {
+        *out = mk_int(0, ps.fault_tag);
+        return ps.value_fault ? -2 : -1;
+    }
+    *out = v;
     return 0;
 }

@@ -119,11 +119,13 @@ static int rebuild(struct memest_app *a, const char *name, int64_t value,
         if (strcmp(o->sets[i].name, name) != 0)
             ov[n++] = o->sets[i];
     snprintf(text, sizeof text, "%" PRId64, value);
-    ov[n++] = (struct memest_override){name, text};
+    ov[n++] = (struct memest_override){name, text, "--sweep-var"};
     memest_run_free(&a->r); /* its node array is sized for the old graph */
     memest_graph_free(&a->g);
     memset(&a->g, 0, sizeof a->g);
     if (memest_model_build(&a->m, ov, n, &a->g, err) != 0) {
+        if (err->code == MEMEST_ERR_USAGE) /* about an override, which it names */
+            return -1;
         char msg[sizeof err->msg + 200];
         snprintf(msg, sizeof msg, "--sweep-var %s=%" PRId64 ": %s", name, value, err->msg);
         size_t len = strlen(msg);
@@ -142,15 +144,20 @@ int memest_flow_sweep(struct memest_app *a)
     struct memest_error err = {0};
     struct memest_sweep_list list = {0};
     struct memest_sweep_row *rows = NULL;
-    char name[128] = "";
+    char *name = NULL;
     int rc = MEMEST_EXIT_OK;
     const char *spec = o->sweep;
     if (o->sweep_var) {
         const char *eq = strchr(o->sweep_var, '=');
         size_t len = eq ? (size_t)(eq - o->sweep_var) : 0;
-        if (!eq || len == 0 || len >= sizeof name || !eq[1]) {
+        if (!eq || len == 0 || !eq[1]) {
             memest_errf(&err, MEMEST_ERR_USAGE, NULL, "--sweep-var: expected NAME=LIST, got '%s'",
                         o->sweep_var);
+            goto fail;
+        }
+        name = malloc(len + 1);
+        if (!name) {
+            memest_errf(&err, MEMEST_ERR_NOMEM, NULL, "out of memory");
             goto fail;
         }
         memcpy(name, o->sweep_var, len);
@@ -187,6 +194,7 @@ int memest_flow_sweep(struct memest_app *a)
 fail:
     rc = memest_app_fail(o, &err);
 end:
+    free(name);
     free(rows);
     memest_sweep_list_free(&list);
     return rc;

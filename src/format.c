@@ -53,27 +53,91 @@ char *memest_fmt_si(double v, char *buf, size_t n)
     return buf;
 }
 
+char *memest_fmt_double(double v, char *buf, size_t n)
+{
+    for (int prec = 15;; prec++) {
+        snprintf(buf, n, "%.*g", prec, v);
+        if (prec == 17 || strtod(buf, NULL) == v)
+            return buf;
+    }
+}
+
+static const char *skip_digits(const char *p)
+{
+    while (isdigit((unsigned char)*p))
+        p++;
+    return p;
+}
+
+void memest_decimal_read(const char *s, struct memest_decimal *out)
+{
+    memset(out, 0, sizeof *out);
+    const char *p = skip_digits(s);
+    bool whole = p > s, is_int = true;
+    if (*p == '.') {
+        const char *q = skip_digits(p + 1);
+        if (!whole && q == p + 1)
+            return; /* "." alone */
+        p = q;
+        is_int = false;
+    } else if (!whole) {
+        return;
+    }
+    if (*p == 'e' || *p == 'E') {
+        const char *q = p + 1 + (p[1] == '+' || p[1] == '-');
+        if (isdigit((unsigned char)*q)) {
+            p = skip_digits(q);
+            is_int = false;
+            out->exponent = true;
+        }
+    }
+    out->len = (size_t)(p - s);
+    out->is_int = is_int;
+    char *end;
+    if (is_int) {
+        errno = 0;
+        long long v = strtoll(s, &end, 10);
+        out->int_ok = errno != ERANGE && end == p;
+        out->i = out->int_ok ? v : 0;
+        if (out->int_ok) { /* the conversion rounds as strtod would, faster */
+            out->real_ok = true;
+            out->d = (double)v;
+            return;
+        }
+    }
+    errno = 0;
+    double d = strtod(s, &end);
+    /* strtod reads further than the decimal syntax only after "0x" (hex),
+     * where the number is the "0" */
+    if (end != p && out->len == 1 && s[0] == '0')
+        d = 0, end = (char *)p, errno = 0;
+    out->real_ok = end == p && errno != ERANGE && isfinite(d);
+    out->d = out->real_ok ? d : 0;
+}
+
 int memest_parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 {
-    if (!s || !isdigit((unsigned char)s[0]))
+    struct memest_decimal n;
+    if (!s)
         return -1;
-    errno = 0;
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno == ERANGE || *end != '\0' || v < lo || v > hi)
+    memest_decimal_read(s, &n);
+    if (!n.len || s[n.len] != '\0' || !n.int_ok || (uint64_t)n.i < lo || (uint64_t)n.i > hi)
         return -1;
-    *out = v;
+    *out = (uint64_t)n.i;
     return 0;
 }
 
 int memest_parse_double(const char *s, double lo, double hi, double *out)
 {
-    if (!s || !*s || isspace((unsigned char)s[0]))
+    struct memest_decimal n;
+    if (!s)
         return -1;
-    errno = 0;
-    char *end;
-    double v = strtod(s, &end);
-    if (errno == ERANGE || *end != '\0' || !isfinite(v) || v < lo || v > hi)
+    bool neg = s[0] == '-' && lo < 0;
+    memest_decimal_read(s + neg, &n);
+    if (!n.len || s[neg + n.len] != '\0' || !n.real_ok)
+        return -1;
+    double v = neg ? -n.d : n.d;
+    if (v < lo || v > hi)
         return -1;
     *out = v;
     return 0;
@@ -88,39 +152,25 @@ int memest_parse_size(const char *s, uint64_t *out)
         {"", 1}, {"B", 1}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
         {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
     };
-    if (!s || !(isdigit((unsigned char)s[0]) || s[0] == '.'))
+    struct memest_decimal n;
+    if (!s)
         return -1;
-    /* digits, optionally a fraction: no exponent, hex or infinity */
-    const char *num_end = s;
-    while (isdigit((unsigned char)*num_end))
-        num_end++;
-    if (*num_end == '.') {
-        num_end++;
-        while (isdigit((unsigned char)*num_end))
-            num_end++;
-    }
-    errno = 0;
-    char *end;
-    double v = strtod(s, &end);
-    if (end != num_end)
+    memest_decimal_read(s, &n);
+    if (!n.len || n.exponent || !n.real_ok)
         return -1;
-    if (errno == ERANGE || !isfinite(v) || v < 0)
-        return -1;
+    const char *unit = s + n.len;
     for (size_t i = 0; i < sizeof units / sizeof *units; i++) {
-        if (strcmp(end, units[i].suffix) != 0)
+        if (strcmp(unit, units[i].suffix) != 0)
             continue;
-        double bytes = v * units[i].mult;
-        if (bytes >= 9223372036854775807.0 || bytes != floor(bytes))
-            return -1;
-        if (units[i].mult == 1) { /* plain bytes: exact integer parse */
-            char *e2;
-            errno = 0;
-            unsigned long long b = strtoull(s, &e2, 10);
-            if (errno == ERANGE || e2 != end || b > INT64_MAX)
+        if (units[i].mult == 1) { /* plain bytes: an exact integer */
+            if (!n.int_ok)
                 return -1;
-            *out = b;
+            *out = (uint64_t)n.i;
             return 0;
         }
+        double bytes = n.d * units[i].mult;
+        if (bytes >= 9223372036854775807.0 || bytes != floor(bytes))
+            return -1;
         *out = (uint64_t)bytes;
         return 0;
     }

@@ -1,9 +1,11 @@
 /* model_build.c - expands a parsed model file into the layer graph:
  * variables and --set overrides, blocks with arguments, "repeat", "if",
  * input references, weight tying, and every argument checked against its
- * op's argspec. All checks report the JSON path and the node. */
+ * op's argspec. All checks report the JSON path and the node; a value that
+ * comes from an override and fails a check is a usage error naming it. */
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +13,7 @@
 
 #include "memest/calc.h"
 #include "memest/expr.h"
+#include "memest/format.h"
 #include "memest/graph.h"
 #include "memest/model.h"
 #include "memest/ops.h"
@@ -26,10 +29,11 @@ struct scope;
 struct var {
     const char *name;
     enum vkind kind;
-    double num;
+    struct memest_expr_val val;   /* V_NUM, V_BOOL */
     const char *str;
     const cJSON *json;
     const struct scope *defscope; /* where a V_JSON list's elements are evaluated */
+    const struct memest_override *ov; /* the --set (or --sweep-var) the value comes from */
 };
 
 struct scope {
@@ -56,6 +60,10 @@ struct builder {
     struct memest_strmap blockmap;  /* block name -> its definition (a cJSON *) */
     const char *active[MEMEST_MAX_NESTING]; /* blocks being expanded */
     int depth;
+    const struct memest_override *ov; /* the command-line overrides */
+    int nov;
+    bool *ov_read;                  /* [nov]: the expansion read ov[i] */
+    const struct memest_override *scale_ov; /* set the count of a "repeat" being expanded */
 };
 
 static const char *const node_keys[] = {"name", "type", "inputs", "repeat", "if",
@@ -141,6 +149,75 @@ static int nomem(struct builder *b)
     return memest_errf(b->err, MEMEST_ERR_NOMEM, NULL, "out of memory");
 }
 
+/* ---- values from the command line ----
+ * A value read from a variable that --set (or --sweep-var) overrides carries
+ * the override as its tag through expressions (expr.h); a check that such a
+ * value fails is the command line's fault: a usage error (exit 2) naming the
+ * option, at the place in the file where the value was refused. */
+
+static const char *opt_of(const struct memest_override *ov)
+{
+    return ov->opt ? ov->opt : "--set";
+}
+
+/* Makes the error just set a usage error naming the override `tag` (a
+ * struct memest_override *, or NULL: nothing changes). Returns -1. */
+static int blame(struct builder *b, const void *tag)
+{
+    const struct memest_override *ov = tag;
+    struct memest_error *e = b->err;
+    if (!ov || e->code == MEMEST_ERR_NONE || e->code == MEMEST_ERR_NOMEM ||
+        e->code == MEMEST_ERR_USAGE)
+        return -1;
+    char msg[sizeof e->msg], path[sizeof e->path];
+    memcpy(msg, e->msg, sizeof msg);
+    memcpy(path, e->path, sizeof path);
+    e->code = MEMEST_ERR_NONE;
+    return memest_errf(e, MEMEST_ERR_USAGE, path, "%s %.100s=%.100s: %s", opt_of(ov), ov->name,
+                       ov->value, msg);
+}
+
+static int value_err(struct builder *b, const void *tag, enum memest_errcode code,
+                     const char *path, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* Sets an error about a value (a model error of `code`, or a usage error
+ * when the value comes from an override: see blame()). Returns -1. */
+static int value_err(struct builder *b, const void *tag, enum memest_errcode code,
+                     const char *path, const char *fmt, ...)
+{
+    if (b->err->code != MEMEST_ERR_NONE)
+        return -1;
+    char msg[sizeof b->err->msg];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    memest_errf(b->err, code, path, "%s", msg);
+    return blame(b, tag);
+}
+
+/* A number held by a variable or a block argument must be below 2^53 in
+ * magnitude, as integers are: JSON rounds larger integers silently, and an
+ * expression could bring such a value back below 2^53 with a wrong value.
+ * Returns 0, or -1 with a limit error at `path`. */
+static int check_held(struct builder *b, double d, const char *path)
+{
+    if (fabs(d) < INT_LIMIT)
+        return 0;
+    char v[32];
+    return memest_errf(b->err, MEMEST_ERR_LIMIT, path,
+                       "%s is too large: the numbers of variables and block arguments must be "
+                       "between -2^53 and 2^53, exclusive (JSON rounds larger integers)",
+                       memest_fmt_double(d, v, sizeof v));
+}
+
+/* Notes that the expansion read the override ov (for graph.h's overrides). */
+static void note_read(struct builder *b, const struct memest_override *ov)
+{
+    if (ov && ov >= b->ov && ov < b->ov + b->nov)
+        b->ov_read[ov - b->ov] = true;
+}
+
 /* Bounds the time a model file can make the builder spend, whatever it
  * holds: every node visited (also those "if" leaves out, and each copy of a
  * "repeat"), every block argument, and every expression evaluated (plus one
@@ -153,11 +230,11 @@ static int charge(struct builder *b, uint64_t units, const char *path)
     b->work += units;
     if (b->work <= b->max_work)
         return 0;
-    return memest_errf(b->err, MEMEST_ERR_LIMIT, path,
-                       "expanding the model takes more than %llu steps (the limit: %u per "
-                       "allowed node; nodes left out by \"if\", block arguments and "
-                       "expressions count too); check \"repeat\" counts and long expressions",
-                       (unsigned long long)b->max_work, WORK_PER_NODE);
+    return value_err(b, b->scale_ov, MEMEST_ERR_LIMIT, path,
+                     "expanding the model takes more than %llu steps (the limit: %u per "
+                     "allowed node; nodes left out by \"if\", block arguments and "
+                     "expressions count too); check \"repeat\" counts and long expressions",
+                     (unsigned long long)b->max_work, WORK_PER_NODE);
 }
 
 static const struct var *scope_find(const struct scope *sc, const char *name, size_t len)
@@ -188,23 +265,36 @@ static int scope_index(struct builder *b, struct scope *sc, struct memest_strmap
     return 0;
 }
 
-static int lookup_num(void *ctx, const char *name, size_t len, double *val, bool *is_bool)
+struct lookup_ctx {
+    struct builder *b;
+    const struct scope *sc;
+};
+
+/* A variable's value for an expression, tagged with its override. */
+static int lookup_num(void *ctx, const char *name, size_t len, struct memest_expr_val *val)
 {
-    const struct var *v = scope_find(ctx, name, len);
+    const struct lookup_ctx *c = ctx;
+    const struct var *v = scope_find(c->sc, name, len);
     if (!v || (v->kind != V_NUM && v->kind != V_BOOL))
         return -1;
-    *val = v->num;
-    *is_bool = v->kind == V_BOOL;
+    *val = v->val;
+    val->tag = v->ov;
+    note_read(c->b, v->ov);
     return 0;
 }
 
+/* What eval_expr returns besides 0: memest_expr_eval's faults (why says
+ * which), or the work budget spent (the error is set). */
+enum { EXPR_TEXT = -1, EXPR_VALUE = -2, EXPR_BUDGET = -3 };
+
 /* Evaluates an expression string, charging its length to the work budget. */
 static int eval_expr(struct builder *b, const char *s, const struct scope *sc, const char *path,
-                     double *out, bool *is_bool, char *why, size_t whylen)
+                     struct memest_expr_val *out, char *why, size_t whylen)
 {
     if (charge(b, 1 + strlen(s) / 16, path) != 0)
-        return -2;
-    return memest_expr_eval(s, lookup_num, (void *)sc, out, is_bool, why, whylen);
+        return EXPR_BUDGET;
+    struct lookup_ctx c = {b, sc};
+    return memest_expr_eval(s, lookup_num, &c, out, why, whylen);
 }
 
 static const char *json_type_name(const cJSON *j)
@@ -243,29 +333,28 @@ static int check_comment(struct builder *b, const cJSON *obj, const char *path)
 }
 
 /* Evaluates a JSON value to a number (numbers, booleans and expression
- * strings). Returns 0, or -1 with the error set at `path`. */
+ * strings; out->tag: the override it comes from, or NULL). Returns 0, or -1
+ * with the error set at `path`. */
 static int eval_number(struct builder *b, const cJSON *j, const struct scope *sc, const struct jp *path,
-                       double *out, bool *is_bool)
+                       struct memest_expr_val *out)
 {
-    *is_bool = false;
     if (cJSON_IsNumber(j)) {
         if (!isfinite(j->valuedouble))
             return memest_errf(b->err, MEMEST_ERR_SCHEMA, jp_str(b, path), "number is not finite");
-        *out = j->valuedouble;
+        *out = memest_expr_number(j->valuedouble);
         return 0;
     }
     if (cJSON_IsBool(j)) {
-        *out = cJSON_IsTrue(j) ? 1 : 0;
-        *is_bool = true;
+        *out = (struct memest_expr_val){.kind = MEMEST_EXPR_BOOL, .i = cJSON_IsTrue(j)};
         return 0;
     }
     if (cJSON_IsString(j)) {
         const struct var *v = scope_find(sc, j->valuestring, strlen(j->valuestring));
         if (v && v->kind == V_JSON)
-            return eval_number(b, v->json, v->defscope, path, out, is_bool);
+            return eval_number(b, v->json, v->defscope, path, out);
         char why[160];
-        int rc = eval_expr(b, j->valuestring, sc, path->base, out, is_bool, why, sizeof why);
-        if (rc == -2)
+        int rc = eval_expr(b, j->valuestring, sc, path->base, out, why, sizeof why);
+        if (rc == EXPR_BUDGET)
             return -1;
         if (rc != 0) {
             if (strstr(why, "'batch'"))
@@ -273,9 +362,9 @@ static int eval_number(struct builder *b, const cJSON *j, const struct scope *sc
                                    "\"%s\": %s (the batch size is only allowed as the element "
                                    "\"batch\" of a shape list; use -1 to infer a dimension)",
                                    j->valuestring, why);
-            return memest_errf(b->err, MEMEST_ERR_SCHEMA, jp_str(b, path),
-                               "\"%.80s\": %s (expected a number, or an expression over the "
-                               "variables)", j->valuestring, why);
+            return value_err(b, out->tag, MEMEST_ERR_SCHEMA, jp_str(b, path),
+                             "\"%.80s\": %s (expected a number, or an expression over the "
+                             "variables)", j->valuestring, why);
         }
         return 0;
     }
@@ -283,31 +372,43 @@ static int eval_number(struct builder *b, const cJSON *j, const struct scope *sc
                        json_type_name(j));
 }
 
+/* Evaluates a JSON value to an integer in [lo, hi] (no bounds when both are
+ * 0; always between -2^53 and 2^53, exclusive). *tag (may be NULL) gets the
+ * override the value comes from. 0 / -1. */
 static int eval_int(struct builder *b, const cJSON *j, const struct scope *sc, const struct jp *path,
-                    int64_t lo, int64_t hi, int64_t *out)
+                    int64_t lo, int64_t hi, int64_t *out, const void **tag)
 {
-    double d;
-    bool is_bool;
-    if (eval_number(b, j, sc, path, &d, &is_bool) != 0)
+    struct memest_expr_val v;
+    if (eval_number(b, j, sc, path, &v) != 0)
         return -1;
-    if (is_bool)
-        return memest_errf(b->err, MEMEST_ERR_SCHEMA, jp_str(b, path), "expected an integer, got a boolean");
-    if (d != floor(d))
-        return memest_errf(b->err, MEMEST_ERR_SCHEMA, jp_str(b, path), "expected an integer, got %g", d);
-    d += 0.0; /* -0 is 0 */
-    if (fabs(d) >= INT_LIMIT)
-        return memest_errf(b->err, MEMEST_ERR_LIMIT, jp_str(b, path),
-                           "integer %.17g is too %s (integers must be between -2^53 and 2^53, "
-                           "exclusive)", d, d > 0 ? "large" : "small");
-    if ((lo || hi) && (d < (double)lo || d > (double)hi)) {
+    char got[32];
+    memest_expr_str(&v, got, sizeof got);
+    if (v.kind == MEMEST_EXPR_BOOL)
+        return value_err(b, v.tag, MEMEST_ERR_SCHEMA, jp_str(b, path),
+                         "expected an integer, got a boolean");
+    if (v.kind == MEMEST_EXPR_REAL && v.d != floor(v.d))
+        return value_err(b, v.tag, MEMEST_ERR_SCHEMA, jp_str(b, path),
+                         "expected an integer, got %s", got);
+    bool big = v.kind == MEMEST_EXPR_REAL ? fabs(v.d) >= INT_LIMIT
+                                          : v.i >= MEMEST_EXPR_INT_LIMIT ||
+                                                v.i <= -MEMEST_EXPR_INT_LIMIT;
+    if (big)
+        return value_err(b, v.tag, MEMEST_ERR_LIMIT, jp_str(b, path),
+                         "integer %s is too %s (integers must be between -2^53 and 2^53, "
+                         "exclusive)", got, memest_expr_real(&v) > 0 ? "large" : "small");
+    int64_t i = v.kind == MEMEST_EXPR_REAL ? (int64_t)v.d : v.i;
+    snprintf(got, sizeof got, "%lld", (long long)i); /* -0.0 is 0 */
+    if ((lo || hi) && (i < lo || i > hi)) {
         if (hi >= (int64_t)INT_LIMIT)
-            return memest_errf(b->err, MEMEST_ERR_SCHEMA, jp_str(b, path),
-                               "must be an integer >= %lld, got %.17g", (long long)lo, d);
-        return memest_errf(b->err, MEMEST_ERR_SCHEMA, jp_str(b, path),
-                           "must be an integer between %lld and %lld inclusive, got %.17g",
-                           (long long)lo, (long long)hi, d);
+            return value_err(b, v.tag, MEMEST_ERR_SCHEMA, jp_str(b, path),
+                             "must be an integer >= %lld, got %s", (long long)lo, got);
+        return value_err(b, v.tag, MEMEST_ERR_SCHEMA, jp_str(b, path),
+                         "must be an integer between %lld and %lld inclusive, got %s",
+                         (long long)lo, (long long)hi, got);
     }
-    *out = (int64_t)d;
+    *out = i;
+    if (tag)
+        *tag = v.tag;
     return 0;
 }
 
@@ -367,7 +468,7 @@ static int eval_list(struct builder *b, const struct memest_argspec *spec, const
         int64_t lo = spec->lo, hi = spec->hi;
         if (spec->kind == MEMEST_ARG_SHAPE && !lo && !hi)
             lo = -1, hi = (int64_t)INT_LIMIT;
-        if (eval_int(b, e, sc, &ep, lo, hi, &av->v[i]) != 0)
+        if (eval_int(b, e, sc, &ep, lo, hi, &av->v[i], NULL) != 0)
             return -1;
     }
     return 0;
@@ -403,17 +504,19 @@ static int eval_arg(struct builder *b, const struct memest_argspec *spec, const 
         if (!av->v)
             return nomem(b);
         if (spec->kind == MEMEST_ARG_BOOL) {
-            double d;
-            bool is_bool;
-            if (eval_number(b, j, sc, path, &d, &is_bool) != 0)
+            struct memest_expr_val v;
+            if (eval_number(b, j, sc, path, &v) != 0)
                 return -1;
-            if (!is_bool && d != 0 && d != 1)
-                return memest_errf(b->err, MEMEST_ERR_SCHEMA, jp_str(b, path),
-                                   "expected true or false, got %g", d);
+            double d = memest_expr_real(&v);
+            char got[32];
+            if (v.kind != MEMEST_EXPR_BOOL && d != 0 && d != 1)
+                return value_err(b, v.tag, MEMEST_ERR_SCHEMA, jp_str(b, path),
+                                 "expected true or false, got %s",
+                                 memest_expr_str(&v, got, sizeof got));
             av->v[0] = d != 0;
             return 0;
         }
-        if (eval_int(b, j, sc, path, spec->lo, spec->hi, &av->v[0]) != 0)
+        if (eval_int(b, j, sc, path, spec->lo, spec->hi, &av->v[0], NULL) != 0)
             return -1;
         if (spec->kind == MEMEST_ARG_INTS && spec->n > 1) {
             for (int i = 1; i < spec->n; i++)
@@ -422,14 +525,20 @@ static int eval_arg(struct builder *b, const struct memest_argspec *spec, const 
         }
         return 0;
     case MEMEST_ARG_FLOAT: {
-        bool is_bool;
-        if (eval_number(b, j, sc, path, &av->f, &is_bool) != 0)
+        struct memest_expr_val v;
+        if (eval_number(b, j, sc, path, &v) != 0)
             return -1;
-        if (is_bool)
-            return memest_errf(b->err, MEMEST_ERR_SCHEMA, jp_str(b, path), "expected a number, got a boolean");
+        if (v.kind == MEMEST_EXPR_BOOL)
+            return value_err(b, v.tag, MEMEST_ERR_SCHEMA, jp_str(b, path),
+                             "expected a number, got a boolean");
+        av->f = memest_expr_real(&v);
+        char lo[32], hi[32], got[32];
         if ((spec->flo != 0 || spec->fhi != 0) && (av->f < spec->flo || av->f > spec->fhi))
-            return memest_errf(b->err, MEMEST_ERR_SCHEMA, jp_str(b, path),
-                               "must be between %g and %g, got %g", spec->flo, spec->fhi, av->f);
+            return value_err(b, v.tag, MEMEST_ERR_SCHEMA, jp_str(b, path),
+                             "must be between %s and %s, got %s",
+                             memest_fmt_double(spec->flo, lo, sizeof lo),
+                             memest_fmt_double(spec->fhi, hi, sizeof hi),
+                             memest_expr_str(&v, got, sizeof got));
         return 0;
     }
     case MEMEST_ARG_STR:
@@ -439,11 +548,15 @@ static int eval_arg(struct builder *b, const struct memest_argspec *spec, const 
                                json_type_name(j));
         const char *s = j->valuestring;
         const struct var *v = scope_find(sc, s, strlen(s));
-        if (v && v->kind == V_STR)
+        const void *tag = NULL;
+        if (v && v->kind == V_STR) {
             s = v->str;
+            tag = v->ov;
+            note_read(b, v->ov);
+        }
         if (spec->kind == MEMEST_ARG_STR && spec->choices && !choice_ok(spec->choices, s))
-            return memest_errf(b->err, MEMEST_ERR_SCHEMA, jp_str(b, path), "\"%s\" is not one of %s", s,
-                               spec->choices);
+            return value_err(b, tag, MEMEST_ERR_SCHEMA, jp_str(b, path),
+                             "\"%s\" is not one of %s", s, spec->choices);
         av->s = s;
         return 0;
     }
@@ -588,9 +701,9 @@ static struct memest_node *new_node(struct builder *b, const char *fullname, con
 {
     struct memest_graph *g = b->g;
     if (g->nnodes >= b->max_nodes) {
-        memest_errf(b->err, MEMEST_ERR_LIMIT, path,
-                    "the model expands to more than %u nodes (the limit); check \"repeat\" counts",
-                    b->max_nodes);
+        value_err(b, b->scale_ov, MEMEST_ERR_LIMIT, path,
+                  "the model expands to more than %u nodes (the limit); check \"repeat\" counts",
+                  b->max_nodes);
         return NULL;
     }
     int64_t old;
@@ -628,30 +741,39 @@ static int expand_list(struct builder *b, const cJSON *layers, const char *path,
                        const char *prefix, const struct scope *sc, struct memest_strmap *names,
                        struct memest_ref first_in, bool trainable, struct memest_ref *out);
 
-/* A block argument's value. Returns 0, or -1 when the work budget is spent. */
+/* The value of the block argument `name` of a call at `path`: a number, a
+ * boolean, a list, the value of the variable a string names, the value of
+ * an expression, or else the string. Returns 0, or -1 when the work budget
+ * is spent, a number is too large or an expression's values fail (a
+ * division by zero, an overflow). */
 static int eval_value(struct builder *b, const cJSON *j, const struct scope *sc, const char *path,
-                      struct var *out)
+                      const char *name, struct var *out)
 {
     struct var v = {.kind = V_JSON, .json = j, .defscope = sc};
     if (cJSON_IsNumber(j)) {
+        if (check_held(b, j->valuedouble, path_join(b, path, name)) != 0)
+            return -1;
         v.kind = V_NUM;
-        v.num = j->valuedouble;
+        v.val = memest_expr_number(j->valuedouble);
     } else if (cJSON_IsBool(j)) {
         v.kind = V_BOOL;
-        v.num = cJSON_IsTrue(j);
+        v.val = (struct memest_expr_val){.kind = MEMEST_EXPR_BOOL, .i = cJSON_IsTrue(j)};
     } else if (cJSON_IsString(j)) {
         const struct var *named = scope_find(sc, j->valuestring, strlen(j->valuestring));
         if (named) {
             v = *named;
         } else {
             char why[160];
-            bool is_bool;
-            int rc = eval_expr(b, j->valuestring, sc, path, &v.num, &is_bool, why, sizeof why);
-            if (rc == -2)
+            int rc = eval_expr(b, j->valuestring, sc, path, &v.val, why, sizeof why);
+            if (rc == EXPR_BUDGET)
                 return -1;
+            if (rc == EXPR_VALUE) /* an expression, whose values fail */
+                return value_err(b, v.val.tag, MEMEST_ERR_SCHEMA, path_join(b, path, name),
+                                 "\"%.80s\": %s", j->valuestring, why);
+            v.ov = v.val.tag;
             if (rc == 0) {
-                v.kind = is_bool ? V_BOOL : V_NUM;
-            } else {
+                v.kind = v.val.kind == MEMEST_EXPR_BOOL ? V_BOOL : V_NUM;
+            } else { /* not an expression: a string */
                 v.kind = V_STR;
                 v.str = j->valuestring;
             }
@@ -740,16 +862,19 @@ static int expand_block(struct builder *b, const char *bname, const cJSON *def, 
                          "unknown argument \"%s\" for block \"%s\"%s%s%s", c->string, bname,
                          near ? " (did you mean \"" : "", near ? near : "", near ? "\"?)" : "");
     }
+    char *argspath = path_join(b, bpath, "args"); /* where the defaults are */
+    if (rc == 0 && !argspath)
+        rc = nomem(b);
     i = 0;
     for (const cJSON *a = args ? args->child : NULL; rc == 0 && a; a = a->next, i++) {
         if (given[i]) {
-            rc = eval_value(b, given[i], caller, callpath, &vars[i]);
+            rc = eval_value(b, given[i], caller, callpath, a->string, &vars[i]);
         } else if (cJSON_IsNull(a)) {
             char *ap = path_join(b, callpath, a->string);
             rc = memest_errf(b->err, MEMEST_ERR_SCHEMA, ap ? ap : callpath,
                              "block \"%s\" needs the argument \"%s\"", bname, a->string);
         } else {
-            rc = eval_value(b, a, globals, callpath, &vars[i]);
+            rc = eval_value(b, a, globals, argspath, a->string, &vars[i]);
         }
         vars[i].name = a->string;
     }
@@ -873,12 +998,17 @@ static const cJSON *find_block(const struct builder *b, const char *name)
     return (const cJSON *)(intptr_t)v;
 }
 
-/* A node's "type", which may name a string variable or block argument. */
-static const char *resolve_type(const struct scope *sc, const cJSON *jtype)
+/* A node's "type", which may name a string variable or block argument;
+ * *ov (may be NULL) gets the override that variable comes from. */
+static const char *resolve_type(const struct scope *sc, const cJSON *jtype,
+                                const struct memest_override **ov)
 {
     const char *type = jtype->valuestring;
     const struct var *tv = scope_find(sc, type, strlen(type));
-    return tv && tv->kind == V_STR ? tv->str : type;
+    bool var = tv && tv->kind == V_STR;
+    if (ov)
+        *ov = var ? tv->ov : NULL;
+    return var ? tv->str : type;
 }
 
 /* Ops without inputs (arange, zeros, parameter, ...) do not default to the
@@ -887,7 +1017,7 @@ static bool takes_no_input(struct builder *b, const struct scope *sc, const cJSO
 {
     if (!cJSON_IsString(jtype))
         return false;
-    const char *type = resolve_type(sc, jtype);
+    const char *type = resolve_type(sc, jtype, NULL);
     if (find_block(b, type))
         return false;
     const struct memest_op_desc *op = memest_op_find(type);
@@ -935,7 +1065,9 @@ static int expand_node(struct builder *b, const cJSON *obj, const char *npath, c
     if (!cJSON_IsString(jtype))
         return memest_errf(b->err, MEMEST_ERR_SCHEMA, path_join(b, npath, "type"),
                            jtype ? "\"type\" must be a string" : "node has no \"type\"");
-    const char *type = resolve_type(sc, jtype);
+    const struct memest_override *type_ov;
+    const char *type = resolve_type(sc, jtype, &type_ov);
+    note_read(b, type_ov);
     /* inputs */
     struct memest_ref ins[64];
     int nin = 0;
@@ -968,12 +1100,11 @@ static int expand_node(struct builder *b, const cJSON *obj, const char *npath, c
     }
     /* if */
     if (jif) {
-        double d;
-        bool is_bool;
+        struct memest_expr_val cond;
         const struct jp ifp = {npath, "if", -1};
-        if (eval_number(b, jif, sc, &ifp, &d, &is_bool) != 0)
+        if (eval_number(b, jif, sc, &ifp, &cond) != 0)
             return -1;
-        if (d == 0) { /* skipped: the node passes its first input through */
+        if (memest_expr_real(&cond) == 0) { /* skipped: the node passes its first input through */
             if (nin < 1)
                 return memest_errf(b->err, MEMEST_ERR_SCHEMA, npath,
                                    "a node that \"if\" can skip needs an input to pass through");
@@ -989,7 +1120,8 @@ static int expand_node(struct builder *b, const cJSON *obj, const char *npath, c
     }
     int64_t repeat = 1;
     const struct jp rp = {npath, "repeat", -1};
-    if (jrep && eval_int(b, jrep, sc, &rp, 1, MEMEST_MAX_NODES, &repeat) != 0)
+    const void *rep_ov = NULL;
+    if (jrep && eval_int(b, jrep, sc, &rp, 1, MEMEST_MAX_NODES, &repeat, &rep_ov) != 0)
         return -1;
     int64_t tie = -1;
     if (jtie) {
@@ -1003,8 +1135,10 @@ static int expand_node(struct builder *b, const cJSON *obj, const char *npath, c
     }
     const cJSON *blockdef = find_block(b, type);
     const struct memest_op_desc *op = blockdef ? NULL : memest_op_find(type);
-    if (!blockdef && !op)
-        return unknown_type(b, type, path_join(b, npath, "type"));
+    if (!blockdef && !op) {
+        unknown_type(b, type, path_join(b, npath, "type"));
+        return blame(b, type_ov);
+    }
     if (blockdef && jtie)
         return memest_errf(b->err, MEMEST_ERR_SCHEMA, path_join(b, npath, "tie_weight"),
                            "\"tie_weight\" is for layers with a weight, not blocks");
@@ -1012,10 +1146,13 @@ static int expand_node(struct builder *b, const cJSON *obj, const char *npath, c
     struct memest_ref cur = nin ? ins[0] : (struct memest_ref){UINT32_MAX, 0};
     struct var rv = {.name = "repeat_index", .kind = V_NUM};
     struct scope rsc = {.parent = sc, .vars = &rv, .nvars = jrep ? 1 : 0};
+    const struct memest_override *outer_scale = b->scale_ov;
+    if (rep_ov) /* the limits the copies reach are the override's fault */
+        b->scale_ov = rep_ov;
     for (int64_t r = 0; r < repeat; r++) {
         if (r > 0 && charge(b, 1, npath) != 0)
             return -1;
-        rv.num = (double)r;
+        rv.val = (struct memest_expr_val){.kind = MEMEST_EXPR_INT, .i = r};
         if (nin)
             ins[0] = cur;
         char digits[24];
@@ -1059,6 +1196,7 @@ static int expand_node(struct builder *b, const cJSON *obj, const char *npath, c
             cur = (struct memest_ref){id, 0};
         }
     }
+    b->scale_ov = outer_scale;
     *out = cur;
     return add_name(b, names, name, cur, npath);
 }
@@ -1083,20 +1221,31 @@ static int expand_list(struct builder *b, const cJSON *layers, const char *path,
 
 /* ---- top level ---- */
 
+/* The value of an override: a number in the command line's syntax
+ * (format.h: decimal, an optional '-'), true or false, else a string. */
 static int parse_override(struct builder *b, const struct memest_override *ov, struct var *v)
 {
-    const char *s = ov->value;
-    char *end;
-    double d = strtod(s, &end);
-    if (*s && !*end && end != s) {
-        if (!isfinite(d))
+    const char *s = ov->value, *opt = opt_of(ov);
+    bool neg = s[0] == '-';
+    struct memest_decimal n;
+    memest_decimal_read(s + neg, &n);
+    v->ov = ov;
+    if (n.len && s[neg + n.len] == '\0') {
+        if (n.is_int ? !n.int_ok || n.i >= MEMEST_EXPR_INT_LIMIT
+                     : n.real_ok && fabs(n.d) >= INT_LIMIT)
             return memest_errf(b->err, MEMEST_ERR_USAGE, NULL,
-                               "--set %s=%s: the value is not a finite number", ov->name, s);
+                               "%s %s=%s: numbers must be between -2^53 and 2^53, exclusive",
+                               opt, ov->name, s);
+        if (!n.real_ok)
+            return memest_errf(b->err, MEMEST_ERR_USAGE, NULL,
+                               "%s %s=%s: the number is out of range (a real must be finite "
+                               "and not so small that it rounds to 0)", opt, ov->name, s);
         v->kind = V_NUM;
-        v->num = d;
+        v->val = n.is_int ? (struct memest_expr_val){.kind = MEMEST_EXPR_INT, .i = neg ? -n.i : n.i}
+                          : memest_expr_number(neg ? -n.d : n.d);
     } else if (strcmp(s, "true") == 0 || strcmp(s, "false") == 0) {
         v->kind = V_BOOL;
-        v->num = s[0] == 't';
+        v->val = (struct memest_expr_val){.kind = MEMEST_EXPR_BOOL, .i = s[0] == 't'};
     } else {
         v->kind = V_STR;
         v->str = s;
@@ -1125,9 +1274,12 @@ static int load_variables(struct builder *b, const cJSON *jvars, const struct me
         if (cJSON_IsNumber(c)) {
             if (!isfinite(c->valuedouble))
                 return memest_errf(b->err, MEMEST_ERR_SCHEMA, vp, "number is not finite");
-            vars[i] = (struct var){.kind = V_NUM, .num = c->valuedouble};
+            if (check_held(b, c->valuedouble, vp) != 0)
+                return -1;
+            vars[i] = (struct var){.kind = V_NUM, .val = memest_expr_number(c->valuedouble)};
         } else if (cJSON_IsBool(c)) {
-            vars[i] = (struct var){.kind = V_BOOL, .num = cJSON_IsTrue(c)};
+            vars[i] = (struct var){.kind = V_BOOL,
+                                   .val = {.kind = MEMEST_EXPR_BOOL, .i = cJSON_IsTrue(c)}};
         } else if (cJSON_IsString(c)) {
             vars[i] = (struct var){.kind = V_STR, .str = c->valuestring};
         } else if (cJSON_IsArray(c)) {
@@ -1149,8 +1301,8 @@ static int load_variables(struct builder *b, const cJSON *jvars, const struct me
                 cands[m++] = vars[q].name;
             const char *near = memest_suggest(ov[k].name, cands, m);
             return memest_errf(b->err, MEMEST_ERR_USAGE, NULL,
-                               "--set %s: the model has no variable \"%s\"%s%s%s", ov[k].name,
-                               ov[k].name, near ? " (did you mean \"" : "", near ? near : "",
+                               "%s %s: the model has no variable \"%s\"%s%s%s", opt_of(&ov[k]),
+                               ov[k].name, ov[k].name, near ? " (did you mean \"" : "", near ? near : "",
                                near ? "\"?)" : "");
         }
         static const char *const kind_name[] = {[V_NUM] = "a number", [V_BOOL] = "true or false",
@@ -1158,14 +1310,14 @@ static int load_variables(struct builder *b, const cJSON *jvars, const struct me
         enum vkind was = vars[j].kind;
         if (was == V_JSON)
             return memest_errf(b->err, MEMEST_ERR_USAGE, NULL,
-                               "--set %s: the variable is a list in the model; only numbers, "
-                               "booleans and strings can be set", ov[k].name);
+                               "%s %s: the variable is a list in the model; only numbers, "
+                               "booleans and strings can be set", opt_of(&ov[k]), ov[k].name);
         if (parse_override(b, &ov[k], &vars[j]) != 0)
             return -1;
         if (vars[j].kind != was)
             return memest_errf(b->err, MEMEST_ERR_USAGE, NULL,
-                               "--set %s=%s: expected %s, as the variable is in the model",
-                               ov[k].name, ov[k].value, kind_name[was]);
+                               "%s %s=%s: expected %s, as the variable is in the model",
+                               opt_of(&ov[k]), ov[k].name, ov[k].value, kind_name[was]);
         vars[j].name = ov[k].name;
     }
     globals->vars = vars;
@@ -1232,6 +1384,24 @@ static int parse_loss(struct builder *b, const cJSON *j)
     return 0;
 }
 
+/* graph.h's overrides: the overrides the expansion read, as written on the
+ * command line. 0 / -1. */
+static int note_overrides(struct builder *b)
+{
+    const char *note = NULL;
+    for (int k = 0; k < b->nov; k++) {
+        if (!b->ov_read[k])
+            continue;
+        const struct memest_override *ov = &b->ov[k];
+        note = memest_arena_concat(&b->g->arena, note ? note : "", note ? ", " : "", opt_of(ov),
+                                   " ", ov->name, "=", ov->value, (char *)NULL);
+        if (!note)
+            return nomem(b);
+    }
+    b->g->overrides = note;
+    return 0;
+}
+
 static int build(struct builder *b, const cJSON *root, const struct memest_override *ov, int nov)
 {
     static const char *const keys[] = {"name", "inputs", "layers", "blocks", "variables",
@@ -1266,6 +1436,12 @@ static int build(struct builder *b, const cJSON *root, const struct memest_overr
         if (memest_strmap_put(&b->blockmap, c->string, strlen(c->string), (int64_t)(intptr_t)c) != 0)
             return nomem(b);
     }
+    b->ov = ov;
+    b->nov = nov > 0 ? nov : 0;
+    b->ov_read = memest_arena_alloc(&b->g->arena, (size_t)b->nov + 1);
+    if (!b->ov_read)
+        return nomem(b);
+    memset(b->ov_read, 0, (size_t)b->nov + 1);
     struct scope globals = {0};
     struct memest_strmap globals_index = {0};
     if (load_variables(b, cJSON_GetObjectItemCaseSensitive(root, "variables"), ov, nov, &globals) != 0 ||
@@ -1311,6 +1487,8 @@ static int build(struct builder *b, const cJSON *root, const struct memest_overr
     }
     if (rc == 0)
         rc = parse_loss(b, cJSON_GetObjectItemCaseSensitive(root, "loss"));
+    if (rc == 0)
+        rc = note_overrides(b);
     memest_strmap_free(&names);
     memest_strmap_free(&globals_index);
     return rc;

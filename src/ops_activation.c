@@ -17,6 +17,7 @@
  * pass theirs through.
  * An in-place op's output aliases its input (relu(inplace=True) saves its
  * output, which is then the input's storage). None of these has MACs. */
+#include "memest/format.h"
 #include "ops_common.h"
 
 enum save_what { SAVE_OUT, SAVE_IN };
@@ -78,9 +79,11 @@ static int infer_leakyrelu(struct memest_ictx *c)
     double slope = memest_arg_float(c, LR_SLOPE);
     if (act_common(c, true, inplace, inplace ? SAVE_OUT : SAVE_IN) != 0)
         return -1;
+    char v[32];
     if (inplace && slope < 0 && memest_needs_grad(c))
-        return memest_fail(c, "in-place leaky_relu with a negative slope (%g) has no backward "
-                              "in PyTorch; use inplace=false", slope);
+        return memest_fail(c, "in-place leaky_relu with a negative slope (%s) has no backward "
+                              "in PyTorch; use inplace=false",
+                           memest_fmt_double(slope, v, sizeof v));
     return 0;
 }
 
@@ -96,9 +99,10 @@ static int infer_elu(struct memest_ictx *c)
     double alpha = memest_arg_float(c, ELU_ALPHA);
     if (act_common(c, true, inplace, inplace ? SAVE_OUT : SAVE_IN) != 0)
         return -1;
+    char v[32];
     if (inplace && alpha < 0 && memest_needs_grad(c))
-        return memest_fail(c, "in-place elu with a negative alpha (%g) has no backward in "
-                              "PyTorch; use inplace=false", alpha);
+        return memest_fail(c, "in-place elu with a negative alpha (%s) has no backward in "
+                              "PyTorch; use inplace=false", memest_fmt_double(alpha, v, sizeof v));
     return 0;
 }
 
@@ -125,9 +129,11 @@ static const struct memest_argspec hardtanh_args[] = {
 };
 static int infer_hardtanh(struct memest_ictx *c)
 {
+    char hi[32], lo[32];
     if (!(memest_arg_float(c, HT_MAX) > memest_arg_float(c, HT_MIN)))
-        return memest_fail(c, "max_val (%g) must be greater than min_val (%g)",
-                           memest_arg_float(c, HT_MAX), memest_arg_float(c, HT_MIN));
+        return memest_fail(c, "max_val (%s) must be greater than min_val (%s)",
+                           memest_fmt_double(memest_arg_float(c, HT_MAX), hi, sizeof hi),
+                           memest_fmt_double(memest_arg_float(c, HT_MIN), lo, sizeof lo));
     return act_common(c, true, memest_arg_bool(c, HT_INPLACE), SAVE_IN);
 }
 

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "memest/format.h"
+
 static int bad(struct memest_error *err, const char *opt, const char *list, const char *why)
 {
     size_t len = strlen(list);
@@ -15,20 +17,19 @@ static int bad(struct memest_error *err, const char *opt, const char *list, cons
                        opt, len > 60 ? 57 : (int)len, list, len > 60 ? "..." : "", why);
 }
 
-/* A whole number in [1, 2^53 - 1], decimal digits only. */
+/* A whole number in [1, 2^53 - 1], decimal digits only (the s[len] that
+ * follows is a separator). */
 static bool parse_num(const char *s, size_t len, int64_t *out)
 {
-    if (len == 0 || len > 16)
+    char buf[32];
+    uint64_t v;
+    if (len >= sizeof buf)
         return false;
-    int64_t v = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return false;
-        v = v * 10 + (s[i] - '0');
-    }
-    if (v < 1 || v > MEMEST_SWEEP_MAX_VALUE)
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    if (memest_parse_u64(buf, 1, MEMEST_SWEEP_MAX_VALUE, &v) != 0)
         return false;
-    *out = v;
+    *out = (int64_t)v;
     return true;
 }
 

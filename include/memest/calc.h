@@ -103,7 +103,8 @@ struct memest_step_cfg {
     int ncheckpoint_names;
     const char *loss;       /* loss type; NULL: the model's "loss", else cross-entropy */
     bool overhead_set;      /* overhead given (--overhead), else the default */
-    uint64_t overhead;      /* CUDA context and library workspaces, bytes */
+    uint64_t overhead;      /* CUDA context and library workspaces, bytes; at most
+                               MEMEST_MAX_OVERHEAD */
     unsigned torch_version; /* whose torch/optim code the optimizer step follows:
                                0 = PyTorch 2.x (the default), 113 = 1.13 (whose foreach
                                Adam/AdamW keep two copies of temporaries and Adagrad
@@ -112,6 +113,11 @@ struct memest_step_cfg {
                                (e.g. 80 for A100, 90 for H100); 0 = unknown: the
                                overhead and cuBLAS workspace of pre-Hopper cards */
 };
+
+/* The largest --overhead (1 TiB, far beyond any CUDA context): with it, the
+ * device total (reserved peak + overhead) stays within 2^63 - 1 bytes unless
+ * the reserved peak itself is at that limit. */
+#define MEMEST_MAX_OVERHEAD ((uint64_t)1 << 40)
 
 /* The device overhead nvidia-smi shows beyond the allocator's reserved
  * memory, for a card of compute capability gpu_arch (0 = unknown): the CUDA

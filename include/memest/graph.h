@@ -59,6 +59,8 @@ struct memest_graph {
     struct memest_block_inst *blocks;  /* in the order their expansion ends */
     uint32_t nblocks, cap_blocks;
     const char *loss;       /* the file's "loss" type (lower case), or NULL */
+    const char *overrides;  /* the command-line overrides the expansion read, as
+                               "--set seq_len=512, --sweep-var n=3"; NULL: none */
 };
 
 /* Limits documented in models/README.md. */

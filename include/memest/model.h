@@ -25,10 +25,13 @@ struct memest_model {
     uint32_t max_nodes;
 };
 
-/* A --set NAME=VALUE override of a model variable. */
+/* A --set NAME=VALUE override of a model variable. A value that fails a
+ * check of the model builder because of an override is a usage error naming
+ * the option (opt, NAME and VALUE). */
 struct memest_override {
     const char *name;
-    const char *value;  /* parsed as a number, true/false, or else a string */
+    const char *value;  /* a number (format.h's syntax), true/false, or else a string */
+    const char *opt;    /* the option, for messages: "--sweep-var"; NULL: "--set" */
 };
 
 /* Reads and parses a file: size limit MEMEST_MAX_FILE_BYTES, valid UTF-8, no

@@ -2,6 +2,83 @@
 #include "check.h"
 #include "memest/format.h"
 
+/* One number syntax for every command-line number: decimal only. */
+static void test_one_syntax(void)
+{
+    double d;
+    uint64_t v;
+    /* reals: fraction and exponent, no hex, no sign but where negatives are
+     * allowed, no spaces, nothing after (strtod took "0x10", "+5", "0x1p-1") */
+    CHECK(memest_parse_double("5", 0, 99, &d) == 0 && d == 5);
+    CHECK(memest_parse_double("1e-3", 0, 1, &d) == 0 && d == 0.001);
+    CHECK(memest_parse_double("2.5E1", 0, 99, &d) == 0 && d == 25);
+    CHECK(memest_parse_double(".5", 0, 1, &d) == 0 && d == 0.5);
+    CHECK(memest_parse_double("0x10", 0, 99, &d) != 0);
+    CHECK(memest_parse_double("0x1p-1", 0, 1, &d) != 0);
+    CHECK(memest_parse_double("+5", 0, 99, &d) != 0);
+    CHECK(memest_parse_double("-0.5", 0, 1, &d) != 0);
+    CHECK(memest_parse_double("-0.5", -1, 1, &d) == 0 && d == -0.5);
+    CHECK(memest_parse_double(" 5", 0, 99, &d) != 0);
+    CHECK(memest_parse_double("5 ", 0, 99, &d) != 0);
+    CHECK(memest_parse_double("", 0, 99, &d) != 0);
+    CHECK(memest_parse_double("inf", 0, 1e300, &d) != 0);
+    CHECK(memest_parse_double("infinity", 0, 1e300, &d) != 0);
+    CHECK(memest_parse_double("1e999", 0, 1e300, &d) != 0);
+    CHECK(memest_parse_double("1e-400", 0, 1, &d) != 0); /* underflows to 0 */
+    CHECK(memest_parse_double("1e", 0, 99, &d) != 0);
+    CHECK(memest_parse_double(".", 0, 99, &d) != 0);
+    /* integers: digits only */
+    CHECK(memest_parse_u64("007", 1, 100, &v) == 0 && v == 7);
+    CHECK(memest_parse_u64("+5", 1, 100, &v) != 0);
+    CHECK(memest_parse_u64("0x10", 1, 100, &v) != 0);
+    CHECK(memest_parse_u64("5.0", 1, 100, &v) != 0);
+    CHECK(memest_parse_u64("", 1, 100, &v) != 0);
+    CHECK(memest_parse_u64("9223372036854775807", 1, INT64_MAX, &v) == 0 && v == INT64_MAX);
+    /* sizes: no exponent; plain bytes are digits */
+    CHECK(memest_parse_size("1.5", &v) != 0);
+    CHECK(memest_parse_size(".5KiB", &v) == 0 && v == 512);
+    CHECK(memest_parse_size("1e3", &v) != 0);
+    CHECK(memest_parse_size("9223372036854775807", &v) == 0 && v == INT64_MAX);
+    CHECK(memest_parse_size("9223372036854775808", &v) != 0);
+    CHECK(memest_parse_size("8388608TiB", &v) != 0); /* 2^63 */
+}
+
+static void test_decimal_read(void)
+{
+    struct memest_decimal n;
+    memest_decimal_read("12abc", &n);
+    CHECK(n.len == 2 && n.is_int && n.int_ok && n.i == 12 && n.real_ok && n.d == 12);
+    memest_decimal_read("1.5e3x", &n);
+    CHECK(n.len == 5 && !n.is_int && n.exponent && n.real_ok && n.d == 1500);
+    memest_decimal_read("0x10", &n); /* the number is the 0; the caller refuses the x */
+    CHECK(n.len == 1 && n.is_int && n.i == 0 && n.real_ok && n.d == 0);
+    memest_decimal_read("1e+", &n);
+    CHECK(n.len == 1 && n.is_int && n.i == 1);
+    memest_decimal_read("99999999999999999999", &n);
+    CHECK(n.len == 20 && n.is_int && !n.int_ok && n.real_ok && n.d == 1e20);
+    memest_decimal_read("-1", &n);
+    CHECK(n.len == 0);
+    memest_decimal_read(".e3", &n);
+    CHECK(n.len == 0);
+    memest_decimal_read("5.", &n);
+    CHECK(n.len == 2 && !n.is_int && n.d == 5);
+    memest_decimal_read("1e400", &n);
+    CHECK(n.len == 5 && !n.real_ok);
+}
+
+/* The shortest of %.15g, %.16g, %.17g that reads back as the same double. */
+static void test_fmt_double(void)
+{
+    char b[32];
+    CHECK_STR_EQ(memest_fmt_double(3.0000000000000004, b, sizeof b), "3.0000000000000004");
+    CHECK_STR_EQ(memest_fmt_double(0.1, b, sizeof b), "0.1");
+    CHECK_STR_EQ(memest_fmt_double(2.5, b, sizeof b), "2.5");
+    CHECK_STR_EQ(memest_fmt_double(1.0 / 3.0, b, sizeof b), "0.3333333333333333");
+    CHECK_STR_EQ(memest_fmt_double(9007199254740992.0, b, sizeof b), "9007199254740992");
+    CHECK_STR_EQ(memest_fmt_double(1e300, b, sizeof b), "1e+300");
+    CHECK_STR_EQ(memest_fmt_double(-0.0, b, sizeof b), "-0");
+}
+
 int main(void)
 {
     char b[64];
@@ -43,5 +120,8 @@ int main(void)
     CHECK(memest_parse_double("0.9", 0, 1, &d) == 0 && d == 0.9);
     CHECK(memest_parse_double("nan", 0, 1, &d) != 0);
     CHECK(memest_parse_double("2", 0, 1, &d) != 0);
+    test_one_syntax();
+    test_decimal_read();
+    test_fmt_double();
     return CHECK_DONE();
 }

@@ -3,44 +3,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "memest/calc.h"
-#include "memest/model.h"
-#include "memest/run.h"
-
-struct built {
-    struct memest_model m;
-    struct memest_graph g;
-    struct memest_run r;
-    struct memest_param_totals p;
-    struct memest_error err;
-    int rc;
-};
-
-static void build(struct built *b, const char *json, const struct memest_override *ov, int nov,
-                  int64_t batch)
-{
-    memset(b, 0, sizeof *b);
-    struct memest_run_opts o = {.batch = batch, .dtype = MEMEST_F32};
-    b->rc = memest_model_read_string(json, strlen(json), "test.json", &b->m, &b->err);
-    if (b->rc == 0)
-        b->rc = memest_model_build(&b->m, ov, nov, &b->g, &b->err);
-    if (b->rc == 0)
-        b->rc = memest_run_infer(&b->r, &b->g, &o, &b->err);
-    if (b->rc == 0)
-        b->rc = memest_calc_params(&b->r, &b->p, &b->err);
-    if (b->rc != 0) {
-        char msg[1200];
-        memest_error_format(&b->err, msg, sizeof msg);
-        fprintf(stderr, "(error) %s\n", msg);
-    }
-}
-
-static void drop(struct built *b)
-{
-    memest_run_free(&b->r);
-    memest_graph_free(&b->g);
-    memest_model_free(&b->m);
-}
+#include "built.h"
 
 static const char *name_of(const struct built *b, uint32_t i)
 {
@@ -82,14 +45,14 @@ int main(void)
     drop(&b);
 
     /* --set overrides: depth 1, width 10: 8*10+10 + 10*2+2 = 112 */
-    struct memest_override ov[] = {{"depth", "1"}, {"width", "10"}};
+    struct memest_override ov[] = {{"depth", "1", NULL}, {"width", "10", NULL}};
     build(&b, mlp, ov, 2, 1);
     CHECK_EQ_INT(b.rc, 0);
     CHECK_EQ_U64(b.p.total, 112);
     drop(&b);
 
     /* an override of an unknown variable is a usage error */
-    struct memest_override bad[] = {{"widht", "3"}};
+    struct memest_override bad[] = {{"widht", "3", NULL}};
     build(&b, mlp, bad, 1, 1);
     CHECK_EQ_INT(b.rc, -1);
     CHECK_EQ_INT(b.err.code, MEMEST_ERR_USAGE);
