@@ -34,12 +34,22 @@ static void mem_line(FILE *f, const char *label, uint64_t bytes, uint64_t max, c
     fputc('\n', f);
 }
 
+/* Terminal columns of an escaped name: one per character (not per byte,
+ * as printf's widths count), so multi-byte names line up. */
+static size_t columns(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        n += ((unsigned char)*s & 0xC0) != 0x80;
+    return n;
+}
+
 void memest_report_layers(FILE *f, const struct memest_graph *g, const struct memest_run *r)
 {
     char name[MEMEST_ESC_NAME];
     size_t w = 4;
     for (uint32_t n = 0; n < g->nnodes; n++) {
-        size_t len = strlen(memest_esc_text(g->nodes[n].name, name, sizeof name));
+        size_t len = columns(memest_esc_text(g->nodes[n].name, name, sizeof name));
         if (len > w)
             w = len;
     }
@@ -54,9 +64,10 @@ void memest_report_layers(FILE *f, const struct memest_graph *g, const struct me
         memest_fmt_count(memest_node_params(r, n), params, sizeof params);
         memest_fmt_bytes(ni->act_bytes, act, sizeof act);
         memest_fmt_si(ni->fwd_macs, macs, sizeof macs);
-        fprintf(f, "  %-*s %-18s %-22s %12s %12s %12s\n", (int)w,
-                memest_esc_text(g->nodes[n].name, name, sizeof name), g->nodes[n].op->name, shape,
-                params, act, macs);
+        memest_esc_text(g->nodes[n].name, name, sizeof name);
+        size_t cols = columns(name);
+        fprintf(f, "  %s%*s %-18s %-22s %12s %12s %12s\n", name, (int)(cols < w ? w - cols : 0),
+                "", g->nodes[n].op->name, shape, params, act, macs);
     }
 }
 
