@@ -182,6 +182,8 @@ struct sim {
     uint32_t *fhead, *fnext;   /* storages by forward last use */
     uint32_t *lastuse;    /* storage -> last node that needs it in forward */
     uint32_t *alias;      /* inference: storage -> the storage it is in eval() (dropout) */
+    uint32_t *sfirst;     /* node -> its first storage (nn + 1 entries: storages are in
+                             node order, so node n's are sfirst[n] .. sfirst[n + 1] - 1) */
     uint8_t *held;        /* storage held by the caller (model outputs) */
     uint8_t *reach;       /* node: a gradient reaches it */
     uint32_t *ck_of;      /* node -> index into ck, or NONE */
@@ -603,8 +605,8 @@ static void analyze_lastuse(struct sim *S)
                 in = S->alias[in];
             if (out == in)
                 continue;   /* p = 0: already the input */
-            for (uint32_t t = 0; t < S->ns; t++)
-                if (r->storages[t].node == n && r->storages[t].kind == MEMEST_ST_EXTRA)
+            for (uint32_t t = S->sfirst[n]; t < S->sfirst[n + 1]; t++)
+                if (r->storages[t].kind == MEMEST_ST_EXTRA)
                     S->alias[t] = in;   /* the mask: not made at all */
             S->alias[out] = in;
             if (S->lastuse[in] < S->lastuse[out])
@@ -748,11 +750,8 @@ static int clear_cast_cache(struct sim *S, uint32_t lo, uint32_t hi, enum fmode 
     const struct memest_run *r = S->r;
     if (!r->opts.amp)
         return 0;
-    for (uint32_t s = 0; s < S->ns; s++) {
+    for (uint32_t s = S->sfirst[lo]; s < S->sfirst[hi + 1]; s++) {
         if (!param_cast(r, s) || S->sid[s] == NONE)
-            continue;
-        uint32_t made = r->storages[s].node;
-        if (made < lo || made > hi)
             continue;
         if (!(m == FM_TRAIN && S->release[s] != NONE) &&
             !(m == FM_RECOMPUTE && S->relin[s] != NONE && S->relin[s] <= k->last) &&
@@ -1091,10 +1090,8 @@ static int bwd_node(struct sim *S, uint32_t n, const struct ckpt *inner)
     }
     /* casts made by this node are now complete: convert their gradients */
     if (r->opts.amp) {
-        for (uint32_t s = 0; s < S->ns; s++) {
-            if (r->storages[s].node > n)
-                break;
-            if (r->storages[s].node != n || !param_cast(r, s) || S->cg[s] == NONE)
+        for (uint32_t s = S->sfirst[n]; s < S->sfirst[n + 1]; s++) {
+            if (!param_cast(r, s) || S->cg[s] == NONE)
                 continue;
             uint32_t ps = r->storages[s].src, id;
             if (ev_alloc(S, MEMEST_CAT_GRADS, n, r->storages[ps].bytes, &id) != 0 ||
@@ -1114,9 +1111,7 @@ static int recompute(struct sim *S, const struct ckpt *k)
 {
     const struct memest_run *r = S->r;
     uint8_t ph = S->ph;
-    uint32_t first_s = 0;
-    while (first_s < S->ns && r->storages[first_s].node < k->first)
-        first_s++;
+    uint32_t first_s = S->sfirst[k->first];
     /* the original outputs may still be alive (saved by a consumer): the
      * recomputed ones are new tensors */
     uint32_t nst = 0, *stash = NULL, cap = 0;
@@ -1627,6 +1622,7 @@ static void sim_free(struct sim *S)
     free(S->fnext);
     free(S->lastuse);
     free(S->alias);
+    free(S->sfirst);
     free(S->held);
     free(S->reach);
     free(S->ck_of);
@@ -1642,6 +1638,22 @@ static void sim_free(struct sim *S)
     free(S->state);
     free(S->held_ids);
     free(S->alive);
+}
+
+/* The first storage of each node (storages are made in node order), with
+ * entries up to nnodes + 1 holding nstorages; NULL when out of memory. */
+static uint32_t *index_storages(const struct memest_run *r)
+{
+    uint32_t nn = r->g->nnodes, *first = malloc(sizeof *first * ((size_t)nn + 2));
+    if (!first)
+        return NULL;
+    uint32_t s = 0;
+    for (uint32_t n = 0; n <= nn + 1; n++) {
+        while (s < r->nstorages && r->storages[s].node < n)
+            s++;
+        first[n] = s;
+    }
+    return first;
 }
 
 static uint32_t *filled(size_t n)
@@ -1695,8 +1707,9 @@ int memest_calc_peak(const struct memest_run *r, const struct memest_peak_opts *
     S.vg = filled(S.nv);
     S.pg = filled(ns);
     S.cg = filled(ns);
+    S.sfirst = index_storages(r);
     uint8_t *vreach = calloc(S.nv ? S.nv : 1, 1);
-    if (!S.release || !S.relin || !S.rhead || !S.rnext || !S.ihead || !S.inext || !S.fhead ||
+    if (!S.sfirst || !S.release || !S.relin || !S.rhead || !S.rnext || !S.ihead || !S.inext || !S.fhead ||
         !S.fnext || !S.lastuse || !S.alias || !S.held || !S.reach || !S.ck_of || !S.sid || !S.vg || !S.pg || !S.cg ||
         !vreach) {
         nomem(&S);
