@@ -27,6 +27,7 @@ int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct mem
     memset(a, 0, sizeof *a);
     a->o = o;
     a->step = o->step;
+    a->max_work = MEMEST_MAX_WORK;
     if (memest_gpu_table_builtin(&a->gpus, err) != 0)
         return MEMEST_EXIT_INTERNAL;
     if (o->gpu && strcmp(o->gpu, "auto") != 0) {
@@ -67,7 +68,19 @@ int memest_app_estimate(struct memest_app *a, int64_t batch, const struct memest
                         struct memest_timeline *train_tl, struct memest_error *err)
 {
     struct memest_run_opts ro = {.batch = batch, .dtype = dtype};
-    if (memest_run_infer(&a->r, &a->g, &ro, err) != 0)
+    struct memest_cost c;
+    if (memest_app_charge(a, 0, err) != 0)   /* the budget may be spent already */
+        return -1;
+    if (memest_run_infer(&a->r, &a->g, &ro, err) != 0 ||
+        memest_estimate_cost(&a->r, step, &c, err) != 0) {
+        memest_cost_records(&a->r, &c);   /* what the refusal cost */
+        a->work += c.total;
+        return -1;
+    }
+    a->estimates++;
+    if (c.total > a->top_cost)
+        a->top_cost = c.total;
+    if (memest_app_charge(a, c.total, err) != 0)
         return -1;
     return memest_estimate(&a->r, step, e, train_tl, err);
 }

@@ -1573,35 +1573,30 @@ static int finish(struct sim *S, size_t start, struct memest_timeline *out, stru
     pk->reserved = st->max_reserved;
     pk->segments = st->segments;
     if (out) {
-        memest_timeline_reset(out);
+        /* compacted in place (each event moves to a lower index) and
+         * handed over: no second copy of the step */
         uint32_t res0 = start ? tl->ev[start - 1].reserved : 0;
+        size_t k = 0;
         for (size_t e = 0; e < start; e++) {
-            const struct memest_event *ev = &tl->ev[e];
-            if (ev->kind != MEMEST_EV_ALLOC || info[ev->id].early_free)
+            struct memest_event ev = tl->ev[e];
+            if (ev.kind != MEMEST_EV_ALLOC || info[ev.id].early_free)
                 continue;
-            if (memest_timeline_alloc(out, MEMEST_PH_SETUP, ev->category, ev->node, ev->bytes,
-                                      NULL) != 0) {
-                nomem(S);
-                goto end;
-            }
-            struct memest_event *x = &out->ev[out->n - 1];
-            x->id = ev->id;
-            x->block = ev->block;
-            x->reserved = res0;
+            ev.phase = MEMEST_PH_SETUP;
+            ev.reserved = res0;
+            tl->ev[k++] = ev;
         }
         for (size_t e = start; e < tl->n; e++) {
             struct memest_event ev = tl->ev[e];
             ev.phase &= (uint8_t)~WARM;
-            int r2 = ev.kind == MEMEST_EV_ALLOC
-                         ? memest_timeline_alloc(out, ev.phase, ev.category, ev.node, ev.bytes, NULL)
-                         : memest_timeline_free(out, ev.phase, ev.category, ev.node, ev.id, ev.bytes);
-            if (r2 != 0) {
-                nomem(S);
-                goto end;
-            }
-            out->ev[out->n - 1] = ev;
+            tl->ev[k++] = ev;
         }
+        const char *const *names = out->node_names;
+        memest_timeline_dispose(out);
+        *out = *tl;
+        out->n = k;
         out->next_id = nid;
+        out->node_names = names;
+        *tl = (struct memest_timeline){0};
     }
     rc = 0;
 end:
@@ -1722,9 +1717,12 @@ int memest_calc_peak(const struct memest_run *r, const struct memest_peak_opts *
     analyze_lastuse(&S);
     analyze_release(&S);
 
-    /* room for the events up front (a warm-up and a step, each about two
-     * allocations per storage and parameter, each freed once) */
-    size_t want = 8 * ((size_t)ns + r->nparams) + 1024;
+    /* room for the events up front: the cost model's bound, or a guess (a
+     * warm-up and a step, each about two allocations per storage and
+     * parameter, each freed once); pages never written cost nothing */
+    size_t want = o->events && o->events < SIZE_MAX / sizeof *full.ev
+                      ? (size_t)o->events
+                      : 8 * ((size_t)ns + r->nparams) + 1024;
     full.ev = malloc(sizeof *full.ev * want);
     if (full.ev)
         full.cap = want;
@@ -1755,6 +1753,7 @@ int memest_calc_peak(const struct memest_run *r, const struct memest_peak_opts *
     }
     if (teardown(&S) != 0 || finish(&S, start, tl, out) != 0)
         goto end;
+    out->sim_events = full.n;
     rc = 0;
 end:
     free(vreach);

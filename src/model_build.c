@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "memest/calc.h"
+#include "memest/cost.h"
 #include "memest/expr.h"
 #include "memest/graph.h"
 #include "memest/model.h"
@@ -1328,6 +1329,8 @@ int memest_model_build(const struct memest_model *m, const struct memest_overrid
                         .max_nodes = m->max_nodes ? m->max_nodes : MEMEST_MAX_NODES};
     b.max_work = (uint64_t)b.max_nodes * WORK_PER_NODE;
     int rc = build(&b, m->root, ov, nov);
+    g->max_cost = memest_cost_limit(b.max_nodes);
+    g->build_work = b.work;
     memest_strmap_free(&b.fullnames);
     memest_strmap_free(&b.blockmap);
     if (rc != 0)
