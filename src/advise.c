@@ -28,10 +28,6 @@
  * and the two largest-batch searches' doubling and bisection) when the work
  * budget decides how many candidates are tried one at a time. */
 #define RESERVE_AFTER_INPLACE (8 + 4 * 110)
-/* Estimates the advice takes at least after the first: the configuration
- * itself again, two --amp options, --checkpoint, a micro-batch and its
- * figures, and --optim sgd. */
-#define MIN_OPTIONS 7
 
 struct option {
     const char *key;         /* stable name, for --json */
@@ -534,18 +530,6 @@ int memest_flow_advise(struct memest_app *a)
         goto end;
     }
     ad->base.needs = memest_fit_needs(&e, o->inference);
-    /* the step options alone take MIN_OPTIONS more estimates: refuse up front
-     * when the command's work budget cannot pay for them */
-    if (memest_app_affordable(a) < MIN_OPTIONS) {
-        char b[2][32];
-        memest_errf(&err, MEMEST_ERR_USAGE, NULL,
-                    "--advise: the advice takes at least %d estimates of this model (%s cost "
-                    "units each), more work than memest does for one command (%s units, a few "
-                    "seconds); use a smaller model",
-                    MIN_OPTIONS + 2, memest_fmt_count(a->top_cost, b[0], sizeof b[0]),
-                    memest_fmt_count(a->max_work, b[1], sizeof b[1]));
-        goto fail;
-    }
     if (eval(ad, o->batch, &a->step, &ad->base, &err) != 0 ||
         advise_inplace(ad, &err) != 0)
         goto fail;

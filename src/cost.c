@@ -74,7 +74,7 @@ int memest_cost_check_records(const struct memest_run *r, uint32_t node, struct 
     char what[320], b[3][32];
     describe(&c, what, sizeof what);
     memest_errf(err, MEMEST_ERR_LIMIT, r->g->nodes[node].path,
-                "the model is too large for memest: up to this node (of %s), shape inference "
+                "the model is too large: up to this node (of %s), shape inference "
                 "made records costing %s units (%s), more than the %s one estimate may cost; "
                 "use fewer or smaller layers (repeat counts, num_layers)",
                 memest_fmt_count(r->g->nnodes, b[0], sizeof b[0]),
@@ -272,7 +272,7 @@ int memest_cost_check(const struct memest_run *r, const struct memest_cost *c,
     char what[320], tot[32], ev[32], lim[32];
     describe(c, what, sizeof what);
     return memest_errf(err, MEMEST_ERR_LIMIT, NULL,
-                       "the model is too large for memest: one estimate costs %s units (%s; up "
+                       "the model is too large: one estimate costs %s units (%s; up "
                        "to %s allocation events simulated), more than the limit of %s; use "
                        "fewer or smaller layers (repeat counts, num_layers), or fewer "
                        "micro-batches or checkpointed blocks",

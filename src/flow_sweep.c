@@ -139,14 +139,15 @@ static int rebuild(struct memest_app *a, const char *name, int64_t value,
  * a batch sweep, the costlier of its first and last batch times the
  * number of batches (the graph is the same; the cost barely moves with the
  * batch); for a variable sweep, each value's graph built and costed in
- * turn (MEMEST_COST_PER_BUILD_STEP per expansion step, plus its estimate), stopping
- * as soon as the sum passes what the command may still spend. A usage
- * error (exit 2) when it does. */
+ * turn (MEMEST_COST_PER_BUILD_STEP per expansion step, plus its estimate),
+ * that costing charged to the command as it goes, stopping as soon as what
+ * the sweep will then need passes what the command may still spend. A
+ * usage error (exit 2) when it does. */
 static int check_sweep_work(struct memest_app *a, const char *name,
                             const struct memest_sweep_list *list, struct memest_error *err)
 {
     const struct memest_cli *o = a->o;
-    uint64_t max = a->max_work - a->work, need = 0, per = 0;
+    uint64_t max = a->max_work - a->work, need = 0, per = 0;   /* work <= max_work */
     char b[3][32];
     if (!o->sweep_var) {
         uint64_t first, last;
@@ -166,18 +167,22 @@ static int check_sweep_work(struct memest_app *a, const char *name,
     }
     for (size_t i = 0; i < list->n; i++) {
         uint64_t units;
+        struct memest_cost rec;
         if (rebuild(a, name, list->v[i], err) != 0 ||
             memest_app_cost(a, o->batch, &a->step, o->dtype, &units, err) != 0)
             return -1;
-        need += a->g.build_work * MEMEST_COST_PER_BUILD_STEP + units;
-        if (need > max)
+        uint64_t build = a->g.build_work * MEMEST_COST_PER_BUILD_STEP;
+        memest_cost_records(&a->r, &rec);
+        a->work += build + rec.records;   /* this costing: the graph, shape inference */
+        need += build + units;            /* the value's row */
+        if (a->work > a->max_work || need > a->max_work - a->work)
             return memest_errf(err, MEMEST_ERR_USAGE, NULL,
                                "--sweep-var %s: the values up to %s=%lld (%zu of %zu) need %s "
-                               "cost units of work (graphs and estimates), more than memest "
-                               "does for one command (%s units, a few seconds); sweep fewer or "
-                               "smaller values",
+                               "cost units of work (their graphs built twice, shape inference "
+                               "and estimates), more than memest does for one command (%s "
+                               "units, a few seconds); sweep fewer or smaller values",
                                o->sweep_var, name, (long long)list->v[i], i + 1, list->n,
-                               memest_fmt_count(need, b[0], sizeof b[0]),
+                               memest_fmt_count(memest_sat_add(need, a->work), b[0], sizeof b[0]),
                                memest_fmt_count(a->max_work, b[1], sizeof b[1]));
     }
     return 0;

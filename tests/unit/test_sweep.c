@@ -143,6 +143,17 @@ static int synth_fits(void *ctx, int64_t b, bool *fits, bool *may_fit, struct me
     return 0;
 }
 
+static int64_t afford_100(void *ctx)
+{
+    (void)ctx;
+    return 100;
+}
+static int64_t afford_0(void *ctx)
+{
+    (void)ctx;
+    return 0;
+}
+
 static int64_t brute(struct synth *s, int64_t limit)
 {
     int64_t last = 0;
@@ -205,6 +216,24 @@ static void test_max_batch(void)
     CHECK(mb.capped);
     CHECK(mb.calls <= MEMEST_MAX_BATCH_SCAN + 200);
     CHECK_EQ_INT(mb.best, brute(&wide, 1000000)); /* here the answer is near the top */
+    /* a caller that affords no more calls (its work budget) after the two
+     * searches gets no scan: steady, capped; one that affords 100 gets a scan
+     * of at most 100 batches from the top (which finds the answer here) */
+    struct synth none = wide;
+    none.calls = 0;
+    CHECK(memest_fit_max_batch(synth_fits, afford_0, &none, 1000000, &mb, &err) == 0);
+    int searches = mb.calls;
+    CHECK(mb.capped);
+    CHECK_EQ_INT(mb.scan_max, 0);
+    CHECK_EQ_INT(mb.best, mb.steady);
+    CHECK(mb.best < brute(&wide, 1000000));
+    struct synth some = wide;
+    some.calls = 0;
+    CHECK(memest_fit_max_batch(synth_fits, afford_100, &some, 1000000, &mb, &err) == 0);
+    CHECK(mb.capped);
+    CHECK_EQ_INT(mb.scan_max, 100);
+    CHECK(mb.calls > searches && mb.calls <= searches + 100);
+    CHECK_EQ_INT(mb.best, brute(&wide, 1000000));
     /* errors propagate */
     struct synth bad = {10000, 1, INT64_MAX, 0, 8};
     memset(&err, 0, sizeof err);
