@@ -6,9 +6,15 @@
 #include "memest/app.h"
 #include "memest/format.h"
 
+/* The command's budget (MEMEST_MAX_WORK unless a test lowered it). */
+static uint64_t budget(const struct memest_app *a)
+{
+    return a->max_work ? a->max_work : MEMEST_MAX_WORK;
+}
+
 int memest_app_charge(struct memest_app *a, uint64_t units, struct memest_error *err)
 {
-    uint64_t max = a->max_work ? a->max_work : MEMEST_MAX_WORK;
+    uint64_t max = budget(a);
     if (a->work <= max && units <= max - a->work) {
         a->work += units;
         return 0;
@@ -48,7 +54,7 @@ int memest_app_cost(struct memest_app *a, int64_t batch, const struct memest_ste
 
 int64_t memest_app_affordable(const struct memest_app *a)
 {
-    uint64_t max = a->max_work ? a->max_work : MEMEST_MAX_WORK;
+    uint64_t max = budget(a);
     if (a->top_cost == 0 || a->work >= max)
         return 0;
     uint64_t n = (max - a->work) / a->top_cost;

@@ -1704,9 +1704,9 @@ int memest_calc_peak(const struct memest_run *r, const struct memest_peak_opts *
     S.cg = filled(ns);
     S.sfirst = index_storages(r);
     uint8_t *vreach = calloc(S.nv ? S.nv : 1, 1);
-    if (!S.sfirst || !S.release || !S.relin || !S.rhead || !S.rnext || !S.ihead || !S.inext || !S.fhead ||
-        !S.fnext || !S.lastuse || !S.alias || !S.held || !S.reach || !S.ck_of || !S.sid || !S.vg || !S.pg || !S.cg ||
-        !vreach) {
+    if (!S.sfirst || !S.release || !S.relin || !S.rhead || !S.rnext || !S.ihead || !S.inext ||
+        !S.fhead || !S.fnext || !S.lastuse || !S.alias || !S.held || !S.reach || !S.ck_of ||
+        !S.sid || !S.vg || !S.pg || !S.cg || !vreach) {
         nomem(&S);
         goto end;
     }
@@ -1751,9 +1751,12 @@ int memest_calc_peak(const struct memest_run *r, const struct memest_peak_opts *
         if (train_step(&S, false) != 0)
             goto end;
     }
-    if (teardown(&S) != 0 || finish(&S, start, tl, out) != 0)
+    if (teardown(&S) != 0)
         goto end;
-    out->sim_events = full.n;
+    size_t made = full.n;   /* finish() hands the list over to tl */
+    if (finish(&S, start, tl, out) != 0)
+        goto end;
+    out->sim_events = made;
     rc = 0;
 end:
     free(vreach);

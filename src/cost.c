@@ -254,9 +254,9 @@ int memest_cost_count(const struct memest_run *r, const struct memest_step_cfg *
     bool fused_steps = cfg->impl == MEMEST_IMPL_FUSED &&
                        (cfg->optim.kind == MEMEST_OPT_ADAM || cfg->optim.kind == MEMEST_OPT_ADAMW);
     uint64_t state = (uint64_t)(copies + (fused_steps ? 1 : 0)) * t.untied;
-    uint64_t train = t.persistent + 1 + 1 + state + steps * (micro * batch + temporaries(cfg) *
-                                                                             t.untied);
-    uint64_t nograd = t.persistent + 1 + 2 * fwd;
+    uint64_t step = micro * batch + temporaries(cfg) * t.untied;
+    uint64_t train = t.persistent + 2 + state + steps * step;   /* 2: the target, cuBLAS */
+    uint64_t nograd = t.persistent + 1 + 2 * fwd;               /* 1: cuBLAS */
     c->train_events = 2 * train;
     c->events = 2 * (train + nograd);
     c->total = c->records + c->events;

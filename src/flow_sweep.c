@@ -306,10 +306,12 @@ int memest_flow_max_batch(struct memest_app *a)
     memest_app_card_report(a, &e, &a->step, o->dtype, &cr, nodes);
     int rc = best > 0 ? MEMEST_EXIT_OK : MEMEST_EXIT_NOFIT;
     if (mb.capped)
-        fprintf(stderr, "memest: note: batches %lld to %lld were not all checked (more than %lld%s); "
-                        "--max-batch %lld is the largest fitting batch found\n",
+        fprintf(stderr,
+                "memest: note: batches %lld to %lld were not all checked (more than %lld%s); "
+                "--max-batch %lld is the largest fitting batch found\n",
                 (long long)mb.steady + 1, (long long)mb.bound, (long long)mb.scan_max,
-                mb.scan_max < MEMEST_MAX_BATCH_SCAN ? ", what this command's work budget allows" : "",
+                mb.scan_max < MEMEST_MAX_BATCH_SCAN ? ", what this command's work budget allows"
+                                                    : "",
                 (long long)best);
     if (o->json) {
         struct memest_report rep = {.cli = o, .g = &a->g, .r = &a->r, .e = &e, .card = &cr,

@@ -103,6 +103,15 @@ static void test_chain_by_hand(void)
         /* the bound holds; here the loss makes 6 allocations, not 8 */
         CHECK_EQ_U64(e.train_peak.sim_events, 8 * n + 70 - 2 * 2 * 2);
         CHECK_EQ_U64(e.infer_peak.sim_events, 4 * n + 12);
+        /* the same with the step's timeline exported (the list handed over) */
+        struct memest_step_cfg cfg;
+        memest_step_cfg_default(&cfg);
+        struct memest_timeline tl = {0};
+        struct memest_estimate e2;
+        CHECK_EQ_INT(memest_estimate(&t.r, &cfg, &e2, &tl, &err), 0);
+        CHECK_EQ_U64(e2.train_peak.sim_events, e.train_peak.sim_events);
+        CHECK(tl.n > 0 && tl.n < e2.train_peak.sim_events);   /* the warm-up is left out */
+        memest_timeline_dispose(&tl);
         close_model(&t);
     }
 }
