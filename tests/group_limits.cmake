@@ -16,7 +16,7 @@ set(_gen ${CMAKE_CURRENT_BINARY_DIR}/generated)
 file(MAKE_DIRECTORY ${_gen})
 
 foreach(kind_exit_frag IN ITEMS "sparse|3|limited to 256 MiB" "values|3|more than 2000000 JSON values"
-                                "whitespace|0|")
+                                "values_at|0|" "whitespace|0|")
   string(REPLACE "|" ";" f "${kind_exit_frag}")
   list(GET f 0 kind)
   list(GET f 1 code)
@@ -90,6 +90,14 @@ foreach(case IN ITEMS
                    -P ${CMAKE_CURRENT_SOURCE_DIR}/run_case.cmake)
   set_tests_properties(limits.${name} PROPERTIES LABELS "cli;slow" TIMEOUT 700)
 endforeach()
+
+# Batch sizes past memest's limits are rows that say so, costing what their
+# refusal did (not counted as the most an estimate may cost).
+add_test(NAME limits.sweep_rows_beyond
+         COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest>
+                 "-DARGS=${PROJECT_SOURCE_DIR}/models/gpt2.json;--sweep;1:9007199254740991:x2"
+                 -DEXIT=0 "-DSTDOUT=beyond memest's limits" -P ${CMAKE_CURRENT_SOURCE_DIR}/run_case.cmake)
+set_tests_properties(limits.sweep_rows_beyond PROPERTIES LABELS cli)
 
 # --json: the error document on stdout (and the one line on stderr).
 foreach(case IN ITEMS "truncated|\"code\": \"parse\"" "dup_node|\"code\": \"schema\""

@@ -66,8 +66,9 @@ int memest_app_estimate(struct memest_app *a, int64_t batch, const struct memest
 int memest_app_charge(struct memest_app *a, uint64_t units, struct memest_error *err);
 /* What one estimate at `batch` with `step` would cost, without simulating
  * anything (shape inference and the count, in a->r): *units. A batch or
- * model beyond memest's limits counts as the graph's cost limit (at most
- * what its refusal costs). 0, or -1 with err set on another error. */
+ * model beyond memest's limits (a row that says so) counts what its
+ * refusal costs: the records shape inference made. 0, or -1 with err set
+ * on another error. */
 int memest_app_cost(struct memest_app *a, int64_t batch, const struct memest_step_cfg *step,
                     enum memest_dtype dtype, uint64_t *units, struct memest_error *err);
 /* How many more estimates as costly as the costliest so far the budget
