@@ -155,7 +155,7 @@ static int check_sweep_work(struct memest_app *a, const char *name,
             memest_app_cost(a, list->v[list->n - 1], &a->step, o->dtype, &last, err) != 0)
             return -1;
         per = first > last ? first : last;
-        if (per <= max / list->n)
+        if (per == 0 || per <= max / list->n)
             return 0;
         return memest_errf(err, MEMEST_ERR_USAGE, NULL,
                            "--sweep: %zu batch sizes of up to %s cost units each need more "
