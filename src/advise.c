@@ -24,7 +24,11 @@
 #include "memest/report.h"
 
 #define MAX_OPTIONS 12
-#define MAX_SINGLE 256  /* in-place candidates evaluated one at a time */
+#define MAX_SINGLE 256  /* in-place candidates evaluated one at a time, at most */
+/* Estimates kept for what follows the in-place trials (the step options,
+ * and the two largest-batch searches' doubling and bisection) when the work
+ * budget decides how many candidates are tried one at a time. */
+#define RESERVE_AFTER_INPLACE (8 + 4 * 110)
 
 struct option {
     const char *key;         /* stable name, for --json */
@@ -184,10 +188,13 @@ static int advise_inplace(struct advisor *ad, struct memest_error *err)
     /* One at a time: keep the switches that lower the figure (an op whose
      * backward needs its original input clones it when run in place, which
      * costs memory), then all the kept ones together. Past MAX_SINGLE
-     * candidates the rest are tried as one group. */
+     * candidates, or as many as the command's work budget affords beside
+     * what follows, the rest are tried as one group. */
+    int64_t afford = memest_app_affordable(a) - RESERVE_AFTER_INPLACE;
+    uint32_t single = afford < 0 ? 0 : afford < MAX_SINGLE ? (uint32_t)afford : MAX_SINGLE;
     struct option trial;
     for (uint32_t i = 0; i < ncand; i++) {
-        uint32_t group = i < MAX_SINGLE ? 1 : ncand - i;
+        uint32_t group = i < single ? 1 : ncand - i;
         memset(&trial, 0, sizeof trial);
         set_inplace(&a->g, &cand[i], group, true);
         int r1 = eval(ad, o->batch, &a->step, &trial, err);
@@ -250,6 +257,16 @@ struct accum_ctx {
     int64_t effective;
 };
 
+/* The estimates the command can still afford (the largest-batch searches'
+ * scans), keeping a few for the options that follow. */
+static int64_t afford_scan(struct advisor *ad)
+{
+    int64_t n = memest_app_affordable(ad->a);
+    return n > 8 ? n - 8 : 0;
+}
+static int64_t accum_afford(void *ctx) { return afford_scan(((struct accum_ctx *)ctx)->ad); }
+static int64_t batch_afford(void *ctx) { return afford_scan(ctx); }
+
 static int accum_fits(void *ctx, int64_t i, bool *fits, bool *may_fit, struct memest_error *err)
 {
     struct accum_ctx *c = ctx;
@@ -300,7 +317,7 @@ static int advise_accum(struct advisor *ad, struct memest_error *err)
     /* the largest divisor that fits, by bisection over the sorted list */
     struct accum_ctx ctx = {ad, divs, effective};
     struct memest_max_batch mb;
-    int rc = memest_fit_max_batch(accum_fits, &ctx, (int64_t)n, &mb, err);
+    int rc = memest_fit_max_batch(accum_fits, accum_afford, &ctx, (int64_t)n, &mb, err);
     int64_t best = mb.best;
     if (rc == 0) {
         int64_t micro = divs[best > 0 ? best - 1 : 0];
@@ -343,7 +360,7 @@ static int advise_batch(struct advisor *ad, struct memest_error *err)
         return 0;
     }
     struct memest_max_batch mb;
-    if (memest_fit_max_batch(batch_fits, ad, o->batch - 1, &mb, err) != 0)
+    if (memest_fit_max_batch(batch_fits, batch_afford, ad, o->batch - 1, &mb, err) != 0)
         return -1;
     int64_t best = mb.best;
     int64_t b = best > 0 ? best : 1;
@@ -365,7 +382,7 @@ static int advise_step(struct advisor *ad, const char *key, const struct memest_
     struct option *op = add(ad, key);
     snprintf(op->change, sizeof op->change, "%s", change);
     if (eval(ad, ad->o->batch, step, op, err) != 0) {
-        if (err->code != MEMEST_ERR_USAGE)
+        if (err->code != MEMEST_ERR_USAGE || ad->a->over_budget)
             return -1;
         /* the change does not apply to this model (e.g. --checkpoint
          * without blocks): say why instead of a figure */
@@ -509,6 +526,7 @@ int memest_flow_advise(struct memest_app *a)
     }
     ad->a = a;
     ad->o = o;
+    a->flow = "--advise";
     int rc = MEMEST_EXIT_OK;
     /* the current configuration; its run is the one in-place candidates are read from */
     struct memest_error e0 = {0};

@@ -28,6 +28,7 @@ int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct mem
     memset(a, 0, sizeof *a);
     a->o = o;
     a->step = o->step;
+    a->max_work = MEMEST_MAX_WORK;
     if (memest_gpu_table_builtin(&a->gpus, err) != 0)
         return MEMEST_EXIT_INTERNAL;
     if (o->gpu && strcmp(o->gpu, "auto") != 0) {
@@ -66,22 +67,38 @@ void memest_app_close(struct memest_app *a)
     memest_gpu_table_free(&a->gpus);
 }
 
-int memest_app_estimate(struct memest_app *a, int64_t batch, const struct memest_step_cfg *step,
-                        enum memest_dtype dtype, struct memest_estimate *e,
-                        struct memest_timeline *train_tl, struct memest_error *err)
+int memest_app_overrides_note(const struct memest_app *a, struct memest_error *err)
 {
-    struct memest_run_opts ro = {.batch = batch, .dtype = dtype};
-    if (memest_run_infer(&a->r, &a->g, &ro, err) == 0 &&
-        memest_estimate(&a->r, step, e, train_tl, err) == 0)
-        return 0;
-    /* the graph's values passed the builder's checks, so the fault is in
-     * the model as the overrides made it: a model error, naming them */
     bool model_err = err->code == MEMEST_ERR_SHAPE || err->code == MEMEST_ERR_LIMIT ||
                      err->code == MEMEST_ERR_SCHEMA;
     size_t len = strlen(err->msg);
     if (model_err && a->g.overrides)
         snprintf(err->msg + len, sizeof err->msg - len, " (the model with %s)", a->g.overrides);
     return -1;
+}
+
+int memest_app_estimate(struct memest_app *a, int64_t batch, const struct memest_step_cfg *step,
+                        enum memest_dtype dtype, struct memest_estimate *e,
+                        struct memest_timeline *train_tl, struct memest_error *err)
+{
+    struct memest_run_opts ro = {.batch = batch, .dtype = dtype};
+    struct memest_cost c;
+    if (memest_app_charge(a, 0, err) != 0)   /* the budget may be spent already */
+        return -1;
+    if (memest_run_infer(&a->r, &a->g, &ro, err) != 0 ||
+        memest_estimate_cost(&a->r, step, &c, err) != 0) {
+        memest_cost_records(&a->r, &c);   /* what the refusal cost */
+        a->work += c.total;
+        return memest_app_overrides_note(a, err);
+    }
+    a->estimates++;
+    if (c.total > a->top_cost)
+        a->top_cost = c.total;
+    if (memest_app_charge(a, c.total, err) != 0)
+        return -1;
+    if (memest_estimate(&a->r, step, e, train_tl, err) == 0)
+        return 0;
+    return memest_app_overrides_note(a, err);
 }
 
 bool memest_app_time_opts(const struct memest_app *a, const struct memest_step_cfg *step,

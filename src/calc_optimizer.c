@@ -49,6 +49,12 @@ static unsigned copies_of(const struct memest_optim_cfg *c, bool *has_step)
     return 0;
 }
 
+unsigned memest_optim_copies(const struct memest_optim_cfg *c)
+{
+    bool has_step;
+    return copies_of(c, &has_step);
+}
+
 int memest_calc_optimizer(const struct memest_run *r, const struct memest_optim_cfg *cfg,
                           struct memest_optstate *out, struct memest_error *err)
 {

@@ -182,6 +182,8 @@ struct sim {
     uint32_t *fhead, *fnext;   /* storages by forward last use */
     uint32_t *lastuse;    /* storage -> last node that needs it in forward */
     uint32_t *alias;      /* inference: storage -> the storage it is in eval() (dropout) */
+    uint32_t *sfirst;     /* node -> its first storage (nn + 1 entries: storages are in
+                             node order, so node n's are sfirst[n] .. sfirst[n + 1] - 1) */
     uint8_t *held;        /* storage held by the caller (model outputs) */
     uint8_t *reach;       /* node: a gradient reaches it */
     uint32_t *ck_of;      /* node -> index into ck, or NONE */
@@ -603,8 +605,8 @@ static void analyze_lastuse(struct sim *S)
                 in = S->alias[in];
             if (out == in)
                 continue;   /* p = 0: already the input */
-            for (uint32_t t = 0; t < S->ns; t++)
-                if (r->storages[t].node == n && r->storages[t].kind == MEMEST_ST_EXTRA)
+            for (uint32_t t = S->sfirst[n]; t < S->sfirst[n + 1]; t++)
+                if (r->storages[t].kind == MEMEST_ST_EXTRA)
                     S->alias[t] = in;   /* the mask: not made at all */
             S->alias[out] = in;
             if (S->lastuse[in] < S->lastuse[out])
@@ -748,11 +750,8 @@ static int clear_cast_cache(struct sim *S, uint32_t lo, uint32_t hi, enum fmode 
     const struct memest_run *r = S->r;
     if (!r->opts.amp)
         return 0;
-    for (uint32_t s = 0; s < S->ns; s++) {
+    for (uint32_t s = S->sfirst[lo]; s < S->sfirst[hi + 1]; s++) {
         if (!param_cast(r, s) || S->sid[s] == NONE)
-            continue;
-        uint32_t made = r->storages[s].node;
-        if (made < lo || made > hi)
             continue;
         if (!(m == FM_TRAIN && S->release[s] != NONE) &&
             !(m == FM_RECOMPUTE && S->relin[s] != NONE && S->relin[s] <= k->last) &&
@@ -1091,10 +1090,8 @@ static int bwd_node(struct sim *S, uint32_t n, const struct ckpt *inner)
     }
     /* casts made by this node are now complete: convert their gradients */
     if (r->opts.amp) {
-        for (uint32_t s = 0; s < S->ns; s++) {
-            if (r->storages[s].node > n)
-                break;
-            if (r->storages[s].node != n || !param_cast(r, s) || S->cg[s] == NONE)
+        for (uint32_t s = S->sfirst[n]; s < S->sfirst[n + 1]; s++) {
+            if (!param_cast(r, s) || S->cg[s] == NONE)
                 continue;
             uint32_t ps = r->storages[s].src, id;
             if (ev_alloc(S, MEMEST_CAT_GRADS, n, r->storages[ps].bytes, &id) != 0 ||
@@ -1114,9 +1111,7 @@ static int recompute(struct sim *S, const struct ckpt *k)
 {
     const struct memest_run *r = S->r;
     uint8_t ph = S->ph;
-    uint32_t first_s = 0;
-    while (first_s < S->ns && r->storages[first_s].node < k->first)
-        first_s++;
+    uint32_t first_s = S->sfirst[k->first];
     /* the original outputs may still be alive (saved by a consumer): the
      * recomputed ones are new tensors */
     uint32_t nst = 0, *stash = NULL, cap = 0;
@@ -1578,35 +1573,30 @@ static int finish(struct sim *S, size_t start, struct memest_timeline *out, stru
     pk->reserved = st->max_reserved;
     pk->segments = st->segments;
     if (out) {
-        memest_timeline_reset(out);
+        /* compacted in place (each event moves to a lower index) and
+         * handed over: no second copy of the step */
         uint32_t res0 = start ? tl->ev[start - 1].reserved : 0;
+        size_t k = 0;
         for (size_t e = 0; e < start; e++) {
-            const struct memest_event *ev = &tl->ev[e];
-            if (ev->kind != MEMEST_EV_ALLOC || info[ev->id].early_free)
+            struct memest_event ev = tl->ev[e];
+            if (ev.kind != MEMEST_EV_ALLOC || info[ev.id].early_free)
                 continue;
-            if (memest_timeline_alloc(out, MEMEST_PH_SETUP, ev->category, ev->node, ev->bytes,
-                                      NULL) != 0) {
-                nomem(S);
-                goto end;
-            }
-            struct memest_event *x = &out->ev[out->n - 1];
-            x->id = ev->id;
-            x->block = ev->block;
-            x->reserved = res0;
+            ev.phase = MEMEST_PH_SETUP;
+            ev.reserved = res0;
+            tl->ev[k++] = ev;
         }
         for (size_t e = start; e < tl->n; e++) {
             struct memest_event ev = tl->ev[e];
             ev.phase &= (uint8_t)~WARM;
-            int r2 = ev.kind == MEMEST_EV_ALLOC
-                         ? memest_timeline_alloc(out, ev.phase, ev.category, ev.node, ev.bytes, NULL)
-                         : memest_timeline_free(out, ev.phase, ev.category, ev.node, ev.id, ev.bytes);
-            if (r2 != 0) {
-                nomem(S);
-                goto end;
-            }
-            out->ev[out->n - 1] = ev;
+            tl->ev[k++] = ev;
         }
+        const char *const *names = out->node_names;
+        memest_timeline_dispose(out);
+        *out = *tl;
+        out->n = k;
         out->next_id = nid;
+        out->node_names = names;
+        *tl = (struct memest_timeline){0};
     }
     rc = 0;
 end:
@@ -1627,6 +1617,7 @@ static void sim_free(struct sim *S)
     free(S->fnext);
     free(S->lastuse);
     free(S->alias);
+    free(S->sfirst);
     free(S->held);
     free(S->reach);
     free(S->ck_of);
@@ -1642,6 +1633,22 @@ static void sim_free(struct sim *S)
     free(S->state);
     free(S->held_ids);
     free(S->alive);
+}
+
+/* The first storage of each node (storages are made in node order), with
+ * entries up to nnodes + 1 holding nstorages; NULL when out of memory. */
+static uint32_t *index_storages(const struct memest_run *r)
+{
+    uint32_t nn = r->g->nnodes, *first = malloc(sizeof *first * ((size_t)nn + 2));
+    if (!first)
+        return NULL;
+    uint32_t s = 0;
+    for (uint32_t n = 0; n <= nn + 1; n++) {
+        while (s < r->nstorages && r->storages[s].node < n)
+            s++;
+        first[n] = s;
+    }
+    return first;
 }
 
 static uint32_t *filled(size_t n)
@@ -1695,10 +1702,11 @@ int memest_calc_peak(const struct memest_run *r, const struct memest_peak_opts *
     S.vg = filled(S.nv);
     S.pg = filled(ns);
     S.cg = filled(ns);
+    S.sfirst = index_storages(r);
     uint8_t *vreach = calloc(S.nv ? S.nv : 1, 1);
-    if (!S.release || !S.relin || !S.rhead || !S.rnext || !S.ihead || !S.inext || !S.fhead ||
-        !S.fnext || !S.lastuse || !S.alias || !S.held || !S.reach || !S.ck_of || !S.sid || !S.vg || !S.pg || !S.cg ||
-        !vreach) {
+    if (!S.sfirst || !S.release || !S.relin || !S.rhead || !S.rnext || !S.ihead || !S.inext ||
+        !S.fhead || !S.fnext || !S.lastuse || !S.alias || !S.held || !S.reach || !S.ck_of ||
+        !S.sid || !S.vg || !S.pg || !S.cg || !vreach) {
         nomem(&S);
         goto end;
     }
@@ -1709,9 +1717,12 @@ int memest_calc_peak(const struct memest_run *r, const struct memest_peak_opts *
     analyze_lastuse(&S);
     analyze_release(&S);
 
-    /* room for the events up front (a warm-up and a step, each about two
-     * allocations per storage and parameter, each freed once) */
-    size_t want = 8 * ((size_t)ns + r->nparams) + 1024;
+    /* room for the events up front: the cost model's bound, or a guess (a
+     * warm-up and a step, each about two allocations per storage and
+     * parameter, each freed once); pages never written cost nothing */
+    size_t want = o->events && o->events < SIZE_MAX / sizeof *full.ev
+                      ? (size_t)o->events
+                      : 8 * ((size_t)ns + r->nparams) + 1024;
     full.ev = malloc(sizeof *full.ev * want);
     if (full.ev)
         full.cap = want;
@@ -1740,8 +1751,12 @@ int memest_calc_peak(const struct memest_run *r, const struct memest_peak_opts *
         if (train_step(&S, false) != 0)
             goto end;
     }
-    if (teardown(&S) != 0 || finish(&S, start, tl, out) != 0)
+    if (teardown(&S) != 0)
         goto end;
+    size_t made = full.n;   /* finish() hands the list over to tl */
+    if (finish(&S, start, tl, out) != 0)
+        goto end;
+    out->sim_events = made;
     rc = 0;
 end:
     free(vreach);

@@ -43,11 +43,9 @@ static int check_limits(const struct memest_run *r, const struct memest_estimate
     return 0;
 }
 
-int memest_estimate(struct memest_run *r, const struct memest_step_cfg *cfg,
-                    struct memest_estimate *e, struct memest_timeline *train_tl,
-                    struct memest_error *err)
+int memest_estimate_cost(struct memest_run *r, const struct memest_step_cfg *cfg,
+                         struct memest_cost *c, struct memest_error *err)
 {
-    memset(e, 0, sizeof *e);
     /* autocast changes dtypes and adds casts: infer again when the run was
      * made for another setting */
     bool amp = cfg->amp != MEMEST_AMP_NONE;
@@ -59,6 +57,18 @@ int memest_estimate(struct memest_run *r, const struct memest_step_cfg *cfg,
         if (memest_run_infer(r, r->g, &o, err) != 0)
             return -1;
     }
+    if (memest_cost_count(r, cfg, memest_optim_copies(&cfg->optim), c) != 0)
+        return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+    return memest_cost_check(r, c, err);
+}
+
+int memest_estimate(struct memest_run *r, const struct memest_step_cfg *cfg,
+                    struct memest_estimate *e, struct memest_timeline *train_tl,
+                    struct memest_error *err)
+{
+    memset(e, 0, sizeof *e);
+    if (memest_estimate_cost(r, cfg, &e->cost, err) != 0)
+        return -1;
     if (memest_calc_params(r, &e->params, err) != 0 ||
         memest_calc_optimizer(r, &cfg->optim, &e->opt, err) != 0)
         return -1;
@@ -67,8 +77,10 @@ int memest_estimate(struct memest_run *r, const struct memest_step_cfg *cfg,
     memest_calc_flops(r, &e->flops);
     if (check_limits(r, e, err) != 0) /* the sums so far (the peaks are still 0) */
         return -1;
-    struct memest_peak_opts inf = {.inference = true, .step = cfg};
-    struct memest_peak_opts train = {.inference = false, .opt = &e->opt, .step = cfg};
+    struct memest_peak_opts inf = {.inference = true, .step = cfg,
+                                   .events = e->cost.events - e->cost.train_events};
+    struct memest_peak_opts train = {.inference = false, .opt = &e->opt, .step = cfg,
+                                     .events = e->cost.train_events};
     int rc = memest_calc_peak(r, &inf, NULL, &e->infer_peak, err);
     if (rc == 0)
         rc = memest_calc_peak(r, &train, train_tl, &e->train_peak, err);

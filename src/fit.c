@@ -129,7 +129,7 @@ static int search(memest_fits_fn fn, void *ctx, int64_t limit, int which, int64_
     return 0;
 }
 
-int memest_fit_max_batch(memest_fits_fn fits, void *ctx, int64_t limit,
+int memest_fit_max_batch(memest_fits_fn fits, memest_afford_fn afford, void *ctx, int64_t limit,
                          struct memest_max_batch *out, struct memest_error *err)
 {
     memset(out, 0, sizeof *out);
@@ -139,10 +139,15 @@ int memest_fit_max_batch(memest_fits_fn fits, void *ctx, int64_t limit,
         search(fits, ctx, limit, 1, &out->bound, &out->calls, err) != 0)
         return -1;
     out->best = out->steady;
+    out->scan_max = MEMEST_MAX_BATCH_SCAN;
+    if (afford && out->bound > out->steady) {
+        int64_t n = afford(ctx);
+        out->scan_max = n < 0 ? 0 : n < MEMEST_MAX_BATCH_SCAN ? n : MEMEST_MAX_BATCH_SCAN;
+    }
     int64_t stop = out->steady;
-    if (out->bound - out->steady > MEMEST_MAX_BATCH_SCAN) {
+    if (out->bound - out->steady > out->scan_max) {
         out->capped = true;
-        stop = out->bound - MEMEST_MAX_BATCH_SCAN;
+        stop = out->bound - out->scan_max;
     }
     for (int64_t b = out->bound; b > stop; b--) {
         bool f, may;

@@ -11,6 +11,7 @@
 #include "memest/app.h"
 #include "memest/checked.h"
 #include "memest/escape.h"
+#include "memest/format.h"
 #include "memest/plot.h"
 #include "memest/report.h"
 #include "memest/suggest.h"
@@ -138,6 +139,59 @@ static int rebuild(struct memest_app *a, const char *name, int64_t value,
     return 0;
 }
 
+/* The work a whole sweep needs, counted before any step is simulated: for
+ * a batch sweep, the costlier of its first and last batch times the
+ * number of batches (the graph is the same; the cost barely moves with the
+ * batch); for a variable sweep, each value's graph built and costed in
+ * turn (MEMEST_COST_PER_BUILD_STEP per expansion step, plus its estimate),
+ * that costing charged to the command as it goes, stopping as soon as what
+ * the sweep will then need passes what the command may still spend. A
+ * usage error (exit 2) when it does. */
+static int check_sweep_work(struct memest_app *a, const char *name,
+                            const struct memest_sweep_list *list, struct memest_error *err)
+{
+    const struct memest_cli *o = a->o;
+    uint64_t max = a->max_work - a->work, need = 0, per = 0;   /* work <= max_work */
+    char b[3][32];
+    if (!o->sweep_var) {
+        uint64_t first, last;
+        if (memest_app_cost(a, list->v[0], &a->step, o->dtype, &first, err) != 0 ||
+            memest_app_cost(a, list->v[list->n - 1], &a->step, o->dtype, &last, err) != 0)
+            return -1;
+        per = first > last ? first : last;
+        if (per == 0 || per <= max / list->n)
+            return 0;
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                           "--sweep: %zu batch sizes of up to %s cost units each need more "
+                           "work than memest does for one command (%s units, a few seconds); "
+                           "this model allows at most %llu batch sizes per sweep",
+                           list->n, memest_fmt_count(per, b[0], sizeof b[0]),
+                           memest_fmt_count(a->max_work, b[1], sizeof b[1]),
+                           (unsigned long long)(max / per));
+    }
+    for (size_t i = 0; i < list->n; i++) {
+        uint64_t units;
+        struct memest_cost rec;
+        if (rebuild(a, name, list->v[i], err) != 0 ||
+            memest_app_cost(a, o->batch, &a->step, o->dtype, &units, err) != 0)
+            return -1;
+        uint64_t build = a->g.build_work * MEMEST_COST_PER_BUILD_STEP;
+        memest_cost_records(&a->r, &rec);
+        a->work += build + rec.records;   /* this costing: the graph, shape inference */
+        need += build + units;            /* the value's row */
+        if (a->work > a->max_work || need > a->max_work - a->work)
+            return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                               "--sweep-var %s: the values up to %s=%lld (%zu of %zu) need %s "
+                               "cost units of work (their graphs built twice, shape inference "
+                               "and estimates), more than memest does for one command (%s "
+                               "units, a few seconds); sweep fewer or smaller values",
+                               o->sweep_var, name, (long long)list->v[i], i + 1, list->n,
+                               memest_fmt_count(memest_sat_add(need, a->work), b[0], sizeof b[0]),
+                               memest_fmt_count(a->max_work, b[1], sizeof b[1]));
+    }
+    return 0;
+}
+
 int memest_flow_sweep(struct memest_app *a)
 {
     const struct memest_cli *o = a->o;
@@ -166,7 +220,9 @@ int memest_flow_sweep(struct memest_app *a)
         if (check_variable(a, name, &err) != 0)
             goto fail;
     }
-    if (memest_sweep_parse(spec, o->sweep_var ? "--sweep-var" : "--sweep", &list, &err) != 0)
+    a->flow = o->sweep_var ? "--sweep-var" : "--sweep";
+    if (memest_sweep_parse(spec, a->flow, &list, &err) != 0 ||
+        check_sweep_work(a, name, &list, &err) != 0)
         goto fail;
     rows = calloc(list.n, sizeof *rows);
     if (!rows) {
@@ -176,7 +232,9 @@ int memest_flow_sweep(struct memest_app *a)
     for (size_t i = 0; i < list.n; i++) {
         int64_t batch = list.v[i];
         if (o->sweep_var) {
-            if (rebuild(a, name, list.v[i], &err) != 0)
+            if (rebuild(a, name, list.v[i], &err) != 0 ||
+                memest_app_charge(a, a->g.build_work * MEMEST_COST_PER_BUILD_STEP,
+                                  &err) != 0)
                 goto fail;
             batch = o->batch;
         }
@@ -206,6 +264,15 @@ struct fits_ctx {
     struct memest_app *a;
 };
 
+/* The scan's estimates that the command can still afford, keeping two for
+ * the answer's figures. */
+static int64_t afford(void *ctx)
+{
+    struct fits_ctx *c = ctx;
+    int64_t n = memest_app_affordable(c->a);
+    return n > 2 ? n - 2 : 0;
+}
+
 static int fits_at(void *ctx, int64_t batch, bool *fits, bool *may_fit, struct memest_error *err)
 {
     struct fits_ctx *c = ctx;
@@ -225,7 +292,8 @@ int memest_flow_max_batch(struct memest_app *a)
     struct memest_timeline tl = {0};
     struct fits_ctx ctx = {a};
     struct memest_max_batch mb;
-    if (memest_fit_max_batch(fits_at, &ctx, MEMEST_SWEEP_MAX_VALUE, &mb, &err) != 0)
+    a->flow = "--max-batch";
+    if (memest_fit_max_batch(fits_at, afford, &ctx, MEMEST_SWEEP_MAX_VALUE, &mb, &err) != 0)
         return memest_app_fail(o, &err);
     int64_t best = mb.best;
     /* the figures at the answer (or at batch 1 when nothing fits), and the
@@ -256,9 +324,12 @@ int memest_flow_max_batch(struct memest_app *a)
     memest_app_card_report(a, &e, &a->step, o->dtype, &cr, nodes);
     int rc = best > 0 ? MEMEST_EXIT_OK : MEMEST_EXIT_NOFIT;
     if (mb.capped)
-        fprintf(stderr, "memest: note: batches %lld to %lld were not all checked (more than %d); "
-                        "--max-batch %lld is the largest fitting batch found\n",
-                (long long)mb.steady + 1, (long long)mb.bound, MEMEST_MAX_BATCH_SCAN,
+        fprintf(stderr,
+                "memest: note: batches %lld to %lld were not all checked (more than %lld%s); "
+                "--max-batch %lld is the largest fitting batch found\n",
+                (long long)mb.steady + 1, (long long)mb.bound, (long long)mb.scan_max,
+                mb.scan_max < MEMEST_MAX_BATCH_SCAN ? ", what this command's work budget allows"
+                                                    : "",
                 (long long)best);
     if (o->json) {
         struct memest_report rep = {.cli = o, .g = &a->g, .r = &a->r, .e = &e, .card = &cr,

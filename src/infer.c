@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "memest/checked.h"
+#include "memest/cost.h"
 #include "memest/ops.h"
 #include "memest/run.h"
 
@@ -386,6 +387,8 @@ static int autocast_inputs(struct memest_ictx *c)
 
 int memest_save_param(struct memest_ictx *c, const char *name)
 {
+    if (!c->r->opts.amp)
+        return 0;   /* no autocast copies */
     for (uint32_t p = c->ni->param_first; p < c->r->nparams; p++) {
         const struct memest_param *pp = &c->r->params[p];
         if (strcmp(pp->name, name) == 0) {
@@ -507,15 +510,22 @@ int memest_buffer(struct memest_ictx *c, const char *name, int ndim, const int64
 
 /* ---- saved tensors, MACs ---- */
 
-static int push_save(struct memest_ictx *c, uint32_t storage)
+/* Appends storage to the node's saved tensors; `fresh`: made just now, so
+ * not among them yet (no search). */
+static int push_save_any(struct memest_ictx *c, uint32_t storage, bool fresh)
 {
-    for (uint32_t i = c->ni->save_first; i < c->r->nsaves; i++)
+    for (uint32_t i = c->ni->save_first; !fresh && i < c->r->nsaves; i++)
         if (c->r->saves[i] == storage)
             return 0;
     if (GROW(c, saves, cap_saves, c->r->nsaves + 1) != 0)
         return -1;
     c->r->saves[c->r->nsaves++] = storage;
     return 0;
+}
+
+static int push_save(struct memest_ictx *c, uint32_t storage)
+{
+    return push_save_any(c, storage, false);
 }
 
 int memest_save_in(struct memest_ictx *c, int i)
@@ -535,7 +545,7 @@ int memest_save_new(struct memest_ictx *c, int ndim, const int64_t *size, enum m
     if (check_ndim(c, ndim) != 0 || !memest_numel(c, ndim, size, &numel) ||
         new_storage(c, ndim, size, numel, dt, MEMEST_ST_EXTRA, &st) != 0)
         return -1;
-    return push_save(c, st);
+    return push_save_any(c, st, true);
 }
 
 int memest_save_in_reshaped(struct memest_ictx *c, int i, int ndim, const int64_t *size)
@@ -638,7 +648,7 @@ int memest_run_infer(struct memest_run *r, const struct memest_graph *g,
     reset(r);
     memest_err_file(err, g->file);
     for (uint32_t i = 0; i < g->nnodes; i++)
-        if (infer_node(r, i, err) != 0)
+        if (infer_node(r, i, err) != 0 || memest_cost_check_records(r, i, err) != 0)
             return -1;
     for (uint32_t o = 0; o < g->noutputs; o++) {
         struct memest_ref ref = g->outputs[o];

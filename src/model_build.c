@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "memest/calc.h"
+#include "memest/cost.h"
 #include "memest/expr.h"
 #include "memest/format.h"
 #include "memest/graph.h"
@@ -1504,6 +1505,8 @@ int memest_model_build(const struct memest_model *m, const struct memest_overrid
                         .max_nodes = m->max_nodes ? m->max_nodes : MEMEST_MAX_NODES};
     b.max_work = (uint64_t)b.max_nodes * WORK_PER_NODE;
     int rc = build(&b, m->root, ov, nov);
+    g->max_cost = memest_cost_limit(b.max_nodes);
+    g->build_work = b.work;
     memest_strmap_free(&b.fullnames);
     memest_strmap_free(&b.blockmap);
     if (rc != 0)

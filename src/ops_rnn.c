@@ -162,6 +162,7 @@ static int infer_rnn_any(struct memest_ictx *c, enum cell cell)
 
     /* saved tensors */
     bool inner = memest_needs_grad(c), in_rg = memest_in_requires_grad(c, 0);
+    bool train = memest_trainable(c);
     bool any_hh = false;
     for (int64_t l = 0; l < L; l++)
         for (int d = 0; d < D; d++)
@@ -193,9 +194,9 @@ static int infer_rnn_any(struct memest_ictx *c, enum cell cell)
         }
         for (int d = 0; d < D; d++) {
             const char *const *nm = rnn_names[l][d];
-            bool w_ih = memest_param_trainable(c, nm[PN_W_IH]);
-            bool w_hh = memest_param_trainable(c, nm[PN_W_HH]);
-            bool w_hr = P > 0 && memest_param_trainable(c, nm[PN_W_HR]);
+            /* each parameter has the module's flag (none can be tied: only
+             * a "weight" can), so no search by name per layer */
+            bool w_ih = train, w_hh = train, w_hr = P > 0 && train;
             int64_t gates[3] = {T, B, GH}, hs[3] = {T, B, H}, hprev[3] = {T - 1, B, Hr};
             int rc = 0;
             if (cell == CELL_LSTM) {

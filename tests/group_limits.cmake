@@ -1,8 +1,12 @@
 # Robustness tests beyond tests/errors/cases.tsv (issue 6):
 #   limits.*    files generated at test time: over the size limit, over the
 #               JSON value limit, and a valid model behind 64 MiB of white
-#               space (bounded time and memory); files at the node and work
-#               limits (label "slow");
+#               space (bounded time and memory); files over the node and work
+#               limits; and for each limit of models/README.md#limits and
+#               README.md (cost), a file at it (accepted) and one just over it
+#               (refused quickly, with the limit's message), tests/limits/
+#               (those that take seconds: label "slow"; tests/perf/limits.sh
+#               measures their time and memory);
 #   json.*      the --json error document on stdout for each error class;
 #   valgrind.*  memest under valgrind on every shipped model and on every bad
 #               input (no leak, no invalid access): with -DMEMEST_VALGRIND_TESTS=ON
@@ -12,7 +16,7 @@ set(_gen ${CMAKE_CURRENT_BINARY_DIR}/generated)
 file(MAKE_DIRECTORY ${_gen})
 
 foreach(kind_exit_frag IN ITEMS "sparse|3|limited to 256 MiB" "values|3|more than 2000000 JSON values"
-                                "whitespace|0|")
+                                "values_at|0|" "whitespace|0|")
   string(REPLACE "|" ";" f "${kind_exit_frag}")
   list(GET f 0 kind)
   list(GET f 1 code)
@@ -30,10 +34,10 @@ add_test(NAME limits.device
 set_tests_properties(limits.device PROPERTIES LABELS cli TIMEOUT 120)
 
 # The files that expand up to the node limit and the expansion work limit:
-# seconds natively, longer under the sanitizers (label "slow").
-foreach(case IN ITEMS "repeat_limit|more than 2000000 nodes"
-                      "work_limit|expanding the model takes more than 4000000 steps"
-                      "long_expression|expanding the model takes more than 4000000 steps")
+# about a second natively, longer under the sanitizers (label "slow").
+foreach(case IN ITEMS "repeat_limit|more than 250000 nodes"
+                      "work_limit|expanding the model takes more than 500000 steps"
+                      "long_expression|expanding the model takes more than 500000 steps")
   string(REPLACE "|" ";" f "${case}")
   list(GET f 0 name)
   list(GET f 1 frag)
@@ -43,6 +47,57 @@ foreach(case IN ITEMS "repeat_limit|more than 2000000 nodes"
                    -P ${CMAKE_CURRENT_SOURCE_DIR}/run_case.cmake)
   set_tests_properties(limits.${name} PROPERTIES LABELS "cli;slow" TIMEOUT 700)
 endforeach()
+
+# At each limit and just over it (issue 10). NAME|EXIT|STDERR FRAGMENT|ARGS,
+# with @ for tests/limits/ and @models/ for the shipped models. The figures
+# come from the files' construction: 250,000 nodes; 500,000 expansion steps
+# (4 per call of the block); a linear layer and n ReLUs cost 22 n + 108 units
+# (by hand in tests/unit/test_cost.c): 227,267 of them 4,999,982, 227,268
+# 5,000,004, 1,000 of them 22,108, so that 40,000,000 units pay for 1,809
+# batch sizes; --sweep-var n=10000:K:+10000 of that chain costs per value
+# (graph built twice at 8 units per step, n + 2 steps; shape inference
+# 10 n + 26; estimate 22 n + 108) 48 n + 166: 37,441,992 up to 120,000,
+# 43,682,158 up to 130,000.
+set(_lim ${CMAKE_CURRENT_SOURCE_DIR}/limits)
+foreach(case IN ITEMS
+    "nodes_at|0||@nodes_at.json"
+    "nodes_over|3|more than 250000 nodes|@nodes_over.json"
+    "repeat_over|3|must be an integer between 1 and 250000|@linear_2m.json"
+    "work_at|0||@work_at.json"
+    "work_over|3|expanding the model takes more than 500000 steps|@work_over.json"
+    "cost_at|0||@cost_at.json"
+    "cost_over|3|one estimate costs 5,000,004 units|@cost_over.json"
+    "records_over|3|shape inference made records costing|@lstm_20000.json"
+    "sweep_at|0||@chain_1000.json;--sweep;1:1809:+1"
+    "sweep_over|2|this model allows at most 1809 batch sizes|@chain_1000.json;--sweep;1:1810:+1"
+    "sweep_var_at|0||@chain_n.json;--sweep-var;n=10000:120000:+10000"
+    "sweep_var_over|2|up to n=130000 (13 of 13) need 43,682,158 cost units|@chain_n.json;--sweep-var;n=10000:130000:+10000"
+    "sweep_var_gpt2|2|more than memest does for one command (40,000,000 units|@models/gpt2.json;--sweep-var;n_layer=1:65536:+1"
+    "sweep_largest|2|this model allows at most 8 batch sizes|@cost_at.json;--sweep;1:65536:+1"
+    "max_batch_over|2|--max-batch: the command needs more work than memest does|@cost_at.json;--mem;1TiB;--max-batch"
+    "max_batch_scan|0|what this command's work budget allows|@models/bert-base.json;--gpu;h100;--inference;--max-batch"
+    "advise_largest|2|--advise: the command needs more work than memest does|@cost_at.json;--mem;1KiB;--batch;2;--advise")
+  string(REPLACE "|" ";" f "${case}")
+  list(GET f 0 name)
+  list(GET f 1 code)
+  list(GET f 2 frag)
+  list(SUBLIST f 3 -1 args)
+  string(REPLACE "@models/" "${PROJECT_SOURCE_DIR}/models/" args "${args}")
+  string(REPLACE "@" "${_lim}/" args "${args}")
+  add_test(NAME limits.${name}
+           COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> "-DARGS=${args}" -DEXIT=${code}
+                   "-DFRAGMENT=${frag}" -DTIMEOUT=600
+                   -P ${CMAKE_CURRENT_SOURCE_DIR}/run_case.cmake)
+  set_tests_properties(limits.${name} PROPERTIES LABELS "cli;slow" TIMEOUT 700)
+endforeach()
+
+# Batch sizes past memest's limits are rows that say so, costing what their
+# refusal did (not counted as the most an estimate may cost).
+add_test(NAME limits.sweep_rows_beyond
+         COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest>
+                 "-DARGS=${PROJECT_SOURCE_DIR}/models/gpt2.json;--sweep;1:9007199254740991:x2"
+                 -DEXIT=0 "-DSTDOUT=beyond memest's limits" -P ${CMAKE_CURRENT_SOURCE_DIR}/run_case.cmake)
+set_tests_properties(limits.sweep_rows_beyond PROPERTIES LABELS cli)
 
 # --json: the error document on stdout (and the one line on stderr).
 foreach(case IN ITEMS "truncated|\"code\": \"parse\"" "dup_node|\"code\": \"schema\""

@@ -34,6 +34,14 @@ struct memest_app {
     struct memest_card card;
     struct memest_step_cfg step;   /* the options' step, with the card's compute capability */
     char mem_label[64];            /* the label of a --mem card */
+    /* the command's work (cost.h), charged by memest_app_estimate and the
+     * flows: spent so far, the budget (MEMEST_MAX_WORK), the costliest
+     * estimate so far, the estimates run, and the option named in a
+     * message when the budget runs out ("--max-batch") */
+    uint64_t work, max_work, top_cost;
+    uint32_t estimates;
+    const char *flow;
+    bool over_budget;              /* a charge was refused: the command must stop */
 };
 
 /* Loads the GPU presets and resolves --gpu NAME / --mem (an unknown name is
@@ -44,10 +52,34 @@ int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct mem
 void memest_app_close(struct memest_app *a);
 
 /* Runs shape inference at `batch` (dtype from the options) on a->g into a->r
- * and every calculator with `step`. 0 / -1. */
+ * and every calculator with `step`, after charging the estimate's cost to
+ * the command's work (memest_app_charge: a usage error when the budget
+ * would run out, before anything is simulated; an estimate that fails is
+ * charged what it did). 0 / -1. */
 int memest_app_estimate(struct memest_app *a, int64_t batch, const struct memest_step_cfg *step,
                         enum memest_dtype dtype, struct memest_estimate *e,
                         struct memest_timeline *train_tl, struct memest_error *err);
+
+/* The command's work budget (src/app_budget.c, cost.h). */
+/* Adds `units` to the work; a usage error (exit 2) naming a->flow, the
+ * budget and what was spent, when that passes a->max_work. 0 / -1. */
+int memest_app_charge(struct memest_app *a, uint64_t units, struct memest_error *err);
+/* What one estimate at `batch` with `step` would cost, without simulating
+ * anything (shape inference and the count, in a->r): *units. A batch or
+ * model beyond memest's limits (a row that says so) counts what its
+ * refusal costs: the records shape inference made. 0, or -1 with err set
+ * on another error. */
+int memest_app_cost(struct memest_app *a, int64_t batch, const struct memest_step_cfg *step,
+                    enum memest_dtype dtype, uint64_t *units, struct memest_error *err);
+/* How many more estimates as costly as the costliest so far the budget
+ * allows (0 when none has run). */
+int64_t memest_app_affordable(const struct memest_app *a);
+
+/* Shape inference or an estimate of a->g failed: the graph's values passed
+ * the builder's checks, so the fault is in the model as the --set and
+ * --sweep-var overrides made it: a model error, whose message gets
+ * " (the model with --set ...)" when there were overrides. Returns -1. */
+int memest_app_overrides_note(const struct memest_app *a, struct memest_error *err);
 
 /* The time-estimate options for the card at this step configuration; false
  * when the card has no preset (no throughput figures). *prec and *fallback

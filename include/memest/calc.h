@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "memest/cost.h"
 #include "memest/error.h"
 #include "memest/run.h"
 #include "memest/timeline.h"
@@ -45,6 +46,8 @@ struct memest_optstate {
 };
 const char *memest_optim_name(enum memest_optim k);
 int memest_optim_parse(const char *s, enum memest_optim *out);
+/* The state tensors the optimizer keeps per trainable parameter. */
+unsigned memest_optim_copies(const struct memest_optim_cfg *c);
 int memest_calc_optimizer(const struct memest_run *r, const struct memest_optim_cfg *cfg,
                           struct memest_optstate *out, struct memest_error *err);
 
@@ -135,6 +138,8 @@ struct memest_peak_opts {
     bool inference;     /* no-grad forward pass only */
     const struct memest_optstate *opt;
     const struct memest_step_cfg *step;  /* NULL: defaults */
+    uint64_t events;    /* room to reserve for the events: their upper bound
+                           (cost.h), or 0 for a guess (the list grows as needed) */
 };
 struct memest_peak {
     uint64_t bytes;           /* the allocator's allocated peak: the most bytes in live
@@ -152,6 +157,8 @@ struct memest_peak {
     uint64_t reserved;        /* the allocator's reserved peak (segments),
                                  torch.cuda.max_memory_reserved() */
     uint64_t segments;        /* cudaMalloc'd segments held at the end */
+    uint64_t sim_events;      /* events the simulation made (warm-up included): what
+                                 the cost model (cost.h) bounds from above */
 };
 /* Builds the timeline of one step (training unless o->inference) into tl
  * (NULL: only the peaks are wanted) and finds its peak. tl holds the
@@ -178,9 +185,17 @@ struct memest_estimate {
     uint64_t total_device;           /* reserved_peak + overhead: what nvidia-smi shows
                                         (infer_total_device for --inference) */
     uint64_t infer_total_device;
+    struct memest_cost cost;         /* what the estimate cost (cost.h) */
 };
-/* Runs every calculator for one step as cfg describes; the training
- * timeline goes to train_tl when it is not NULL. */
+/* Readies r for the step cfg describes (shape inference again when the
+ * autocast setting differs) and counts what its estimate costs, without
+ * simulating anything; a limit error when that passes the graph's limit
+ * (cost.h). 0 / -1. */
+int memest_estimate_cost(struct memest_run *r, const struct memest_step_cfg *cfg,
+                         struct memest_cost *c, struct memest_error *err);
+/* Runs every calculator for one step as cfg describes, after the cost
+ * check of memest_estimate_cost; the training timeline goes to train_tl
+ * when it is not NULL. */
 int memest_estimate(struct memest_run *r, const struct memest_step_cfg *cfg,
                     struct memest_estimate *e, struct memest_timeline *train_tl,
                     struct memest_error *err);

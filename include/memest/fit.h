@@ -75,14 +75,20 @@ typedef int (*memest_fits_fn)(void *ctx, int64_t batch, bool *fits, bool *may_fi
 
 #define MEMEST_MAX_BATCH_SCAN 65536  /* batches checked one by one, at most */
 
+/* How many more calls of fits() the caller can afford (its work budget,
+ * cost.h), asked once before the scan; >= 0. */
+typedef int64_t (*memest_afford_fn)(void *ctx);
+
 struct memest_max_batch {
     int64_t best;      /* the largest batch in [1, limit] that fits; 0: none */
     int64_t steady;    /* the largest N such that every batch 1..N fits */
     int64_t bound;     /* the largest batch that may fit (no larger one can) */
     int calls;         /* evaluations of fits() */
-    bool capped;       /* bound - steady exceeded MEMEST_MAX_BATCH_SCAN: best is
-                          the largest fitting batch of the top of that range,
-                          or steady; not proven maximal */
+    int64_t scan_max;  /* batches the scan could check: MEMEST_MAX_BATCH_SCAN, or
+                          fewer when the caller could not afford as many */
+    bool capped;       /* bound - steady exceeded scan_max: best is the largest
+                          fitting batch of the top of that range, or steady; not
+                          proven maximal */
 };
 
 /* The largest batch in [1, limit] that fits. The memory of a step does not
@@ -92,9 +98,10 @@ struct memest_max_batch {
  * calls), `bound` the same way over may_fit (which is monotone), then every
  * batch from bound down to steady + 1 in turn until one fits (none is
  * needed when the memory does grow steadily). The answer equals the last
- * fitting batch of a brute-force sweep of 1..limit unless `capped`.
- * 0 / -1 (an error of fits). */
-int memest_fit_max_batch(memest_fits_fn fits, void *ctx, int64_t limit,
+ * fitting batch of a brute-force sweep of 1..limit unless `capped`. The
+ * scan checks at most MEMEST_MAX_BATCH_SCAN batches, and at most what
+ * afford(ctx) says when afford is not NULL. 0 / -1 (an error of fits). */
+int memest_fit_max_batch(memest_fits_fn fits, memest_afford_fn afford, void *ctx, int64_t limit,
                          struct memest_max_batch *out, struct memest_error *err);
 
 /* The card, verdict and time estimate of one estimate, as reported. */

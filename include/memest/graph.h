@@ -61,10 +61,12 @@ struct memest_graph {
     const char *loss;       /* the file's "loss" type (lower case), or NULL */
     const char *overrides;  /* the command-line overrides the expansion read, as
                                "--set seq_len=512, --sweep-var n=3"; NULL: none */
+    uint64_t max_cost;      /* the most one estimate may cost (cost.h); 0: MEMEST_MAX_COST */
+    uint64_t build_work;    /* expansion steps building it took (model_build.c: charge()) */
 };
 
 /* Limits documented in models/README.md. */
-#define MEMEST_MAX_NODES 2000000u     /* nodes after expansion */
+#define MEMEST_MAX_NODES 250000u      /* nodes after expansion */
 #define MEMEST_MAX_NESTING 64         /* block-in-block depth */
 #define MEMEST_MAX_FILE_BYTES (256u << 20)  /* model file size */
 #define MEMEST_MAX_JSON_VALUES 2000000u     /* JSON values in a model file */

@@ -22,12 +22,15 @@
  *     valid order (tests/support/metamorphic.h: which figures must match
  *     for each). A rewrite that runs into a limit (it may cost the builder
  *     more) is not compared; graphs of more than METAMORPHIC_MAX_NODES
- *     nodes are not rewritten.
+ *     nodes are not rewritten;
+ *   - the simulations make no more events than the cost model's bound
+ *     (cost.h), and no estimate costs more than the graph's limit.
  *
  * Built with -fsanitize=fuzzer when MEMEST_FUZZ=ON (clang), otherwise with
  * standalone_runner.c, which feeds it files: that is the ctest "fuzz.model".
- * The builder's node limit is lowered (FUZZ_MAX_NODES) so that no input takes
- * more than a fraction of a second; the limit logic is the same. */
+ * The builder's node limit is lowered (FUZZ_MAX_NODES), and with it the cost
+ * limit of an estimate (memest_cost_limit), so that no input takes more than
+ * a fraction of a second; the limit logic is the same. */
 #include <cjson/cJSON.h>
 #include <inttypes.h>
 #include <math.h>
@@ -40,6 +43,7 @@
 #include "memest/calc.h"
 #include "memest/checked.h"
 #include "memest/cli.h"
+#include "memest/cost.h"
 #include "memest/model.h"
 #include "memest/report.h"
 #include "memest/run.h"
@@ -152,6 +156,14 @@ static void check_estimate(const struct memest_estimate *e, uint32_t nnodes)
     check_flops(e->flops.step_flops, "step_flops");
     check_peak(&e->train_peak, nnodes, "train_peak");
     check_peak(&e->infer_peak, nnodes, "infer_peak");
+    if (e->train_peak.sim_events > e->cost.train_events ||
+        e->train_peak.sim_events + e->infer_peak.sim_events > e->cost.events)
+        bug("the simulations made %" PRIu64 " + %" PRIu64 " events, above the cost model's "
+            "bound %" PRIu64 " (training %" PRIu64 ")", e->train_peak.sim_events,
+            e->infer_peak.sim_events, e->cost.events, e->cost.train_events);
+    if (e->cost.total > memest_cost_limit(FUZZ_MAX_NODES))
+        bug("an estimate cost %" PRIu64 " units, above the limit %" PRIu64, e->cost.total,
+            memest_cost_limit(FUZZ_MAX_NODES));
     if (e->params.frozen > e->params.total)
         bug("frozen parameters %" PRIu64 " > total %" PRIu64, e->params.frozen, e->params.total);
     uint64_t resident;

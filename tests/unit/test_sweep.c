@@ -143,6 +143,17 @@ static int synth_fits(void *ctx, int64_t b, bool *fits, bool *may_fit, struct me
     return 0;
 }
 
+static int64_t afford_100(void *ctx)
+{
+    (void)ctx;
+    return 100;
+}
+static int64_t afford_0(void *ctx)
+{
+    (void)ctx;
+    return 0;
+}
+
 static int64_t brute(struct synth *s, int64_t limit)
 {
     int64_t last = 0;
@@ -164,7 +175,7 @@ static void test_max_batch(void)
             int64_t lim = limits[i], want = usables[j] / 100 < lim ? usables[j] / 100 : lim;
             struct memest_max_batch mb;
             struct memest_error err = {0};
-            CHECK(memest_fit_max_batch(synth_fits, &s, lim, &mb, &err) == 0);
+            CHECK(memest_fit_max_batch(synth_fits, NULL, &s, lim, &mb, &err) == 0);
             CHECK_EQ_INT(mb.best, want);
             CHECK_EQ_INT(mb.steady, want);
             CHECK_EQ_INT(mb.bound, want);
@@ -180,7 +191,7 @@ static void test_max_batch(void)
     struct synth s = {5500, 2000, 5000, 0, 0};
     struct memest_max_batch mb;
     struct memest_error err = {0};
-    CHECK(memest_fit_max_batch(synth_fits, &s, 4096, &mb, &err) == 0);
+    CHECK(memest_fit_max_batch(synth_fits, NULL, &s, 4096, &mb, &err) == 0);
     CHECK_EQ_INT(mb.best, 55);
     CHECK_EQ_INT(mb.steady, 40);
     CHECK_EQ_INT(mb.bound, 55);
@@ -190,7 +201,7 @@ static void test_max_batch(void)
         for (int64_t seg = 1; seg <= 4096; seg *= 4) {
             for (int64_t big = 0; big <= 12000; big += 2999) {
                 struct synth t = {usable, seg, big, 0, 0};
-                CHECK(memest_fit_max_batch(synth_fits, &t, 300, &mb, &err) == 0);
+                CHECK(memest_fit_max_batch(synth_fits, NULL, &t, 300, &mb, &err) == 0);
                 int64_t want = brute(&t, 300);
                 CHECK_EQ_INT(mb.best, want);
                 if (mb.best != want)
@@ -201,14 +212,32 @@ static void test_max_batch(void)
     }
     /* a gap wider than the scan limit is capped, not searched for ever */
     struct synth wide = {100LL * 200000, 100LL * 120000, 100LL * 199990, 0, 0};
-    CHECK(memest_fit_max_batch(synth_fits, &wide, 1000000, &mb, &err) == 0);
+    CHECK(memest_fit_max_batch(synth_fits, NULL, &wide, 1000000, &mb, &err) == 0);
     CHECK(mb.capped);
     CHECK(mb.calls <= MEMEST_MAX_BATCH_SCAN + 200);
     CHECK_EQ_INT(mb.best, brute(&wide, 1000000)); /* here the answer is near the top */
+    /* a caller that affords no more calls (its work budget) after the two
+     * searches gets no scan: steady, capped; one that affords 100 gets a scan
+     * of at most 100 batches from the top (which finds the answer here) */
+    struct synth none = wide;
+    none.calls = 0;
+    CHECK(memest_fit_max_batch(synth_fits, afford_0, &none, 1000000, &mb, &err) == 0);
+    int searches = mb.calls;
+    CHECK(mb.capped);
+    CHECK_EQ_INT(mb.scan_max, 0);
+    CHECK_EQ_INT(mb.best, mb.steady);
+    CHECK(mb.best < brute(&wide, 1000000));
+    struct synth some = wide;
+    some.calls = 0;
+    CHECK(memest_fit_max_batch(synth_fits, afford_100, &some, 1000000, &mb, &err) == 0);
+    CHECK(mb.capped);
+    CHECK_EQ_INT(mb.scan_max, 100);
+    CHECK(mb.calls > searches && mb.calls <= searches + 100);
+    CHECK_EQ_INT(mb.best, brute(&wide, 1000000));
     /* errors propagate */
     struct synth bad = {10000, 1, INT64_MAX, 0, 8};
     memset(&err, 0, sizeof err);
-    CHECK(memest_fit_max_batch(synth_fits, &bad, 4096, &mb, &err) == -1);
+    CHECK(memest_fit_max_batch(synth_fits, NULL, &bad, 4096, &mb, &err) == -1);
     CHECK_CONTAINS(err.msg, "boom at 8");
 }
 

@@ -1,0 +1,282 @@
+/* cost.c - the cost model of an estimate (cost.h): its records, and an
+ * upper bound of the events the step simulator (calc_peak.c) makes, derived
+ * from the simulator's code path by path. The fuzzer and test_cost check
+ * that no simulation makes more events than this bound. */
+#include "memest/cost.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "memest/calc.h"
+#include "memest/format.h"
+
+uint64_t memest_cost_limit(uint32_t max_nodes)
+{
+    if (max_nodes == 0 || max_nodes >= MEMEST_MAX_NODES)
+        return MEMEST_MAX_COST;
+    return (uint64_t)MEMEST_MAX_COST * max_nodes / MEMEST_MAX_NODES;
+}
+
+uint64_t memest_cost_graph_limit(const struct memest_graph *g)
+{
+    return g->max_cost ? g->max_cost : MEMEST_MAX_COST;
+}
+
+/* The records' units for these counts. */
+static uint64_t weigh(uint64_t nodes, uint64_t inputs, uint64_t values, uint64_t storages,
+                      uint64_t params, uint64_t saves, uint64_t buffers)
+{
+    return MEMEST_COST_NODE * nodes + MEMEST_COST_INPUT * inputs + MEMEST_COST_VALUE * values +
+           MEMEST_COST_STORAGE * storages + MEMEST_COST_PARAM * params +
+           MEMEST_COST_SAVE * saves + MEMEST_COST_BUFFER * buffers;
+}
+
+void memest_cost_records(const struct memest_run *r, struct memest_cost *c)
+{
+    *c = (struct memest_cost){
+        .nodes = r->g->nnodes, .inputs = r->nins, .values = r->nvalues,
+        .storages = r->nstorages, .params = r->nparams, .saves = r->nsaves,
+        .buffers = r->nbuffers,
+    };
+    c->records = weigh(c->nodes, c->inputs, c->values, c->storages, c->params, c->saves,
+                       c->buffers);
+    c->total = c->records;
+}
+
+/* "12,000 nodes, 24,000 inputs, ..." into buf. */
+static void describe(const struct memest_cost *c, char *buf, size_t n)
+{
+    char a[7][32];
+    snprintf(buf, n,
+             "%s nodes, %s node inputs, %s values, %s storages, %s parameter tensors, "
+             "%s saved tensors, %s buffers",
+             memest_fmt_count(c->nodes, a[0], sizeof a[0]),
+             memest_fmt_count(c->inputs, a[1], sizeof a[1]),
+             memest_fmt_count(c->values, a[2], sizeof a[2]),
+             memest_fmt_count(c->storages, a[3], sizeof a[3]),
+             memest_fmt_count(c->params, a[4], sizeof a[4]),
+             memest_fmt_count(c->saves, a[5], sizeof a[5]),
+             memest_fmt_count(c->buffers, a[6], sizeof a[6]));
+}
+
+int memest_cost_check_records(const struct memest_run *r, uint32_t node, struct memest_error *err)
+{
+    uint64_t limit = memest_cost_graph_limit(r->g);
+    /* the records so far, the graph's nodes counted up to this one */
+    uint64_t records = weigh((uint64_t)node + 1, r->nins, r->nvalues, r->nstorages, r->nparams,
+                             r->nsaves, r->nbuffers);
+    if (records <= limit)
+        return 0;
+    struct memest_cost c;
+    memest_cost_records(r, &c);
+    c.nodes = (uint64_t)node + 1;
+    c.records = c.total = records;
+    char what[320], b[3][32];
+    describe(&c, what, sizeof what);
+    memest_errf(err, MEMEST_ERR_LIMIT, r->g->nodes[node].path,
+                "the model is too large: up to this node (of %s), shape inference "
+                "made records costing %s units (%s), more than the %s one estimate may cost; "
+                "use fewer or smaller layers (repeat counts, num_layers)",
+                memest_fmt_count(r->g->nnodes, b[0], sizeof b[0]),
+                memest_fmt_count(records, b[1], sizeof b[1]), what,
+                memest_fmt_count(limit, b[2], sizeof b[2]));
+    return memest_err_node(err, r->g->nodes[node].name);
+}
+
+/* ---- the event bound ----
+ * Every allocation the simulator makes is freed once (by the teardown at
+ * the latest), so events = 2 x allocations. Allocations, with the names
+ * below (calc_peak.c's functions in brackets):
+ *   setup [setup, early_state]: each persistent storage (parameters,
+ *     buffers, model inputs) once, the loss target, Adagrad's state
+ *     (copies per trainable parameter), the cuBLAS workspace once;
+ *   per micro-batch (two with --grad-accum > 1), per step (two: warm-up
+ *     and step, one with --first-step):
+ *     forward [forward_node]: each other storage once, each node's
+ *       forward workspace (when not 0);
+ *     recomputation [recompute] with --checkpoint: the forward again, at
+ *       most once per node;
+ *     loss [loss_step]: at most 8;
+ *     backward [bwd_node, input_grad, deliver]: per node a contiguous copy
+ *       of its incoming gradient (MEMEST_BWD_CONTIG_OUT) and its backward
+ *       scratch (when not 0); per node input that takes a gradient, that
+ *       gradient unless it is a view (grad_allocates), a conversion for an
+ *       autocast copy, and per value that receives more than one gradient
+ *       (the loss's included), one sum;
+ *       per trainable parameter its gradient; per autocast parameter copy,
+ *       the conversion of its gradient;
+ *   optimizer [optimizer], per step: the temporaries (lists of one tensor
+ *     per trainable parameter: foreach Adam/AdamW/RMSprop 1, Adagrad 2;
+ *     PyTorch 1.13's foreach Adam/AdamW 2, Adagrad 4; for-loop Adam/AdamW
+ *     2, RMSprop and Adagrad 1), and once, the state (copies, plus the
+ *     fused step counters);
+ * and the no-grad pass: its setup, and its forward twice (warm-up, step). */
+
+struct tally {
+    uint64_t persistent, other;      /* storages */
+    uint64_t param_casts;            /* autocast copies of parameters */
+    uint64_t work_nodes, contig_nodes, scratch_nodes;
+    uint64_t grad_inputs, cast_inputs, sums;
+    uint64_t trainable, untied;      /* trainable parameters; of them, not tied */
+};
+
+static bool persistent(uint8_t kind)
+{
+    return kind == MEMEST_ST_PARAM || kind == MEMEST_ST_BUFFER || kind == MEMEST_ST_INPUT;
+}
+
+/* The number of dimensions of the output whose gradient input `in` of node
+ * n takes (SAME, RESHAPE, PERMUTE, SLICE), and of the input itself. */
+static int from_ndim(const struct memest_run *r, uint32_t n, const struct memest_nodein *in)
+{
+    const struct memest_nodeinfo *ni = &r->nodes[n];
+    return r->values[ni->out_first + (in->from < ni->nout ? in->from : 0)].shape.ndim;
+}
+static int in_ndim(const struct memest_run *r, const struct memest_nodein *in)
+{
+    return r->values[in->value].shape.ndim;
+}
+
+/* Whether the gradient of input `in` of node n may be a new tensor
+ * (calc_peak.c: input_grad). NEW is; RESHAPE copies when the gradient's
+ * layout allows no view; SAME is the output's gradient itself, and PERMUTE
+ * and SLICE are views of it unless the gradient has another number of
+ * dimensions than the input. A gradient has its value's number of
+ * dimensions, except after a SAME between tensors of different ones (no op
+ * declares one: identity, add, contiguous and dropout keep the shape), so
+ * `odd` (some SAME does) makes every PERMUTE and SLICE count. */
+static bool grad_allocates(const struct memest_run *r, uint32_t n,
+                           const struct memest_nodein *in, bool odd)
+{
+    switch (in->grad) {
+    case MEMEST_GRAD_SAME:
+        return false;
+    case MEMEST_GRAD_PERMUTE:
+    case MEMEST_GRAD_SLICE:
+        return odd || from_ndim(r, n, in) != in_ndim(r, in);
+    default:
+        return true;
+    }
+}
+
+static int tally(const struct memest_run *r, struct tally *t)
+{
+    const struct memest_graph *g = r->g;
+    bool odd = false;
+    for (uint32_t n = 0; n < g->nnodes && !odd; n++)
+        for (uint32_t i = 0; i < g->nodes[n].nin; i++) {
+            const struct memest_nodein *in = &r->ins[r->nodes[n].in_first + i];
+            odd |= in->grad == MEMEST_GRAD_SAME && from_ndim(r, n, in) != in_ndim(r, in);
+        }
+    for (uint32_t s = 0; s < r->nstorages; s++) {
+        const struct memest_storage *st = &r->storages[s];
+        if (persistent(st->kind))
+            t->persistent++;
+        else
+            t->other++;
+        if (st->kind == MEMEST_ST_CAST && st->src != UINT32_MAX &&
+            r->storages[st->src].kind == MEMEST_ST_PARAM)
+            t->param_casts++;
+    }
+    /* per value, the gradients it receives (0, 1, 2 or more): the second
+     * is a sum, a new tensor unless one of the two is dense and its sole
+     * owner; the sum is, and every later one is added into it in place */
+    uint8_t *got = calloc(r->nvalues ? r->nvalues : 1, 1);
+    if (!got)
+        return -1;
+    if (g->noutputs) {   /* the loss's gradient of the last output */
+        struct memest_ref o = g->outputs[g->noutputs - 1];
+        got[r->nodes[o.node].out_first + o.out] = 1;
+    }
+    for (uint32_t n = 0; n < g->nnodes; n++) {
+        const struct memest_nodeinfo *ni = &r->nodes[n];
+        t->work_nodes += ni->work_bytes > 0;
+        t->contig_nodes += (ni->bwd_flags & MEMEST_BWD_CONTIG_OUT) != 0;
+        t->scratch_nodes += ni->bwd_work_bytes > 0;
+        for (uint32_t i = 0; i < g->nodes[n].nin; i++) {
+            const struct memest_nodein *in = &r->ins[ni->in_first + i];
+            if (in->grad == MEMEST_GRAD_NONE || !r->values[in->src].requires_grad)
+                continue;
+            t->grad_inputs += grad_allocates(r, n, in, odd);
+            t->cast_inputs += in->value != in->src;
+            if (got[in->src] == 1)
+                t->sums++;
+            if (got[in->src] < 2)
+                got[in->src]++;
+        }
+    }
+    free(got);
+    for (uint32_t p = 0; p < r->nparams; p++) {
+        if (!r->params[p].trainable)
+            continue;
+        t->trainable++;
+        t->untied += r->params[p].tied_to < 0;
+    }
+    return 0;
+}
+
+/* Optimizer temporaries per trainable parameter, in one step. */
+static unsigned temporaries(const struct memest_step_cfg *cfg)
+{
+    bool v113 = cfg->torch_version == 113;
+    enum memest_optim k = cfg->optim.kind;
+    switch (cfg->impl) {
+    case MEMEST_IMPL_FOREACH:
+        if (k == MEMEST_OPT_ADAM || k == MEMEST_OPT_ADAMW)
+            return v113 ? 2 : 1;
+        if (k == MEMEST_OPT_ADAGRAD)
+            return v113 ? 4 : 2;
+        return k == MEMEST_OPT_RMSPROP ? 1 : 0;
+    case MEMEST_IMPL_FORLOOP:
+        if (k == MEMEST_OPT_ADAM || k == MEMEST_OPT_ADAMW)
+            return 2;
+        return k == MEMEST_OPT_RMSPROP || k == MEMEST_OPT_ADAGRAD ? 1 : 0;
+    case MEMEST_IMPL_FUSED:
+    case MEMEST_IMPL_COUNT:
+        break;
+    }
+    return 0;
+}
+
+int memest_cost_count(const struct memest_run *r, const struct memest_step_cfg *cfg,
+                      unsigned copies, struct memest_cost *c)
+{
+    memest_cost_records(r, c);
+    struct tally t = {0};
+    if (tally(r, &t) != 0)
+        return -1;
+    uint64_t steps = cfg->first_step ? 1 : 2;
+    uint64_t micro = cfg->grad_accum > 1 ? 2 : 1;
+    uint64_t fwd = t.other + t.work_nodes;
+    uint64_t bwd = t.contig_nodes + t.scratch_nodes + t.grad_inputs + t.cast_inputs + t.sums +
+                   t.trainable + t.param_casts;
+    uint64_t batch = fwd + (cfg->checkpoint ? fwd : 0) + 8 + bwd;
+    bool fused_steps = cfg->impl == MEMEST_IMPL_FUSED &&
+                       (cfg->optim.kind == MEMEST_OPT_ADAM || cfg->optim.kind == MEMEST_OPT_ADAMW);
+    uint64_t state = (uint64_t)(copies + (fused_steps ? 1 : 0)) * t.untied;
+    uint64_t step = micro * batch + temporaries(cfg) * t.untied;
+    uint64_t train = t.persistent + 2 + state + steps * step;   /* 2: the target, cuBLAS */
+    uint64_t nograd = t.persistent + 1 + 2 * fwd;               /* 1: cuBLAS */
+    c->train_events = 2 * train;
+    c->events = 2 * (train + nograd);
+    c->total = c->records + c->events;
+    return 0;
+}
+
+int memest_cost_check(const struct memest_run *r, const struct memest_cost *c,
+                      struct memest_error *err)
+{
+    uint64_t limit = memest_cost_graph_limit(r->g);
+    if (c->total <= limit)
+        return 0;
+    char what[320], tot[32], ev[32], lim[32];
+    describe(c, what, sizeof what);
+    return memest_errf(err, MEMEST_ERR_LIMIT, NULL,
+                       "the model is too large: one estimate costs %s units (%s; up "
+                       "to %s allocation events simulated), more than the limit of %s; use "
+                       "fewer or smaller layers (repeat counts, num_layers), or fewer "
+                       "micro-batches or checkpointed blocks",
+                       memest_fmt_count(c->total, tot, sizeof tot), what,
+                       memest_fmt_count(c->events, ev, sizeof ev),
+                       memest_fmt_count(limit, lim, sizeof lim));
+}
