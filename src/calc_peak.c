@@ -201,6 +201,8 @@ struct sim {
     uint32_t ngs, capgs, *gsfree, ngsfree;
     uint32_t *state;      /* optimizer state ids, per trainable parameter storage: copies */
     uint32_t nstate, capstate;
+    uint32_t *pids;       /* bwd_node's parameter gradient ids: the most parameters
+                             of one node */
     uint32_t *held_ids;   /* the caller's `out` and `loss` of the current micro-batch */
     uint32_t nheld, capheld;
     uint32_t cublas;      /* cuBLAS workspace id */
@@ -973,8 +975,9 @@ static int release_node(struct sim *S, uint32_t n, const struct ckpt *inner)
     return 0;
 }
 
-#define MAX_BWD_IN 64
-#define MAX_BWD_PARAMS 256
+/* A node has at most MEMEST_MAX_NODE_INPUTS inputs (the builder refuses
+ * more); its parameters may be many more (an LSTM has 4 per layer and
+ * direction): S->pids holds them. */
 
 static int bwd_node(struct sim *S, uint32_t n, const struct ckpt *inner)
 {
@@ -993,13 +996,15 @@ static int bwd_node(struct sim *S, uint32_t n, const struct ckpt *inner)
         ev_alloc(S, MEMEST_CAT_ACTGRADS, n, value_bytes(r, ni->out_first), &copy) != 0)
         return -1;
     /* 2. input and parameter gradients */
-    uint32_t slots[MAX_BWD_IN];
-    uint32_t nin = node->nin < MAX_BWD_IN ? node->nin : MAX_BWD_IN;
+    uint32_t slots[MEMEST_MAX_NODE_INPUTS];
+    uint32_t nin = node->nin;
+    if (nin > MEMEST_MAX_NODE_INPUTS)
+        return memest_errf(S->err, MEMEST_ERR_NOMEM, NULL, "internal: more than %d inputs",
+                           MEMEST_MAX_NODE_INPUTS);
     for (uint32_t i = 0; i < nin; i++)
         if (input_grad(S, n, i, &slots[i]) != 0)
             return -1;
-    uint32_t pids[MAX_BWD_PARAMS];
-    uint32_t np = ni->nparam < MAX_BWD_PARAMS ? ni->nparam : MAX_BWD_PARAMS;
+    uint32_t *pids = S->pids, np = ni->nparam;
     bool low = uses_param_casts(r, n);
     for (uint32_t p = 0; p < np; p++) {
         const struct memest_param *pp = &r->params[ni->param_first + p];
@@ -1632,6 +1637,7 @@ static void sim_free(struct sim *S)
     free(S->gsfree);
     free(S->state);
     free(S->held_ids);
+    free(S->pids);
     free(S->alive);
 }
 
@@ -1703,10 +1709,15 @@ int memest_calc_peak(const struct memest_run *r, const struct memest_peak_opts *
     S.pg = filled(ns);
     S.cg = filled(ns);
     S.sfirst = index_storages(r);
+    uint32_t maxp = 1;
+    for (uint32_t n = 0; n < nn; n++)
+        if (r->nodes[n].nparam > maxp)
+            maxp = r->nodes[n].nparam;
+    S.pids = malloc(sizeof *S.pids * maxp);
     uint8_t *vreach = calloc(S.nv ? S.nv : 1, 1);
     if (!S.sfirst || !S.release || !S.relin || !S.rhead || !S.rnext || !S.ihead || !S.inext ||
         !S.fhead || !S.fnext || !S.lastuse || !S.alias || !S.held || !S.reach || !S.ck_of ||
-        !S.sid || !S.vg || !S.pg || !S.cg || !vreach) {
+        !S.sid || !S.vg || !S.pg || !S.cg || !S.pids || !vreach) {
         nomem(&S);
         goto end;
     }

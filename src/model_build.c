@@ -1070,7 +1070,7 @@ static int expand_node(struct builder *b, const cJSON *obj, const char *npath, c
     const char *type = resolve_type(sc, jtype, &type_ov);
     note_read(b, type_ov);
     /* inputs */
-    struct memest_ref ins[64];
+    struct memest_ref ins[MEMEST_MAX_NODE_INPUTS];
     int nin = 0;
     if (jin) {
         if (cJSON_IsString(jin)) {
@@ -1082,8 +1082,9 @@ static int expand_node(struct builder *b, const cJSON *obj, const char *npath, c
             int i = 0;
             for (const cJSON *e = jin->child; e; e = e->next, i++) {
                 const struct jp ip = {npath, "inputs", i};
-                if (i >= 64)
-                    return memest_errf(b->err, MEMEST_ERR_LIMIT, jp_str(b, &ip), "more than 64 inputs");
+                if (i >= MEMEST_MAX_NODE_INPUTS)
+                    return memest_errf(b->err, MEMEST_ERR_LIMIT, jp_str(b, &ip), "more than %d inputs",
+                                       MEMEST_MAX_NODE_INPUTS);
                 if (!cJSON_IsString(e))
                     return memest_errf(b->err, MEMEST_ERR_SCHEMA, jp_str(b, &ip),
                                        "an input must be a node name, got %s", json_type_name(e));

@@ -248,8 +248,51 @@ static void test_options_contract(void)
     }
 }
 
+/* A node with many parameter tensors: an LSTM of 40 bidirectional layers
+ * has 40 x 2 x 4 = 320 (the simulator once kept 256 per node and silently
+ * gave the rest no gradient). input_size 8, hidden 8, so 4H = 32:
+ *   layer 0, per direction: w_ih 32x8 + w_hh 32x8 + b_ih 32 + b_hh 32 = 576
+ *   layers 1-39, per direction: w_ih 32x16 + w_hh 32x8 + 64 = 832
+ *   2 x (576 + 39 x 832) = 66,048 elements, 264,192 bytes in fp32.
+ * With SGD, set_to_none, the step's backward allocates each .grad once. */
+static void test_many_params(void)
+{
+    struct fixture t;
+    if (open_model(&t,
+                   "{\"inputs\": [{\"name\": \"x\", \"shape\": [5, 8]}],"
+                   " \"layers\": [{\"name\": \"lstm\", \"type\": \"lstm\", \"hidden_size\": 8,"
+                   "   \"num_layers\": 40, \"bidirectional\": true, \"batch_first\": true},"
+                   "  {\"type\": \"sum\"}], \"loss\": {\"type\": \"none\"}}",
+                   NULL, 2) != 0) {
+        CHECK(0);
+        return;
+    }
+    struct memest_step_cfg cfg;
+    memest_step_cfg_default(&cfg);
+    cfg.optim.kind = MEMEST_OPT_SGD;
+    cfg.impl = MEMEST_IMPL_FORLOOP;
+    struct memest_estimate e;
+    struct memest_timeline tl = {0};
+    CHECK_EQ_INT(step(&t, &cfg, &e, &tl), 0);
+    CHECK_EQ_U64(e.params.total, 66048);
+    CHECK_EQ_U64(e.gradients, 264192);
+    uint64_t n = 0, bytes = 0;
+    for (size_t i = 0; i < tl.n; i++)
+        if (tl.ev[i].kind == MEMEST_EV_ALLOC && tl.ev[i].category == MEMEST_CAT_GRADS &&
+            tl.ev[i].node == 1) {
+            n++;
+            bytes += tl.ev[i].bytes;
+        }
+    CHECK_EQ_U64(n, 320);
+    CHECK_EQ_U64(bytes, 264192);
+    check_contract(&tl);
+    memest_timeline_dispose(&tl);
+    close_model(&t);
+}
+
 int main(void)
 {
+    test_many_params();
     test_tiny_sgd();
     test_tiny_adam();
     test_options_contract();
