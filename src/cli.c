@@ -147,9 +147,11 @@ void memest_cli_usage(FILE *f)
         "reals may have a fraction and an exponent (0.9, 1e-3), --set values a '-' sign.\n"
         "\n"
         "Exit codes: 0 success (and fits), 1 does not fit (--fit, --probe; --max-batch\n"
-        "when not even batch 1 fits), 2 usage error, 3 invalid or unreadable model file,\n"
-        "4 no usable CUDA driver or device (--probe), 5 internal error or out of memory,\n"
-        "6 an output (standard output, --plot, --timeline) could not be written.\n",
+        "when not even batch 1 fits), 2 usage error (also a command asking for more work\n"
+        "than memest does for one, README.md: Limits and cost), 3 invalid or unreadable\n"
+        "model file (also one past a limit), 4 no usable CUDA driver or device (--probe),\n"
+        "5 internal error or out of memory, 6 an output (standard output, --plot,\n"
+        "--timeline) could not be written.\n",
         f);
 }
 
