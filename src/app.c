@@ -46,7 +46,9 @@ int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct mem
     if (memest_model_read_file(o->model, &a->m, err) != 0 ||
         memest_model_build(&a->m, o->sets, o->nsets, &a->g, err) != 0)
         return memest_error_exit(err);
-    uint32_t unused_at, unused = memest_graph_unused_inputs(&a->g, &unused_at);
+    uint32_t unused, unused_at;
+    if (memest_graph_unused_inputs(&a->g, &unused, &unused_at, err) != 0)
+        return memest_error_exit(err);
     if (unused) /* allowed, as in PyTorch (issue 6), but likely a mistake */
         fprintf(stderr, "memest: warning: %s: %s: the input \"%s\" is not used by any node%s\n",
                 a->g.file, a->g.nodes[unused_at].path, a->g.nodes[unused_at].name,

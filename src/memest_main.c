@@ -2,7 +2,7 @@
  * once, run one flow (one estimate, a sweep, the largest batch, or advice)
  * and return its exit code. The flows live in src/flow_*.c and src/advise.c
  * (app.h). In the core library, so that tests can run the whole command in
- * process (tests/unit/test_oom.c injects allocation failures this way). */
+ * process (tests/oom/oom_test.c injects allocation failures this way). */
 #include <stdio.h>
 
 #include "memest/app.h"
