@@ -97,9 +97,10 @@ bool memest_app_time_opts(const struct memest_app *a, const struct memest_step_c
     return true;
 }
 
-void memest_app_card_report(const struct memest_app *a, const struct memest_estimate *e,
-                            const struct memest_step_cfg *step, enum memest_dtype dtype,
-                            struct memest_card_report *c, struct memest_node_time *nodes)
+int memest_app_card_report(const struct memest_app *a, const struct memest_estimate *e,
+                           const struct memest_step_cfg *step, enum memest_dtype dtype,
+                           struct memest_card_report *c, struct memest_node_time *nodes,
+                           struct memest_error *err)
 {
     memset(c, 0, sizeof *c);
     c->card = &a->card;
@@ -110,12 +111,17 @@ void memest_app_card_report(const struct memest_app *a, const struct memest_esti
     c->mfu = a->o->mfu;
     c->grad_accum = inf ? 1 : step->grad_accum;
     struct memest_time_opts t;
-    if (memest_app_time_opts(a, step, dtype, &t, &c->precision, &c->peak_fallback) &&
-        memest_roofline(&a->r, e, &t, &c->time, nodes) == 0) {
+    if (!memest_app_time_opts(a, step, dtype, &t, &c->precision, &c->peak_fallback))
+        return 0;
+    int rc = memest_roofline(&a->r, e, &t, &c->time, nodes);
+    if (rc == -2)
+        return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+    if (rc == 0) {
         c->has_time = true;
         c->peak_flops = t.peak_flops;
         c->nodes = nodes;
     }
+    return 0;
 }
 
 int memest_flow_list_gpus(void)

@@ -82,7 +82,10 @@ int memest_flow_single(struct memest_app *a)
             rc = memest_app_fail(o, &err);
             goto end;
         }
-        memest_app_card_report(a, &e, &a->step, o->dtype, &cr, nodes);
+        if (memest_app_card_report(a, &e, &a->step, o->dtype, &cr, nodes, &err) != 0) {
+            rc = memest_app_fail(o, &err);
+            goto end;
+        }
         rep.card = &cr;
     }
     if (o->json) {

@@ -5,7 +5,7 @@
 # leak and no crash. Only without sanitizers: ASan replaces malloc itself.
 #
 #   oom.*       label "oom": every allocation of one command per option
-#               family (about 16 s on 2 cores in all);
+#               family (about 25 s of CPU in all);
 #   oom_full.*  label "oom-full", with -DMEMEST_OOM_EXHAUSTIVE=ON (.ci/run
 #               sets it): every allocation of every shipped model and of
 #               every file in tests/errors/, and every 5th or 10th (plus
@@ -41,8 +41,13 @@ oom_case(oom resnet18_inference -- ${_m}/resnet18.json --inference --layers)
 oom_case(oom lstm_sweep -- ${_m}/lstm-lm.json --sweep 1:8:x2 --csv)
 oom_case(oom gpt2_sweep_var -- ${_m}/gpt2.json --sweep-var n_layer=1:3:+1 --json)
 oom_case(oom lstm_max_batch -- ${_m}/lstm-lm.json --max-batch --mem 1GiB)
-oom_case(oom resnet18_advise -- ${_m}/resnet18.json --advise --mem 1GiB)
-oom_case(oom gpt2_checkpoint_fit -- ${_m}/gpt2.json --checkpoint --gpu a100-40gb --fit)
+oom_case(oom mlp_advise -- ${_m}/mlp-mnist.json --advise --mem 1GiB)
+oom_case(oom mlp_fit -- ${_m}/mlp-mnist.json --gpu a100-40gb --fit)
+# with a preset card: time estimates, with recomputation under --checkpoint
+oom_case(oom resnet18_advise -- ${_m}/resnet18.json --advise --gpu a100-40gb)
+oom_case(oom gpt2_checkpoint_sweep -- ${_m}/gpt2.json --checkpoint --gpu a100-40gb --set n_layer=2
+         --sweep 1:4:x2)
+oom_case(oom gpt2_checkpoint -- ${_m}/gpt2.json --checkpoint --gpu a100-40gb)
 oom_case(oom plot_timeline -- ${_m}/mlp-mnist.json --plot @TMP/step.svg --timeline @TMP/step.csv)
 oom_case(oom bad_shape --exit 3 -- ${_e}/shape_mismatch.json)
 oom_case(oom bad_json --exit 3 -- ${_e}/truncated.json --json)
@@ -74,7 +79,9 @@ if(MEMEST_OOM_EXHAUSTIVE)
       oom_case(oom_full errors.${name} --exit any -- ${f})
     endif()
   endforeach()
+  oom_case(oom_full gpt2_checkpoint_max_batch -- ${_m}/gpt2.json --checkpoint --gpu a100-40gb
+           --set n_layer=2 --max-batch)
   # 6,000 allocations of 60 ms runs; 90,000 allocations (1,500 estimates)
-  oom_case(oom_full gpt2_advise --every 5 -- ${_m}/gpt2.json --advise --mem 1GiB)
+  oom_case(oom_full gpt2_advise --every 5 -- ${_m}/gpt2.json --advise --gpu a100-40gb)
   oom_case(oom_full mlp_max_batch --every 10 -- ${_m}/mlp-mnist.json --max-batch --mem 1GiB)
 endif()
