@@ -10,9 +10,14 @@
  * (NULL, errno ENOMEM), and keeps the blocks allocated while armed in a list.
  *
  * A clean run counts the allocations of `memest ARGUMENTS` (run in process
- * through memest_main()); then, for each N from 1 to that count, two runs in
- * a forked child: allocation N fails once (transient), and every allocation
- * from N on fails (persistent). Each run must
+ * through memest_main()); then, for each N from 1 to that count, two runs:
+ * allocation N fails once (transient), and every allocation from N on fails
+ * (persistent). The runs are made in a child process, many in one (a fork
+ * costs more than most runs); a fresh child takes over after a run that
+ * failed a check, and reruns a run whose allocations 1 to N were not the
+ * clean run's (same callers and sizes), which libc's state left by an
+ * earlier run can cause. New blocks and the stack are filled with a pattern
+ * before each run. Each run must
  *   - end normally (no signal), leaving no block allocated while armed
  *     (a leak), and
  *   - either exit 5 with exactly one error line on stderr ("memest: ...out
@@ -741,6 +746,15 @@ static bool first_of_kind(const char *why, const char *err)
     return true;
 }
 
+/* Removes the files and directories made in main() under tmpl. */
+static void remove_dirs(const char *tmpl)
+{
+    rmdir(g_tmp);
+    unlink(g_out);
+    unlink(g_err);
+    rmdir(tmpl);
+}
+
 static void print_args(FILE *f)
 {
     for (int i = 1; i < g_argc; i++)
@@ -822,6 +836,8 @@ int main(int argc, char **argv)
             run_free(&r);
         }
         child_stop(NULL);
+        run_free(&clean);
+        remove_dirs(tmpl);
         return 0;
     }
     uint64_t total = clean.o.count;
@@ -874,9 +890,6 @@ int main(int argc, char **argv)
            (unsigned long long)recovered[0], (unsigned long long)recovered[1],
            (unsigned long long)(injected[0] + injected[1]), fails);
     run_free(&clean);
-    rmdir(g_tmp);
-    unlink(g_out);
-    unlink(g_err);
-    rmdir(tmpl);
+    remove_dirs(tmpl);
     return fails ? 1 : 0;
 }
