@@ -80,8 +80,11 @@ static int eval(struct advisor *ad, int64_t batch, const struct memest_step_cfg 
     res->saves = (int64_t)ad->base.needs - (int64_t)f.needs;
     struct memest_time_opts t;
     struct memest_time tm;
-    res->has_time = memest_app_time_opts(a, step, a->o->dtype, &t, NULL, NULL) &&
-                    memest_roofline(&a->r, &e, &t, &tm, NULL) == 0;
+    int rc = memest_app_time_opts(a, step, a->o->dtype, &t, NULL, NULL)
+                 ? memest_roofline(&a->r, &e, &t, &tm, NULL) : -1;
+    if (rc == -2)
+        return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+    res->has_time = rc == 0;
     if (res->has_time) {
         res->step_s = tm.step_s;
         res->samples_per_s = tm.samples_per_s;

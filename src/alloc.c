@@ -301,7 +301,7 @@ int memest_alloc_malloc(struct memest_alloc *a, uint64_t bytes, uint32_t *handle
         if (a->next_addr > MEMEST_SIZE_MAX - seg)
             return -1;
         if (new_block(a, &x) != 0)
-            return -1;
+            return -2;
         a->b[x] = (struct blk){.addr = a->next_addr, .size = seg, .prev = NIL, .next = NIL,
                                .small = small};
         a->next_addr += seg;
@@ -316,7 +316,7 @@ int memest_alloc_malloc(struct memest_alloc *a, uint64_t bytes, uint32_t *handle
         uint32_t r;
         if (new_block(a, &r) != 0) {
             pool_insert(a, x);
-            return -1;
+            return -2;
         }
         struct blk *bx = &a->b[x];
         a->b[r] = (struct blk){.addr = bx->addr + size, .size = remaining, .prev = x,

@@ -48,7 +48,9 @@ int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct mem
     if (memest_model_read_file(o->model, &a->m, err) != 0 ||
         memest_model_build(&a->m, o->sets, o->nsets, &a->g, err) != 0)
         return memest_error_exit(err);
-    uint32_t unused_at, unused = memest_graph_unused_inputs(&a->g, &unused_at);
+    uint32_t unused, unused_at;
+    if (memest_graph_unused_inputs(&a->g, &unused, &unused_at, err) != 0)
+        return memest_error_exit(err);
     if (unused) { /* allowed, as in PyTorch (issue 6), but likely a mistake */
         char file[MEMEST_ESC_NAME], name[MEMEST_ESC_NAME];
         fprintf(stderr, "memest: warning: %s: %s: the input \"%s\" is not used by any node%s\n",
@@ -124,9 +126,10 @@ bool memest_app_time_opts(const struct memest_app *a, const struct memest_step_c
     return true;
 }
 
-void memest_app_card_report(const struct memest_app *a, const struct memest_estimate *e,
-                            const struct memest_step_cfg *step, enum memest_dtype dtype,
-                            struct memest_card_report *c, struct memest_node_time *nodes)
+int memest_app_card_report(const struct memest_app *a, const struct memest_estimate *e,
+                           const struct memest_step_cfg *step, enum memest_dtype dtype,
+                           struct memest_card_report *c, struct memest_node_time *nodes,
+                           struct memest_error *err)
 {
     memset(c, 0, sizeof *c);
     c->card = &a->card;
@@ -137,12 +140,17 @@ void memest_app_card_report(const struct memest_app *a, const struct memest_esti
     c->mfu = a->o->mfu;
     c->grad_accum = inf ? 1 : step->grad_accum;
     struct memest_time_opts t;
-    if (memest_app_time_opts(a, step, dtype, &t, &c->precision, &c->peak_fallback) &&
-        memest_roofline(&a->r, e, &t, &c->time, nodes) == 0) {
+    if (!memest_app_time_opts(a, step, dtype, &t, &c->precision, &c->peak_fallback))
+        return 0;
+    int rc = memest_roofline(&a->r, e, &t, &c->time, nodes);
+    if (rc == -2)
+        return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+    if (rc == 0) {
         c->has_time = true;
         c->peak_flops = t.peak_flops;
         c->nodes = nodes;
     }
+    return 0;
 }
 
 int memest_flow_list_gpus(const struct memest_cli *o)

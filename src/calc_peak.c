@@ -1531,8 +1531,13 @@ static int finish(struct sim *S, size_t start, struct memest_timeline *out, stru
         if (ev->kind == MEMEST_EV_ALLOC) {
             in->bytes = ev->bytes;
             in->cat = ev->category;
-            if (ev->bytes > 0 &&
-                memest_alloc_malloc(a, ev->bytes, &in->handle, &in->block) != 0) {
+            int arc = ev->bytes > 0 ? memest_alloc_malloc(a, ev->bytes, &in->handle, &in->block)
+                                    : 0;
+            if (arc == -2) {
+                nomem(S);
+                goto end;
+            }
+            if (arc != 0) {
                 memest_errf(S->err, MEMEST_ERR_LIMIT, NULL,
                             "the step needs more than 2^62 bytes in one allocation, or "
                             "more than 2^63 - 1 bytes of memory in all");

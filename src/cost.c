@@ -33,8 +33,10 @@ static uint64_t weigh(uint64_t nodes, uint64_t inputs, uint64_t values, uint64_t
 
 void memest_cost_records(const struct memest_run *r, struct memest_cost *c)
 {
+    /* r->g is unset when shape inference failed before it began (out of
+     * memory on its first allocation) */
     *c = (struct memest_cost){
-        .nodes = r->g->nnodes, .inputs = r->nins, .values = r->nvalues,
+        .nodes = r->g ? r->g->nnodes : 0, .inputs = r->nins, .values = r->nvalues,
         .storages = r->nstorages, .params = r->nparams, .saves = r->nsaves,
         .buffers = r->nbuffers,
     };

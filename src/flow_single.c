@@ -14,8 +14,10 @@ static int probe(const struct memest_cli *o, const struct memest_graph *g,
                  struct memest_timeline *tl, struct memest_probe_result *res,
                  struct memest_error *err)
 {
+    memset(res, 0, sizeof *res);
     const char **names = malloc(sizeof *names * (g->nnodes ? g->nnodes : 1));
     if (!names) {
+        res->no_memory = true;
         memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
         return MEMEST_EXIT_INTERNAL;
     }
@@ -84,7 +86,10 @@ int memest_flow_single(struct memest_app *a)
             rc = memest_app_fail(o, &err);
             goto end;
         }
-        memest_app_card_report(a, &e, &a->step, o->dtype, &cr, nodes);
+        if (memest_app_card_report(a, &e, &a->step, o->dtype, &cr, nodes, &err) != 0) {
+            rc = memest_app_fail(o, &err);
+            goto end;
+        }
         rep.card = &cr;
     }
     if (o->json) {

@@ -52,9 +52,11 @@ static int eval_row(struct memest_app *a, int64_t batch, struct memest_sweep_row
         row->may_fit = row->lower <= f.usable;
     }
     struct memest_time_opts t;
-    if (memest_app_time_opts(a, &a->step, o->dtype, &t, NULL, NULL) &&
-        memest_roofline(&a->r, &e, &t, &row->time, NULL) == 0)
-        row->has_time = true;
+    int rc = memest_app_time_opts(a, &a->step, o->dtype, &t, NULL, NULL)
+                 ? memest_roofline(&a->r, &e, &t, &row->time, NULL) : -1;
+    if (rc == -2)
+        return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+    row->has_time = rc == 0;
     return 0;
 }
 
@@ -321,7 +323,10 @@ int memest_flow_max_batch(struct memest_app *a)
         return memest_app_fail(o, &err);
     }
     struct memest_card_report cr;
-    memest_app_card_report(a, &e, &a->step, o->dtype, &cr, nodes);
+    if (memest_app_card_report(a, &e, &a->step, o->dtype, &cr, nodes, &err) != 0) {
+        free(nodes);
+        return memest_app_fail(o, &err);
+    }
     int rc = best > 0 ? MEMEST_EXIT_OK : MEMEST_EXIT_NOFIT;
     if (mb.capped)
         fprintf(stderr,

@@ -221,7 +221,10 @@ static int parse_buffer(const char *buf, size_t len, const char *label, struct m
         return -1;
     }
     const char *end = NULL;
+    errno = 0; /* cJSON fails alike on bad text and on malloc failing with ENOMEM */
     cJSON *root = cJSON_ParseWithLengthOpts(buf + skip, len - skip + 1, &end, 1);
+    if (!root && errno == ENOMEM)
+        return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
     if (!root) {
         size_t off = end && end >= buf + skip && end <= buf + len ? (size_t)(end - buf) : skip;
         if (off >= len) {

@@ -3,7 +3,7 @@
  * and return its exit code, after checking that standard output took
  * everything written to it. The flows live in src/flow_*.c and src/advise.c
  * (app.h). In the core library, so that tests can run the whole command in
- * process (tests/unit/test_oom.c injects allocation failures this way). */
+ * process (tests/oom/oom_test.c injects allocation failures this way). */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>

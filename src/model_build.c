@@ -91,9 +91,17 @@ static bool bad_name(const char *s)
 }
 #define NAME_RULE "a name of 1 to 100 characters without ':' or control characters"
 
+static int nomem(struct builder *b);
+
+/* "path.key" in the graph's arena. NULL when out of memory, with the error
+ * set: an error about that path reported next is then not kept (the first
+ * error wins), so that out of memory is never reported as a model error. */
 static char *path_join(struct builder *b, const char *path, const char *key)
 {
-    return memest_arena_concat(&b->g->arena, path, *path ? "." : "", key, (char *)NULL);
+    char *p = memest_arena_concat(&b->g->arena, path, *path ? "." : "", key, (char *)NULL);
+    if (!p)
+        nomem(b);
+    return p;
 }
 
 /* Decimal digits of v into buf (at least 24 bytes); returns buf. */
@@ -135,6 +143,8 @@ struct jp {
     int idx;
 };
 
+/* The path for an error about p; out of memory is set as the error (and
+ * wins, as in path_join) when it cannot be formatted. */
 static const char *jp_str(struct builder *b, const struct jp *p)
 {
     char idx[24] = "";
@@ -142,6 +152,8 @@ static const char *jp_str(struct builder *b, const struct jp *p)
         snprintf(idx, sizeof idx, "[%d]", p->idx);
     const char *s = memest_arena_printf(&b->g->arena, "%s%s%s%s", p->base,
                                         p->key && *p->base ? "." : "", p->key ? p->key : "", idx);
+    if (!s)
+        nomem(b);
     return s ? s : p->base;
 }
 
@@ -1533,14 +1545,15 @@ int64_t memest_graph_find(const struct memest_graph *g, const char *name)
     return -1;
 }
 
-uint32_t memest_graph_unused_inputs(const struct memest_graph *g, uint32_t *first)
+int memest_graph_unused_inputs(const struct memest_graph *g, uint32_t *count, uint32_t *first,
+                               struct memest_error *err)
 {
     uint32_t ninputs = 0; /* the inputs are the first nodes */
     while (ninputs < g->nnodes && g->nodes[ninputs].op == &memest_op_input)
         ninputs++;
     bool *used = calloc(ninputs ? ninputs : 1, sizeof *used);
     if (!used)
-        return 0;
+        return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
     for (uint32_t o = 0; o < g->noutputs; o++)
         if (g->outputs[o].node < ninputs)
             used[g->outputs[o].node] = true;
@@ -1548,12 +1561,12 @@ uint32_t memest_graph_unused_inputs(const struct memest_graph *g, uint32_t *firs
         for (uint32_t k = 0; k < g->nodes[n].nin; k++)
             if (g->nodes[n].in[k].node < ninputs)
                 used[g->nodes[n].in[k].node] = true;
-    uint32_t count = 0;
+    *count = 0;
     for (uint32_t i = ninputs; i-- > 0;)
         if (!used[i]) {
-            count++;
+            ++*count;
             *first = i;
         }
     free(used);
-    return count;
+    return 0;
 }

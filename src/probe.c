@@ -190,6 +190,7 @@ static int make_slots(struct replay *r)
         return 0;
     r->slots = calloc(r->nslots, sizeof *r->slots);
     if (!r->slots) {
+        r->res->no_memory = true;
         memest_errf(r->err, MEMEST_ERR_NOMEM, NULL, "out of memory (probe: %zu allocation slots)",
                     r->nslots);
         return MEMEST_EXIT_INTERNAL;
@@ -361,7 +362,9 @@ int memest_probe_run(const struct memest_probe_config *cfg, const struct memest_
 
     enum memest_probe_status st = b->open(cfg->libpath);
     if (st != MEMEST_PROBE_OK) {
-        memest_errf(err, MEMEST_ERR_PROBE, NULL, "%s: " UNCHECKED, b->last_error());
+        res->no_memory = st == MEMEST_PROBE_NOMEM;
+        memest_errf(err, res->no_memory ? MEMEST_ERR_NOMEM : MEMEST_ERR_PROBE, NULL,
+                    "%s: " UNCHECKED, b->last_error());
         b->close();
         return cleanup(&r, st == MEMEST_PROBE_NODRIVER || st == MEMEST_PROBE_NODEV
                                ? MEMEST_EXIT_NODEV : MEMEST_EXIT_INTERNAL);
@@ -437,7 +440,8 @@ void memest_probe_print_text(FILE *f, const struct memest_probe_result *r)
 {
     char a[32], b[32], c[32];
     if (!r->have_device) {
-        fprintf(f, "probe: not run (no usable CUDA driver or device)\n");
+        fprintf(f, "probe: not run (%s)\n",
+                r->no_memory ? "out of memory" : "no usable CUDA driver or device");
         return;
     }
     char name[MEMEST_ESC_NAME];

@@ -7,6 +7,7 @@
 
 #include <assert.h>
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,8 +137,13 @@ static enum memest_probe_status cuda_open(const char *libpath)
             from = " (MEMEST_LIBCUDA)";
         }
     }
+    errno = 0; /* ENOMEM after a failed dlopen(): malloc failed, whatever dlerror() says */
     if (libpath) {
         cu.lib = dlopen(libpath, RTLD_NOW | RTLD_LOCAL);
+        if (!cu.lib && errno == ENOMEM) {
+            set_error("cannot load the CUDA driver %s%s: out of memory", libpath, from);
+            return MEMEST_PROBE_NOMEM;
+        }
         if (!cu.lib) {
             const char *why = dlerror();
             set_error("cannot load the CUDA driver %s%s: %s", libpath, from,
@@ -147,9 +153,13 @@ static enum memest_probe_status cuda_open(const char *libpath)
     } else {
         libpath = "libcuda.so.1";
         cu.lib = dlopen(libpath, RTLD_NOW | RTLD_LOCAL);
-        if (!cu.lib) {
+        if (!cu.lib && errno != ENOMEM) {
             libpath = "libcuda.so";
             cu.lib = dlopen(libpath, RTLD_NOW | RTLD_LOCAL);
+        }
+        if (!cu.lib && errno == ENOMEM) {
+            set_error("cannot load the CUDA driver %s: out of memory", libpath);
+            return MEMEST_PROBE_NOMEM;
         }
         if (!cu.lib) {
             set_error("no CUDA driver found (libcuda.so.1)");

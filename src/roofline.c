@@ -127,7 +127,7 @@ int memest_roofline(const struct memest_run *r, const struct memest_estimate *e,
     if (!o->inference && o->step && o->step->checkpoint) {
         recompute = calloc(r->g->nnodes ? r->g->nnodes : 1, sizeof *recompute);
         if (!recompute)
-            return -1;
+            return -2;
         mark_recompute(r->g, o->step, recompute);
     }
     for (uint32_t n = 0; n < r->g->nnodes; n++) {

@@ -42,8 +42,9 @@ void memest_alloc_destroy(struct memest_alloc *a);
 /* Allocates `bytes` (> 0; 0-byte requests never reach the allocator in
  * PyTorch, so the caller skips them). *handle identifies the block for
  * memest_alloc_free, *block_bytes is the block's size (what
- * memory_allocated() grows by). 0, or -1 when the host is out of memory or
- * the request exceeds 2^62 bytes. */
+ * memory_allocated() grows by). 0; -1 when the request exceeds 2^62 bytes or
+ * the segments would exceed 2^63 - 1 bytes; -2 when the host is out of
+ * memory. */
 int memest_alloc_malloc(struct memest_alloc *a, uint64_t bytes, uint32_t *handle,
                         uint64_t *block_bytes);
 /* Returns the block to its pool, merging it with free neighbours of the same

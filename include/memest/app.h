@@ -90,10 +90,12 @@ bool memest_app_time_opts(const struct memest_app *a, const struct memest_step_c
 
 /* The card section of one estimate e (run in a->r): verdict and, with a
  * preset, the time estimate; nodes (a->g.nnodes entries, or NULL) receive
- * the per-layer times. Requires a->has_card. */
-void memest_app_card_report(const struct memest_app *a, const struct memest_estimate *e,
-                            const struct memest_step_cfg *step, enum memest_dtype dtype,
-                            struct memest_card_report *c, struct memest_node_time *nodes);
+ * the per-layer times. Requires a->has_card. 0, or -1 when out of memory
+ * (err set). */
+int memest_app_card_report(const struct memest_app *a, const struct memest_estimate *e,
+                           const struct memest_step_cfg *step, enum memest_dtype dtype,
+                           struct memest_card_report *c, struct memest_node_time *nodes,
+                           struct memest_error *err);
 
 /* Prints the error: one line on stderr (and a hint for usage errors), and
  * the JSON error document on stdout with --json (o may be NULL: none);

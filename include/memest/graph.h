@@ -11,6 +11,7 @@
 #include "memest/arena.h"
 
 struct memest_op_desc;
+struct memest_error;
 
 /* An evaluated argument, as described by the op's memest_argspec. */
 struct memest_argval {
@@ -75,8 +76,10 @@ struct memest_graph {
 void memest_graph_free(struct memest_graph *g);
 /* Index of the node called `name`, or -1. */
 int64_t memest_graph_find(const struct memest_graph *g, const char *name);
-/* Number of model inputs that no node reads and that are not model outputs;
- * *first gets the first one's node index. Such an input is allowed (PyTorch
- * accepts a forward() argument it never reads, and the tensor still takes
- * memory), so the tool only warns about it. 0 when none (or out of memory). */
-uint32_t memest_graph_unused_inputs(const struct memest_graph *g, uint32_t *first);
+/* *count gets the number of model inputs that no node reads and that are not
+ * model outputs, *first the first one's node index. Such an input is allowed
+ * (PyTorch accepts a forward() argument it never reads, and the tensor still
+ * takes memory), so the tool only warns about it. 0, or -1 when out of
+ * memory (err set). */
+int memest_graph_unused_inputs(const struct memest_graph *g, uint32_t *count, uint32_t *first,
+                               struct memest_error *err);

@@ -37,6 +37,7 @@ enum memest_probe_status {
     MEMEST_PROBE_NODRIVER,  /* no driver library, or it lacks an entry point */
     MEMEST_PROBE_NODEV,     /* the driver cannot initialise, or no such device */
     MEMEST_PROBE_FAILED,    /* any other driver error */
+    MEMEST_PROBE_NOMEM,     /* the host is out of memory (loading the driver) */
     MEMEST_PROBE_STATUS_COUNT
 };
 
@@ -148,6 +149,7 @@ struct memest_probe_result {
     bool failed;                /* failed_at is set (out of memory, or a driver error) */
     struct memest_probe_failure failed_at;
     bool interrupted;           /* stopped by SIGINT / SIGTERM */
+    bool no_memory;             /* not run: the host is out of memory */
 };
 
 /* Replays the timeline on device cfg->device: every ALLOC becomes a device

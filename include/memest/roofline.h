@@ -63,8 +63,8 @@ struct memest_time {
 };
 
 /* Estimates the step of run r (whose estimate is e) under o. per_node, when
- * not NULL, receives r->g->nnodes entries. 0, or -1 when o is unusable
- * (no peak or bandwidth). */
+ * not NULL, receives r->g->nnodes entries. 0; -1 when o is unusable (no
+ * peak or bandwidth); -2 when out of memory. */
 int memest_roofline(const struct memest_run *r, const struct memest_estimate *e,
                     const struct memest_time_opts *o, struct memest_time *out,
                     struct memest_node_time *per_node);
