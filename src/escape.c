@@ -2,6 +2,7 @@
  * rules are in escape.h). */
 #include "memest/escape.h"
 
+#include <limits.h>
 #include <string.h>
 
 size_t memest_utf8_decode(const char *s, uint32_t *cp)
@@ -134,4 +135,16 @@ void memest_esc_xml(FILE *f, const char *s, size_t max_chars)
         }
         p += len;
     }
+}
+
+int memest_utf8_prefix(const char *s, size_t max)
+{
+    size_t len = strnlen(s, max + 1);
+    if (len > max) {
+        len = max;
+        /* back to the start of the sequence that the cut would split */
+        while (len > 0 && ((unsigned char)s[len] & 0xC0) == 0x80)
+            len--;
+    }
+    return len > INT_MAX ? INT_MAX : (int)len;
 }

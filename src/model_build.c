@@ -13,6 +13,7 @@
 
 #include "memest/calc.h"
 #include "memest/cost.h"
+#include "memest/escape.h"
 #include "memest/expr.h"
 #include "memest/format.h"
 #include "memest/graph.h"
@@ -186,8 +187,9 @@ static int blame(struct builder *b, const void *tag)
     memcpy(msg, e->msg, sizeof msg);
     memcpy(path, e->path, sizeof path);
     e->code = MEMEST_ERR_NONE;
-    return memest_errf(e, MEMEST_ERR_USAGE, path, "%s %.100s=%.100s: %s", opt_of(ov), ov->name,
-                       ov->value, msg);
+    return memest_errf(e, MEMEST_ERR_USAGE, path, "%s %.*s=%.*s: %s", opt_of(ov),
+                       memest_utf8_prefix(ov->name, 100), ov->name,
+                       memest_utf8_prefix(ov->value, 100), ov->value, msg);
 }
 
 static int value_err(struct builder *b, const void *tag, enum memest_errcode code,
@@ -376,8 +378,9 @@ static int eval_number(struct builder *b, const cJSON *j, const struct scope *sc
                                    "\"batch\" of a shape list; use -1 to infer a dimension)",
                                    j->valuestring, why);
             return value_err(b, out->tag, MEMEST_ERR_SCHEMA, jp_str(b, path),
-                             "\"%.80s\": %s (expected a number, or an expression over the "
-                             "variables)", j->valuestring, why);
+                             "\"%.*s\": %s (expected a number, or an expression over the "
+                             "variables)", memest_utf8_prefix(j->valuestring, 80), j->valuestring,
+                             why);
         }
         return 0;
     }
@@ -782,7 +785,8 @@ static int eval_value(struct builder *b, const cJSON *j, const struct scope *sc,
                 return -1;
             if (rc == EXPR_VALUE) /* an expression, whose values fail */
                 return value_err(b, v.val.tag, MEMEST_ERR_SCHEMA, path_join(b, path, name),
-                                 "\"%.80s\": %s", j->valuestring, why);
+                                 "\"%.*s\": %s", memest_utf8_prefix(j->valuestring, 80),
+                                 j->valuestring, why);
             v.ov = v.val.tag;
             if (rc == 0) {
                 v.kind = v.val.kind == MEMEST_EXPR_BOOL ? V_BOOL : V_NUM;
@@ -1065,7 +1069,8 @@ static int expand_node(struct builder *b, const cJSON *obj, const char *npath, c
         name = jname->valuestring;
         if (bad_name(name))
             return memest_errf(b->err, MEMEST_ERR_SCHEMA, path_join(b, npath, "name"),
-                               "node name \"%.40s\": expected %s", name, NAME_RULE);
+                               "node name \"%.*s\": expected %s",
+                               memest_utf8_prefix(name, 40), name, NAME_RULE);
     } else if (!(name = memest_arena_strdup(&b->g->arena, decimal(idx, index)))) {
         return nomem(b);
     }

@@ -27,6 +27,11 @@
  * does not start one (*cp is then the byte). s must be NUL-terminated. */
 size_t memest_utf8_decode(const char *s, uint32_t *cp);
 
+/* The length of the longest prefix of s of at most max bytes that ends
+ * between two UTF-8 sequences: for "%.*s" in messages, so that a cut name
+ * never ends in half a character. */
+int memest_utf8_prefix(const char *s, size_t max);
+
 /* Whether code point cp is unsafe (above). */
 bool memest_char_unsafe(uint32_t cp);
 

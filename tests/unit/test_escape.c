@@ -151,8 +151,21 @@ static void test_error_message(void)
     CHECK_STR_EQ(msg, "layers[0]: node 'n\\xE2\\x81\\xA6': bad name \"\\xC2\\x9B1m\\xE2\\x80\\xAE\"");
 }
 
+/* Prefixes for "%.*s": never half a character. "a" then U+00E9 (2 bytes)
+ * then U+20AC (3 bytes) then U+1F600 (4 bytes): boundaries at 0, 1, 3, 6,
+ * 10. */
+static void test_prefix(void)
+{
+    const char *s = "a\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80";
+    static const int want[] = {0, 1, 1, 3, 3, 3, 6, 6, 6, 6, 10, 10, 10};
+    for (size_t max = 0; max < sizeof want / sizeof *want; max++)
+        CHECK_EQ_INT(memest_utf8_prefix(s, max), want[max]);
+    CHECK_EQ_INT(memest_utf8_prefix("", 5), 0);
+}
+
 int main(void)
 {
+    test_prefix();
     test_decode();
     test_unsafe();
     test_text();
