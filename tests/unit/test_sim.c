@@ -88,6 +88,16 @@ static int step(struct fixture *t, const struct memest_step_cfg *cfg, struct mem
     return rc;
 }
 
+/* One steady-state step of plain SGD (for-loop). */
+static int sgd_step(struct fixture *t, struct memest_estimate *e, struct memest_timeline *tl)
+{
+    struct memest_step_cfg cfg;
+    memest_step_cfg_default(&cfg);
+    cfg.optim.kind = MEMEST_OPT_SGD;
+    cfg.impl = MEMEST_IMPL_FORLOOP;
+    return step(t, &cfg, e, tl);
+}
+
 /* SGD, steady state, by hand (bytes: fc1.weight 512, fc1.bias 64,
  * fc2.weight 256, fc2.bias 16; x 128, target 4 int64 = 32):
  *   setup 848 + 128 + 32 = 1008
@@ -109,13 +119,9 @@ static void test_tiny_sgd(void)
         CHECK(0);
         return;
     }
-    struct memest_step_cfg cfg;
-    memest_step_cfg_default(&cfg);
-    cfg.optim.kind = MEMEST_OPT_SGD;
-    cfg.impl = MEMEST_IMPL_FORLOOP;
     struct memest_estimate e;
     struct memest_timeline tl = {0};
-    CHECK_EQ_INT(step(&t, &cfg, &e, &tl), 0);
+    CHECK_EQ_INT(sgd_step(&t, &e, &tl), 0);
     const struct memest_peak *p = &e.train_peak;
     uint64_t ws = memest_cublas_workspace(0);
     CHECK_EQ_U64(ws, 8519680);
@@ -267,13 +273,9 @@ static void test_many_params(void)
         CHECK(0);
         return;
     }
-    struct memest_step_cfg cfg;
-    memest_step_cfg_default(&cfg);
-    cfg.optim.kind = MEMEST_OPT_SGD;
-    cfg.impl = MEMEST_IMPL_FORLOOP;
     struct memest_estimate e;
     struct memest_timeline tl = {0};
-    CHECK_EQ_INT(step(&t, &cfg, &e, &tl), 0);
+    CHECK_EQ_INT(sgd_step(&t, &e, &tl), 0);
     CHECK_EQ_U64(e.params.total, 66048);
     CHECK_EQ_U64(e.gradients, 264192);
     uint64_t n = 0, bytes = 0;
