@@ -3,12 +3,30 @@
 #include "memest/graph_json.h"
 
 #include <cjson/cJSON.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "memest/format.h"
 #include "memest/ops.h"
+
+/* Numbers are written by memest, not by cJSON: cJSON 1.7's printer keeps
+ * 15 digits whenever they read back within a relative epsilon, so it
+ * writes 8014398509481981 as 8.01439850948198e+15. */
+static cJSON *int_json(int64_t v)
+{
+    char buf[24];
+    snprintf(buf, sizeof buf, "%" PRId64, v);
+    return cJSON_CreateRaw(buf);
+}
+
+static cJSON *float_json(double v)
+{
+    char buf[32];
+    return cJSON_CreateRaw(memest_fmt_double(v, buf, sizeof buf));
+}
 
 /* One argument value, as the builder reads it back: scalars for INT, BOOL,
  * FLOAT and single-element INTS, lists for the rest, "batch" in shapes,
@@ -19,24 +37,24 @@ static cJSON *arg_json(const struct memest_argspec *spec, const struct memest_ar
         return cJSON_CreateNull();
     switch (spec->kind) {
     case MEMEST_ARG_INT:
-        return cJSON_CreateNumber((double)av->v[0]);
+        return int_json(av->v[0]);
     case MEMEST_ARG_BOOL:
         return cJSON_CreateBool(av->v[0] != 0);
     case MEMEST_ARG_FLOAT:
-        return cJSON_CreateNumber(av->f);
+        return float_json(av->f);
     case MEMEST_ARG_STR:
     case MEMEST_ARG_NAME:
         return cJSON_CreateString(av->s ? av->s : "");
     case MEMEST_ARG_INTS:
         if (av->n == 1)
-            return cJSON_CreateNumber((double)av->v[0]);
+            return int_json(av->v[0]);
         /* fall through */
     case MEMEST_ARG_SHAPE: {
         cJSON *list = cJSON_CreateArray();
         for (int i = 0; list && i < av->n; i++) {
             cJSON *e = spec->kind == MEMEST_ARG_SHAPE && av->v[i] == MEMEST_SHAPE_BATCH
                            ? cJSON_CreateString("batch")
-                           : cJSON_CreateNumber((double)av->v[i]);
+                           : int_json(av->v[i]);
             if (!cJSON_AddItemToArray(list, e)) {
                 cJSON_Delete(e);
                 cJSON_Delete(list);

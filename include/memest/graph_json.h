@@ -16,7 +16,8 @@
 struct cJSON;
 
 /* The model file of g; NULL when out of memory. The caller frees it with
- * cJSON_Delete(). A full name longer than the builder allows for a name
+ * cJSON_Delete(). Numbers are raw items (cJSON_IsRaw), written so that
+ * they read back exactly: print the document, do not read their values. A full name longer than the builder allows for a name
  * (100 bytes; nested blocks make long ones) is written as it is: building
  * the result then fails on that name. */
 struct cJSON *memest_graph_to_json(const struct memest_graph *g);

@@ -915,8 +915,8 @@ void mm_figures_of(const cJSON *doc, const char *label, uint32_t max_nodes, int6
 #define DIFF(field)                                                                       \
     do {                                                                                  \
         if (a->field != b->field) {                                                       \
-            snprintf(why, whylen, "%s: %.17g != %.17g", #field, (double)a->field,         \
-                     (double)b->field);                                                   \
+            snprintf(why, whylen, "%s: %llu != %llu", #field,                             \
+                     (unsigned long long)a->field, (unsigned long long)b->field);         \
             return false;                                                                 \
         }                                                                                 \
     } while (0)
