@@ -2,10 +2,10 @@
  * the app (reads the model once, builds the graph, resolves the card) and
  * runs one flow; each flow lives in its own file and returns the exit code.
  *
- *   src/app.c            opening, the target card, one estimate at a batch
- *   src/flow_single.c    one estimate: the report, --fit, --probe
- *   src/flow_sweep.c     --sweep, --sweep-var and --max-batch
- *   src/advise.c         --advise
+ *   src/app/app.c            opening, the target card, one estimate at a batch
+ *   src/app/flow_single.c    one estimate: the report, --fit, --probe
+ *   src/app/flow_sweep.c     --sweep, --sweep-var and --max-batch
+ *   src/app/advise.c         --advise
  *
  * Sweeps reuse what does not change: a batch sweep re-runs only shape
  * inference and the calculators (memest_run_infer + memest_estimate) on the
@@ -60,7 +60,7 @@ int memest_app_estimate(struct memest_app *a, int64_t batch, const struct memest
                         enum memest_dtype dtype, struct memest_estimate *e,
                         struct memest_timeline *train_tl, struct memest_error *err);
 
-/* The command's work budget (src/app_budget.c, cost.h). */
+/* The command's work budget (src/app/app_budget.c, cost.h). */
 /* Adds `units` to the work; a usage error (exit 2) naming a->flow, the
  * budget and what was spent, when that passes a->max_work. 0 / -1. */
 int memest_app_charge(struct memest_app *a, uint64_t units, struct memest_error *err);
@@ -102,7 +102,7 @@ int memest_app_card_report(const struct memest_app *a, const struct memest_estim
  * returns its exit code. */
 int memest_app_fail(const struct memest_cli *o, const struct memest_error *err);
 
-/* The whole memest command (src/memest_main.c): options, model, one flow,
+/* The whole memest command (src/app/memest_main.c): options, model, one flow,
  * then standard output flushed and checked. Returns the process exit code.
  * SIGXFSZ is ignored from then on (a file-size limit fails a write with
  * EFBIG), and a closed standard output or error is held open on /dev/null,

@@ -10,7 +10,7 @@
  * noncharacters U+FFFE and U+FFFF, and every byte that does not start a
  * well-formed UTF-8 sequence. Text, CSV and XML show each byte of an unsafe
  * character as \xNN (as error messages do); JSON writes \u escapes
- * (src/jsonw.c). The rest is copied, and cuts fall only between characters. */
+ * (src/base/jsonw.c). The rest is copied, and cuts fall only between characters. */
 #pragma once
 
 #include <stdbool.h>

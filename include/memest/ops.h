@@ -79,7 +79,7 @@ const struct memest_op_desc *const *memest_op_all(int *count);
 /* Index of the argument called `name` in op->args, or -1. */
 int memest_op_arg_index(const struct memest_op_desc *op, const char *name);
 
-/* ---- The calls an infer function makes (implemented in src/infer.c) ---- */
+/* ---- The calls an infer function makes (implemented in src/ops/infer.c) ---- */
 
 /* Number of inputs, and input i's geometry, dtype and requires_grad. */
 int memest_in_count(const struct memest_ictx *c);

@@ -76,7 +76,7 @@ struct memest_probe_backend {
     const char *(*last_error)(void);
 };
 
-/* The CUDA Driver API backend (src/probe_cuda.c). */
+/* The CUDA Driver API backend (src/probe/probe_cuda.c). */
 extern const struct memest_probe_backend memest_probe_cuda;
 
 struct memest_probe_config {

@@ -1,5 +1,5 @@
 /* test_alloc.c - the caching-allocator model on cases computed by hand from
- * the rules of c10/cuda/CUDACachingAllocator.cpp (see src/alloc.c). */
+ * the rules of c10/cuda/CUDACachingAllocator.cpp (see src/sim/alloc.c). */
 #include <stdint.h>
 #include <stdlib.h>
 

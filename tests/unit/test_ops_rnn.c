@@ -1,6 +1,6 @@
 /* test_ops_rnn.c - LSTM, GRU, RNN: parameters (PyTorch's names and
  * shapes), outputs, and the tensors the native CUDA path saves (see
- * src/ops_rnn.c), against hand counts. */
+ * src/ops/ops_rnn.c), against hand counts. */
 #include "check.h"
 #include "ops_test.h"
 

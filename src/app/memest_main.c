@@ -1,7 +1,7 @@
 /* memest_main.c - the memest command: parse the options, open the model
  * once, run one flow (one estimate, a sweep, the largest batch, or advice)
  * and return its exit code, after checking that standard output took
- * everything written to it. The flows live in src/flow_*.c and src/advise.c
+ * everything written to it. The flows live in src/flow_*.c and src/app/advise.c
  * (app.h). In the core library, so that tests can run the whole command in
  * process (tests/oom/oom_test.c injects allocation failures this way). */
 #include <errno.h>

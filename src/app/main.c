@@ -1,5 +1,5 @@
 /* main.c - the memest executable: the command itself is memest_main()
- * (src/memest_main.c, in the core library), which flushes and checks
+ * (src/app/memest_main.c, in the core library), which flushes and checks
  * standard output; closing it is checked here, once the process is done
  * with it (some file systems report a failed write only at close). */
 #include <errno.h>
