@@ -54,5 +54,3 @@ struct memest_cli {
  * a model. */
 int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_error *err);
 void memest_cli_usage(FILE *f);
-/* The op table as Markdown (src/ops/ops_doc.c). */
-void memest_ops_print_markdown(FILE *f);

@@ -2,7 +2,15 @@
  * one struct memest_op_desc: its arguments (checked centrally by the model
  * builder) and an infer function that, given the input tensors, declares the
  * outputs, parameters, buffers, tensors saved for backward and MACs through
- * the memest_ictx calls below. Op families live in src/ops_<family>.c. */
+ * the memest_ictx calls below. Op families live in src/ops/ops_<family>.c.
+ *
+ * What the later stages need to know about an op beyond its infer function
+ * is data in its descriptor, never read from its name: the autocast policy
+ * (.amp), the math library its kernels call (.lib: the simulator allocates
+ * the cuBLAS workspace at the first cuBLAS op), whether model.eval() makes
+ * it return its input (.eval_identity: --inference drops dropout) and
+ * whether it is the model-input op (.model_input). A new op sets them in
+ * its family file; left out, each means "none" / false. */
 #pragma once
 
 #include <stdbool.h>
@@ -56,6 +64,17 @@ enum memest_amp_policy {
                              one is converted first */
 };
 
+/* The library an op's CUDA kernels call, as far as memest models it: an op
+ * of MEMEST_LIB_CUBLAS that does MACs allocates cuBLAS's workspace the first
+ * time one runs (aten/src/ATen/cuda/CublasHandlePool.cpp). cuDNN's
+ * workspaces are not modelled; the value says which convolutions are. Every
+ * op that declares MACs names its library (infer.c checks). */
+enum memest_mathlib {
+    MEMEST_LIB_NONE = 0, /* elementwise / reduction kernels of ATen itself */
+    MEMEST_LIB_CUBLAS,   /* matrix products: at::mm, addmm, bmm (cuBLAS) */
+    MEMEST_LIB_CUDNN,    /* convolutions: at::cudnn_convolution */
+};
+
 struct memest_op_desc {
     const char *name;             /* "conv2d" */
     int min_in, max_in;           /* inputs; max_in < 0: unbounded */
@@ -64,10 +83,16 @@ struct memest_op_desc {
     int (*infer)(struct memest_ictx *c);
     const char *doc;              /* one line for models/README.md and errors */
     uint8_t amp;                  /* enum memest_amp_policy */
+    uint8_t lib;                  /* enum memest_mathlib */
+    bool eval_identity;           /* under model.eval() the op returns its
+                                     input itself (nn.Dropout*: F.dropout with
+                                     training=False), no output, no mask */
+    bool model_input;             /* the op of the model inputs (one only) */
 };
 
 /* The op of the model inputs (the file's "inputs" list): not in the table
- * of types a node may name. */
+ * of types a node may name. The model builder gives it to the inputs; other
+ * stages ask op->model_input. */
 extern const struct memest_op_desc memest_op_input;
 
 /* Looks an op up by its "type" name; NULL when unknown. */

@@ -14,6 +14,7 @@
 
 #include "memest/app.h"
 #include "memest/cli.h"
+#include "memest/ops_doc.h"
 #include "memest/outfile.h"
 
 static bool stdout_failure_told;

@@ -70,7 +70,7 @@ static void node_work(const struct memest_run *r, uint32_t n, struct memest_node
     const struct memest_node *node = &r->g->nodes[n];
     const struct memest_nodeinfo *ni = &r->nodes[n];
     memset(t, 0, sizeof *t);
-    if (strcmp(node->op->name, "input") == 0)
+    if (node->op->model_input)
         return; /* data loading is not part of the step */
     double out_new = 0, out_all = 0;
     for (uint32_t k = 0; k < ni->nout; k++) {

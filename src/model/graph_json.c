@@ -138,7 +138,7 @@ cJSON *memest_graph_to_json(const struct memest_graph *g)
     cJSON *outputs = layers ? cJSON_AddArrayToObject(root, "outputs") : NULL;
     ok = outputs != NULL;
     for (uint32_t i = 0; ok && i < g->nnodes; i++) {
-        bool input = g->nodes[i].op == &memest_op_input;
+        bool input = g->nodes[i].op->model_input;
         ok = append(input ? inputs : layers, node_json(g, &g->nodes[i], input));
     }
     for (uint32_t o = 0; ok && o < g->noutputs; o++)

@@ -1554,7 +1554,7 @@ int memest_graph_unused_inputs(const struct memest_graph *g, uint32_t *count, ui
                                struct memest_error *err)
 {
     uint32_t ninputs = 0; /* the inputs are the first nodes */
-    while (ninputs < g->nnodes && g->nodes[ninputs].op == &memest_op_input)
+    while (ninputs < g->nnodes && g->nodes[ninputs].op->model_input)
         ninputs++;
     bool *used = calloc(ninputs ? ninputs : 1, sizeof *used);
     if (!used)

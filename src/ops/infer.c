@@ -203,7 +203,7 @@ int memest_out_new(struct memest_ictx *c, int ndim, const int64_t *size, enum me
     if (check_ndim(c, ndim) != 0 || !memest_numel(c, ndim, size, &numel))
         return -1;
     if (new_storage(c, ndim, size, numel, dt,
-                    c->node->op == &memest_op_input ? MEMEST_ST_INPUT : MEMEST_ST_ACT,
+                    c->node->op->model_input ? MEMEST_ST_INPUT : MEMEST_ST_ACT,
                     &st) != 0)
         return -1;
     struct memest_shape s;
@@ -618,6 +618,8 @@ static int infer_node(struct memest_run *r, uint32_t id, struct memest_error *er
     ni->nout = r->nvalues - ni->out_first;
     if (ni->nout == 0)
         return memest_fail(&c, "internal: the op declared no output");
+    if (ni->fwd_macs > 0 && n->op->lib == MEMEST_LIB_NONE)
+        return memest_fail(&c, "internal: the op declares MACs but no math library (.lib)");
     if (n->tie_node >= 0 && !param_declared(&c, "weight"))
         return memest_fail(&c, "tie_weight: a %s has no weight to share with \"%s\"",
                            n->op->name, r->g->nodes[n->tie_node].name);

@@ -2,18 +2,12 @@
  * then binary search), suggestions, argument lookup. */
 #include "memest/ops.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "memest/suggest.h"
-
-#define FAMILY(f)                                        \
-    extern const struct memest_op_desc memest_ops_##f[]; \
-    extern const int memest_ops_##f##_count;
-#define FAMILIES(X) \
-    X(linear) X(conv) X(pool) X(norm) X(activation) X(shape) X(elementwise) X(embedding) X(rnn) \
-    X(attention)
-FAMILIES(FAMILY)
+#include "ops_families.h"
 
 struct family {
     const struct memest_op_desc *ops;
@@ -21,11 +15,20 @@ struct family {
 };
 
 #define ENTRY(f) {memest_ops_##f, &memest_ops_##f##_count},
-static const struct family families[] = {FAMILIES(ENTRY)};
+static const struct family families[] = {MEMEST_OP_FAMILIES(ENTRY)};
 
+/* Room for every op of every family; more is a build that lists ops it
+ * cannot register, stopped at the first lookup (every test makes one),
+ * never an op silently left out. */
 #define MAX_OPS 256
 static const struct memest_op_desc *sorted[MAX_OPS];
 static int nsorted = -1;
+
+static _Noreturn void broken_table(const char *what, const char *name)
+{
+    fprintf(stderr, "memest: internal: the op table %s (%s)\n", what, name);
+    abort();
+}
 
 static int by_name(const void *a, const void *b)
 {
@@ -39,9 +42,19 @@ static void init(void)
         return;
     int n = 0;
     for (size_t f = 0; f < sizeof families / sizeof *families; f++)
-        for (int i = 0; i < *families[f].count && n < MAX_OPS; i++)
+        for (int i = 0; i < *families[f].count; i++) {
+            if (n == MAX_OPS)
+                broken_table("has more ops than MAX_OPS (src/ops/ops.c)",
+                             families[f].ops[i].name);
             sorted[n++] = &families[f].ops[i];
+        }
     qsort(sorted, (size_t)n, sizeof *sorted, by_name);
+    for (int i = 0; i < n; i++) {
+        if (i > 0 && strcmp(sorted[i - 1]->name, sorted[i]->name) == 0)
+            broken_table("lists a type twice", sorted[i]->name);
+        if (sorted[i]->model_input)
+            broken_table("lets a node name the model-input op", sorted[i]->name);
+    }
     nsorted = n;
 }
 

@@ -206,6 +206,11 @@ static int infer_identity(struct memest_ictx *c)
         .name = nm, .min_in = 1, .max_in = 1, .args = NULL, .nargs = 0, .infer = fn,           \
         .doc = text,                                                                            \
     }
+#define DROPOUT_OP(nm, fn, text)                                                                \
+    {                                                                                           \
+        .name = nm, .min_in = 1, .max_in = 1, .args = dropout_args,                             \
+        .nargs = NARGS(dropout_args), .infer = fn, .doc = text, .eval_identity = true,          \
+    }
 
 const struct memest_op_desc memest_ops_activation[] = {
     ACT_OP("relu", inplace_args, infer_relu, "nn.ReLU"),
@@ -230,9 +235,9 @@ const struct memest_op_desc memest_ops_activation[] = {
     {.name = "logsoftmax", .min_in = 1, .max_in = 1, .args = softmax_args,
      .nargs = NARGS(softmax_args), .infer = infer_softmax, .doc = "nn.LogSoftmax",
      .amp = MEMEST_AMPP_FP32_OUT},
-    ACT_OP("dropout", dropout_args, infer_dropout, "nn.Dropout (training mode)"),
-    ACT_OP("dropout2d", dropout_args, infer_dropout2d,
-           "nn.Dropout2d: zeroes whole channels (training mode)"),
+    /* eval(): F.dropout / F.dropout2d with training=False return the input */
+    DROPOUT_OP("dropout", infer_dropout, "nn.Dropout (training mode)"),
+    DROPOUT_OP("dropout2d", infer_dropout2d, "nn.Dropout2d: zeroes whole channels (training mode)"),
     ACT_OP0("identity", infer_identity, "nn.Identity: the input itself"),
 };
 const int memest_ops_activation_count = NOPS(memest_ops_activation);

@@ -302,6 +302,7 @@ const struct memest_op_desc memest_ops_attention[] = {
         .doc = "nn.MultiheadAttention: 1 input (self-attention) or query, key, value; "
                "outputs 0 = attn_output, 1 = attn weights (need_weights)",
         .amp = MEMEST_AMPP_LOW,
+        .lib = MEMEST_LIB_CUBLAS, /* the projections (addmm) and the bmm of the scores */
     },
 };
 const int memest_ops_attention_count = NOPS(memest_ops_attention);

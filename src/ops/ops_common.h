@@ -13,6 +13,7 @@
 #include "memest/dtype.h"
 #include "memest/ops.h"
 #include "memest/shape.h"
+#include "ops_families.h"
 
 #define NARGS(a) ((int)(sizeof(a) / sizeof *(a)))
 #define NOPS(a) ((int)(sizeof(a) / sizeof *(a)))

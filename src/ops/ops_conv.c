@@ -200,10 +200,12 @@ static int infer_convt1d(struct memest_ictx *c) { return infer_conv_nd(c, 1, tru
 static int infer_convt2d(struct memest_ictx *c) { return infer_conv_nd(c, 2, true); }
 static int infer_convt3d(struct memest_ictx *c) { return infer_conv_nd(c, 3, true); }
 
+/* Convolutions (transposed too) run cuDNN on CUDA (at::_convolution picks
+ * ConvBackend::Cudnn / CudnnTranspose for float inputs), not cuBLAS. */
 #define CONV_OP(nm, argv, fn, text)                                                             \
     {                                                                                           \
         .name = nm, .min_in = 1, .max_in = 1, .args = argv, .nargs = NARGS(argv), .infer = fn, \
-        .doc = text, .amp = MEMEST_AMPP_LOW,                                                    \
+        .doc = text, .amp = MEMEST_AMPP_LOW, .lib = MEMEST_LIB_CUDNN,                           \
     }
 
 const struct memest_op_desc memest_ops_conv[] = {

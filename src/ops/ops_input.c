@@ -55,4 +55,5 @@ const struct memest_op_desc memest_op_input = {
     .nargs = sizeof input_args / sizeof *input_args,
     .infer = infer_input,
     .doc = "a model input (the \"inputs\" list)",
+    .model_input = true,
 };

@@ -174,6 +174,7 @@ const struct memest_op_desc memest_ops_linear[] = {
         .infer = infer_linear,
         .doc = "nn.Linear: y = x W^T + b over the last dimension",
         .amp = MEMEST_AMPP_LOW,
+        .lib = MEMEST_LIB_CUBLAS, /* addmm / matmul */
     },
     {
         .name = "bilinear",
@@ -183,6 +184,7 @@ const struct memest_op_desc memest_ops_linear[] = {
         .nargs = NARGS(bilinear_args),
         .infer = infer_bilinear,
         .doc = "nn.Bilinear: y = x1^T A x2 + b",
+        .lib = MEMEST_LIB_CUBLAS, /* at::_trilinear's bmm */
     },
     {
         .name = "parameter",

@@ -258,14 +258,16 @@ static int infer_lstm(struct memest_ictx *c) { return infer_rnn_any(c, CELL_LSTM
 static int infer_gru(struct memest_ictx *c) { return infer_rnn_any(c, CELL_GRU); }
 static int infer_rnn(struct memest_ictx *c) { return infer_rnn_any(c, CELL_RNN); }
 
+/* cuBLAS: the native path modelled above runs the gate products as mm. */
 const struct memest_op_desc memest_ops_rnn[] = {
     {.name = "lstm", .min_in = 1, .max_in = 1, .args = lstm_args, .nargs = NARGS(lstm_args),
      .infer = infer_lstm, .doc = "nn.LSTM: outputs 0 = output, 1 = h_n, 2 = c_n",
-     .amp = MEMEST_AMPP_LOW},
+     .amp = MEMEST_AMPP_LOW, .lib = MEMEST_LIB_CUBLAS},
     {.name = "gru", .min_in = 1, .max_in = 1, .args = gru_args, .nargs = NARGS(gru_args),
-     .infer = infer_gru, .doc = "nn.GRU: outputs 0 = output, 1 = h_n", .amp = MEMEST_AMPP_LOW},
+     .infer = infer_gru, .doc = "nn.GRU: outputs 0 = output, 1 = h_n", .amp = MEMEST_AMPP_LOW,
+     .lib = MEMEST_LIB_CUBLAS},
     {.name = "rnn", .min_in = 1, .max_in = 1, .args = rnn_args, .nargs = NARGS(rnn_args),
      .infer = infer_rnn, .doc = "nn.RNN (tanh or relu): outputs 0 = output, 1 = h_n",
-     .amp = MEMEST_AMPP_LOW},
+     .amp = MEMEST_AMPP_LOW, .lib = MEMEST_LIB_CUBLAS},
 };
 const int memest_ops_rnn_count = NOPS(memest_ops_rnn);

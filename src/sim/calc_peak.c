@@ -597,9 +597,9 @@ static void analyze_lastuse(struct sim *S)
      * no mask), so the input lives as long as the output would have */
     if (S->inference) {
         for (uint32_t n = 0; n < S->nn; n++) {
-            const char *op = S->g->nodes[n].op->name;
+            const struct memest_op_desc *op = S->g->nodes[n].op;
             const struct memest_nodeinfo *ni = &r->nodes[n];
-            if (strncmp(op, "dropout", 7) != 0 || S->g->nodes[n].nin != 1 || ni->nout != 1)
+            if (!op->eval_identity || S->g->nodes[n].nin != 1 || ni->nout != 1)
                 continue;
             uint32_t in = r->values[node_in(r, n, 0)->src].storage;
             uint32_t out = r->values[ni->out_first].storage;
@@ -699,8 +699,7 @@ static bool kept(const struct sim *S, uint32_t s, enum fmode m, const struct ckp
 
 static bool uses_cublas(const struct memest_run *r, uint32_t n)
 {
-    const char *op = r->g->nodes[n].op->name;
-    return r->nodes[n].fwd_macs > 0 && strncmp(op, "conv", 4) != 0;
+    return r->nodes[n].fwd_macs > 0 && r->g->nodes[n].op->lib == MEMEST_LIB_CUBLAS;
 }
 
 static int forward_node(struct sim *S, uint32_t n, enum fmode m, const struct ckpt *k,

@@ -158,7 +158,7 @@ cJSON *mm_flat(const struct memest_graph *g)
     /* every node left out by "if": a model file needs one in "layers" */
     uint32_t layers = 0;
     for (uint32_t n = 0; n < g->nnodes; n++)
-        layers += g->nodes[n].op != &memest_op_input;
+        layers += !g->nodes[n].op->model_input;
     return layers ? memest_graph_to_json(g) : NULL;
 }
 
