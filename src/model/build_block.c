@@ -83,11 +83,12 @@ int mb_expand_block(struct builder *b, const char *bname, const cJSON *def, cons
         int n = 0;
         for (const cJSON *a = args ? args->child : NULL; a && n < 64; a = a->next)
             cands[n++] = a->string;
-        const char *near = memest_suggest(c->string, cands, n);
         char *ap = mb_path_join(b, callpath, c->string);
+        char dym[sizeof b->err->msg];
         rc = memest_errf(b->err, MEMEST_ERR_SCHEMA, ap ? ap : callpath,
-                         "unknown argument \"%s\" for block \"%s\"%s%s%s", c->string, bname,
-                         near ? " (did you mean \"" : "", near ? near : "", near ? "\"?)" : "");
+                         "unknown argument \"%s\" for block \"%s\"%s", c->string, bname,
+                         memest_suggest_clause(memest_suggest(c->string, cands, n), dym,
+                                               sizeof dym));
     }
     char *argspath = mb_path_join(b, bpath, "args"); /* where the defaults are */
     if (rc == 0 && !argspath)
@@ -145,11 +146,11 @@ int mb_check_block_def(struct builder *b, const cJSON *def, const char *bname)
         for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
             ok |= strcmp(c->string, keys[i]) == 0;
         if (!ok) {
-            const char *near = memest_suggest(c->string, keys, 5);
-            return memest_errf(b->err, MEMEST_ERR_SCHEMA, path,
-                               "unknown field \"%s\" in a block%s%s%s", c->string,
-                               near ? " (did you mean \"" : "", near ? near : "",
-                               near ? "\"?)" : "");
+            char dym[sizeof b->err->msg];
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, path, "unknown field \"%s\" in a block%s",
+                               c->string,
+                               memest_suggest_clause(memest_suggest(c->string, keys, 5), dym,
+                                                     sizeof dym));
         }
     }
     if (mb_check_comment(b, def, path) != 0)

@@ -50,11 +50,11 @@ int mb_resolve_ref(struct builder *b, const struct memest_strmap *names, const c
         for (size_t i = 0; i < names->cap && n < 256; i++)
             if (names->keys[i])
                 cands[n++] = names->keys[i];
-        const char *near = memest_suggest(s, cands, n);
+        char dym[sizeof b->err->msg];
         return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_jp_str(b, jpath),
-                           "\"%.*s\" is not an input or an earlier node here%s%s%s%s", (int)len, s,
-                           near ? " (did you mean \"" : "", near ? near : "", near ? "\"?)" : "",
-                           " (nodes may only use nodes listed before them, so cycles cannot be written)");
+                           "\"%.*s\" is not an input or an earlier node here%s (nodes may only "
+                           "use nodes listed before them, so cycles cannot be written)", (int)len,
+                           s, memest_suggest_clause(memest_suggest(s, cands, n), dym, sizeof dym));
     }
     struct memest_ref r = unpack(v);
     if (k) {
@@ -137,9 +137,9 @@ static int unknown_type(struct builder *b, const char *type, const char *path)
         cands[n++] = ops[i]->name;
     for (const cJSON *c = b->blocks ? b->blocks->child : NULL; c && n < nops + 256; c = c->next)
         cands[n++] = c->string;
-    const char *near = memest_suggest(type, cands, n);
-    memest_errf(b->err, MEMEST_ERR_SCHEMA, path, "unknown layer type \"%s\"%s%s%s", type,
-                near ? " (did you mean \"" : "", near ? near : "", near ? "\"?)" : "");
+    char dym[sizeof b->err->msg];
+    memest_errf(b->err, MEMEST_ERR_SCHEMA, path, "unknown layer type \"%s\"%s", type,
+                memest_suggest_clause(memest_suggest(type, cands, n), dym, sizeof dym));
     free(cands);
     return -1;
 }
@@ -322,9 +322,13 @@ static int expand_node(struct builder *b, const cJSON *obj, const char *npath, c
                     return memest_errf(b->err, MEMEST_ERR_SCHEMA, npath,
                                        "%s takes %d input%s, got %d", op->name, op->min_in,
                                        op->min_in == 1 ? "" : "s", nin);
+                if (op->max_in < 0)
+                    return memest_errf(b->err, MEMEST_ERR_SCHEMA, npath,
+                                       "%s takes at least %d input%s, got %d", op->name,
+                                       op->min_in, op->min_in == 1 ? "" : "s", nin);
                 return memest_errf(b->err, MEMEST_ERR_SCHEMA, npath,
-                                   "%s takes %d to %s inputs, got %d", op->name, op->min_in,
-                                   op->max_in < 0 ? "any number of" : "", nin);
+                                   "%s takes %d to %d inputs, got %d", op->name, op->min_in,
+                                   op->max_in, nin);
             }
             struct memest_node *n = mb_new_node(b, fname, npath);
             if (!n)

@@ -119,6 +119,27 @@ static int parse_override(struct builder *b, const struct memest_override *ov, s
     return 0;
 }
 
+/* The name in "variables" nearest to `name` (memest_suggest), or NULL. */
+static const char *nearest_variable(const cJSON *jvars, const char *name)
+{
+    const char *cands[256];
+    int n = 0;
+    for (const cJSON *v = cJSON_IsObject(jvars) ? jvars->child : NULL; v && n < 256; v = v->next)
+        cands[n++] = v->string;
+    return memest_suggest(name, cands, n);
+}
+
+bool memest_model_has_variable(const struct memest_model *m, const char *name, const char **near)
+{
+    const cJSON *jvars = cJSON_GetObjectItemCaseSensitive(m->root, "variables");
+    for (const cJSON *v = cJSON_IsObject(jvars) ? jvars->child : NULL; v; v = v->next)
+        if (strcmp(v->string, name) == 0)
+            return true;
+    if (near)
+        *near = nearest_variable(jvars, name);
+    return false;
+}
+
 int mb_load_variables(struct builder *b, const cJSON *jvars, const struct memest_override *ov,
                       int nov, struct scope *globals)
 {
@@ -161,15 +182,12 @@ int mb_load_variables(struct builder *b, const cJSON *jvars, const struct memest
         while (j < n && strcmp(vars[j].name, ov[k].name) != 0)
             j++;
         if (j == n) {
-            const char *cands[256];
-            int m = 0;
-            for (int q = 0; q < n && q < 256; q++)
-                cands[m++] = vars[q].name;
-            const char *near = memest_suggest(ov[k].name, cands, m);
+            char dym[sizeof b->err->msg];
             return memest_errf(b->err, MEMEST_ERR_USAGE, NULL,
-                               "%s %s: the model has no variable \"%s\"%s%s%s", mb_opt_of(&ov[k]),
-                               ov[k].name, ov[k].name, near ? " (did you mean \"" : "", near ? near : "",
-                               near ? "\"?)" : "");
+                               "%s %s: the model has no variable \"%s\"%s", mb_opt_of(&ov[k]),
+                               ov[k].name, ov[k].name,
+                               memest_suggest_clause(nearest_variable(jvars, ov[k].name), dym,
+                                                     sizeof dym));
         }
         static const char *const kind_name[] = {[V_NUM] = "a number", [V_BOOL] = "true or false",
                                                 [V_STR] = "a string", [V_JSON] = "a list"};

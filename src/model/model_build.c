@@ -85,11 +85,11 @@ static int build(struct builder *b, const cJSON *root, const struct memest_overr
         while (k < nkeys && strcmp(c->string, keys[k]) != 0)
             k++;
         if (k == nkeys) {
-            const char *near = memest_suggest(c->string, keys, nkeys);
+            char dym[sizeof b->err->msg];
             return memest_errf(b->err, MEMEST_ERR_SCHEMA, c->string,
-                               "unknown top-level field \"%s\"%s%s%s", c->string,
-                               near ? " (did you mean \"" : "", near ? near : "",
-                               near ? "\"?)" : "");
+                               "unknown top-level field \"%s\"%s", c->string,
+                               memest_suggest_clause(memest_suggest(c->string, keys, nkeys), dym,
+                                                     sizeof dym));
         }
     }
     const cJSON *jname = cJSON_GetObjectItemCaseSensitive(root, "name");
