@@ -8,8 +8,6 @@
 
 #include "build_internal.h"
 
-/* ---- blocks ---- */
-
 /* Records the instance of block `bname` whose nodes are first..nnodes-1. */
 static int add_block_inst(struct builder *b, const char *fullname, const char *bname,
                           uint32_t first)

@@ -116,6 +116,8 @@ int mb_value_err(struct builder *b, const void *tag, enum memest_errcode code,
     return mb_blame(b, tag);
 }
 
+/* ---- the work budget, and checks every object shares ---- */
+
 /* Bounds the time a model file can make the builder spend, whatever it
  * holds: every node visited (also those "if" leaves out, and each copy of a
  * "repeat"), every block argument, and every expression evaluated (plus one

@@ -67,6 +67,7 @@ int mb_resolve_ref(struct builder *b, const struct memest_strmap *names, const c
     return 0;
 }
 
+/* Adds a local name to `names` (a duplicate is an error at path). */
 int mb_add_name(struct builder *b, struct memest_strmap *names, const char *name,
                 struct memest_ref r, const char *path)
 {
@@ -78,6 +79,8 @@ int mb_add_name(struct builder *b, struct memest_strmap *names, const char *name
     return 0;
 }
 
+/* Appends a node called fullname (unique in the graph, within the node
+ * limit) with defaults set; NULL with the error set. */
 struct memest_node *mb_new_node(struct builder *b, const char *fullname, const char *path)
 {
     struct memest_graph *g = b->g;
@@ -354,6 +357,8 @@ static int expand_node(struct builder *b, const cJSON *obj, const char *npath, c
     return mb_add_name(b, names, name, cur, npath);
 }
 
+/* Expands the nodes of `layers` in order, each reading the one before unless
+ * it names its inputs (the first reads first_in); *out gets the last. */
 int mb_expand_list(struct builder *b, const cJSON *layers, const char *path,
                    const char *prefix, const struct scope *sc, struct memest_strmap *names,
                    struct memest_ref first_in, bool trainable, struct memest_ref *out)

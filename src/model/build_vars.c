@@ -31,6 +31,8 @@ void mb_note_read(struct builder *b, const struct memest_override *ov)
         b->ov_read[ov - b->ov] = true;
 }
 
+/* The variable `name` (len bytes) of sc or the nearest scope around it that
+ * has one, or NULL. */
 const struct var *mb_scope_find(const struct scope *sc, const char *name, size_t len)
 {
     for (; sc; sc = sc->parent) {
@@ -140,6 +142,8 @@ bool memest_model_has_variable(const struct memest_model *m, const char *name, c
     return false;
 }
 
+/* "variables" into the global scope, with the overrides ov[0..nov) applied:
+ * each must name a variable and keep its kind. 0 / -1. */
 int mb_load_variables(struct builder *b, const cJSON *jvars, const struct memest_override *ov,
                       int nov, struct scope *globals)
 {

@@ -14,8 +14,8 @@
 
 #include "build_internal.h"
 
-/* ---- top level ---- */
-
+/* "inputs": the model's inputs, the graph's first nodes (op "input"); *first
+ * gets the first one, which the first layer reads unless it says otherwise. */
 static int build_inputs(struct builder *b, const cJSON *jin, const struct scope *globals,
                         struct memest_strmap *names, struct memest_ref *first)
 {
