@@ -8,6 +8,7 @@
  * variable values (--set, --sweep-var) without reading the file again. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -45,4 +46,8 @@ int memest_model_read_string(const char *text, size_t len, const char *label,
  * every field. 0 / -1 (err names the JSON path and the node). */
 int memest_model_build(const struct memest_model *m, const struct memest_override *ov, int nov,
                        struct memest_graph *g, struct memest_error *err);
+/* Whether the model declares the variable `name` (in "variables", before
+ * any override). When it does not, *near (may be NULL) gets the declared
+ * name nearest to it (suggest.h), or NULL. */
+bool memest_model_has_variable(const struct memest_model *m, const char *name, const char **near);
 void memest_model_free(struct memest_model *m);

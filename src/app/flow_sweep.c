@@ -2,7 +2,6 @@
  * variable) and --max-batch. A batch sweep reuses the graph built once and
  * re-runs only shape inference and the calculators per batch; a variable
  * sweep rebuilds the graph per value from the document parsed once. */
-#include <cjson/cJSON.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,22 +90,16 @@ static void print_report(const struct memest_cli *o, const struct memest_sweep_r
         memest_sweep_print_text(stdout, s);
 }
 
-/* The model's variable names, for --sweep-var's check and suggestion. */
+/* --sweep-var's check that the model has the variable (with a suggestion). */
 static int check_variable(const struct memest_app *a, const char *name, struct memest_error *err)
 {
-    const cJSON *vars = cJSON_GetObjectItemCaseSensitive(a->m.root, "variables");
-    const char *cands[256];
-    int n = 0;
-    for (const cJSON *v = cJSON_IsObject(vars) ? vars->child : NULL; v; v = v->next) {
-        if (strcmp(v->string, name) == 0)
-            return 0;
-        if (n < 256)
-            cands[n++] = v->string;
-    }
-    const char *near = memest_suggest(name, cands, n);
+    const char *near;
+    if (memest_model_has_variable(&a->m, name, &near))
+        return 0;
+    char dym[sizeof err->msg];
     return memest_errf(err, MEMEST_ERR_USAGE, NULL,
-                       "--sweep-var: the model has no variable \"%s\"%s%s%s", name,
-                       near ? " (did you mean \"" : "", near ? near : "", near ? "\"?)" : "");
+                       "--sweep-var: the model has no variable \"%s\"%s", name,
+                       memest_suggest_clause(near, dym, sizeof dym));
 }
 
 /* Rebuilds a->g with the --set overrides and NAME=VALUE (which replaces a

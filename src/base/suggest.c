@@ -2,6 +2,7 @@
 #include "memest/suggest.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <string.h>
 
 #define MAXLEN 64
@@ -42,4 +43,15 @@ const char *memest_suggest(const char *s, const char *const *cands, int n)
         }
     }
     return best;
+}
+
+const char *memest_suggest_clause(const char *near, char *buf, size_t n)
+{
+    if (n == 0)
+        return "";
+    if (near)
+        snprintf(buf, n, " (did you mean \"%s\"?)", near);
+    else
+        buf[0] = '\0';
+    return buf;
 }

@@ -180,5 +180,29 @@ int main(void)
         }
         drop(&b);
     }
+
+    /* the variables a model declares (--sweep-var's check): mlp has
+     * "width" and "depth"; "widht" is two edits from "width", "zzz" is
+     * near nothing; a model without "variables" has none */
+    {
+        struct memest_model m;
+        struct memest_error err = {0};
+        CHECK_EQ_INT(memest_model_read_string(mlp, strlen(mlp), "mlp.json", &m, &err), 0);
+        const char *near = "unset";
+        CHECK(memest_model_has_variable(&m, "depth", &near));
+        CHECK_STR_EQ(near, "unset");
+        CHECK(!memest_model_has_variable(&m, "widht", &near));
+        CHECK_STR_EQ(near, "width");
+        CHECK(!memest_model_has_variable(&m, "zzz", &near));
+        CHECK(near == NULL);
+        CHECK(!memest_model_has_variable(&m, "batch", NULL));
+        memest_model_free(&m);
+        const char *plain = "{\"inputs\": [{\"name\": \"x\", \"shape\": [8]}],"
+                            " \"layers\": [{\"type\": \"relu\"}]}";
+        CHECK_EQ_INT(memest_model_read_string(plain, strlen(plain), "plain.json", &m, &err), 0);
+        CHECK(!memest_model_has_variable(&m, "width", &near));
+        CHECK(near == NULL);
+        memest_model_free(&m);
+    }
     return CHECK_DONE();
 }

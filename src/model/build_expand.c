@@ -1,0 +1,378 @@
+/* build_expand.c - expanding a list of nodes: node names and references
+ * ("name", "name:K"), each node's "inputs", "if", "trainable", "repeat" and
+ * "tie_weight", and the ops or blocks its "type" names. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "memest/escape.h"
+#include "memest/suggest.h"
+
+#include "build_internal.h"
+
+/* A node or input name: at most 100 bytes, no ':' (it separates an output
+ * index) and no control character (names end up in reports). */
+bool mb_bad_name(const char *s)
+{
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++, n++)
+        if (*p == ':' || *p < 0x20 || *p == 0x7F)
+            return true;
+    return n == 0 || n > 100;
+}
+
+/* ---- name scopes: local node name -> packed reference ---- */
+
+static int64_t pack(struct memest_ref r) { return ((int64_t)r.node << 16) | r.out; }
+static struct memest_ref unpack(int64_t v)
+{
+    return (struct memest_ref){(uint32_t)(v >> 16), (uint16_t)(v & 0xFFFF)};
+}
+
+/* Resolves "name" or "name:K" in `names`. */
+int mb_resolve_ref(struct builder *b, const struct memest_strmap *names, const char *s,
+                   const struct jp *jpath, struct memest_ref *out)
+{
+    size_t len = strlen(s);
+    const char *colon = strrchr(s, ':');
+    long k = 0;
+    if (colon && colon[1]) {
+        char *end;
+        k = strtol(colon + 1, &end, 10);
+        if (*end || k < 0 || k > 255)
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_jp_str(b, jpath),
+                               "bad output index in \"%s\" (expected NAME or NAME:K, K in 0..255)", s);
+        len = (size_t)(colon - s);
+    }
+    int64_t v;
+    if (!memest_strmap_get(names, s, len, &v)) {
+        const char *cands[256];
+        int n = 0;
+        for (size_t i = 0; i < names->cap && n < 256; i++)
+            if (names->keys[i])
+                cands[n++] = names->keys[i];
+        char dym[sizeof b->err->msg];
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_jp_str(b, jpath),
+                           "\"%.*s\" is not an input or an earlier node here%s (nodes may only "
+                           "use nodes listed before them, so cycles cannot be written)", (int)len,
+                           s, memest_suggest_clause(memest_suggest(s, cands, n), dym, sizeof dym));
+    }
+    struct memest_ref r = unpack(v);
+    if (k) {
+        if (r.out != 0)
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_jp_str(b, jpath),
+                               "\"%s\": output index of a reference that already selects one", s);
+        r.out = (uint16_t)k;
+    }
+    *out = r;
+    return 0;
+}
+
+/* Adds a local name to `names` (a duplicate is an error at path). */
+int mb_add_name(struct builder *b, struct memest_strmap *names, const char *name,
+                struct memest_ref r, const char *path)
+{
+    int64_t old;
+    if (memest_strmap_get(names, name, strlen(name), &old))
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, path, "duplicate node name \"%s\"", name);
+    if (memest_strmap_put(names, name, strlen(name), pack(r)) != 0)
+        return mb_nomem(b);
+    return 0;
+}
+
+/* Appends a node called fullname (unique in the graph, within the node
+ * limit) with defaults set; NULL with the error set. */
+struct memest_node *mb_new_node(struct builder *b, const char *fullname, const char *path)
+{
+    struct memest_graph *g = b->g;
+    if (g->nnodes >= b->max_nodes) {
+        mb_value_err(b, b->scale_ov, MEMEST_ERR_LIMIT, path,
+                     "the model expands to more than %u nodes (the limit); check \"repeat\" counts",
+                     b->max_nodes);
+        return NULL;
+    }
+    int64_t old;
+    if (memest_strmap_get(&b->fullnames, fullname, strlen(fullname), &old)) {
+        memest_errf(b->err, MEMEST_ERR_SCHEMA, path, "duplicate node name \"%s\"", fullname);
+        memest_err_node(b->err, fullname);
+        return NULL;
+    }
+    if (g->nnodes == b->cap_nodes) {
+        uint32_t ncap = b->cap_nodes ? b->cap_nodes * 2 : 256;
+        struct memest_node *nn = realloc(g->nodes, sizeof *nn * ncap);
+        if (!nn) {
+            mb_nomem(b);
+            return NULL;
+        }
+        g->nodes = nn;
+        b->cap_nodes = ncap;
+    }
+    if (memest_strmap_put(&b->fullnames, fullname, strlen(fullname), g->nnodes) != 0) {
+        mb_nomem(b);
+        return NULL;
+    }
+    struct memest_node *n = &g->nodes[g->nnodes++];
+    memset(n, 0, sizeof *n);
+    n->name = fullname;
+    n->path = path;
+    n->tie_node = -1;
+    n->trainable = true;
+    return n;
+}
+
+/* ---- nodes ---- */
+
+static const struct scope *globals_of(const struct scope *sc)
+{
+    while (sc->parent)
+        sc = sc->parent;
+    return sc;
+}
+
+static int unknown_type(struct builder *b, const char *type, const char *path)
+{
+    int nops;
+    const struct memest_op_desc *const *ops = memest_op_all(&nops);
+    const char **cands = malloc(sizeof *cands * (size_t)(nops + 256));
+    if (!cands)
+        return mb_nomem(b);
+    int n = 0;
+    for (int i = 0; i < nops; i++)
+        cands[n++] = ops[i]->name;
+    for (const cJSON *c = b->blocks ? b->blocks->child : NULL; c && n < nops + 256; c = c->next)
+        cands[n++] = c->string;
+    char dym[sizeof b->err->msg];
+    memest_errf(b->err, MEMEST_ERR_SCHEMA, path, "unknown layer type \"%s\"%s", type,
+                memest_suggest_clause(memest_suggest(type, cands, n), dym, sizeof dym));
+    free(cands);
+    return -1;
+}
+
+/* A node's "type", which may name a string variable or block argument;
+ * *ov (may be NULL) gets the override that variable comes from. */
+static const char *resolve_type(const struct scope *sc, const cJSON *jtype,
+                                const struct memest_override **ov)
+{
+    const char *type = jtype->valuestring;
+    const struct var *tv = mb_scope_find(sc, type, strlen(type));
+    bool var = tv && tv->kind == V_STR;
+    if (ov)
+        *ov = var ? tv->ov : NULL;
+    return var ? tv->str : type;
+}
+
+/* Ops without inputs (arange, zeros, parameter, ...) do not default to the
+ * previous node. */
+static bool takes_no_input(struct builder *b, const struct scope *sc, const cJSON *jtype)
+{
+    if (!cJSON_IsString(jtype))
+        return false;
+    const char *type = resolve_type(sc, jtype, NULL);
+    if (mb_find_block(b, type))
+        return false;
+    const struct memest_op_desc *op = memest_op_find(type);
+    return op && op->max_in == 0;
+}
+
+static int expand_node(struct builder *b, const cJSON *obj, const char *npath, const char *prefix,
+                       const struct scope *sc, struct memest_strmap *names, struct memest_ref prev,
+                       int index, bool trainable, struct memest_ref *out)
+{
+    if (mb_charge(b, 1, npath) != 0)
+        return -1;
+    if (!cJSON_IsObject(obj))
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, npath, "a node must be an object, got %s",
+                           mb_json_type_name(obj));
+    const cJSON *jname = cJSON_GetObjectItemCaseSensitive(obj, "name");
+    const cJSON *jtype = cJSON_GetObjectItemCaseSensitive(obj, "type");
+    const cJSON *jin = cJSON_GetObjectItemCaseSensitive(obj, "inputs");
+    const cJSON *jrep = cJSON_GetObjectItemCaseSensitive(obj, "repeat");
+    const cJSON *jif = cJSON_GetObjectItemCaseSensitive(obj, "if");
+    const cJSON *jtrain = cJSON_GetObjectItemCaseSensitive(obj, "trainable");
+    const cJSON *jtie = cJSON_GetObjectItemCaseSensitive(obj, "tie_weight");
+    /* the local name goes into the scope's name map, which keeps the
+     * pointer: a default name (the index, as nn.Sequential names children)
+     * is owned by the graph's arena, never a buffer of this frame */
+    char idx[24];
+    const char *name = NULL;
+    if (jname) {
+        if (!cJSON_IsString(jname))
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, npath, "name"),
+                               "expected %s, got %s", NAME_RULE, mb_json_type_name(jname));
+        name = jname->valuestring;
+        if (mb_bad_name(name))
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, npath, "name"),
+                               "node name \"%.*s\": expected %s",
+                               memest_utf8_prefix(name, 40), name, NAME_RULE);
+    } else if (!(name = memest_arena_strdup(&b->g->arena, mb_decimal(idx, index)))) {
+        return mb_nomem(b);
+    }
+    if (mb_check_comment(b, obj, npath) != 0)
+        return -1;
+    char *full = memest_arena_concat(&b->g->arena, prefix, name, (char *)NULL);
+    if (!full)
+        return mb_nomem(b);
+    mb_set_ctx_node(b, full);
+    if (!cJSON_IsString(jtype))
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, npath, "type"),
+                           jtype ? "\"type\" must be a string" : "node has no \"type\"");
+    const struct memest_override *type_ov;
+    const char *type = resolve_type(sc, jtype, &type_ov);
+    mb_note_read(b, type_ov);
+    /* inputs */
+    struct memest_ref ins[MEMEST_MAX_NODE_INPUTS];
+    int nin = 0;
+    if (jin) {
+        if (cJSON_IsString(jin)) {
+            const struct jp ip = {npath, "inputs", -1};
+            if (mb_resolve_ref(b, names, jin->valuestring, &ip, &ins[0]) != 0)
+                return -1;
+            nin = 1;
+        } else if (cJSON_IsArray(jin)) {
+            int i = 0;
+            for (const cJSON *e = jin->child; e; e = e->next, i++) {
+                const struct jp ip = {npath, "inputs", i};
+                if (i >= MEMEST_MAX_NODE_INPUTS)
+                    return memest_errf(b->err, MEMEST_ERR_LIMIT, mb_jp_str(b, &ip),
+                                       "more than %d inputs", MEMEST_MAX_NODE_INPUTS);
+                if (!cJSON_IsString(e))
+                    return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_jp_str(b, &ip),
+                                       "an input must be a node name, got %s",
+                                       mb_json_type_name(e));
+                if (mb_resolve_ref(b, names, e->valuestring, &ip, &ins[i]) != 0)
+                    return -1;
+            }
+            nin = i;
+        } else {
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, npath, "inputs"),
+                               "\"inputs\" must be a list of node names");
+        }
+    } else if (prev.node != UINT32_MAX && !takes_no_input(b, sc, jtype)) {
+        ins[0] = prev;
+        nin = 1;
+    }
+    /* if */
+    if (jif) {
+        struct memest_expr_val cond;
+        const struct jp ifp = {npath, "if", -1};
+        if (mb_eval_number(b, jif, sc, &ifp, &cond) != 0)
+            return -1;
+        if (memest_expr_real(&cond) == 0) { /* skipped: the node passes its first input through */
+            if (nin < 1)
+                return memest_errf(b->err, MEMEST_ERR_SCHEMA, npath,
+                                   "a node that \"if\" can skip needs an input to pass through");
+            *out = ins[0];
+            return mb_add_name(b, names, name, ins[0], npath);
+        }
+    }
+    if (jtrain) {
+        if (!cJSON_IsBool(jtrain))
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, npath, "trainable"),
+                               "\"trainable\" must be true or false");
+        trainable = trainable && cJSON_IsTrue(jtrain);
+    }
+    int64_t repeat = 1;
+    const struct jp rp = {npath, "repeat", -1};
+    const void *rep_ov = NULL;
+    if (jrep && mb_eval_int(b, jrep, sc, &rp, 1, MEMEST_MAX_NODES, &repeat, &rep_ov) != 0)
+        return -1;
+    int64_t tie = -1;
+    if (jtie) {
+        if (!cJSON_IsString(jtie))
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, npath, "tie_weight"),
+                               "\"tie_weight\" must be the name of an earlier node");
+        if (!memest_strmap_get(&b->fullnames, jtie->valuestring, strlen(jtie->valuestring), &tie))
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, npath, "tie_weight"),
+                               "\"%s\" is not an earlier node (use its full name, e.g. "
+                               "\"block.layer\")", jtie->valuestring);
+    }
+    const cJSON *blockdef = mb_find_block(b, type);
+    const struct memest_op_desc *op = blockdef ? NULL : memest_op_find(type);
+    if (!blockdef && !op) {
+        unknown_type(b, type, mb_path_join(b, npath, "type"));
+        return mb_blame(b, type_ov);
+    }
+    if (blockdef && jtie)
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, npath, "tie_weight"),
+                           "\"tie_weight\" is for layers with a weight, not blocks");
+
+    struct memest_ref cur = nin ? ins[0] : (struct memest_ref){UINT32_MAX, 0};
+    struct var rv = {.name = "repeat_index", .kind = V_NUM};
+    struct scope rsc = {.parent = sc, .vars = &rv, .nvars = jrep ? 1 : 0};
+    const struct memest_override *outer_scale = b->scale_ov;
+    if (rep_ov) /* the limits the copies reach are the override's fault */
+        b->scale_ov = rep_ov;
+    for (int64_t r = 0; r < repeat; r++) {
+        if (r > 0 && mb_charge(b, 1, npath) != 0)
+            return -1;
+        rv.val = (struct memest_expr_val){.kind = MEMEST_EXPR_INT, .i = r};
+        if (nin)
+            ins[0] = cur;
+        char digits[24];
+        char *fname = jrep ? memest_arena_concat(&b->g->arena, full, ".", mb_decimal(digits, r),
+                                                 (char *)NULL)
+                           : full;
+        if (!fname)
+            return mb_nomem(b);
+        mb_set_ctx_node(b, fname);
+        if (blockdef) {
+            if (mb_expand_block(b, type, blockdef, obj, npath, fname, &rsc, globals_of(sc), ins,
+                                nin, trainable, &cur) != 0)
+                return -1;
+            mb_set_ctx_node(b, fname);
+        } else {
+            if (nin < op->min_in || (op->max_in >= 0 && nin > op->max_in)) {
+                if (op->min_in == op->max_in)
+                    return memest_errf(b->err, MEMEST_ERR_SCHEMA, npath,
+                                       "%s takes %d input%s, got %d", op->name, op->min_in,
+                                       op->min_in == 1 ? "" : "s", nin);
+                if (op->max_in < 0)
+                    return memest_errf(b->err, MEMEST_ERR_SCHEMA, npath,
+                                       "%s takes at least %d input%s, got %d", op->name,
+                                       op->min_in, op->min_in == 1 ? "" : "s", nin);
+                return memest_errf(b->err, MEMEST_ERR_SCHEMA, npath,
+                                   "%s takes %d to %d inputs, got %d", op->name, op->min_in,
+                                   op->max_in, nin);
+            }
+            struct memest_node *n = mb_new_node(b, fname, npath);
+            if (!n)
+                return -1;
+            uint32_t id = b->g->nnodes - 1;
+            n->op = op;
+            n->trainable = trainable;
+            n->tie_node = tie;
+            n->nin = (uint32_t)nin;
+            n->in = memest_arena_alloc(&b->g->arena, sizeof *n->in * (size_t)(nin ? nin : 1));
+            if (!n->in)
+                return mb_nomem(b);
+            memcpy(n->in, ins, sizeof *ins * (size_t)nin);
+            struct memest_argval *args;
+            if (mb_parse_args(b, op, obj, &rsc, npath, &args) != 0)
+                return -1;
+            b->g->nodes[id].args = args;
+            cur = (struct memest_ref){id, 0};
+        }
+    }
+    b->scale_ov = outer_scale;
+    *out = cur;
+    return mb_add_name(b, names, name, cur, npath);
+}
+
+/* Expands the nodes of `layers` in order, each reading the one before unless
+ * it names its inputs (the first reads first_in); *out gets the last. */
+int mb_expand_list(struct builder *b, const cJSON *layers, const char *path,
+                   const char *prefix, const struct scope *sc, struct memest_strmap *names,
+                   struct memest_ref first_in, bool trainable, struct memest_ref *out)
+{
+    struct memest_ref prev = first_in;
+    int i = 0;
+    for (const cJSON *n = layers->child; n; n = n->next, i++) {
+        char digits[24];
+        char *np = memest_arena_concat(&b->g->arena, path, "[", mb_decimal(digits, i), "]", (char *)NULL);
+        if (!np)
+            return mb_nomem(b);
+        if (expand_node(b, n, np, prefix, sc, names, prev, i, trainable, &prev) != 0)
+            return -1;
+    }
+    *out = prev;
+    return 0;
+}

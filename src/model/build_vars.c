@@ -1,0 +1,232 @@
+/* build_vars.c - the model's variables, the --set (and --sweep-var)
+ * overrides that replace them, and the scopes expressions look names up in
+ * (globals, a block's arguments, "repeat_index"). */
+#include <math.h>
+#include <string.h>
+
+#include "memest/format.h"
+#include "memest/suggest.h"
+
+#include "build_internal.h"
+
+/* A number held by a variable or a block argument must be below 2^53 in
+ * magnitude, as integers are: JSON rounds larger integers silently, and an
+ * expression could bring such a value back below 2^53 with a wrong value.
+ * Returns 0, or -1 with a limit error at `path`. */
+int mb_check_held(struct builder *b, double d, const char *path)
+{
+    if (fabs(d) < INT_LIMIT)
+        return 0;
+    char v[32];
+    return memest_errf(b->err, MEMEST_ERR_LIMIT, path,
+                       "%s is too large: the numbers of variables and block arguments must be "
+                       "between -2^53 and 2^53, exclusive (JSON rounds larger integers)",
+                       memest_fmt_double(d, v, sizeof v));
+}
+
+/* Notes that the expansion read the override ov (for graph.h's overrides). */
+void mb_note_read(struct builder *b, const struct memest_override *ov)
+{
+    if (ov && ov >= b->ov && ov < b->ov + b->nov)
+        b->ov_read[ov - b->ov] = true;
+}
+
+/* The variable `name` (len bytes) of sc or the nearest scope around it that
+ * has one, or NULL. */
+const struct var *mb_scope_find(const struct scope *sc, const char *name, size_t len)
+{
+    for (; sc; sc = sc->parent) {
+        int64_t i;
+        if (sc->index) {
+            if (memest_strmap_get(sc->index, name, len, &i))
+                return &sc->vars[i];
+            continue;
+        }
+        for (int k = 0; k < sc->nvars; k++)
+            if (strlen(sc->vars[k].name) == len && memcmp(sc->vars[k].name, name, len) == 0)
+                return &sc->vars[k];
+    }
+    return NULL;
+}
+
+/* Gives a large scope its hash index (in *map, which the caller frees). */
+int mb_scope_index(struct builder *b, struct scope *sc, struct memest_strmap *map)
+{
+    if (sc->nvars <= SCOPE_INDEX_MIN)
+        return 0;
+    for (int i = 0; i < sc->nvars; i++)
+        if (memest_strmap_put(map, sc->vars[i].name, strlen(sc->vars[i].name), i) != 0)
+            return mb_nomem(b);
+    sc->index = map;
+    return 0;
+}
+
+struct lookup_ctx {
+    struct builder *b;
+    const struct scope *sc;
+};
+
+/* A variable's value for an expression, tagged with its override. */
+static int lookup_num(void *ctx, const char *name, size_t len, struct memest_expr_val *val)
+{
+    const struct lookup_ctx *c = ctx;
+    const struct var *v = mb_scope_find(c->sc, name, len);
+    if (!v || (v->kind != V_NUM && v->kind != V_BOOL))
+        return -1;
+    *val = v->val;
+    val->tag = v->ov;
+    mb_note_read(c->b, v->ov);
+    return 0;
+}
+
+/* Evaluates an expression string, charging its length to the work budget. */
+int mb_eval_expr(struct builder *b, const char *s, const struct scope *sc, const char *path,
+                 struct memest_expr_val *out, char *why, size_t whylen)
+{
+    if (mb_charge(b, 1 + strlen(s) / 16, path) != 0)
+        return EXPR_BUDGET;
+    struct lookup_ctx c = {b, sc};
+    return memest_expr_eval(s, lookup_num, &c, out, why, whylen);
+}
+
+/* The value of an override: a number in the command line's syntax
+ * (format.h: decimal, an optional '-'), true or false, else a string. */
+static int parse_override(struct builder *b, const struct memest_override *ov, struct var *v)
+{
+    const char *s = ov->value, *opt = mb_opt_of(ov);
+    bool neg = s[0] == '-';
+    struct memest_decimal n;
+    memest_decimal_read(s + neg, &n);
+    v->ov = ov;
+    if (n.len && s[neg + n.len] == '\0') {
+        if (n.is_int ? !n.int_ok || n.i >= MEMEST_EXPR_INT_LIMIT
+                     : n.real_ok && fabs(n.d) >= INT_LIMIT)
+            return memest_errf(b->err, MEMEST_ERR_USAGE, NULL,
+                               "%s %s=%s: numbers must be between -2^53 and 2^53, exclusive",
+                               opt, ov->name, s);
+        if (!n.real_ok)
+            return memest_errf(b->err, MEMEST_ERR_USAGE, NULL,
+                               "%s %s=%s: the number is out of range (a real must be finite "
+                               "and not so small that it rounds to 0)", opt, ov->name, s);
+        v->kind = V_NUM;
+        v->val = n.is_int ? (struct memest_expr_val){.kind = MEMEST_EXPR_INT, .i = neg ? -n.i : n.i}
+                          : memest_expr_number(neg ? -n.d : n.d);
+    } else if (strcmp(s, "true") == 0 || strcmp(s, "false") == 0) {
+        v->kind = V_BOOL;
+        v->val = (struct memest_expr_val){.kind = MEMEST_EXPR_BOOL, .i = s[0] == 't'};
+    } else {
+        v->kind = V_STR;
+        v->str = s;
+    }
+    return 0;
+}
+
+/* The name in "variables" nearest to `name` (memest_suggest), or NULL. */
+static const char *nearest_variable(const cJSON *jvars, const char *name)
+{
+    const char *cands[256];
+    int n = 0;
+    for (const cJSON *v = cJSON_IsObject(jvars) ? jvars->child : NULL; v && n < 256; v = v->next)
+        cands[n++] = v->string;
+    return memest_suggest(name, cands, n);
+}
+
+bool memest_model_has_variable(const struct memest_model *m, const char *name, const char **near)
+{
+    const cJSON *jvars = cJSON_GetObjectItemCaseSensitive(m->root, "variables");
+    for (const cJSON *v = cJSON_IsObject(jvars) ? jvars->child : NULL; v; v = v->next)
+        if (strcmp(v->string, name) == 0)
+            return true;
+    if (near)
+        *near = nearest_variable(jvars, name);
+    return false;
+}
+
+/* "variables" into the global scope, with the overrides ov[0..nov) applied:
+ * each must name a variable and keep its kind. 0 / -1. */
+int mb_load_variables(struct builder *b, const cJSON *jvars, const struct memest_override *ov,
+                      int nov, struct scope *globals)
+{
+    int n = jvars ? cJSON_GetArraySize(jvars) : 0;
+    if (jvars && !cJSON_IsObject(jvars))
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, "variables",
+                           "\"variables\" must be an object of name: value");
+    struct var *vars = memest_arena_alloc(&b->g->arena, sizeof *vars * (size_t)(n + 1));
+    if (!vars)
+        return mb_nomem(b);
+    int i = 0;
+    for (const cJSON *c = jvars ? jvars->child : NULL; c; c = c->next, i++) {
+        char *vp = mb_path_join(b, "variables", c->string);
+        if (!vp)
+            return mb_nomem(b);
+        if (strcmp(c->string, "batch") == 0 || strcmp(c->string, "repeat_index") == 0)
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, vp, "\"%s\" is a reserved name",
+                               c->string);
+        if (cJSON_IsNumber(c)) {
+            if (!isfinite(c->valuedouble))
+                return memest_errf(b->err, MEMEST_ERR_SCHEMA, vp, "number is not finite");
+            if (mb_check_held(b, c->valuedouble, vp) != 0)
+                return -1;
+            vars[i] = (struct var){.kind = V_NUM, .val = memest_expr_number(c->valuedouble)};
+        } else if (cJSON_IsBool(c)) {
+            vars[i] = (struct var){.kind = V_BOOL,
+                                   .val = {.kind = MEMEST_EXPR_BOOL, .i = cJSON_IsTrue(c)}};
+        } else if (cJSON_IsString(c)) {
+            vars[i] = (struct var){.kind = V_STR, .str = c->valuestring};
+        } else if (cJSON_IsArray(c)) {
+            vars[i] = (struct var){.kind = V_JSON, .json = c, .defscope = globals};
+        } else {
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, vp,
+                               "a variable must be a number, boolean, string or list");
+        }
+        vars[i].name = c->string;
+    }
+    for (int k = 0; k < nov; k++) {
+        int j = 0;
+        while (j < n && strcmp(vars[j].name, ov[k].name) != 0)
+            j++;
+        if (j == n) {
+            char dym[sizeof b->err->msg];
+            return memest_errf(b->err, MEMEST_ERR_USAGE, NULL,
+                               "%s %s: the model has no variable \"%s\"%s", mb_opt_of(&ov[k]),
+                               ov[k].name, ov[k].name,
+                               memest_suggest_clause(nearest_variable(jvars, ov[k].name), dym,
+                                                     sizeof dym));
+        }
+        static const char *const kind_name[] = {[V_NUM] = "a number", [V_BOOL] = "true or false",
+                                                [V_STR] = "a string", [V_JSON] = "a list"};
+        enum vkind was = vars[j].kind;
+        if (was == V_JSON)
+            return memest_errf(b->err, MEMEST_ERR_USAGE, NULL,
+                               "%s %s: the variable is a list in the model; only numbers, "
+                               "booleans and strings can be set", mb_opt_of(&ov[k]), ov[k].name);
+        if (parse_override(b, &ov[k], &vars[j]) != 0)
+            return -1;
+        if (vars[j].kind != was)
+            return memest_errf(b->err, MEMEST_ERR_USAGE, NULL,
+                               "%s %s=%s: expected %s, as the variable is in the model",
+                               mb_opt_of(&ov[k]), ov[k].name, ov[k].value, kind_name[was]);
+        vars[j].name = ov[k].name;
+    }
+    globals->vars = vars;
+    globals->nvars = n;
+    return 0;
+}
+
+/* graph.h's overrides: the overrides the expansion read, as written on the
+ * command line. 0 / -1. */
+int mb_note_overrides(struct builder *b)
+{
+    const char *note = NULL;
+    for (int k = 0; k < b->nov; k++) {
+        if (!b->ov_read[k])
+            continue;
+        const struct memest_override *ov = &b->ov[k];
+        note = memest_arena_concat(&b->g->arena, note ? note : "", note ? ", " : "", mb_opt_of(ov),
+                                   " ", ov->name, "=", ov->value, (char *)NULL);
+        if (!note)
+            return mb_nomem(b);
+    }
+    b->g->overrides = note;
+    return 0;
+}

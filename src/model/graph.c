@@ -1,0 +1,52 @@
+/* graph.c - questions about a built layer graph (graph.h). */
+#include "memest/graph.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memest/error.h"
+#include "memest/ops.h"
+
+void memest_graph_free(struct memest_graph *g)
+{
+    free(g->nodes);
+    free(g->blocks);
+    memest_arena_free(&g->arena);
+    memset(g, 0, sizeof *g);
+}
+
+int64_t memest_graph_find(const struct memest_graph *g, const char *name)
+{
+    for (uint32_t i = 0; i < g->nnodes; i++)
+        if (strcmp(g->nodes[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+int memest_graph_unused_inputs(const struct memest_graph *g, uint32_t *count, uint32_t *first,
+                               struct memest_error *err)
+{
+    uint32_t ninputs = 0; /* the inputs are the first nodes */
+    while (ninputs < g->nnodes && g->nodes[ninputs].op->model_input)
+        ninputs++;
+    bool *used = calloc(ninputs ? ninputs : 1, sizeof *used);
+    if (!used)
+        return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+    for (uint32_t o = 0; o < g->noutputs; o++)
+        if (g->outputs[o].node < ninputs)
+            used[g->outputs[o].node] = true;
+    for (uint32_t n = ninputs; n < g->nnodes; n++)
+        for (uint32_t k = 0; k < g->nodes[n].nin; k++)
+            if (g->nodes[n].in[k].node < ninputs)
+                used[g->nodes[n].in[k].node] = true;
+    *count = 0;
+    for (uint32_t i = ninputs; i-- > 0;)
+        if (!used[i]) {
+            ++*count;
+            *first = i;
+        }
+    free(used);
+    return 0;
+}
