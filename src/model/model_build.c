@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memest/calc.h"
 #include "memest/cost.h"
 #include "memest/escape.h"
 #include "memest/expr.h"
@@ -19,6 +18,7 @@
 #include "memest/graph.h"
 #include "memest/model.h"
 #include "memest/ops.h"
+#include "memest/step.h"
 #include "memest/strmap.h"
 #include "memest/suggest.h"
 
@@ -579,7 +579,7 @@ static int eval_arg(struct builder *b, const struct memest_argspec *spec, const 
     case MEMEST_ARG_COUNT:
         break;
     }
-    return memest_errf(b->err, MEMEST_ERR_SCHEMA, jp_str(b, path), "internal: bad argument kind");
+    return memest_errf(b->err, MEMEST_ERR_INTERNAL, jp_str(b, path), "internal: bad argument kind");
 }
 
 static int set_default(struct builder *b, const struct memest_argspec *spec,

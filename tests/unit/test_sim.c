@@ -8,6 +8,7 @@
 #include "check.h"
 #include "memest/alloc.h"
 #include "memest/calc.h"
+#include "memest/cuda_overhead.h"
 #include "memest/model.h"
 #include "memest/run.h"
 
@@ -82,7 +83,10 @@ static int step(struct fixture *t, const struct memest_step_cfg *cfg, struct mem
                 struct memest_timeline *tl)
 {
     struct memest_error err = {0};
-    int rc = memest_estimate(&t->r, cfg, e, tl, &err);
+    struct memest_step_cfg c = *cfg;   /* with the model's loss, as the command resolves it */
+    int rc = memest_step_cfg_resolve_loss(&c, t->g.loss, &err);
+    if (rc == 0)
+        rc = memest_estimate(&t->r, &c, e, tl, &err);
     if (rc != 0)
         fprintf(stderr, "estimate: %s\n", err.msg);
     return rc;
