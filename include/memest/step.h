@@ -117,7 +117,7 @@ int memest_step_cfg_resolve_loss(struct memest_step_cfg *c, const char *model_lo
                                  struct memest_error *err);
 
 /* A usage error for a step PyTorch cannot run (fused exists for sgd, adam
- * and adamw only; inference runs no optimizer), before any model is read.
+ * and adamw only), raised by the command line before any model is read
+ * (also with --inference: every estimate simulates the training step too).
  * 0 / -1. */
-int memest_step_cfg_check(const struct memest_step_cfg *c, bool inference,
-                          struct memest_error *err);
+int memest_step_cfg_check(const struct memest_step_cfg *c, struct memest_error *err);

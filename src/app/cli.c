@@ -243,7 +243,7 @@ static int check_conflicts(const struct memest_cli *o, struct memest_error *err)
         return usage(err, "--amsgrad applies to adam and adamw");
     if (s->optim.centered && s->optim.kind != MEMEST_OPT_RMSPROP)
         return usage(err, "--centered applies to rmsprop");
-    if (memest_step_cfg_check(s, o->inference, err) != 0)   /* fused rmsprop, ... */
+    if (memest_step_cfg_check(s, err) != 0)   /* fused rmsprop, ... */
         return -1;
     if (s->amp != MEMEST_AMP_NONE && o->dtype != MEMEST_F32)
         return usage(err, "--amp keeps fp32 parameters: it cannot be combined with --dtype fp16/bf16");

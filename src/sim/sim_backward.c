@@ -82,7 +82,8 @@ static int release_node(struct sim *S, uint32_t n, const struct ckpt *inner)
 
 /* A node has at most MEMEST_MAX_NODE_INPUTS inputs (the builder refuses
  * more); its parameters may be many more (an LSTM has 4 per layer and
- * direction): S->pids holds them. */
+ * direction, shape inference refuses more than MEMEST_MAX_NODE_PARAMS):
+ * S->pids holds those of the node with the most, none left out. */
 
 static int bwd_node(struct sim *S, uint32_t n, const struct ckpt *inner)
 {

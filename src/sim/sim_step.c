@@ -219,7 +219,7 @@ int memest_sim_step(const struct memest_run *r, const struct memest_peak_opts *o
     /* the loss, resolved when the run was set up (step.h); a step PyTorch
      * cannot run is refused (the command line refuses it first) */
     S.loss = S.cfg->loss;
-    if (memest_step_cfg_check(S.cfg, S.inference, err) != 0)
+    if (memest_step_cfg_check(S.cfg, err) != 0)
         return -1;
     if (r->g->noutputs == 0)
         return memest_errf(err, MEMEST_ERR_INTERNAL, NULL, "internal: the model has no output");

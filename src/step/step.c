@@ -138,10 +138,9 @@ int memest_step_cfg_resolve_loss(struct memest_step_cfg *c, const char *model_lo
     return 0;
 }
 
-int memest_step_cfg_check(const struct memest_step_cfg *c, bool inference,
-                          struct memest_error *err)
+int memest_step_cfg_check(const struct memest_step_cfg *c, struct memest_error *err)
 {
-    if (c->impl == MEMEST_IMPL_FUSED && !inference &&
+    if (c->impl == MEMEST_IMPL_FUSED &&
         (c->optim.kind == MEMEST_OPT_RMSPROP || c->optim.kind == MEMEST_OPT_ADAGRAD))
         return memest_errf(err, MEMEST_ERR_USAGE, NULL,
                            "--optim-impl fused: PyTorch has no fused CUDA %s (fused exists for "

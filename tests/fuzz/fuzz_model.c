@@ -6,8 +6,8 @@
  * when a result breaks an invariant, i.e. when memest would print a wrong
  * number or a bad message:
  *   - a failure carries an error code, a one-line message without control
- *     characters, the file name, and maps to exit code 3 (never 5 "internal",
- *     never a message with "internal:"; exit 2 only for a step option that
+ *     characters, the file name, and maps to exit code 3 (never 7 "internal"
+ *     or 5, never a message with "internal:"; exit 2 only for a step option that
  *     does not apply to the model), and the --json error is valid JSON;
  *   - a success has every byte count and total at most 2^63 - 1, finite
  *     non-negative FLOPs, per-category live bytes summing to the peak, a
