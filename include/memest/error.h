@@ -18,8 +18,8 @@ enum memest_exit {
     MEMEST_EXIT_RUNTIME = 5,  /* out of memory, or a CUDA driver call that failed
                                  during --probe (probe.h) */
     MEMEST_EXIT_OUTPUT = 6,   /* an output (stdout, --plot, --timeline) could not be written */
-    MEMEST_EXIT_INTERNAL = 7  /* an internal error: a bug in memest (a message
-                                 starting "internal:") */
+    MEMEST_EXIT_INTERNAL = 7  /* an internal error (MEMEST_ERR_INTERNAL): a bug in
+                                 memest, not a bad input */
 };
 
 enum memest_errcode {

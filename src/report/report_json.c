@@ -5,6 +5,7 @@
 #include "memest/ops.h"
 #include "memest/jsonw.h"
 #include "memest/report.h"
+#include "memest/step.h"
 
 static void flops_u64(struct memest_jsonw *w, const char *key, double v)
 {

@@ -6,6 +6,7 @@
 #include "memest/format.h"
 #include "memest/ops.h"
 #include "memest/report.h"
+#include "memest/step.h"
 
 uint64_t memest_node_params(const struct memest_run *r, uint32_t node)
 {
