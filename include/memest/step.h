@@ -3,7 +3,8 @@
  * its implementation, autocast, the loss, and the step configuration that
  * gathers them. Names only and their checks; what the step costs is the
  * simulator's (sim.h) and the calculators' (calc.h). The model builder, the
- * command line and the reports include this header, never the simulator's. */
+ * command line and the reports take the step's names from here, not from
+ * the simulator (layer "step": after ops, before the model). */
 #pragma once
 
 #include <stdbool.h>
