@@ -6,10 +6,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "memest/calc.h"
 #include "memest/dtype.h"
 #include "memest/error.h"
 #include "memest/model.h"
+#include "memest/step.h"
 
 #define MEMEST_MAX_SETS 64
 

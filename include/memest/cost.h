@@ -10,7 +10,7 @@
  *     later stage reads: nodes, node inputs, values, storages, parameter
  *     tensors, saved tensors and buffers;
  *   - an upper bound of the allocation events its two simulations make
- *     (calc_peak.c: every allocation and its free; the training step twice,
+ *     (sim.h: every allocation and its free; the training step twice,
  *     warm-up and step; per micro-batch; with the recomputation of
  *     checkpointed blocks; the optimizer's state and temporaries), each of
  *     which the allocator model replays and the reports walk.

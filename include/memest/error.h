@@ -15,8 +15,11 @@ enum memest_exit {
     MEMEST_EXIT_USAGE = 2,    /* bad command line */
     MEMEST_EXIT_MODEL = 3,    /* invalid or unreadable model file */
     MEMEST_EXIT_NODEV = 4,    /* --probe: no usable CUDA driver or device */
-    MEMEST_EXIT_INTERNAL = 5, /* out of memory or an internal error */
-    MEMEST_EXIT_OUTPUT = 6    /* an output (stdout, --plot, --timeline) could not be written */
+    MEMEST_EXIT_RUNTIME = 5,  /* out of memory, or a CUDA driver call that failed
+                                 during --probe (probe.h) */
+    MEMEST_EXIT_OUTPUT = 6,   /* an output (stdout, --plot, --timeline) could not be written */
+    MEMEST_EXIT_INTERNAL = 7  /* an internal error (MEMEST_ERR_INTERNAL): a bug in
+                                 memest, not a bad input */
 };
 
 enum memest_errcode {
@@ -30,6 +33,7 @@ enum memest_errcode {
     MEMEST_ERR_NOMEM,   /* allocation failed */
     MEMEST_ERR_PROBE,   /* CUDA probe could not run */
     MEMEST_ERR_OUTPUT,  /* an output could not be written */
+    MEMEST_ERR_INTERNAL, /* a bug in memest: an invariant does not hold */
     MEMEST_ERR_COUNT
 };
 

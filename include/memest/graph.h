@@ -70,6 +70,9 @@ struct memest_graph {
 #define MEMEST_MAX_NODES 250000u      /* nodes after expansion */
 #define MEMEST_MAX_NESTING 64         /* block-in-block depth */
 #define MEMEST_MAX_NODE_INPUTS 64     /* inputs of one node */
+#define MEMEST_MAX_NODE_PARAMS 1024u  /* parameter tensors of one node (shape inference
+                                         refuses more; a bidirectional 64-layer LSTM
+                                         with proj_size has 640) */
 #define MEMEST_MAX_FILE_BYTES (256u << 20)  /* model file size */
 #define MEMEST_MAX_JSON_VALUES 2000000u     /* JSON values in a model file */
 

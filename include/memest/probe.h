@@ -167,7 +167,7 @@ struct memest_probe_result {
  *                         full, or busy in exclusive mode): err (MEMEST_ERR_PROBE)
  *                         says why, ending "cannot probe; the estimate above
  *                         is unchecked"
- *   MEMEST_EXIT_INTERNAL  any other driver error (err MEMEST_ERR_PROBE, with
+ *   MEMEST_EXIT_RUNTIME  any other driver error (err MEMEST_ERR_PROBE, with
  *                         the driver's text and the event), an inconsistent
  *                         timeline (MEMEST_ERR_PROBE), host memory exhausted
  *                         (MEMEST_ERR_NOMEM), or an interruption.

@@ -14,6 +14,8 @@
 
 struct memest_report {
     const struct memest_cli *cli;
+    const struct memest_step_cfg *step;       /* the step simulated: the options' with
+                                                 the loss resolved (step.h) */
     const struct memest_graph *g;
     const struct memest_run *r;
     const struct memest_estimate *e;

@@ -46,7 +46,8 @@ int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct mem
         a->has_card = true;
     }
     if (memest_model_read_file(o->model, &a->m, err) != 0 ||
-        memest_model_build(&a->m, o->sets, o->nsets, &a->g, err) != 0)
+        memest_model_build(&a->m, o->sets, o->nsets, &a->g, err) != 0 ||
+        memest_step_cfg_resolve_loss(&a->step, a->g.loss, err) != 0)   /* once, here */
         return memest_error_exit(err);
     uint32_t unused, unused_at;
     if (memest_graph_unused_inputs(&a->g, &unused, &unused_at, err) != 0)

@@ -150,8 +150,9 @@ void memest_cli_usage(FILE *f)
         "when not even batch 1 fits), 2 usage error (also a command asking for more work\n"
         "than memest does for one, README.md: Limits and cost), 3 invalid or unreadable\n"
         "model file (also one past a limit), 4 no usable CUDA driver or device (--probe),\n"
-        "5 internal error or out of memory, 6 an output (standard output, --plot,\n"
-        "--timeline) could not be written.\n",
+        "5 out of memory (or a failed CUDA call during --probe), 6 an output (standard\n"
+        "output, --plot, --timeline) could not be written, 7 internal error (a bug in\n"
+        "memest).\n",
         f);
 }
 
@@ -242,6 +243,8 @@ static int check_conflicts(const struct memest_cli *o, struct memest_error *err)
         return usage(err, "--amsgrad applies to adam and adamw");
     if (s->optim.centered && s->optim.kind != MEMEST_OPT_RMSPROP)
         return usage(err, "--centered applies to rmsprop");
+    if (memest_step_cfg_check(s, err) != 0)   /* fused rmsprop, ... */
+        return -1;
     if (s->amp != MEMEST_AMP_NONE && o->dtype != MEMEST_F32)
         return usage(err, "--amp keeps fp32 parameters: it cannot be combined with --dtype fp16/bf16");
     if (o->json && o->csv)
@@ -353,13 +356,7 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
             o->step.optim.centered = true;
             break;
         case OPT_OPTIM_IMPL:
-            if (strcmp(optarg, "foreach") == 0)
-                o->step.impl = MEMEST_IMPL_FOREACH;
-            else if (strcmp(optarg, "for-loop") == 0)
-                o->step.impl = MEMEST_IMPL_FORLOOP;
-            else if (strcmp(optarg, "fused") == 0)
-                o->step.impl = MEMEST_IMPL_FUSED;
-            else
+            if (memest_optim_impl_parse(optarg, &o->step.impl) != 0)
                 return bad(err, "--optim-impl", optarg, "foreach, for-loop or fused");
             break;
         case OPT_FIRST_STEP:
@@ -379,11 +376,7 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
                 return bad(err, "--dtype", optarg, "fp32, fp16 or bf16");
             break;
         case OPT_AMP:
-            if (strcmp(optarg, "fp16") == 0 || strcmp(optarg, "float16") == 0)
-                o->step.amp = MEMEST_AMP_FP16;
-            else if (strcmp(optarg, "bf16") == 0 || strcmp(optarg, "bfloat16") == 0)
-                o->step.amp = MEMEST_AMP_BF16;
-            else
+            if (memest_amp_parse(optarg, &o->step.amp) != 0)
                 return bad(err, "--amp", optarg, "fp16 or bf16");
             break;
         case OPT_INFERENCE:
@@ -399,7 +392,11 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
                 return -1;
             break;
         case OPT_LOSS:
-            o->step.loss = optarg;
+            if (memest_loss_parse(optarg, &o->step.loss) != 0)
+                return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                                   "--loss: unknown loss \"%s\" (one of %s)", optarg,
+                                   memest_loss_names());
+            o->step.loss_set = true;
             break;
         case OPT_OVERHEAD:
             if (memest_parse_size(optarg, &o->step.overhead) != 0 ||

@@ -19,7 +19,7 @@ static int probe(const struct memest_cli *o, const struct memest_graph *g,
     if (!names) {
         res->no_memory = true;
         memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
-        return MEMEST_EXIT_INTERNAL;
+        return MEMEST_EXIT_RUNTIME;
     }
     for (uint32_t n = 0; n < g->nnodes; n++)
         names[n] = g->nodes[n].name;
@@ -58,7 +58,7 @@ int memest_flow_single(struct memest_app *a)
         rc = memest_app_fail(o, &err);
         goto end;
     }
-    struct memest_report rep = {.cli = o, .g = &a->g, .r = &a->r, .e = &e};
+    struct memest_report rep = {.cli = o, .step = &a->step, .g = &a->g, .r = &a->r, .e = &e};
     if (o->probe) {
         rc = probe(o, &a->g, &tl, &pres, &perr);
         rep.probe = &pres;

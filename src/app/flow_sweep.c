@@ -330,8 +330,8 @@ int memest_flow_max_batch(struct memest_app *a)
                                                     : "",
                 (long long)best);
     if (o->json) {
-        struct memest_report rep = {.cli = o, .g = &a->g, .r = &a->r, .e = &e, .card = &cr,
-                                    .has_max_batch = true, .max_batch = best,
+        struct memest_report rep = {.cli = o, .step = &a->step, .g = &a->g, .r = &a->r, .e = &e,
+                                    .card = &cr, .has_max_batch = true, .max_batch = best,
                                     .max_batch_steady = mb.steady};
         memest_report_json(stdout, &rep);
     } else {

@@ -9,14 +9,16 @@
 
 #include "memest/escape.h"
 
-static const char *const errcode_names[MEMEST_ERR_COUNT] = {
+static const char *const errcode_names[] = {
     [MEMEST_ERR_NONE] = "none",     [MEMEST_ERR_IO] = "io",
     [MEMEST_ERR_PARSE] = "parse",   [MEMEST_ERR_SCHEMA] = "schema",
     [MEMEST_ERR_SHAPE] = "shape",   [MEMEST_ERR_LIMIT] = "limit",
     [MEMEST_ERR_USAGE] = "usage",   [MEMEST_ERR_NOMEM] = "nomem",
     [MEMEST_ERR_PROBE] = "probe",   [MEMEST_ERR_OUTPUT] = "output",
+    [MEMEST_ERR_INTERNAL] = "internal",
 };
-static_assert(MEMEST_ERR_COUNT == 10, "MEMEST_ERR_COUNT changed: update errcode_names");
+static_assert(sizeof errcode_names / sizeof *errcode_names == MEMEST_ERR_COUNT,
+              "one name per error code");
 
 /* Length of s cut to at most max bytes without splitting a UTF-8 sequence. */
 static size_t utf8_cut(const char *s, size_t len, size_t max)
@@ -156,6 +158,8 @@ int memest_error_exit(const struct memest_error *e)
     case MEMEST_ERR_OUTPUT:
         return MEMEST_EXIT_OUTPUT;
     case MEMEST_ERR_NOMEM:
+        return MEMEST_EXIT_RUNTIME;
+    case MEMEST_ERR_INTERNAL:
     case MEMEST_ERR_COUNT:
         break;
     }

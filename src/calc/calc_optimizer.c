@@ -6,29 +6,8 @@
  *   Adagrad: sum, step.
  * "step" is a float32 scalar tensor kept on the host unless capturable or
  * fused, so it is reported apart from the device bytes. */
-#include <string.h>
-
 #include "memest/calc.h"
 #include "memest/checked.h"
-
-static const char *const names[MEMEST_OPT_COUNT] = {
-    [MEMEST_OPT_SGD] = "sgd",         [MEMEST_OPT_ADAM] = "adam",
-    [MEMEST_OPT_ADAMW] = "adamw",     [MEMEST_OPT_RMSPROP] = "rmsprop",
-    [MEMEST_OPT_ADAGRAD] = "adagrad",
-};
-
-const char *memest_optim_name(enum memest_optim k) { return names[k]; }
-
-int memest_optim_parse(const char *s, enum memest_optim *out)
-{
-    for (int i = 0; i < MEMEST_OPT_COUNT; i++) {
-        if (strcmp(s, names[i]) == 0) {
-            *out = (enum memest_optim)i;
-            return 0;
-        }
-    }
-    return -1;
-}
 
 static unsigned copies_of(const struct memest_optim_cfg *c, bool *has_step)
 {

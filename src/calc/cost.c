@@ -1,5 +1,5 @@
 /* cost.c - the cost model of an estimate (cost.h): its records, and an
- * upper bound of the events the step simulator (calc_peak.c) makes, derived
+ * upper bound of the events the step simulator (sim.h) makes, derived
  * from the simulator's code path by path. The fuzzer and test_cost check
  * that no simulation makes more events than this bound. */
 #include "memest/cost.h"
@@ -88,7 +88,7 @@ int memest_cost_check_records(const struct memest_run *r, uint32_t node, struct 
 /* ---- the event bound ----
  * Every allocation the simulator makes is freed once (by the teardown at
  * the latest), so events = 2 x allocations. Allocations, with the names
- * below (calc_peak.c's functions in brackets):
+ * below (the simulator's functions in brackets, src/sim/sim_*.c, sim_ left out):
  *   setup [setup, early_state]: each persistent storage (parameters,
  *     buffers, model inputs) once, the loss target, Adagrad's state
  *     (copies per trainable parameter), the cuBLAS workspace once;
@@ -140,7 +140,7 @@ static int in_ndim(const struct memest_run *r, const struct memest_nodein *in)
 }
 
 /* Whether the gradient of input `in` of node n may be a new tensor
- * (calc_peak.c: input_grad). NEW is; RESHAPE copies when the gradient's
+ * (sim_backward.c: input_grad). NEW is; RESHAPE copies when the gradient's
  * layout allows no view; SAME is the output's gradient itself, and PERMUTE
  * and SLICE are views of it unless the gradient has another number of
  * dimensions than the input. A gradient has its value's number of

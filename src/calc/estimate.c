@@ -3,14 +3,8 @@
 
 #include "memest/calc.h"
 #include "memest/checked.h"
-
-void memest_step_cfg_default(struct memest_step_cfg *c)
-{
-    memset(c, 0, sizeof *c);
-    c->optim.kind = MEMEST_OPT_ADAM;
-    c->impl = MEMEST_IMPL_FOREACH;
-    c->grad_accum = 1;
-}
+#include "memest/cuda_overhead.h"
+#include "memest/sim.h"
 
 /* The calculators saturate their sums at UINT64_MAX past 2^63 - 1 (never
  * wrap); a saturated figure means the model is beyond memest's limits, which
@@ -79,11 +73,11 @@ int memest_estimate(struct memest_run *r, const struct memest_step_cfg *cfg,
         return -1;
     struct memest_peak_opts inf = {.inference = true, .step = cfg,
                                    .events = e->cost.events - e->cost.train_events};
-    struct memest_peak_opts train = {.inference = false, .opt = &e->opt, .step = cfg,
+    struct memest_peak_opts train = {.inference = false, .opt_copies = e->opt.copies, .step = cfg,
                                      .events = e->cost.train_events};
-    int rc = memest_calc_peak(r, &inf, NULL, &e->infer_peak, err);
+    int rc = memest_sim_step(r, &inf, NULL, &e->infer_peak, err);
     if (rc == 0)
-        rc = memest_calc_peak(r, &train, train_tl, &e->train_peak, err);
+        rc = memest_sim_step(r, &train, train_tl, &e->train_peak, err);
     e->reserved_peak = e->train_peak.reserved;
     e->infer_reserved_peak = e->infer_peak.reserved;
     e->overhead = cfg->overhead_set ? cfg->overhead : memest_default_overhead(cfg->gpu_arch);

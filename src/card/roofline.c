@@ -25,7 +25,7 @@ static bool is_inplace(const struct memest_node *node)
 
 /* A block instance --checkpoint[=names] selects: by instance, block or
  * repeated-node name ("h" selects "h.0", "h.1", ...), or every top-level
- * instance without names (as calc_peak.c chooses them). */
+ * instance without names (as sim_analysis.c chooses them). */
 static bool selected(const struct memest_block_inst *b, const struct memest_step_cfg *c)
 {
     if (c->ncheckpoint_names == 0)

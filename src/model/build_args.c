@@ -256,7 +256,7 @@ static int eval_arg(struct builder *b, const struct memest_argspec *spec, const 
     case MEMEST_ARG_COUNT:
         break;
     }
-    return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_jp_str(b, path), "internal: bad argument kind");
+    return memest_errf(b->err, MEMEST_ERR_INTERNAL, mb_jp_str(b, path), "internal: bad argument kind");
 }
 
 static int set_default(struct builder *b, const struct memest_argspec *spec,

@@ -8,7 +8,7 @@
  * naming it. */
 #include <string.h>
 
-#include "memest/calc.h"
+#include "memest/step.h"
 #include "memest/cost.h"
 #include "memest/suggest.h"
 

@@ -12,14 +12,12 @@
 #include "memest/ops.h"
 #include "memest/run.h"
 
-#define MAX_INPUTS 64
-
 struct memest_ictx {
     struct memest_run *r;
     const struct memest_node *node;
     uint32_t id;
     struct memest_nodeinfo *ni;
-    uint32_t in[MAX_INPUTS];   /* value indices */
+    uint32_t in[MEMEST_MAX_NODE_INPUTS];   /* value indices */
     int nin;
     int8_t rg_override[256];   /* per output: -1 none, 0/1 forced requires_grad */
     struct memest_error *err;
@@ -447,6 +445,13 @@ void memest_bwd_contiguous(struct memest_ictx *c) { c->ni->bwd_flags |= MEMEST_B
 
 int memest_param(struct memest_ictx *c, const char *name, int ndim, const int64_t *size)
 {
+    if (c->ni->nparam >= MEMEST_MAX_NODE_PARAMS) {   /* graph.h: a limit error (exit 3) */
+        int rc = memest_fail(c, "more than %u parameter tensors (memest's limit for one node)",
+                             MEMEST_MAX_NODE_PARAMS);
+        if (c->err->code == MEMEST_ERR_SHAPE)
+            c->err->code = MEMEST_ERR_LIMIT;
+        return rc;
+    }
     uint64_t numel;
     if (check_ndim(c, ndim) != 0 || !memest_numel(c, ndim, size, &numel))
         return -1;
@@ -584,8 +589,8 @@ static int infer_node(struct memest_run *r, uint32_t id, struct memest_error *er
     ni->buffer_first = r->nbuffers;
     struct memest_ictx c = {.r = r, .node = n, .id = id, .ni = ni, .err = err};
     memset(c.rg_override, -1, sizeof c.rg_override);
-    if (n->nin > MAX_INPUTS)
-        return memest_fail(&c, "more than %d inputs", MAX_INPUTS);
+    if (n->nin > MEMEST_MAX_NODE_INPUTS)
+        return memest_fail(&c, "more than %d inputs", MEMEST_MAX_NODE_INPUTS);
     for (uint32_t i = 0; i < n->nin; i++) {
         const struct memest_nodeinfo *src = &r->nodes[n->in[i].node];
         if (n->in[i].out >= src->nout) {

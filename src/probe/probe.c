@@ -118,7 +118,7 @@ static int driver_error(struct replay *r, size_t i, const char *what)
     event_where(r->tl, i, where, sizeof where);
     memest_errf(r->err, MEMEST_ERR_PROBE, NULL, "CUDA driver error at event %zu (%s) while %s: %s",
                 i, where, what, r->b->last_error());
-    return MEMEST_EXIT_INTERNAL;
+    return MEMEST_EXIT_RUNTIME;
 }
 
 /* A driver error outside the replay (setup, measurement, cleanup). */
@@ -158,13 +158,13 @@ static int measure_overhead(struct replay *r, int device)
         measured = warm_up(b) == MEMEST_PROBE_OK &&
                    b->mem_info(&free_two, &total) == MEMEST_PROBE_OK;
         if (b->ctx_destroy(scratch) != MEMEST_PROBE_OK)
-            return setup_error(r, MEMEST_EXIT_INTERNAL, "destroying the scratch context");
+            return setup_error(r, MEMEST_EXIT_RUNTIME, "destroying the scratch context");
     }
     if (b->ctx_use(r->ctx) != MEMEST_PROBE_OK)
-        return setup_error(r, MEMEST_EXIT_INTERNAL, "selecting memest's context");
+        return setup_error(r, MEMEST_EXIT_RUNTIME, "selecting memest's context");
     /* The baseline is taken after the scratch context is gone. */
     if (b->mem_info(&r->res->free_after_ctx, &total) != MEMEST_PROBE_OK)
-        return setup_error(r, MEMEST_EXIT_INTERNAL, "reading free memory");
+        return setup_error(r, MEMEST_EXIT_RUNTIME, "reading free memory");
     r->res->have_context = true;
     if (measured) {
         uint64_t base = r->res->free_after_ctx;
@@ -193,7 +193,7 @@ static int make_slots(struct replay *r)
         r->res->no_memory = true;
         memest_errf(r->err, MEMEST_ERR_NOMEM, NULL, "out of memory (probe: %zu allocation slots)",
                     r->nslots);
-        return MEMEST_EXIT_INTERNAL;
+        return MEMEST_EXIT_RUNTIME;
     }
     return 0;
 }
@@ -210,7 +210,7 @@ static int replay_events(struct replay *r)
     for (size_t i = 0; i < tl->n; i++) {
         if (caught_signal) {
             res->interrupted = true;
-            return MEMEST_EXIT_INTERNAL;
+            return MEMEST_EXIT_RUNTIME;
         }
         const struct memest_event *e = &tl->ev[i];
         struct slot *s = &r->slots[e->id];
@@ -220,7 +220,7 @@ static int replay_events(struct replay *r)
                             "inconsistent timeline: event %zu (%s) allocates id %" PRIu32
                             ", which is already live", i, event_where(tl, i, where, sizeof where),
                             e->id);
-                return MEMEST_EXIT_INTERNAL;
+                return MEMEST_EXIT_RUNTIME;
             }
             if (e->bytes > 0) {
                 enum memest_probe_status st = b->mem_alloc(e->bytes, &s->handle);
@@ -249,7 +249,7 @@ static int replay_events(struct replay *r)
                             "inconsistent timeline: event %zu (%s) frees id %" PRIu32
                             ", which is not live", i, event_where(tl, i, where, sizeof where),
                             e->id);
-                return MEMEST_EXIT_INTERNAL;
+                return MEMEST_EXIT_RUNTIME;
             }
             s->live = false;
             if (s->bytes > 0 && b->mem_free(s->handle) != MEMEST_PROBE_OK)
@@ -270,7 +270,7 @@ static int replay_events(struct replay *r)
     }
     if (caught_signal) {
         res->interrupted = true;
-        return MEMEST_EXIT_INTERNAL;
+        return MEMEST_EXIT_RUNTIME;
     }
     res->verdict = true;
     res->fits = true;
@@ -304,7 +304,7 @@ static int cleanup(struct replay *r, int rc)
     free(r->slots);
     r->slots = NULL;
     if (failed && (rc == MEMEST_EXIT_OK || rc == MEMEST_EXIT_NOFIT))
-        rc = MEMEST_EXIT_INTERNAL;
+        rc = MEMEST_EXIT_RUNTIME;
     return rc;
 }
 
@@ -367,7 +367,7 @@ int memest_probe_run(const struct memest_probe_config *cfg, const struct memest_
                     "%s: " UNCHECKED, b->last_error());
         b->close();
         return cleanup(&r, st == MEMEST_PROBE_NODRIVER || st == MEMEST_PROBE_NODEV
-                               ? MEMEST_EXIT_NODEV : MEMEST_EXIT_INTERNAL);
+                               ? MEMEST_EXIT_NODEV : MEMEST_EXIT_RUNTIME);
     }
     r.opened = true;
     rc = open_device(&r, cfg->device);
@@ -388,7 +388,7 @@ int memest_probe_run(const struct memest_probe_config *cfg, const struct memest_
         rc = MEMEST_EXIT_NODEV;   /* full, busy (exclusive mode) or broken */
     }
     if (!rc && warm_up(b) != MEMEST_PROBE_OK)
-        rc = setup_error(&r, MEMEST_EXIT_INTERNAL, "warming up the context");
+        rc = setup_error(&r, MEMEST_EXIT_RUNTIME, "warming up the context");
     if (!rc)
         rc = measure_overhead(&r, cfg->device);
     if (!rc)
@@ -402,7 +402,7 @@ int memest_probe_run(const struct memest_probe_config *cfg, const struct memest_
         res->fits = false;
         raise(sig);   /* the previous disposition: usually terminates */
         memest_errf(err, MEMEST_ERR_PROBE, NULL, "probe interrupted by signal %d", sig);
-        return MEMEST_EXIT_INTERNAL;
+        return MEMEST_EXIT_RUNTIME;
     }
     return rc;
 }

@@ -5,6 +5,7 @@
 #include "memest/ops.h"
 #include "memest/jsonw.h"
 #include "memest/report.h"
+#include "memest/step.h"
 
 static void flops_u64(struct memest_jsonw *w, const char *key, double v)
 {
@@ -46,7 +47,7 @@ static void step_obj(struct memest_jsonw *w, const struct memest_report *rep)
 {
     static const char *const impl[] = {"foreach", "for-loop", "fused"};
     static const char *const amp[] = {"none", "fp16", "bf16"};
-    const struct memest_step_cfg *s = &rep->cli->step;
+    const struct memest_step_cfg *s = rep->step;
     memest_jsonw_obj_begin(w, "step");
     memest_jsonw_str(w, "kind", rep->cli->inference ? "inference" : "training");
     memest_jsonw_str(w, "optim_impl", (unsigned)s->impl < 3 ? impl[s->impl] : "?");
@@ -55,9 +56,7 @@ static void step_obj(struct memest_jsonw *w, const struct memest_report *rep)
     memest_jsonw_i64(w, "grad_accum", s->grad_accum);
     memest_jsonw_str(w, "amp", (unsigned)s->amp < 3 ? amp[s->amp] : "?");
     memest_jsonw_bool(w, "checkpoint", s->checkpoint);
-    const char *loss = s->loss ? s->loss : rep->g->loss ? rep->g->loss : "crossentropyloss";
-    enum memest_loss l;
-    memest_jsonw_str(w, "loss", memest_loss_parse(loss, &l) == 0 ? memest_loss_name(l) : loss);
+    memest_jsonw_str(w, "loss", memest_loss_name(s->loss));
     memest_jsonw_obj_end(w);
 }
 

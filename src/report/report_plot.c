@@ -11,6 +11,7 @@
 #include "memest/escape.h"
 #include "memest/format.h"
 #include "memest/outfile.h"
+#include "memest/sim.h"
 
 static const char *node_label(const struct memest_graph *g, uint32_t node, uint8_t phase)
 {
@@ -325,7 +326,7 @@ int memest_write_step_files(const char *timeline_path, const char *plot_path, bo
     if (inference) {
         struct memest_peak ip;
         struct memest_peak_opts po = {.inference = true, .step = cfg};
-        if (memest_calc_peak(r, &po, &itl, &ip, err) != 0) {
+        if (memest_sim_step(r, &po, &itl, &ip, err) != 0) {
             memest_timeline_dispose(&itl);
             return -1;
         }

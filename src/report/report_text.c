@@ -6,6 +6,7 @@
 #include "memest/format.h"
 #include "memest/ops.h"
 #include "memest/report.h"
+#include "memest/step.h"
 
 uint64_t memest_node_params(const struct memest_run *r, uint32_t node)
 {
@@ -75,18 +76,17 @@ void memest_report_layers(FILE *f, const struct memest_graph *g, const struct me
 static void step_line(FILE *f, const struct memest_report *rep, bool inf)
 {
     static const char *const impl[] = {"foreach", "for-loop", "fused"};
-    const struct memest_step_cfg *s = &rep->cli->step;
+    const struct memest_step_cfg *s = rep->step;
     if (inf) {
         fprintf(f, "no-grad forward pass%s\n",
                 s->amp == MEMEST_AMP_NONE ? "" : s->amp == MEMEST_AMP_FP16 ? ", autocast fp16"
                                                                             : ", autocast bf16");
         return;
     }
-    const char *loss = s->loss ? s->loss : rep->g->loss ? rep->g->loss : "crossentropyloss";
     fprintf(f, "%s (%s), %s, zero_grad %s, loss %s", memest_optim_name(s->optim.kind),
             (unsigned)s->impl < 3 ? impl[s->impl] : "?",
             s->first_step ? "first step" : "steady state",
-            s->zero_grad_zeros ? "zeros" : "set_to_none", loss);
+            s->zero_grad_zeros ? "zeros" : "set_to_none", memest_loss_name(s->loss));
     if (s->amp != MEMEST_AMP_NONE)
         fprintf(f, ", autocast %s", s->amp == MEMEST_AMP_FP16 ? "fp16" : "bf16");
     if (s->checkpoint)

@@ -6,8 +6,8 @@
  * when a result breaks an invariant, i.e. when memest would print a wrong
  * number or a bad message:
  *   - a failure carries an error code, a one-line message without control
- *     characters, the file name, and maps to exit code 3 (never 5 "internal",
- *     never a message with "internal:"; exit 2 only for a step option that
+ *     characters, the file name, and maps to exit code 3 (never 7 "internal"
+ *     or 5, never a message with "internal:"; exit 2 only for a step option that
  *     does not apply to the model), and the --json error is valid JSON;
  *   - a success has every byte count and total at most 2^63 - 1, finite
  *     non-negative FLOPs, per-category live bytes summing to the peak, a
@@ -198,11 +198,16 @@ static bool run_batch(struct memest_run *r, const struct memest_graph *g, int64_
 {
     struct memest_error err = {0};
     struct memest_run_opts ro = {.batch = batch, .dtype = dt};
+    struct memest_step_cfg step = *cfg;   /* with the model's loss, as memest_app_open */
+    if (memest_step_cfg_resolve_loss(&step, g->loss, &err) != 0) {
+        check_error(&err, "the model's loss");
+        return false;
+    }
     if (memest_run_infer(r, g, &ro, &err) != 0) {
         check_error(&err, "shape inference");
         return false;
     }
-    if (memest_estimate(r, cfg, e, NULL, &err) != 0) {
+    if (memest_estimate(r, &step, e, NULL, &err) != 0) {
         check_error(&err, "estimate");
         return false;
     }
@@ -218,9 +223,9 @@ static bool run_batch(struct memest_run *r, const struct memest_graph *g, int64_
         struct memest_error cerr = {0};
         if (memest_cli_parse(4, argv, &o, &cerr) != 0)
             bug("the options for the reports do not parse: %s", cerr.msg);
-        o.step = *cfg;
+        o.step = step;
         o.dtype = dt;
-        struct memest_report rep = {.cli = &o, .g = g, .r = r, .e = e};
+        struct memest_report rep = {.cli = &o, .step = &step, .g = g, .r = r, .e = e};
         memest_report_text(f, &rep);
         check_json_output(write_report_json, &rep, "the --json report");
     }

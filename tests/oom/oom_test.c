@@ -696,7 +696,7 @@ static const char *judge(struct run *r, const struct run *clean, uint64_t n, boo
         *recovered = true;
         return NULL;
     }
-    if (r->o.exit != MEMEST_EXIT_INTERNAL) {
+    if (r->o.exit != MEMEST_EXIT_RUNTIME) {
         snprintf(why, sizeof why, "exit %d, expected 5 (or the clean run's %d and output)",
                  r->o.exit, clean->o.exit);
         return why;

@@ -322,6 +322,30 @@ case_json_probe_error() {
     grep -q '"error": {' out && grep -q '"code": "probe"' out || fail "no \"error\" in the document"
 }
 
+# ---- the step's loss: --loss, else the model's "loss", else cross-entropy ----
+
+case_loss_resolved() {
+    # resolved once when the run is set up: the simulator and both reports
+    # read that one value
+    printf '%s\n' '{"inputs": [{"name": "x", "shape": [4]}],' \
+        '"layers": [{"name": "fc", "type": "linear", "out_features": 2}],' \
+        '"loss": {"type": "MSELoss"}}' > m.json
+    run 0 m.json
+    grep -q ', loss mseloss' out || fail "the text report does not show the model's loss"
+    run 0 m.json --json
+    grep -q '"loss": "mseloss"' out || fail "the document does not show the model's loss"
+    mv out model_loss.json
+    run 0 m.json --json --loss mseloss
+    cmp -s out model_loss.json || fail "the model's loss and --loss mseloss give other documents"
+    run 0 m.json --json --loss CrossEntropyLoss
+    grep -q '"loss": "crossentropyloss"' out || fail "--loss does not replace the model's loss"
+    cmp -s out model_loss.json && fail "--loss crossentropyloss gives the model's loss's figures"
+    run 0 m.json --loss none
+    grep -q ', loss none' out || fail "--loss does not replace the model's loss (text)"
+    run 0 "$GOOD"
+    grep -q ', loss crossentropyloss' out || fail "the default loss is not cross-entropy"
+}
+
 # ---- strings from the model file ----
 
 case_hostile_text() {

@@ -898,8 +898,10 @@ void mm_figures_of(const cJSON *doc, const char *label, uint32_t max_nodes, int6
         struct memest_run_opts ro = {.batch = batch, .dtype = dtype};
         if (memest_model_build(&m, NULL, 0, &g, &err) == 0) {
             out->nnodes = g.nnodes;
-            if (memest_run_infer(&r, &g, &ro, &err) == 0 &&
-                memest_estimate(&r, cfg, &out->e, NULL, &err) == 0)
+            struct memest_step_cfg step = *cfg;   /* with the document's loss */
+            if (memest_step_cfg_resolve_loss(&step, g.loss, &err) == 0 &&
+                memest_run_infer(&r, &g, &ro, &err) == 0 &&
+                memest_estimate(&r, &step, &out->e, NULL, &err) == 0)
                 out->rc = 0;
             memest_run_free(&r);
             memest_graph_free(&g);

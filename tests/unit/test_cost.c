@@ -140,7 +140,8 @@ static void random_cfg(uint32_t *seed, bool blocks, struct memest_step_cfg *c)
     c->grad_accum = next(seed) % 2 ? 4 : 1;
     c->amp = (enum memest_amp)(next(seed) % 3);
     c->checkpoint = blocks && next(seed) % 2;
-    static const char *const losses[] = {NULL, "mseloss", "bcewithlogitsloss", "none"};
+    static const enum memest_loss losses[] = {MEMEST_LOSS_CROSSENTROPY, MEMEST_LOSS_MSE,
+                                              MEMEST_LOSS_BCEWITHLOGITS, MEMEST_LOSS_NONE};
     c->loss = losses[next(seed) % 4];
 }
 

@@ -139,6 +139,8 @@ static void test_exit_codes(void)
         { MEMEST_ERR_USAGE, 2, "usage" },
         { MEMEST_ERR_PROBE, 4, "probe" },
         { MEMEST_ERR_NOMEM, 5, "nomem" },
+        { MEMEST_ERR_OUTPUT, 6, "output" },
+        { MEMEST_ERR_INTERNAL, 7, "internal" },   /* a bug: not shared with out of memory */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct memest_error e = { .code = cases[i].c };
@@ -147,6 +149,8 @@ static void test_exit_codes(void)
     }
     CHECK_EQ_INT(memest_error_exit(NULL), 0);
     CHECK_STR_EQ(memest_errcode_name(MEMEST_ERR_COUNT), "internal");
+    struct memest_error beyond = { .code = MEMEST_ERR_COUNT };
+    CHECK_EQ_INT(memest_error_exit(&beyond), 7);
 }
 
 int main(void)

@@ -438,7 +438,7 @@ static void test_alloc_error(void)
     struct memest_probe_config cfg = fake_config();
     struct memest_probe_result r;
     struct memest_error err = {0};
-    CHECK_EQ_INT(memest_probe_run(&cfg, &t, &r, &err), MEMEST_EXIT_INTERNAL);
+    CHECK_EQ_INT(memest_probe_run(&cfg, &t, &r, &err), MEMEST_EXIT_RUNTIME);
     CHECK_EQ_INT(err.code, MEMEST_ERR_PROBE);
     CHECK_STR_EQ(err.msg, "CUDA driver error at event 2 (forward, node 'conv1') while allocating "
                           "device memory: cuMemAlloc_v2(10485760 bytes): unknown error "
@@ -458,7 +458,7 @@ static void test_alloc_error(void)
     setenv("FAKECUDA_FAIL_ALLOC_AT", "1", 1);
     setenv("FAKECUDA_FAIL_ALLOC_CODE", "1", 1);
     memset(&err, 0, sizeof err);
-    CHECK_EQ_INT(memest_probe_run(&cfg, &t, &r, &err), MEMEST_EXIT_INTERNAL);
+    CHECK_EQ_INT(memest_probe_run(&cfg, &t, &r, &err), MEMEST_EXIT_RUNTIME);
     CHECK_CONTAINS(err.msg, "invalid argument (CUDA_ERROR_INVALID_VALUE)");
     CHECK_NO_LEAKS();
     memest_timeline_dispose(&t);
@@ -492,7 +492,7 @@ static void test_edge_timelines(void)
 
     /* Inconsistent timelines are reported, and still cleaned up. */
     memest_timeline_free(&t, MEMEST_PH_FORWARD, MEMEST_CAT_SAVED, 0, id, 0);  /* double free */
-    CHECK_EQ_INT(memest_probe_run(&cfg, &t, &r, &err), MEMEST_EXIT_INTERNAL);
+    CHECK_EQ_INT(memest_probe_run(&cfg, &t, &r, &err), MEMEST_EXIT_RUNTIME);
     CHECK_STR_EQ(err.msg, "inconsistent timeline: event 3 (forward, node 'input') frees id 0, "
                           "which is not live");
     CHECK_NO_LEAKS();
@@ -529,7 +529,7 @@ static void test_signal(void)
     struct memest_probe_config cfg = fake_config();
     struct memest_probe_result r;
     struct memest_error err = {0};
-    CHECK_EQ_INT(memest_probe_run(&cfg, &t, &r, &err), MEMEST_EXIT_INTERNAL);
+    CHECK_EQ_INT(memest_probe_run(&cfg, &t, &r, &err), MEMEST_EXIT_RUNTIME);
     CHECK_EQ_INT(got_sigint, 1);
     CHECK(r.interrupted && !r.verdict);
     CHECK_CONTAINS(err.msg, "probe interrupted by signal");

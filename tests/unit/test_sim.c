@@ -8,6 +8,7 @@
 #include "check.h"
 #include "memest/alloc.h"
 #include "memest/calc.h"
+#include "memest/cuda_overhead.h"
 #include "memest/model.h"
 #include "memest/run.h"
 
@@ -82,7 +83,10 @@ static int step(struct fixture *t, const struct memest_step_cfg *cfg, struct mem
                 struct memest_timeline *tl)
 {
     struct memest_error err = {0};
-    int rc = memest_estimate(&t->r, cfg, e, tl, &err);
+    struct memest_step_cfg c = *cfg;   /* with the model's loss, as the command resolves it */
+    int rc = memest_step_cfg_resolve_loss(&c, t->g.loss, &err);
+    if (rc == 0)
+        rc = memest_estimate(&t->r, &c, e, tl, &err);
     if (rc != 0)
         fprintf(stderr, "estimate: %s\n", err.msg);
     return rc;
@@ -292,8 +296,54 @@ static void test_many_params(void)
     close_model(&t);
 }
 
+/* Issue 11, bug 1: the backward once kept 256 parameter gradients per node
+ * and silently skipped the rest; a bidirectional LSTM of 33 layers has
+ * 33 x 2 x 4 = 264. Every gradient must be live at the training peak (Adam,
+ * foreach, steady state: the peak is in the optimizer step, with every
+ * .grad). torch.nn.LSTM's parameters per layer and direction are
+ * weight_ih [4h, in], weight_hh [4h, h], bias_ih and bias_hh [4h]:
+ * 4h (in + h) + 8h elements, with in = the input's features for layer 0 and
+ * 2h (both directions' outputs) after it. With h = 32 and 8 features every
+ * tensor is a multiple of 512 bytes, so the allocator's blocks are the
+ * tensors' exact sizes:
+ *   layer 0:     4 x 32 x (8 + 32) + 8 x 32 = 5,376 per direction
+ *   layers 1-32: 4 x 32 x (64 + 32) + 8 x 32 = 12,544 per direction
+ *   2 x (5,376 + 32 x 12,544) = 813,568 elements, 3,254,272 bytes in fp32. */
+static void test_lstm_33_layers(void)
+{
+    const uint64_t h = 32, in0 = 8, layers = 33;
+    uint64_t elems = 0;
+    for (uint64_t l = 0; l < layers; l++)
+        elems += 2 * (4 * h * ((l ? 2 * h : in0) + h) + 8 * h);
+    CHECK_EQ_U64(elems, 813568);
+    uint64_t bytes = elems * 4;
+    struct fixture t;
+    if (open_model(&t,
+                   "{\"inputs\": [{\"name\": \"x\", \"shape\": [5, 8]}],"
+                   " \"layers\": [{\"name\": \"lstm\", \"type\": \"lstm\", \"hidden_size\": 32,"
+                   "   \"num_layers\": 33, \"bidirectional\": true, \"batch_first\": true},"
+                   "  {\"type\": \"sum\"}], \"loss\": {\"type\": \"none\"}}",
+                   NULL, 2) != 0) {
+        CHECK(0);
+        return;
+    }
+    CHECK_EQ_U64(t.r.nodes[1].nparam, 264);
+    struct memest_step_cfg cfg;
+    memest_step_cfg_default(&cfg);
+    struct memest_estimate e;
+    CHECK_EQ_INT(step(&t, &cfg, &e, NULL), 0);
+    CHECK_EQ_U64(e.params.bytes, bytes);
+    CHECK_EQ_U64(e.gradients, bytes);
+    CHECK_EQ_INT(e.train_peak.phase, MEMEST_PH_OPTIMIZER);
+    CHECK_EQ_U64(e.train_peak.at_peak[MEMEST_CAT_GRADS], bytes);
+    CHECK_EQ_U64(e.train_peak.at_peak[MEMEST_CAT_PARAMS], bytes);
+    CHECK_EQ_U64(e.train_peak.at_peak[MEMEST_CAT_OPTSTATE], 2 * bytes);   /* exp_avg, exp_avg_sq */
+    close_model(&t);
+}
+
 int main(void)
 {
+    test_lstm_33_layers();
     test_many_params();
     test_tiny_sgd();
     test_tiny_adam();

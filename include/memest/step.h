@@ -1,0 +1,124 @@
+/* step.h - the step vocabulary (src/step/): how one training step runs, as
+ * the command line, the model file and the reports name it: the optimizer,
+ * its implementation, autocast, the loss, and the step configuration that
+ * gathers them. Names only and their checks; what the step costs is the
+ * simulator's (sim.h) and the calculators' (calc.h). The model builder, the
+ * command line and the reports take the step's names from here, not from
+ * the simulator (layer "step": after ops, before the model). */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "memest/error.h"
+
+/* The optimizer (torch.optim class, in lower case). */
+enum memest_optim {
+    MEMEST_OPT_SGD = 0,
+    MEMEST_OPT_ADAM,
+    MEMEST_OPT_ADAMW,
+    MEMEST_OPT_RMSPROP,
+    MEMEST_OPT_ADAGRAD,
+    MEMEST_OPT_COUNT
+};
+struct memest_optim_cfg {
+    enum memest_optim kind;
+    double momentum;    /* sgd, rmsprop */
+    bool amsgrad;       /* adam, adamw */
+    bool centered;      /* rmsprop */
+};
+const char *memest_optim_name(enum memest_optim k);
+/* Exact name; 0, or -1 for an unknown name. */
+int memest_optim_parse(const char *s, enum memest_optim *out);
+
+/* How the optimizer's update runs (torch.optim's foreach= and fused=). */
+enum memest_optim_impl {
+    MEMEST_IMPL_FOREACH = 0,  /* multi-tensor: PyTorch 2.x's default on CUDA */
+    MEMEST_IMPL_FORLOOP,      /* single-tensor: PyTorch 1.x's, and the CPU default */
+    MEMEST_IMPL_FUSED,
+    MEMEST_IMPL_COUNT
+};
+/* "foreach", "for-loop", "fused"; "?" out of range. */
+const char *memest_optim_impl_name(enum memest_optim_impl i);
+/* Exact name; 0, or -1 for an unknown name. */
+int memest_optim_impl_parse(const char *s, enum memest_optim_impl *out);
+
+/* Autocast (torch.autocast("cuda", dtype=...)), or none. */
+enum memest_amp { MEMEST_AMP_NONE = 0, MEMEST_AMP_FP16, MEMEST_AMP_BF16, MEMEST_AMP_COUNT };
+/* "none", "fp16", "bf16"; "?" out of range. */
+const char *memest_amp_name(enum memest_amp a);
+/* "fp16" or "float16", "bf16" or "bfloat16" (what --amp takes: "none" is
+ * not a value of it); 0, or -1 for anything else. */
+int memest_amp_parse(const char *s, enum memest_amp *out);
+
+/* The loss the step applies to the model's last output (the model file's
+ * "loss", or --loss): PyTorch's loss modules, by class name in lower case. */
+enum memest_loss {
+    MEMEST_LOSS_CROSSENTROPY = 0,  /* crossentropyloss: log_softmax + nll_loss
+                                      over the last dimension (the default) */
+    MEMEST_LOSS_NLL,               /* nllloss: the output already holds log-probabilities */
+    MEMEST_LOSS_MSE,               /* mseloss, against a float target of the output's shape */
+    MEMEST_LOSS_L1,
+    MEMEST_LOSS_SMOOTHL1,
+    MEMEST_LOSS_HUBER,
+    MEMEST_LOSS_BCEWITHLOGITS,
+    MEMEST_LOSS_NONE,              /* none: out.backward(ones_like(out)) */
+    MEMEST_LOSS_COUNT
+};
+/* Case-insensitive; 0, or -1 for an unknown name. */
+int memest_loss_parse(const char *s, enum memest_loss *out);
+/* "crossentropyloss", ...; "?" out of range. */
+const char *memest_loss_name(enum memest_loss l);
+/* "crossentropyloss, nllloss, ...", for messages. */
+const char *memest_loss_names(void);
+
+#define MEMEST_MAX_CHECKPOINT_NAMES 64
+
+/* The largest --overhead (1 TiB, far beyond any CUDA context): with it, the
+ * device total (reserved peak + overhead) stays within 2^63 - 1 bytes unless
+ * the reserved peak itself is at that limit. */
+#define MEMEST_MAX_OVERHEAD ((uint64_t)1 << 40)
+
+struct memest_step_cfg {
+    struct memest_optim_cfg optim;
+    enum memest_optim_impl impl;
+    bool first_step;        /* optimizer state created during the step */
+    bool zero_grad_zeros;   /* zero_grad(set_to_none=False): gradients persist */
+    int64_t grad_accum;     /* micro-batches per optimizer step, >= 1 */
+    enum memest_amp amp;
+    bool checkpoint;        /* activation checkpointing of every block instance ... */
+    const char *checkpoint_names[MEMEST_MAX_CHECKPOINT_NAMES]; /* ... or of these blocks */
+    int ncheckpoint_names;
+    enum memest_loss loss;  /* the loss, resolved once when the run is set up
+                               (memest_step_cfg_resolve_loss): --loss, else the
+                               model's "loss", else cross-entropy */
+    bool loss_set;          /* given on the command line (--loss): the model's
+                               "loss" does not replace it */
+    bool overhead_set;      /* overhead given (--overhead), else the default */
+    uint64_t overhead;      /* CUDA context and library workspaces, bytes; at most
+                               MEMEST_MAX_OVERHEAD */
+    unsigned torch_version; /* whose torch/optim code the optimizer step follows:
+                               0 = PyTorch 2.x (the default), 113 = 1.13 (whose foreach
+                               Adam/AdamW keep two copies of temporaries and Adagrad
+                               three; the reference measurements run 1.13) */
+    unsigned gpu_arch;      /* target card's compute capability, major * 10 + minor
+                               (e.g. 80 for A100, 90 for H100); 0 = unknown: the
+                               overhead and cuBLAS workspace of pre-Hopper cards */
+};
+
+/* Defaults: adam, foreach, steady state, set_to_none, no accumulation,
+ * cross-entropy (not set: a model's "loss" replaces it). */
+void memest_step_cfg_default(struct memest_step_cfg *c);
+
+/* Resolves the loss once, when the run is set up: unless --loss set it,
+ * the model file's "loss" (model_loss: the graph's, already checked by the
+ * model builder; NULL when the file has none) replaces the default. 0, or
+ * -1 with an internal error when model_loss names no loss. */
+int memest_step_cfg_resolve_loss(struct memest_step_cfg *c, const char *model_loss,
+                                 struct memest_error *err);
+
+/* A usage error for a step PyTorch cannot run (fused exists for sgd, adam
+ * and adamw only), raised by the command line before any model is read
+ * (also with --inference: every estimate simulates the training step too).
+ * 0 / -1. */
+int memest_step_cfg_check(const struct memest_step_cfg *c, struct memest_error *err);

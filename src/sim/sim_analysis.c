@@ -1,0 +1,227 @@
+/* sim_analysis.c - what the simulator works out before the step: the nodes a
+ * gradient reaches, the checkpointed block instances, each storage's last
+ * forward use and the node whose backward releases it (sim_internal.h). */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_internal.h"
+
+/* ---- static analysis ---- */
+
+/* Nodes that a gradient reaches from the loss. */
+int sim_analyze_reach(struct sim *S, uint8_t *vreach)
+{
+    const struct memest_run *r = S->r;
+    uint32_t root = root_value(S);
+    if (r->values[root].requires_grad && S->loss != MEMEST_LOSS_COUNT)
+        vreach[root] = 1;
+    for (uint32_t n = S->nn; n-- > 0;) {
+        const struct memest_nodeinfo *ni = &r->nodes[n];
+        bool any = false;
+        for (uint32_t k = 0; k < ni->nout; k++)
+            any |= vreach[ni->out_first + k] != 0;
+        if (!any || !ni->needs_grad)
+            continue;
+        S->reach[n] = 1;
+        for (uint32_t i = 0; i < S->g->nodes[n].nin; i++) {
+            const struct memest_nodein *in = node_in(r, n, i);
+            if (in->grad != MEMEST_GRAD_NONE && r->values[in->src].requires_grad)
+                vreach[in->src] = 1;
+        }
+    }
+    return 0;
+}
+
+static bool name_matches(const struct memest_block_inst *b, const char *want)
+{
+    if (strcmp(b->name, want) == 0 || strcmp(b->type, want) == 0)
+        return true;
+    size_t n = strlen(want);   /* "h" selects the repeated instances "h.0", "h.1", ... */
+    if (strncmp(b->name, want, n) != 0 || b->name[n] != '.' || !b->name[n + 1])
+        return false;
+    for (const char *p = b->name + n + 1; *p; p++)
+        if (!isdigit((unsigned char)*p))
+            return false;
+    return true;
+}
+
+static int by_first(const void *a, const void *b)
+{
+    const struct memest_block_inst *x = a, *y = b;
+    if (x->first != y->first)
+        return x->first < y->first ? -1 : 1;
+    return x->last > y->last ? -1 : x->last < y->last ? 1 : 0;
+}
+
+/* The checkpointed block instances: every top-level instance, or those
+ * named (instance, block or repeated-node name), outermost first. */
+int sim_analyze_checkpoint(struct sim *S)
+{
+    const struct memest_step_cfg *c = S->cfg;
+    if (!c->checkpoint || S->inference)
+        return 0;
+    const struct memest_graph *g = S->g;
+    struct memest_block_inst *sel = malloc(sizeof *sel * (g->nblocks ? g->nblocks : 1));
+    if (!sel)
+        return sim_nomem(S);
+    uint32_t nsel = 0;
+    for (int k = 0; k < c->ncheckpoint_names; k++) {
+        bool found = false;
+        for (uint32_t b = 0; b < g->nblocks; b++) {
+            if (name_matches(&g->blocks[b], c->checkpoint_names[k])) {
+                found = true;
+                sel[nsel++] = g->blocks[b];
+            }
+            if (nsel == g->nblocks)
+                break;
+        }
+        if (!found) {
+            free(sel);
+            return memest_errf(S->err, MEMEST_ERR_USAGE, NULL,
+                               "--checkpoint: the model has no block instance or block called "
+                               "\"%s\"", c->checkpoint_names[k]);
+        }
+    }
+    if (c->ncheckpoint_names == 0)
+        for (uint32_t b = 0; b < g->nblocks; b++)
+            if (g->blocks[b].depth == 0)
+                sel[nsel++] = g->blocks[b];
+    if (nsel == 0) {
+        free(sel);
+        return memest_errf(S->err, MEMEST_ERR_USAGE, NULL,
+                           "--checkpoint: the model has no blocks (activation checkpointing "
+                           "recomputes block instances)");
+    }
+    qsort(sel, nsel, sizeof *sel, by_first);
+    S->ck = malloc(sizeof *S->ck * nsel);
+    if (!S->ck) {
+        free(sel);
+        return sim_nomem(S);
+    }
+    uint32_t end = 0;
+    bool any = false;
+    for (uint32_t i = 0; i < nsel; i++) {
+        if (any && sel[i].first <= end)
+            continue;   /* nested in (or the same as) one already chosen */
+        S->ck[S->nck++] = (struct ckpt){sel[i].first, sel[i].last};
+        for (uint32_t n = sel[i].first; n <= sel[i].last; n++)
+            S->ck_of[n] = S->nck - 1;
+        end = sel[i].last;
+        any = true;
+    }
+    free(sel);
+    return 0;
+}
+
+/* Forward liveness: a storage lives until its last reader, and a block
+ * instance's inputs until the instance's last node (a module's forward()
+ * arguments are referenced until it returns: by the caller's frame, or the
+ * loop variable of nn.Sequential). */
+void sim_analyze_lastuse(struct sim *S)
+{
+    const struct memest_run *r = S->r;
+    for (uint32_t s = 0; s < S->ns; s++)
+        S->lastuse[s] = r->storages[s].node;
+    for (uint32_t n = 0; n < S->nn; n++) {
+        for (uint32_t i = 0; i < S->g->nodes[n].nin; i++) {
+            const struct memest_nodein *in = node_in(r, n, i);
+            uint32_t a = r->values[in->src].storage, b = r->values[in->value].storage;
+            if (S->lastuse[a] < n)
+                S->lastuse[a] = n;
+            if (S->lastuse[b] < n)
+                S->lastuse[b] = n;
+        }
+    }
+    for (uint32_t b = 0; b < S->g->nblocks; b++) {
+        const struct memest_block_inst *k = &S->g->blocks[b];
+        for (uint32_t n = k->first; n <= k->last && n < S->nn; n++) {
+            for (uint32_t i = 0; i < S->g->nodes[n].nin; i++) {
+                uint32_t s = r->values[node_in(r, n, i)->src].storage;
+                if (r->storages[s].node < k->first && S->lastuse[s] < k->last)
+                    S->lastuse[s] = k->last;
+            }
+        }
+    }
+    /* inference runs in eval(): dropout returns its input itself (no output,
+     * no mask), so the input lives as long as the output would have */
+    if (S->inference) {
+        for (uint32_t n = 0; n < S->nn; n++) {
+            const struct memest_op_desc *op = S->g->nodes[n].op;
+            const struct memest_nodeinfo *ni = &r->nodes[n];
+            if (!op->eval_identity || S->g->nodes[n].nin != 1 || ni->nout != 1)
+                continue;
+            uint32_t in = r->values[node_in(r, n, 0)->src].storage;
+            uint32_t out = r->values[ni->out_first].storage;
+            while (S->alias[in] != NONE)
+                in = S->alias[in];
+            if (out == in)
+                continue;   /* p = 0: already the input */
+            for (uint32_t t = S->sfirst[n]; t < S->sfirst[n + 1]; t++)
+                if (r->storages[t].kind == MEMEST_ST_EXTRA)
+                    S->alias[t] = in;   /* the mask: not made at all */
+            S->alias[out] = in;
+            if (S->lastuse[in] < S->lastuse[out])
+                S->lastuse[in] = S->lastuse[out];
+        }
+    }
+    /* `out`, the model's last output, is the caller's until the step ends;
+     * other outputs are dropped as soon as nothing needs them */
+    uint32_t s = r->values[root_value(S)].storage;
+    while (S->inference && S->alias[s] != NONE)
+        s = S->alias[s];
+    S->held[s] = 1;
+    S->lastuse[s] = S->nn;
+}
+
+static void push_list(uint32_t *head, uint32_t *next, uint32_t at, uint32_t s)
+{
+    next[s] = head[at];
+    head[at] = s;
+}
+
+/* When each storage is released: the earliest node that records and saves
+ * it (outside checkpointed blocks), a checkpointed block's first node for the
+ * storages the block reads from outside (torch.utils.checkpoint saves its
+ * inputs), and for storages made inside a checkpointed block, the earliest
+ * inner saver during the recomputation. */
+void sim_analyze_release(struct sim *S)
+{
+    const struct memest_run *r = S->r;
+    for (uint32_t n = 0; n < S->nn; n++) {
+        const struct memest_nodeinfo *ni = &r->nodes[n];
+        if (!ni->needs_grad || !S->reach[n])
+            continue;
+        for (uint32_t k = ni->save_first; k < ni->save_first + ni->nsave; k++) {
+            uint32_t s = r->saves[k];
+            if (persistent_kind(r->storages[s].kind))
+                continue;
+            if (S->ck_of[n] == NONE) {
+                if (S->release[s] == NONE)
+                    S->release[s] = n;
+            } else if (S->relin[s] == NONE) {
+                S->relin[s] = n;
+            }
+        }
+    }
+    for (uint32_t c = 0; c < S->nck; c++) {
+        const struct ckpt *k = &S->ck[c];
+        for (uint32_t n = k->first; n <= k->last; n++) {
+            for (uint32_t i = 0; i < S->g->nodes[n].nin; i++) {
+                uint32_t s = r->values[node_in(r, n, i)->src].storage;
+                if (r->storages[s].node < k->first && !persistent_kind(r->storages[s].kind) &&
+                    (S->release[s] == NONE || S->release[s] > k->first))
+                    S->release[s] = k->first;
+            }
+        }
+    }
+    for (uint32_t s = 0; s < S->ns; s++) {
+        if (S->release[s] != NONE)
+            push_list(S->rhead, S->rnext, S->release[s], s);
+        if (S->relin[s] != NONE && S->ck_of[r->storages[s].node] != NONE)
+            push_list(S->ihead, S->inext, S->relin[s], s);
+        uint32_t lu = S->lastuse[s];
+        if (lu < S->nn && !persistent_kind(r->storages[s].kind))
+            push_list(S->fhead, S->fnext, lu, s);
+    }
+}

@@ -1,0 +1,101 @@
+/* sim_forward.c - the forward pass, per node in graph order (sim_internal.h). */
+#include <string.h>
+
+#include "sim_internal.h"
+#include "memest/cuda_overhead.h"
+
+/* ---- forward ---- */
+
+/* Whether storage s, made by the current pass, outlives its forward use. */
+static bool kept(const struct sim *S, uint32_t s, enum fmode m, const struct ckpt *k)
+{
+    if (S->held[s])
+        return true;
+    switch (m) {
+    case FM_TRAIN:
+        return S->release[s] != NONE;
+    case FM_NOGRAD:
+        return false;
+    case FM_RECOMPUTE:
+        return (S->relin[s] != NONE && S->relin[s] <= k->last) ||
+               S->lastuse[s] > k->last;
+    }
+    return false;
+}
+
+static bool uses_cublas(const struct memest_run *r, uint32_t n)
+{
+    return r->nodes[n].fwd_macs > 0 && r->g->nodes[n].op->lib == MEMEST_LIB_CUBLAS;
+}
+
+int sim_forward_node(struct sim *S, uint32_t n, enum fmode m, const struct ckpt *k,
+                        uint32_t *sfirst)
+{
+    const struct memest_run *r = S->r;
+    if (S->cublas == NONE && uses_cublas(r, n) &&
+        sim_ev_alloc(S, MEMEST_CAT_WORKSPACE, n, memest_cublas_workspace(S->cfg->gpu_arch),
+                 &S->cublas) != 0)
+        return -1;
+    /* the storages this node makes: casts, outputs, saved op-internal tensors */
+    while (*sfirst < S->ns && r->storages[*sfirst].node < n)
+        ++*sfirst;
+    for (uint32_t s = *sfirst; s < S->ns && r->storages[s].node == n; s++) {
+        const struct memest_storage *st = &r->storages[s];
+        if (persistent_kind(st->kind) || S->sid[s] != NONE || S->alias[s] != NONE)
+            continue;
+        bool keep = kept(S, s, m, k);
+        if (st->kind == MEMEST_ST_EXTRA && !keep) {
+            /* an op-internal tensor nobody keeps (a no-grad dropout mask) */
+            if (sim_ev_transient(S, MEMEST_CAT_TRANSIENT, n, st->bytes) != 0)
+                return -1;
+            continue;
+        }
+        bool saved = m == FM_TRAIN ? S->release[s] != NONE
+                     : m == FM_RECOMPUTE ? S->relin[s] != NONE && S->relin[s] <= k->last
+                                         : false;
+        if (sim_alloc_storage(S, s, saved ? MEMEST_CAT_SAVED : MEMEST_CAT_TRANSIENT, n) != 0)
+            return -1;
+    }
+    if (sim_ev_transient(S, MEMEST_CAT_TRANSIENT, n, r->nodes[n].work_bytes) != 0)
+        return -1;
+    for (uint32_t s = S->fhead[n]; s != NONE; s = S->fnext[s]) {
+        if (param_cast(r, s))
+            continue;   /* cached until autocast exits */
+        if (m == FM_RECOMPUTE && (r->storages[s].node < k->first || r->storages[s].node > k->last))
+            continue;
+        if (!kept(S, s, m, k) && sim_free_storage(S, s, n) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Frees the autocast parameter copies nobody saved (the cache is cleared
+ * when autocast exits). */
+int sim_clear_cast_cache(struct sim *S, uint32_t lo, uint32_t hi, enum fmode m,
+                            const struct ckpt *k)
+{
+    const struct memest_run *r = S->r;
+    if (!r->opts.amp)
+        return 0;
+    for (uint32_t s = S->sfirst[lo]; s < S->sfirst[hi + 1]; s++) {
+        if (!param_cast(r, s) || S->sid[s] == NONE)
+            continue;
+        if (!(m == FM_TRAIN && S->release[s] != NONE) &&
+            !(m == FM_RECOMPUTE && S->relin[s] != NONE && S->relin[s] <= k->last) &&
+            sim_free_storage(S, s, NONE) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+int sim_forward(struct sim *S, enum fmode m)
+{
+    uint32_t sfirst = 0;
+    S->ph = (uint8_t)((S->ph & WARM) | MEMEST_PH_FORWARD);
+    /* nodes of a checkpointed block run without grad: S->release already
+     * leaves their tensors unsaved and keeps the block's inputs */
+    for (uint32_t n = 0; n < S->nn; n++)
+        if (sim_forward_node(S, n, m, NULL, &sfirst) != 0)
+            return -1;
+    return 0;
+}

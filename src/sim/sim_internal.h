@@ -1,0 +1,267 @@
+/* sim_internal.h - the training-step simulator: one step of PyTorch training
+ * (or a no-grad forward pass) as an ordered list of allocations and frees,
+ * replayed through the caching-allocator model (alloc.c) to find the peak.
+ *
+ * The step is the one a training loop runs (PyTorch 2.x on CUDA):
+ *
+ *   def step(x, target):
+ *       opt.zero_grad(set_to_none=True)          # --zero-grad zeros: in place
+ *       out = model(x)                           # forward
+ *       loss = cross_entropy(out.reshape(-1, out.shape[-1]), target.reshape(-1))
+ *       loss.backward()                          # backward
+ *       opt.step()                               # optimizer
+ *
+ * Parameters, buffers, the optimizer state, x and target are live throughout;
+ * `out` and `loss` (locals of the step) until the step ends. By default the
+ * step simulated is the second one (steady state): the allocator has seen a
+ * first step (its segments are cached, the optimizer state exists and was
+ * allocated amid that step's tensors); --first-step simulates the first.
+ *
+ * Event model, in order:
+ *   setup     parameters, buffers, x, target (and, in the steady state, the
+ *             optimizer state and, with --zero-grad zeros, the gradients);
+ *   forward   per node in graph order: autocast copies it reads, then its new
+ *             storages (outputs and op-internal saved tensors), its forward
+ *             workspace (allocated and freed); then every storage whose last
+ *             reader it is goes, unless autograd saved it (it stays until the
+ *             backward of the earliest node saving it) or the caller holds it
+ *             (`out`, the last output). A block instance's inputs count as read
+ *             until its last node (a module's forward() arguments live until
+ *             it returns). The first matrix product allocates the cuBLAS
+ *             workspace, kept for good;
+ *   loss      the loss's forward and its backward down to the gradient of
+ *             the model's last output (cross-entropy: log_softmax output
+ *             [N, C] saved, nll_loss's scalar and total_weight; backward: the
+ *             ones seed, nll_loss_backward's zeros [N, C], log_softmax's
+ *             gradient [N, C]);
+ *   backward  nodes in reverse graph order (the order of PyTorch's engine,
+ *             which runs the ready node created last), skipping nodes no
+ *             gradient reaches. Per node, as autograd's engine does
+ *             (evaluate_function: call_function, release_variables, then the
+ *             outputs go to the next nodes' input buffers):
+ *               1. a contiguous copy of the incoming gradient if the op needs
+ *                  one (MEMEST_BWD_CONTIG_OUT) and it is not;
+ *               2. the gradients it produces: per input, as the op declared
+ *                  (ops.h: new, the same tensor, a reshape/permute/slice view
+ *                  of the incoming gradient), and one per trainable parameter;
+ *               3. its backward scratch (allocated and freed);
+ *               4. the incoming gradients are dropped, then the saved tensors
+ *                  whose last saver this node is;
+ *               5. each input's gradient goes to its producer's input buffer
+ *                  (InputBuffer::accumulate: the first is kept; a second is
+ *                  added in place into whichever of the two is the sole owner
+ *                  of dense storage, else out of place into a new tensor);
+ *                  under autocast, ToCopyBackward converts a gradient back to
+ *                  the dtype of the tensor that was cast;
+ *               6. each parameter gradient goes to AccumulateGrad, which
+ *                  steals it when .grad is None and otherwise adds it in place
+ *                  into .grad and drops it;
+ *             a checkpointed block instance is recomputed when the backward
+ *             reaches it: its forward again with grad (saving as usual), then
+ *             its backward, then its recomputed outputs are dropped;
+ *   optimizer the optimizer's temporaries per implementation (see
+ *             sim_optimizer.c), and in the first step the state it creates;
+ *   teardown  everything left is freed (ids pair every ALLOC with a FREE).
+ * With --grad-accum N, forward/loss/backward repeat per micro-batch; the
+ * second micro-batch already adds into existing .grad, and later ones repeat
+ * it exactly, so two are simulated. Inference (model.eval() under
+ * torch.no_grad()): parameters, buffers and x, then the forward with nothing
+ * saved and dropout returning its input.
+ *
+ * The peaks: `tensor_bytes`, the most live tensor bytes (exact sizes) at any
+ * event; `bytes`, the allocator's allocated peak (block sizes: 512-byte
+ * rounding and unsplit remainders), and `reserved`, its segments, from
+ * replaying the caching allocator over setup, the warm-up step and the step,
+ * with peak statistics reset when the step starts (as
+ * torch.cuda.reset_peak_memory_stats() before it). */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "memest/checked.h"
+#include "memest/ops.h"
+#include "memest/sim.h"
+
+/* The simulator's files, one per part of the step (their functions,
+ * prefixed sim_, are declared below and used only by each other):
+ *   sim_events.c    the state's allocations: events, storages, gradient slots
+ *   sim_analysis.c  static analysis: reach, checkpointed blocks, liveness, release
+ *   sim_forward.c   the forward pass
+ *   sim_loss.c      the loss
+ *   sim_backward.c  the backward pass and checkpointed recomputation
+ *   sim_optimizer.c the optimizer step
+ *   sim_step.c      the step driver and the entry point, memest_sim_step()
+ *   sim_replay.c    allocator replay, export, peaks */
+
+#define NONE UINT32_MAX
+#define WARM 0x80u   /* phase bit of the warm-up step's events (not exported) */
+
+/* ---- the simulator's state ---- */
+
+struct gbuf {            /* one gradient tensor's storage */
+    uint32_t id;         /* its allocation */
+    uint32_t refs;       /* gradient slots viewing it */
+};
+
+struct gslot {           /* a gradient as some value holds it */
+    uint32_t buf;
+    struct memest_shape geom;
+};
+
+struct ckpt {            /* a checkpointed block instance */
+    uint32_t first, last;
+};
+
+struct sim {
+    const struct memest_run *r;
+    const struct memest_graph *g;
+    const struct memest_step_cfg *cfg;
+    unsigned opt_copies;          /* the optimizer's state tensors per parameter */
+    struct memest_timeline *tl;   /* every event, warm-up included */
+    struct memest_error *err;
+    bool inference;
+    enum memest_loss loss;
+    uint8_t ph;                   /* current phase, | WARM in the warm-up step */
+    uint32_t nn, ns, nv;
+
+    /* static analysis */
+    uint32_t *release;    /* storage -> node whose backward releases it (NONE: not kept) */
+    uint32_t *relin;      /* storage -> its earliest saver inside a checkpointed block */
+    uint32_t *rhead, *rnext;   /* storages by release node */
+    uint32_t *ihead, *inext;   /* storages by relin node */
+    uint32_t *fhead, *fnext;   /* storages by forward last use */
+    uint32_t *lastuse;    /* storage -> last node that needs it in forward */
+    uint32_t *alias;      /* inference: storage -> the storage it is in eval() (dropout) */
+    uint32_t *sfirst;     /* node -> its first storage (nn + 1 entries: storages are in
+                             node order, so node n's are sfirst[n] .. sfirst[n + 1] - 1) */
+    uint8_t *held;        /* storage held by the caller (model outputs) */
+    uint8_t *reach;       /* node: a gradient reaches it */
+    uint32_t *ck_of;      /* node -> index into ck, or NONE */
+    struct ckpt *ck;
+    uint32_t nck;
+
+    /* live state */
+    uint32_t *sid;        /* storage -> live allocation id */
+    uint32_t *vg;         /* value -> gradient slot */
+    uint32_t *pg;         /* parameter storage -> .grad allocation id */
+    uint32_t *cg;         /* cast storage -> accumulated low-precision gradient id */
+    struct gbuf *gb;
+    uint32_t ngb, capgb, *gbfree, ngbfree;
+    struct gslot *gs;
+    uint32_t ngs, capgs, *gsfree, ngsfree;
+    uint32_t *state;      /* optimizer state ids, per trainable parameter storage: copies */
+    uint32_t nstate, capstate;
+    uint32_t *pids;       /* bwd_node's parameter gradient ids: the most parameters
+                             of one node */
+    uint32_t *held_ids;   /* the caller's `out` and `loss` of the current micro-batch */
+    uint32_t nheld, capheld;
+    uint32_t cublas;      /* cuBLAS workspace id */
+    bool in_recompute;
+
+    /* every allocation: alive, bytes, category (teardown, checks) */
+    uint8_t *alive;
+    uint32_t capalive;
+};
+
+/* ---- sizes ---- */
+
+static inline uint64_t value_bytes(const struct memest_run *r, uint32_t v)
+{
+    uint64_t n;
+    if (!memest_shape_numel(&r->values[v].shape, &n))
+        return UINT64_MAX;
+    return memest_sat_mul(n, memest_dtype_size((enum memest_dtype)r->values[v].dtype));
+}
+
+static inline uint32_t out_value(const struct memest_run *r, uint32_t node, uint32_t k)
+{
+    return r->nodes[node].out_first + k;
+}
+
+/* ---- storages ---- */
+
+static inline bool persistent_kind(uint8_t kind)
+{
+    return kind == MEMEST_ST_PARAM || kind == MEMEST_ST_BUFFER || kind == MEMEST_ST_INPUT;
+}
+
+static inline bool param_cast(const struct memest_run *r, uint32_t s)
+{
+    return r->storages[s].kind == MEMEST_ST_CAST && r->storages[s].src != NONE &&
+           r->storages[r->storages[s].src].kind == MEMEST_ST_PARAM;
+}
+
+static inline bool geom_contiguous(const struct memest_shape *g)
+{
+    return memest_shape_is_contiguous(g);
+}
+
+/* ---- the graph ---- */
+
+static inline const struct memest_nodein *node_in(const struct memest_run *r, uint32_t n,
+                                                  uint32_t i)
+{
+    return &r->ins[r->nodes[n].in_first + i];
+}
+
+/* The value that receives the loss's gradient: the last model output. */
+static inline uint32_t root_value(const struct sim *S)
+{
+    const struct memest_ref o = S->g->outputs[S->g->noutputs - 1];
+    return out_value(S->r, o.node, o.out);
+}
+
+/* ---- sim_events.c ---- */
+
+int sim_nomem(struct sim *S);
+int sim_grow_u32(uint32_t **a, uint32_t *cap, uint32_t need);
+int sim_ev_alloc(struct sim *S, uint8_t cat, uint32_t node, uint64_t bytes, uint32_t *id);
+int sim_ev_free(struct sim *S, uint32_t node, uint32_t id);
+int sim_ev_transient(struct sim *S, uint8_t cat, uint32_t node, uint64_t bytes);
+int sim_alloc_storage(struct sim *S, uint32_t s, uint8_t cat, uint32_t node);
+int sim_free_storage(struct sim *S, uint32_t s, uint32_t node);
+/* A gradient buffer over allocation id (already made). */
+int sim_adopt_gbuf(struct sim *S, uint32_t id, uint32_t *out);
+int sim_new_slot(struct sim *S, uint32_t buf, const struct memest_shape *geom, uint32_t *out);
+/* A new contiguous gradient of value v's sizes. */
+int sim_new_grad(struct sim *S, uint32_t node, uint32_t v, uint8_t cat, uint32_t *slot);
+int sim_drop_slot(struct sim *S, uint32_t node, uint32_t k);
+/* A gradient arrives for value v (InputBuffer::accumulate). */
+int sim_deliver(struct sim *S, uint32_t node, uint32_t v, uint32_t slot);
+/* AccumulateGrad: the parameter (storage ps) receives gradient allocation id. */
+int sim_accumulate_param(struct sim *S, uint32_t node, uint32_t ps, uint32_t id);
+
+/* ---- sim_analysis.c ---- */
+
+int sim_analyze_reach(struct sim *S, uint8_t *vreach);
+int sim_analyze_checkpoint(struct sim *S);
+void sim_analyze_lastuse(struct sim *S);
+void sim_analyze_release(struct sim *S);
+
+/* ---- sim_forward.c ---- */
+
+enum fmode { FM_TRAIN, FM_NOGRAD, FM_RECOMPUTE };
+
+int sim_forward_node(struct sim *S, uint32_t n, enum fmode m, const struct ckpt *k,
+                     uint32_t *sfirst);
+int sim_clear_cast_cache(struct sim *S, uint32_t lo, uint32_t hi, enum fmode m,
+                         const struct ckpt *k);
+int sim_forward(struct sim *S, enum fmode m);
+
+/* ---- sim_loss.c ---- */
+
+int sim_remember_held(struct sim *S, uint32_t id);
+int sim_loss_step(struct sim *S);
+
+/* ---- sim_backward.c ---- */
+
+int sim_backward(struct sim *S);
+
+/* ---- sim_optimizer.c ---- */
+
+int sim_optimizer(struct sim *S, bool first);
+
+/* ---- sim_replay.c ---- */
+
+int sim_finish(struct sim *S, size_t start, struct memest_timeline *out, struct memest_peak *pk);

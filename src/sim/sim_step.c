@@ -1,0 +1,310 @@
+/* sim_step.c - the step driver: setup, the warm-up and simulated steps
+ * (micro-batches, zero_grad), teardown, and the entry point memest_sim_step()
+ * (sim.h, sim_internal.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_internal.h"
+
+/* ---- the step ---- */
+
+/* Frees what the caller held (`out`, `loss`) from index `from` on. */
+static int drop_held(struct sim *S, uint32_t from)
+{
+    for (uint32_t i = from; i < S->nheld; i++)
+        if (sim_ev_free(S, NONE, S->held_ids[i]) != 0)
+            return -1;
+    S->nheld = from;
+    return 0;
+}
+
+/* Moves the last output's storage into the caller's hands (its id goes
+ * with `out`, freed when it is rebound or the step ends). */
+static int take_outputs(struct sim *S)
+{
+    const struct memest_run *r = S->r;
+    uint32_t s = r->values[root_value(S)].storage;
+    while (S->alias[s] != NONE)
+        s = S->alias[s];
+    if (S->sid[s] == NONE || persistent_kind(r->storages[s].kind))
+        return 0;
+    if (sim_remember_held(S, S->sid[s]) != 0)
+        return -1;
+    S->sid[s] = NONE;
+    return 0;
+}
+
+static int micro_batch(struct sim *S, uint32_t mb)
+{
+    uint32_t old = S->nheld;
+    if (sim_forward(S, FM_TRAIN) != 0 || take_outputs(S) != 0)
+        return -1;
+    if (mb > 0) {   /* out = model(x) rebinds `out` of the previous micro-batch */
+        uint32_t keep = S->nheld - old;
+        for (uint32_t i = 0; i < old; i++)
+            if (sim_ev_free(S, NONE, S->held_ids[i]) != 0)
+                return -1;
+        memmove(S->held_ids, S->held_ids + old, sizeof *S->held_ids * keep);
+        S->nheld = keep;
+        old = 0;
+    }
+    if (sim_loss_step(S) != 0)
+        return -1;
+    if (sim_clear_cast_cache(S, 0, S->nn ? S->nn - 1 : 0, FM_TRAIN, NULL) != 0)
+        return -1;
+    return sim_backward(S);
+}
+
+static int train_step(struct sim *S, bool first)
+{
+    int64_t mbs = S->cfg->grad_accum > 1 ? 2 : 1;
+    for (int64_t mb = 0; mb < mbs; mb++)
+        if (micro_batch(S, (uint32_t)mb) != 0)
+            return -1;
+    return sim_optimizer(S, first);
+}
+
+static int infer_step(struct sim *S)
+{
+    if (sim_forward(S, FM_NOGRAD) != 0 || take_outputs(S) != 0)
+        return -1;
+    return sim_clear_cast_cache(S, 0, S->nn ? S->nn - 1 : 0, FM_NOGRAD, NULL);
+}
+
+/* Parameters, buffers, the model inputs and the loss target. */
+static int setup(struct sim *S)
+{
+    const struct memest_run *r = S->r;
+    S->ph = MEMEST_PH_SETUP;
+    for (uint32_t s = 0; s < S->ns; s++) {
+        uint8_t kind = r->storages[s].kind;
+        uint8_t cat = kind == MEMEST_ST_PARAM ? MEMEST_CAT_PARAMS
+                      : kind == MEMEST_ST_BUFFER ? MEMEST_CAT_BUFFERS : MEMEST_CAT_INPUTS;
+        if (persistent_kind(kind) && sim_alloc_storage(S, s, cat, r->storages[s].node) != 0)
+            return -1;
+    }
+    if (S->inference || S->loss == MEMEST_LOSS_NONE)
+        return 0;
+    /* the target: class indices (int64, one per row) or a float tensor of the
+     * output's shape */
+    uint32_t v = root_value(S), id;
+    const struct memest_value *o = &r->values[v];
+    uint64_t numel;
+    if (!memest_shape_numel(&o->shape, &numel))
+        numel = UINT64_MAX;
+    uint64_t bytes;
+    if (S->loss == MEMEST_LOSS_CROSSENTROPY || S->loss == MEMEST_LOSS_NLL) {
+        int64_t C = o->shape.ndim ? o->shape.size[o->shape.ndim - 1] : 1;
+        bytes = memest_sat_mul(C ? numel / (uint64_t)C : 0, 8);
+    } else {
+        bytes = value_bytes(r, v);
+    }
+    return sim_ev_alloc(S, MEMEST_CAT_INPUTS, NONE, bytes, &id);
+}
+
+/* The optimizer state that exists before the first step (Adagrad's). */
+static int early_state(struct sim *S)
+{
+    const struct memest_run *r = S->r;
+    if (S->cfg->optim.kind != MEMEST_OPT_ADAGRAD || !S->opt_copies)
+        return 0;
+    S->ph = MEMEST_PH_SETUP;
+    for (uint32_t p = 0; p < r->nparams; p++) {
+        const struct memest_param *pp = &r->params[p];
+        if (pp->tied_to >= 0 || !pp->trainable)
+            continue;
+        for (unsigned c = 0; c < S->opt_copies; c++) {
+            uint32_t id;
+            if (sim_ev_alloc(S, MEMEST_CAT_OPTSTATE, pp->node, r->storages[pp->storage].bytes, &id) != 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* zero_grad() at the start of the step: set_to_none frees every .grad;
+ * zeros keeps them (zeroed in place). */
+static int zero_grad(struct sim *S)
+{
+    if (S->cfg->zero_grad_zeros)
+        return 0;
+    for (uint32_t s = 0; s < S->ns; s++) {
+        if (S->pg[s] != NONE) {
+            if (sim_ev_free(S, NONE, S->pg[s]) != 0)
+                return -1;
+            S->pg[s] = NONE;
+        }
+    }
+    return 0;
+}
+
+static int teardown(struct sim *S)
+{
+    S->ph = MEMEST_PH_TEARDOWN;
+    uint32_t n = S->tl->next_id;
+    for (uint32_t id = 0; id < n; id++)
+        if (id < S->capalive && S->alive[id] && sim_ev_free(S, NONE, id) != 0)
+            return -1;
+    return 0;
+}
+
+static void sim_free(struct sim *S)
+{
+    free(S->release);
+    free(S->relin);
+    free(S->rhead);
+    free(S->rnext);
+    free(S->ihead);
+    free(S->inext);
+    free(S->fhead);
+    free(S->fnext);
+    free(S->lastuse);
+    free(S->alias);
+    free(S->sfirst);
+    free(S->held);
+    free(S->reach);
+    free(S->ck_of);
+    free(S->ck);
+    free(S->sid);
+    free(S->vg);
+    free(S->pg);
+    free(S->cg);
+    free(S->gb);
+    free(S->gbfree);
+    free(S->gs);
+    free(S->gsfree);
+    free(S->state);
+    free(S->held_ids);
+    free(S->pids);
+    free(S->alive);
+}
+
+/* The first storage of each node (storages are made in node order), with
+ * entries up to nnodes + 1 holding nstorages; NULL when out of memory. */
+static uint32_t *index_storages(const struct memest_run *r)
+{
+    uint32_t nn = r->g->nnodes, *first = malloc(sizeof *first * ((size_t)nn + 2));
+    if (!first)
+        return NULL;
+    uint32_t s = 0;
+    for (uint32_t n = 0; n <= nn + 1; n++) {
+        while (s < r->nstorages && r->storages[s].node < n)
+            s++;
+        first[n] = s;
+    }
+    return first;
+}
+
+static uint32_t *filled(size_t n)
+{
+    uint32_t *p = malloc(sizeof *p * (n ? n : 1));
+    if (p)
+        memset(p, 0xFF, sizeof *p * (n ? n : 1));
+    return p;
+}
+
+int memest_sim_step(const struct memest_run *r, const struct memest_peak_opts *o,
+                    struct memest_timeline *tl, struct memest_peak *out, struct memest_error *err)
+{
+    struct memest_step_cfg defaults;
+    memest_step_cfg_default(&defaults);
+    struct memest_timeline full = {0};
+    struct sim S = {.r = r, .g = r->g, .cfg = o->step ? o->step : &defaults,
+                    .opt_copies = o->opt_copies,
+                    .tl = &full, .err = err, .inference = o->inference,
+                    .nn = r->g->nnodes, .ns = r->nstorages, .nv = r->nvalues, .cublas = NONE};
+    int rc = -1;
+    memset(out, 0, sizeof *out);
+    out->node = NONE;
+    /* the loss, resolved when the run was set up (step.h); a step PyTorch
+     * cannot run is refused (the command line refuses it first) */
+    S.loss = S.cfg->loss;
+    if (memest_step_cfg_check(S.cfg, err) != 0)
+        return -1;
+    if (r->g->noutputs == 0)
+        return memest_errf(err, MEMEST_ERR_INTERNAL, NULL, "internal: the model has no output");
+    size_t ns = S.ns, nn = S.nn;
+    S.release = filled(ns);
+    S.relin = filled(ns);
+    S.rhead = filled(nn);
+    S.rnext = filled(ns);
+    S.ihead = filled(nn);
+    S.inext = filled(ns);
+    S.fhead = filled(nn);
+    S.fnext = filled(ns);
+    S.lastuse = filled(ns);
+    S.alias = filled(ns);
+    S.held = calloc(ns ? ns : 1, 1);
+    S.reach = calloc(nn ? nn : 1, 1);
+    S.ck_of = filled(nn);
+    S.sid = filled(ns);
+    S.vg = filled(S.nv);
+    S.pg = filled(ns);
+    S.cg = filled(ns);
+    S.sfirst = index_storages(r);
+    uint32_t maxp = 1;
+    for (uint32_t n = 0; n < nn; n++)
+        if (r->nodes[n].nparam > maxp)
+            maxp = r->nodes[n].nparam;
+    S.pids = malloc(sizeof *S.pids * maxp);
+    uint8_t *vreach = calloc(S.nv ? S.nv : 1, 1);
+    if (!S.sfirst || !S.release || !S.relin || !S.rhead || !S.rnext || !S.ihead || !S.inext ||
+        !S.fhead || !S.fnext || !S.lastuse || !S.alias || !S.held || !S.reach || !S.ck_of ||
+        !S.sid || !S.vg || !S.pg || !S.cg || !S.pids || !vreach) {
+        sim_nomem(&S);
+        goto end;
+    }
+    if (!S.inference && sim_analyze_reach(&S, vreach) != 0)
+        goto end;
+    if (sim_analyze_checkpoint(&S) != 0)
+        goto end;
+    sim_analyze_lastuse(&S);
+    sim_analyze_release(&S);
+
+    /* room for the events up front: the cost model's bound, or a guess (a
+     * warm-up and a step, each about two allocations per storage and
+     * parameter, each freed once); pages never written cost nothing */
+    size_t want = o->events && o->events < SIZE_MAX / sizeof *full.ev
+                      ? (size_t)o->events
+                      : 8 * ((size_t)ns + r->nparams) + 1024;
+    full.ev = malloc(sizeof *full.ev * want);
+    if (full.ev)
+        full.cap = want;
+    size_t start;
+    if (setup(&S) != 0 || early_state(&S) != 0)
+        goto end;
+    if (S.inference) {
+        S.ph = WARM;
+        if (infer_step(&S) != 0 || drop_held(&S, 0) != 0)
+            goto end;
+        start = full.n;
+        S.ph = 0;
+        if (infer_step(&S) != 0)
+            goto end;
+    } else if (S.cfg->first_step) {
+        start = full.n;
+        S.ph = 0;
+        if (train_step(&S, true) != 0)
+            goto end;
+    } else {
+        S.ph = WARM;
+        if (train_step(&S, true) != 0 || drop_held(&S, 0) != 0 || zero_grad(&S) != 0)
+            goto end;
+        start = full.n;
+        S.ph = 0;
+        if (train_step(&S, false) != 0)
+            goto end;
+    }
+    if (teardown(&S) != 0)
+        goto end;
+    size_t made = full.n;   /* finish() hands the list over to tl */
+    if (sim_finish(&S, start, tl, out) != 0)
+        goto end;
+    out->sim_events = made;
+    rc = 0;
+end:
+    free(vreach);
+    sim_free(&S);
+    memest_timeline_dispose(&full);
+    return rc;
+}

@@ -1,0 +1,149 @@
+/* step.c - the step vocabulary (step.h): the names of the optimizers, their
+ * implementations, autocast and the losses, each a table pinned to its
+ * enum's count, and the step configuration's defaults and checks. */
+#include "memest/step.h"
+
+#include <assert.h>
+#include <ctype.h>
+#include <string.h>
+
+/* ---- optimizers ---- */
+
+static const char *const optim_names[] = {
+    [MEMEST_OPT_SGD] = "sgd",         [MEMEST_OPT_ADAM] = "adam",
+    [MEMEST_OPT_ADAMW] = "adamw",     [MEMEST_OPT_RMSPROP] = "rmsprop",
+    [MEMEST_OPT_ADAGRAD] = "adagrad",
+};
+static_assert(sizeof optim_names / sizeof *optim_names == MEMEST_OPT_COUNT,
+              "one name per optimizer");
+
+const char *memest_optim_name(enum memest_optim k) { return optim_names[k]; }
+
+int memest_optim_parse(const char *s, enum memest_optim *out)
+{
+    for (int i = 0; i < MEMEST_OPT_COUNT; i++) {
+        if (strcmp(s, optim_names[i]) == 0) {
+            *out = (enum memest_optim)i;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* ---- optimizer implementations ---- */
+
+static const char *const impl_names[] = {
+    [MEMEST_IMPL_FOREACH] = "foreach", [MEMEST_IMPL_FORLOOP] = "for-loop",
+    [MEMEST_IMPL_FUSED] = "fused",
+};
+static_assert(sizeof impl_names / sizeof *impl_names == MEMEST_IMPL_COUNT,
+              "one name per optimizer implementation");
+
+const char *memest_optim_impl_name(enum memest_optim_impl i)
+{
+    return (unsigned)i < MEMEST_IMPL_COUNT ? impl_names[i] : "?";
+}
+
+int memest_optim_impl_parse(const char *s, enum memest_optim_impl *out)
+{
+    for (int i = 0; i < MEMEST_IMPL_COUNT; i++) {
+        if (strcmp(s, impl_names[i]) == 0) {
+            *out = (enum memest_optim_impl)i;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* ---- autocast ---- */
+
+static const char *const amp_names[] = {
+    [MEMEST_AMP_NONE] = "none", [MEMEST_AMP_FP16] = "fp16", [MEMEST_AMP_BF16] = "bf16",
+};
+static_assert(sizeof amp_names / sizeof *amp_names == MEMEST_AMP_COUNT,
+              "one name per autocast setting");
+
+const char *memest_amp_name(enum memest_amp a)
+{
+    return (unsigned)a < MEMEST_AMP_COUNT ? amp_names[a] : "?";
+}
+
+int memest_amp_parse(const char *s, enum memest_amp *out)
+{
+    if (strcmp(s, "fp16") == 0 || strcmp(s, "float16") == 0)
+        *out = MEMEST_AMP_FP16;
+    else if (strcmp(s, "bf16") == 0 || strcmp(s, "bfloat16") == 0)
+        *out = MEMEST_AMP_BF16;
+    else
+        return -1;
+    return 0;
+}
+
+/* ---- losses ---- */
+
+static const char *const loss_names[] = {
+    [MEMEST_LOSS_CROSSENTROPY] = "crossentropyloss", [MEMEST_LOSS_NLL] = "nllloss",
+    [MEMEST_LOSS_MSE] = "mseloss",                   [MEMEST_LOSS_L1] = "l1loss",
+    [MEMEST_LOSS_SMOOTHL1] = "smoothl1loss",         [MEMEST_LOSS_HUBER] = "huberloss",
+    [MEMEST_LOSS_BCEWITHLOGITS] = "bcewithlogitsloss", [MEMEST_LOSS_NONE] = "none",
+};
+static_assert(sizeof loss_names / sizeof *loss_names == MEMEST_LOSS_COUNT,
+              "one name per loss");
+
+int memest_loss_parse(const char *s, enum memest_loss *out)
+{
+    for (int i = 0; i < MEMEST_LOSS_COUNT; i++) {
+        const char *a = s, *b = loss_names[i];
+        while (*a && *b && tolower((unsigned char)*a) == *b)
+            a++, b++;
+        if (!*a && !*b) {
+            *out = (enum memest_loss)i;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+const char *memest_loss_name(enum memest_loss l)
+{
+    return (unsigned)l < MEMEST_LOSS_COUNT ? loss_names[l] : "?";
+}
+
+const char *memest_loss_names(void)
+{
+    return "crossentropyloss, nllloss, mseloss, l1loss, smoothl1loss, huberloss, "
+           "bcewithlogitsloss, none";
+}
+
+/* ---- the step configuration ---- */
+
+void memest_step_cfg_default(struct memest_step_cfg *c)
+{
+    memset(c, 0, sizeof *c);
+    c->optim.kind = MEMEST_OPT_ADAM;
+    c->impl = MEMEST_IMPL_FOREACH;
+    c->grad_accum = 1;
+    c->loss = MEMEST_LOSS_CROSSENTROPY;
+}
+
+int memest_step_cfg_resolve_loss(struct memest_step_cfg *c, const char *model_loss,
+                                 struct memest_error *err)
+{
+    if (c->loss_set || !model_loss)
+        return 0;
+    if (memest_loss_parse(model_loss, &c->loss) != 0)
+        return memest_errf(err, MEMEST_ERR_INTERNAL, NULL,
+                           "internal: the model's loss \"%s\" is not one of %s", model_loss,
+                           memest_loss_names());
+    return 0;
+}
+
+int memest_step_cfg_check(const struct memest_step_cfg *c, struct memest_error *err)
+{
+    if (c->impl == MEMEST_IMPL_FUSED &&
+        (c->optim.kind == MEMEST_OPT_RMSPROP || c->optim.kind == MEMEST_OPT_ADAGRAD))
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                           "--optim-impl fused: PyTorch has no fused CUDA %s (fused exists for "
+                           "sgd, adam and adamw)", memest_optim_name(c->optim.kind));
+    return 0;
+}

@@ -1,0 +1,115 @@
+/* test_step.c - the step vocabulary (step.h): every name of each table
+ * parses back to its value, the loss is resolved once (--loss over the
+ * model's "loss" over cross-entropy), and a step PyTorch cannot run is a
+ * usage error. */
+#include <string.h>
+
+#include "check.h"
+#include "memest/step.h"
+
+static void test_names(void)
+{
+    static const char *const impls[] = {"foreach", "for-loop", "fused"};
+    for (int i = 0; i < MEMEST_IMPL_COUNT; i++) {
+        enum memest_optim_impl v;
+        CHECK_STR_EQ(memest_optim_impl_name((enum memest_optim_impl)i), impls[i]);
+        CHECK_EQ_INT(memest_optim_impl_parse(impls[i], &v), 0);
+        CHECK_EQ_INT(v, i);
+    }
+    enum memest_optim_impl iv;
+    CHECK_EQ_INT(memest_optim_impl_parse("forloop", &iv), -1);
+    CHECK_STR_EQ(memest_optim_impl_name(MEMEST_IMPL_COUNT), "?");
+
+    static const char *const optims[] = {"sgd", "adam", "adamw", "rmsprop", "adagrad"};
+    for (int i = 0; i < MEMEST_OPT_COUNT; i++) {
+        enum memest_optim v;
+        CHECK_STR_EQ(memest_optim_name((enum memest_optim)i), optims[i]);
+        CHECK_EQ_INT(memest_optim_parse(optims[i], &v), 0);
+        CHECK_EQ_INT(v, i);
+    }
+
+    CHECK_STR_EQ(memest_amp_name(MEMEST_AMP_NONE), "none");
+    CHECK_STR_EQ(memest_amp_name(MEMEST_AMP_FP16), "fp16");
+    CHECK_STR_EQ(memest_amp_name(MEMEST_AMP_BF16), "bf16");
+    CHECK_STR_EQ(memest_amp_name(MEMEST_AMP_COUNT), "?");
+    enum memest_amp a = MEMEST_AMP_NONE;
+    CHECK_EQ_INT(memest_amp_parse("float16", &a), 0);
+    CHECK_EQ_INT(a, MEMEST_AMP_FP16);
+    CHECK_EQ_INT(memest_amp_parse("bfloat16", &a), 0);
+    CHECK_EQ_INT(a, MEMEST_AMP_BF16);
+    CHECK_EQ_INT(memest_amp_parse("none", &a), -1);   /* not a value of --amp */
+
+    /* every loss by its name, in any case; the list for messages names them all */
+    for (int i = 0; i < MEMEST_LOSS_COUNT; i++) {
+        enum memest_loss l;
+        const char *name = memest_loss_name((enum memest_loss)i);
+        CHECK_EQ_INT(memest_loss_parse(name, &l), 0);
+        CHECK_EQ_INT(l, i);
+        CHECK(strstr(memest_loss_names(), name) != NULL);
+    }
+    enum memest_loss l;
+    CHECK_EQ_INT(memest_loss_parse("MSELoss", &l), 0);
+    CHECK_EQ_INT(l, MEMEST_LOSS_MSE);
+    CHECK_EQ_INT(memest_loss_parse("mse", &l), -1);
+    CHECK_EQ_INT(memest_loss_parse("", &l), -1);
+}
+
+static void test_resolve_loss(void)
+{
+    struct memest_step_cfg c;
+    struct memest_error err = {0};
+    memest_step_cfg_default(&c);
+    CHECK_EQ_INT(c.loss, MEMEST_LOSS_CROSSENTROPY);
+    CHECK_EQ_INT(memest_step_cfg_resolve_loss(&c, NULL, &err), 0);   /* no "loss" */
+    CHECK_EQ_INT(c.loss, MEMEST_LOSS_CROSSENTROPY);
+    CHECK_EQ_INT(memest_step_cfg_resolve_loss(&c, "huberloss", &err), 0);
+    CHECK_EQ_INT(c.loss, MEMEST_LOSS_HUBER);
+
+    memest_step_cfg_default(&c);   /* --loss none: the model's "loss" does not replace it */
+    c.loss = MEMEST_LOSS_NONE;
+    c.loss_set = true;
+    CHECK_EQ_INT(memest_step_cfg_resolve_loss(&c, "mseloss", &err), 0);
+    CHECK_EQ_INT(c.loss, MEMEST_LOSS_NONE);
+
+    /* the builder accepts only known losses: anything else is memest's bug */
+    memest_step_cfg_default(&c);
+    CHECK_EQ_INT(memest_step_cfg_resolve_loss(&c, "bogus", &err), -1);
+    CHECK_EQ_INT(err.code, MEMEST_ERR_INTERNAL);
+    CHECK_EQ_INT(memest_error_exit(&err), 7);
+}
+
+static void test_check(void)
+{
+    static const struct {
+        enum memest_optim kind;
+        enum memest_optim_impl impl;
+        bool ok;
+    } cases[] = {
+        {MEMEST_OPT_SGD, MEMEST_IMPL_FUSED, true},
+        {MEMEST_OPT_ADAM, MEMEST_IMPL_FUSED, true},
+        {MEMEST_OPT_ADAMW, MEMEST_IMPL_FUSED, true},
+        {MEMEST_OPT_RMSPROP, MEMEST_IMPL_FUSED, false},
+        {MEMEST_OPT_ADAGRAD, MEMEST_IMPL_FUSED, false},
+        {MEMEST_OPT_ADAGRAD, MEMEST_IMPL_FOREACH, true},
+        {MEMEST_OPT_RMSPROP, MEMEST_IMPL_FORLOOP, true},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        struct memest_step_cfg c;
+        struct memest_error err = {0};
+        memest_step_cfg_default(&c);
+        c.optim.kind = cases[i].kind;
+        c.impl = cases[i].impl;
+        CHECK_EQ_INT(memest_step_cfg_check(&c, &err), cases[i].ok ? 0 : -1);
+        CHECK_EQ_INT(err.code, cases[i].ok ? MEMEST_ERR_NONE : MEMEST_ERR_USAGE);
+        if (!cases[i].ok)
+            CHECK_CONTAINS(err.msg, memest_optim_name(cases[i].kind));
+    }
+}
+
+int main(void)
+{
+    test_names();
+    test_resolve_loss();
+    test_check();
+    return CHECK_DONE();
+}
