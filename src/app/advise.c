@@ -61,7 +61,7 @@ static int eval(struct advisor *ad, int64_t batch, const struct memest_step_cfg 
     struct memest_error e1 = {0};
     struct memest_estimate e;
     res->batch = batch;
-    if (memest_app_estimate(a, batch, step, a->o->dtype, &e, NULL, &e1) != 0) {
+    if (memest_app_estimate(a, batch, step, a->o->dtype, &e, NULL, NULL, &e1) != 0) {
         if (e1.code != MEMEST_ERR_LIMIT) {
             *err = e1;
             return -1;
@@ -534,7 +534,7 @@ int memest_flow_advise(struct memest_app *a)
     /* the current configuration; its run is the one in-place candidates are read from */
     struct memest_error e0 = {0};
     struct memest_estimate e;
-    if (memest_app_estimate(a, o->batch, &a->step, o->dtype, &e, NULL, &e0) != 0) {
+    if (memest_app_estimate(a, o->batch, &a->step, o->dtype, &e, NULL, NULL, &e0) != 0) {
         rc = memest_app_fail(o, &e0);
         goto end;
     }

@@ -81,7 +81,8 @@ int memest_app_overrides_note(const struct memest_app *a, struct memest_error *e
 
 int memest_app_estimate(struct memest_app *a, int64_t batch, const struct memest_step_cfg *step,
                         enum memest_dtype dtype, struct memest_estimate *e,
-                        struct memest_timeline *train_tl, struct memest_error *err)
+                        struct memest_timeline *train_tl, struct memest_timeline *infer_tl,
+                        struct memest_error *err)
 {
     struct memest_run_opts ro = {.batch = batch, .dtype = dtype};
     struct memest_cost c;
@@ -98,7 +99,7 @@ int memest_app_estimate(struct memest_app *a, int64_t batch, const struct memest
         a->top_cost = c.total;
     if (memest_app_charge(a, c.total, err) != 0)
         return -1;
-    if (memest_estimate(&a->r, step, e, train_tl, err) == 0)
+    if (memest_estimate(&a->r, step, e, train_tl, infer_tl, err) == 0)
         return 0;
     return memest_app_overrides_note(a, err);
 }

@@ -46,15 +46,17 @@ int memest_flow_single(struct memest_app *a)
 {
     const struct memest_cli *o = a->o;
     struct memest_error err = {0}, perr = {0};
-    struct memest_timeline tl = {0};
+    struct memest_timeline tl = {0}, itl = {0};   /* the training step's, --inference's */
     struct memest_estimate e;
     struct memest_probe_result pres;
     struct memest_card_report cr;
     struct memest_node_time *nodes = NULL;
     int rc = MEMEST_EXIT_OK;
-    if (memest_app_estimate(a, o->batch, &a->step, o->dtype, &e, &tl, &err) != 0 ||
-        memest_write_step_files(o->timeline_path, o->plot_path, o->inference, &a->r, &a->step, &e,
-                                &tl, &err) != 0) {
+    bool files = o->timeline_path || o->plot_path;
+    if (memest_app_estimate(a, o->batch, &a->step, o->dtype, &e, &tl,
+                            files && o->inference ? &itl : NULL, &err) != 0 ||
+        memest_write_step_files(o->timeline_path, o->plot_path, o->inference, &a->r, &e,
+                                o->inference ? &itl : &tl, &err) != 0) {
         rc = memest_app_fail(o, &err);
         goto end;
     }
@@ -72,7 +74,7 @@ int memest_flow_single(struct memest_app *a)
              * probe replayed the timeline of an unknown one) */
             if (a->has_card && a->card.gpu && a->card.gpu->compute_capability != a->step.gpu_arch) {
                 a->step.gpu_arch = a->card.gpu->compute_capability;
-                if (memest_app_estimate(a, o->batch, &a->step, o->dtype, &e, NULL, &err) != 0) {
+                if (memest_app_estimate(a, o->batch, &a->step, o->dtype, &e, NULL, NULL, &err) != 0) {
                     rc = memest_app_fail(o, &err);
                     goto end;
                 }
@@ -120,5 +122,6 @@ int memest_flow_single(struct memest_app *a)
 end:
     free(nodes);
     memest_timeline_dispose(&tl);
+    memest_timeline_dispose(&itl);
     return rc;
 }

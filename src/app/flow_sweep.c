@@ -30,7 +30,7 @@ static int eval_row(struct memest_app *a, int64_t batch, struct memest_sweep_row
     row->value = batch;
     row->batch = batch;
     row->has_fit = a->has_card;
-    if (memest_app_estimate(a, batch, &a->step, o->dtype, &e, NULL, &e1) != 0) {
+    if (memest_app_estimate(a, batch, &a->step, o->dtype, &e, NULL, NULL, &e1) != 0) {
         if (e1.code != MEMEST_ERR_LIMIT) {
             *err = e1;
             return -1;
@@ -310,9 +310,10 @@ int memest_flow_max_batch(struct memest_app *a)
         have_next = true;
     }
     bool files = o->timeline_path || o->plot_path;
-    if (memest_app_estimate(a, at, &a->step, o->dtype, &e, files ? &tl : NULL, &err) != 0 ||
-        memest_write_step_files(o->timeline_path, o->plot_path, o->inference, &a->r, &a->step, &e,
-                                &tl, &err) != 0) {
+    if (memest_app_estimate(a, at, &a->step, o->dtype, &e, files && !o->inference ? &tl : NULL,
+                            files && o->inference ? &tl : NULL, &err) != 0 ||
+        memest_write_step_files(o->timeline_path, o->plot_path, o->inference, &a->r, &e, &tl,
+                                &err) != 0) {
         memest_timeline_dispose(&tl);
         return memest_app_fail(o, &err);
     }

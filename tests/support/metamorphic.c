@@ -899,7 +899,7 @@ void mm_figures_of(const cJSON *doc, const char *label, uint32_t max_nodes, int6
         if (memest_model_build(&m, NULL, 0, &g, &err) == 0) {
             out->nnodes = g.nnodes;
             if (memest_run_infer(&r, &g, &ro, &err) == 0 &&
-                memest_estimate(&r, cfg, &out->e, NULL, &err) == 0)
+                memest_estimate(&r, cfg, &out->e, NULL, NULL, &err) == 0)
                 out->rc = 0;
             memest_run_free(&r);
             memest_graph_free(&g);

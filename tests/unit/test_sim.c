@@ -82,7 +82,7 @@ static int step(struct fixture *t, const struct memest_step_cfg *cfg, struct mem
                 struct memest_timeline *tl)
 {
     struct memest_error err = {0};
-    int rc = memest_estimate(&t->r, cfg, e, tl, &err);
+    int rc = memest_estimate(&t->r, cfg, e, tl, NULL, &err);
     if (rc != 0)
         fprintf(stderr, "estimate: %s\n", err.msg);
     return rc;
