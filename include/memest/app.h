@@ -1,6 +1,10 @@
 /* app.h - the flows of the memest command. main() parses the options, opens
  * the app (reads the model once, builds the graph, resolves the card) and
  * runs one flow; each flow lives in its own file and returns the exit code.
+ * A flow computes its document's figures and hands them, with the output
+ * format the options chose, to the report layer (report.h), which prints
+ * everything on standard output; a flow itself writes only messages on
+ * standard error.
  *
  *   src/app/app.c            opening, the target card, one estimate at a batch
  *   src/app/flow_single.c    one estimate: the report, --fit, --probe

@@ -18,8 +18,8 @@ int memest_app_fail(const struct memest_cli *o, const struct memest_error *err)
     fprintf(stderr, "memest: %s\n", msg);
     if (err->code == MEMEST_ERR_USAGE)
         fprintf(stderr, "Use memest --help for help with command-line options.\n");
-    if (o && o->json)
-        memest_report_error_json(stdout, err);
+    if (o)
+        memest_render_error(stdout, o->format, err);
     return memest_error_exit(err);
 }
 

@@ -15,6 +15,7 @@
 #include "memest/app.h"
 #include "memest/cli.h"
 #include "memest/outfile.h"
+#include "memest/report.h"
 
 static bool stdout_failure_told;
 

@@ -8,6 +8,7 @@
 #include "memest/escape.h"
 #include "memest/fit.h"
 #include "memest/format.h"
+#include "memest/report.h"
 
 static const char *const source_names[] = {
     [MEMEST_CARD_PRESET] = "preset",

@@ -1,5 +1,5 @@
-/* report_json.c - the --json document; README.md documents every field. */
-
+/* report_json.c - the --json document of one estimate (and of --max-batch)
+ * and the error document; README.md documents every field. */
 #include "memest/format.h"
 #include "memest/ops.h"
 #include "memest/jsonw.h"
@@ -78,9 +78,9 @@ void memest_report_json(FILE *f, const struct memest_report *rep)
     memest_jsonw_init(&w, f, true);
     memest_jsonw_obj_begin(&w, NULL);
     memest_jsonw_u64(&w, "schema_version", MEMEST_SCHEMA_VERSION);
-    if (rep->has_max_batch) {
-        memest_jsonw_i64(&w, "max_batch", rep->max_batch);
-        memest_jsonw_i64(&w, "max_batch_steady", rep->max_batch_steady);
+    if (rep->max_batch) {
+        memest_jsonw_i64(&w, "max_batch", rep->max_batch->mb.best);
+        memest_jsonw_i64(&w, "max_batch_steady", rep->max_batch->mb.steady);
     }
     memest_jsonw_str(&w, "model", g->name);
     memest_jsonw_str(&w, "file", g->file);

@@ -7,6 +7,7 @@
 #include "memest/calc.h"
 #include "memest/fit.h"
 #include "memest/model.h"
+#include "memest/report.h"
 #include "memest/roofline.h"
 #include "memest/run.h"
 
