@@ -16,7 +16,10 @@
  *   report_plot.c     --timeline (CSV) and --plot (SVG) files
  *   report_gpus.c     --list-gpus, report_ops.c --list-ops (Markdown)
  *
- * Renderers compute nothing: every figure comes in the document. */
+ * Renderers compute nothing: every figure comes in the document. A new
+ * output format is a value in output.h, one file src/report/report_FORMAT.c
+ * with its writers (declared below), one case per document in report.c,
+ * and the option that picks it (cli.c). */
 #pragma once
 
 #include <stdio.h>
