@@ -1,6 +1,10 @@
 /* app.h - the flows of the memest command. main() parses the options, opens
  * the app (reads the model once, builds the graph, resolves the card) and
  * runs one flow; each flow lives in its own file and returns the exit code.
+ * A flow computes its document's figures and hands them, with the output
+ * format the options chose, to the report layer (report.h), which prints
+ * everything on standard output; a flow itself writes only messages on
+ * standard error.
  *
  *   src/app/app.c            opening, the target card, one estimate at a batch
  *   src/app/flow_single.c    one estimate: the report, --fit, --probe
@@ -55,10 +59,12 @@ void memest_app_close(struct memest_app *a);
  * and every calculator with `step`, after charging the estimate's cost to
  * the command's work (memest_app_charge: a usage error when the budget
  * would run out, before anything is simulated; an estimate that fails is
- * charged what it did). 0 / -1. */
+ * charged what it did). The step's timelines go to train_tl and infer_tl
+ * (may be NULL), as memest_estimate says. 0 / -1. */
 int memest_app_estimate(struct memest_app *a, int64_t batch, const struct memest_step_cfg *step,
                         enum memest_dtype dtype, struct memest_estimate *e,
-                        struct memest_timeline *train_tl, struct memest_error *err);
+                        struct memest_timeline *train_tl, struct memest_timeline *infer_tl,
+                        struct memest_error *err);
 
 /* The command's work budget (src/app/app_budget.c, cost.h). */
 /* Adds `units` to the work; a usage error (exit 2) naming a->flow, the

@@ -77,7 +77,7 @@ int memest_estimate_cost(struct memest_run *r, const struct memest_step_cfg *cfg
                          struct memest_cost *c, struct memest_error *err);
 /* Runs every calculator for one step as cfg describes, after the cost
  * check of memest_estimate_cost; the training timeline goes to train_tl
- * when it is not NULL. */
+ * and the no-grad forward pass's to infer_tl when they are not NULL. */
 int memest_estimate(struct memest_run *r, const struct memest_step_cfg *cfg,
                     struct memest_estimate *e, struct memest_timeline *train_tl,
-                    struct memest_error *err);
+                    struct memest_timeline *infer_tl, struct memest_error *err);

@@ -10,6 +10,7 @@
 #include "memest/error.h"
 #include "memest/model.h"
 #include "memest/step.h"
+#include "memest/output.h"
 
 #define MEMEST_MAX_SETS 64
 
@@ -23,7 +24,8 @@ struct memest_cli {
     int nsets;
 
     /* output */
-    bool layers, json, csv;
+    enum memest_output format;     /* text, --json or --csv */
+    bool layers;
     const char *timeline_path;     /* --timeline FILE.csv */
     const char *plot_path;         /* --plot FILE.svg */
     bool inference;                /* --inference: the no-grad forward pass */
@@ -48,8 +50,8 @@ struct memest_cli {
 };
 
 /* Parses argv with getopt_long. 0, or -1 with err (MEMEST_ERR_USAGE) set;
- * o->json is set in both cases when argv has --json anywhere (so that every
- * error can be printed as the JSON document). --help, --version,
+ * o->format is MEMEST_OUTPUT_JSON in both cases when argv has --json
+ * anywhere (so that every error can be printed as the JSON document). --help, --version,
  * --list-ops and --list-gpus set their flag and return 0 without requiring
  * a model. */
 int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_error *err);

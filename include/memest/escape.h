@@ -45,9 +45,10 @@ bool memest_esc_append(char *buf, size_t n, size_t *pos, const char *s);
 const char *memest_esc_text(const char *s, char *buf, size_t n);
 
 /* One CSV field (RFC 4180): s escaped as text, then quoted, with quotes
- * doubled, when it holds a comma or a quote (or always, with `quote`).
- * Escaping leaves no line break in the field. */
-void memest_esc_csv(FILE *f, const char *s, bool quote);
+ * doubled, when the field holds a comma, a quote, a CR or an LF (escaping
+ * leaves no line break, so: when s holds a comma or a quote). The one rule
+ * of every CSV field memest writes. */
+void memest_esc_csv(FILE *f, const char *s);
 
 /* XML character data or attribute value: s escaped as text, then & < > " '
  * as entities. At most max_chars characters of s are written (one shown as

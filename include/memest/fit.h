@@ -1,18 +1,17 @@
 /* fit.h - does a step fit on the target card: the card (--gpu, --mem, or the
- * probed device), the verdict with its headroom, the one-line verdict --fit
- * prints, and the largest batch that fits (--max-batch, by bisection). */
+ * probed device), the verdict with its headroom, and the largest batch that
+ * fits (--max-batch, by bisection). The one-line verdict --fit prints, and
+ * every other text of these figures, is the report layer's (report.h). */
 #pragma once
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 
 #include "memest/calc.h"
 #include "memest/error.h"
 #include "memest/gpu.h"
 #include "memest/graph.h"
-#include "memest/jsonw.h"
 #include "memest/roofline.h"
 
 enum memest_card_source {
@@ -50,18 +49,6 @@ uint64_t memest_fit_needs(const struct memest_estimate *e, bool inference);
 
 /* Fills *out. headroom_pct in [0, 100). Cannot fail. */
 void memest_fit_check(uint64_t needs, uint64_t card, double headroom_pct, struct memest_fit *out);
-
-/* The one-line verdict, without a newline:
- *   "fits: 31.2 GiB of 40.0 GiB (78%), headroom 8.8 GiB"
- *   "does not fit: needs 52.1 GiB, card has 40.0 GiB"
- *   "does not fit: needs 39.0 GiB, card has 40.0 GiB (38.0 GiB with 5% headroom)"
- * Each size in its own IEC unit with one decimal (more, up to four, when a
- * step that does not fit would otherwise print the two figures compared
- * alike). The headroom is what stays free on the card. Returns buf. */
-char *memest_fit_line(const struct memest_fit *f, char *buf, size_t n);
-
-/* Size in `unit_of`'s IEC unit with one decimal: "31.2 GiB". Returns buf. */
-char *memest_fmt_size1(uint64_t bytes, uint64_t unit_of, char *buf, size_t n);
 
 /* The step at a batch size: *fits, the verdict; *may_fit, a bound that
  * never decreases as the batch shrinks: false only when the batch cannot
@@ -118,18 +105,3 @@ struct memest_card_report {
     bool peak_fallback;
     const struct memest_node_time *nodes;  /* per node (for the slowest memory-bound layers), or NULL */
 };
-
-/* report_card.c: the members "card", "fit" and "time" of the --json
- * document, in this order ("time" null without a preset). */
-void memest_card_write_json(struct memest_jsonw *w, const struct memest_card_report *c);
-/* The text section: the card, the verdict line, the time estimate and the
- * slowest memory-bound layers. */
-void memest_card_print_text(FILE *f, const struct memest_card_report *c,
-                            const struct memest_graph *g, int64_t batch);
-/* "card": {"name", "label", "source", "memory", "memory_exact", "arch"} only. */
-void memest_card_write_json_card(struct memest_jsonw *w, const struct memest_card *card);
-/* The members of one time estimate ("forward_seconds", ... see README.md),
- * written into the object being written. */
-void memest_time_write_members(struct memest_jsonw *w, const struct memest_time *t);
-/* "31.1 ms", "1.24 s", "850 us". Returns buf. */
-char *memest_fmt_seconds(double s, char *buf, size_t n);

@@ -12,7 +12,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* "97.49 MiB", "512 B" (IEC units). Returns buf. */
+/* The one IEC byte format: bytes below 1024 as "512 B"; others in the
+ * largest unit up to EiB in which the figure, rounded to `decimals`
+ * decimals (0 to 4), stays below 1024: "97.49 MiB", "39.4 GiB", and "1.0
+ * MiB" rather than "1024.0 KiB". Returns buf. */
+char *memest_fmt_iec(uint64_t bytes, int decimals, char *buf, size_t n);
+/* memest_fmt_iec with two decimals, the reports' default. Returns buf. */
 char *memest_fmt_bytes(uint64_t bytes, char *buf, size_t n);
 /* "25,557,032". Returns buf. */
 char *memest_fmt_count(uint64_t v, char *buf, size_t n);

@@ -89,5 +89,3 @@ enum memest_precision memest_gpu_step_precision(enum memest_dtype dtype, enum me
 double memest_gpu_peak(const struct memest_gpu *g, enum memest_precision p, bool *fallback);
 const char *memest_precision_name(enum memest_precision p);
 
-/* `memest --list-gpus`: a Markdown table (README.md includes it). */
-void memest_gpu_print_markdown(FILE *f, const struct memest_gpu_table *t);

@@ -24,6 +24,9 @@ void memest_jsonw_str(struct memest_jsonw *w, const char *key, const char *s);  
 void memest_jsonw_u64(struct memest_jsonw *w, const char *key, uint64_t v);
 void memest_jsonw_i64(struct memest_jsonw *w, const char *key, int64_t v);
 void memest_jsonw_f64(struct memest_jsonw *w, const char *key, double v);  /* %.17g, null if not finite */
+/* A count held in a double (FLOPs, MACs, bytes moved): an exact integer
+ * when it is in [0, 9.2e18) (rounded to the nearest one), %.17g otherwise. */
+void memest_jsonw_count(struct memest_jsonw *w, const char *key, double v);
 void memest_jsonw_bool(struct memest_jsonw *w, const char *key, bool v);
 void memest_jsonw_null(struct memest_jsonw *w, const char *key);
 /* Ends the document with a newline. The stream is not flushed: whoever

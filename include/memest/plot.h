@@ -29,12 +29,11 @@ int memest_plot_write_svg(FILE *f, const struct memest_timeline *tl, const struc
                           const struct memest_peak *peak, const char *what);
 
 /* Writes the files --timeline (CSV) and --plot (SVG) name (either may be
- * NULL) for one estimate: the training step's timeline train_tl, or with
- * `inference` the no-grad forward pass's (rebuilt here). Each file is
- * written whole or not at all (outfile.h). 0, or -1 with err
- * (MEMEST_ERR_OUTPUT naming the file and the system's reason, or
- * MEMEST_ERR_NOMEM). */
+ * NULL) for one estimate e of run r: tl is the timeline of the step
+ * reported, the training step's, or with `inference` the no-grad forward
+ * pass's (memest_estimate returns both). Each file is written whole or not
+ * at all (outfile.h). 0, or -1 with err (MEMEST_ERR_OUTPUT naming the file
+ * and the system's reason, or MEMEST_ERR_NOMEM). */
 int memest_write_step_files(const char *timeline_path, const char *plot_path, bool inference,
-                            const struct memest_run *r, const struct memest_step_cfg *cfg,
-                            const struct memest_estimate *e, const struct memest_timeline *train_tl,
-                            struct memest_error *err);
+                            const struct memest_run *r, const struct memest_estimate *e,
+                            const struct memest_timeline *tl, struct memest_error *err);

@@ -11,7 +11,7 @@
  *     struct memest_probe_result res;
  *     struct memest_error err = {0};
  *     int rc = memest_probe_run(&cfg, &timeline, &res, &err);
- *     memest_probe_print_text(stdout, &res);   // also after NOFIT
+ *     memest_probe_print_text(stdout, &res);   // report.h; also after NOFIT
  *     if (rc != MEMEST_EXIT_OK && rc != MEMEST_EXIT_NOFIT) report err
  *
  * What the probe proves: that the predicted footprint can be allocated on
@@ -27,7 +27,6 @@
 #include <stdio.h>
 
 #include "memest/error.h"
-#include "memest/jsonw.h"
 #include "memest/timeline.h"
 
 /* What a backend call reports. */
@@ -175,15 +174,3 @@ struct memest_probe_result {
  * return value as the exit code. */
 int memest_probe_run(const struct memest_probe_config *cfg, const struct memest_timeline *tl,
                      struct memest_probe_result *res, struct memest_error *err);
-
-/* Human report, several lines each starting "probe: ", sizes in IEC units
- * ("39.4 GiB"). Prints only what was measured. */
-void memest_probe_print_text(FILE *f, const struct memest_probe_result *r);
-
-/* Writes the member "probe": {"device", "total", "free_before",
- * "context_overhead", "predicted_peak", "measured_peak", "fits", "failed_at",
- * "device_index", "free_after_context", "free_at_peak", "peak_event"} into
- * the object being written. Bytes are integers; unmeasured figures, and
- * "fits" without a verdict, are null. "failed_at" is null or {"event",
- * "phase", "node" (null if unknown), "bytes", "live"}. */
-void memest_probe_write_json(struct memest_jsonw *w, const struct memest_probe_result *r);

@@ -1,4 +1,25 @@
-/* report.h - the text summary and the JSON document memest prints. */
+/* report.h - the report layer: every document memest prints on standard
+ * output, and its files (plot.h), is written by src/report. The flows
+ * (src/app) compute a document's figures and hand them to one of the
+ * memest_render_* dispatchers below with the output format (output.h);
+ * each dispatcher is one switch over the format (src/report/report.c).
+ *
+ *   report.c          the dispatchers
+ *   report_text.c     one estimate as text, and the --layers table
+ *   report_json.c     one estimate (and --max-batch) as JSON; the error document
+ *   report_card.c     the target card's section of one estimate (text, JSON)
+ *   report_fit.c      the one-line fit verdict
+ *   report_probe.c    the probe's lines and "probe" member
+ *   report_maxbatch.c --max-batch as text
+ *   report_advise.c   --advise as text and JSON
+ *   report_sweep.c    sweeps as text, CSV and JSON
+ *   report_plot.c     --timeline (CSV) and --plot (SVG) files
+ *   report_gpus.c     --list-gpus, report_ops.c --list-ops (Markdown)
+ *
+ * Renderers compute nothing: every figure comes in the document. A new
+ * output format is a value in output.h, one file src/report/report_FORMAT.c
+ * with its writers (declared below), one case per document in report.c,
+ * and the option that picks it (cli.c). */
 #pragma once
 
 #include <stdio.h>
@@ -6,12 +27,28 @@
 #include "memest/calc.h"
 #include "memest/cli.h"
 #include "memest/fit.h"
+#include "memest/gpu.h"
 #include "memest/graph.h"
+#include "memest/jsonw.h"
+#include "memest/output.h"
 #include "memest/probe.h"
 #include "memest/run.h"
+#include "memest/sweep.h"
 
 #define MEMEST_SCHEMA_VERSION 1
 
+/* ---- the documents ---- */
+
+/* --max-batch: the answer, and the batch after it. */
+struct memest_max_batch_result {
+    struct memest_max_batch mb;   /* best (0: none fits), steady, calls */
+    bool has_next;                /* batch best + 1 was evaluated (best > 0, below the limit) */
+    bool next_limit;              /* ... and is beyond memest's limits */
+    struct memest_fit next_fit;   /* ... otherwise its verdict */
+};
+
+/* One estimate (the default document, --fit, --probe), or --max-batch's
+ * estimate at its answer (or at batch 1 when nothing fits). */
 struct memest_report {
     const struct memest_cli *cli;
     const struct memest_step_cfg *step;       /* the step simulated: the options' with
@@ -21,12 +58,57 @@ struct memest_report {
     const struct memest_estimate *e;
     const struct memest_probe_result *probe;  /* NULL: no probe ran */
     const struct memest_card_report *card;    /* NULL: no target card */
-    bool has_max_batch;                        /* --max-batch: "max_batch" first */
-    int64_t max_batch, max_batch_steady;
+    const struct memest_max_batch_result *max_batch;  /* --max-batch: "max_batch" first */
     const struct memest_error *error;          /* the run failed after the estimate (the
                                                   probe): the "error" member, last ... */
     int error_exit;                            /* ... with the process exit code */
 };
+
+/* One way to save memory of --advise, with the figures memest computed
+ * with the change. */
+struct memest_advice_option {
+    const char *key;         /* stable name, for --json */
+    char change[200];        /* what to change: flags, or the model edit */
+    char note[560];
+    bool computed;           /* has figures */
+    int64_t batch;
+    uint64_t needs;
+    int64_t saves;           /* the current needs minus needs (negative: costs more) */
+    bool fits;
+    bool may_fit;            /* the allocated peak plus overhead fits: a monotone bound */
+    bool has_time;
+    double step_s, samples_per_s;
+};
+
+/* --advise: the configuration now, and the options sorted by the memory
+ * saved. */
+struct memest_advice {
+    const char *model, *file;
+    int64_t batch;
+    const char *optimizer, *dtype;
+    const struct memest_card *card;
+    double headroom_pct, mfu;
+    struct memest_fit now;          /* the verdict of the configuration as given */
+    bool has_time;                  /* now_samples_per_s is known (a card preset) */
+    double now_samples_per_s;
+    const struct memest_advice_option *opts;
+    int nopts;
+};
+
+/* ---- the dispatchers: one per document, a switch over the format ---- */
+
+/* One estimate. Text: the summary (or with --fit only the verdict line),
+ * the card section, the probe's lines; JSON: the document. */
+void memest_render_estimate(FILE *f, enum memest_output fmt, const struct memest_report *rep);
+/* --max-batch (rep->max_batch set). */
+void memest_render_max_batch(FILE *f, enum memest_output fmt, const struct memest_report *rep);
+void memest_render_sweep(FILE *f, enum memest_output fmt, const struct memest_sweep_report *s);
+void memest_render_advice(FILE *f, enum memest_output fmt, const struct memest_advice *ad);
+/* A failed command: with JSON the error document; the text formats print
+ * nothing here (the one-line message on stderr is the CLI's). */
+void memest_render_error(FILE *f, enum memest_output fmt, const struct memest_error *err);
+
+/* ---- the writers, by document and format ---- */
 
 /* Sum of the element counts of a node's own (untied) parameters. */
 uint64_t memest_node_params(const struct memest_run *r, uint32_t node);
@@ -34,9 +116,70 @@ uint64_t memest_node_params(const struct memest_run *r, uint32_t node);
  * and node names, the file path, a probed device's name) are escaped as
  * escape.h says, in every text report. */
 void memest_report_text(FILE *f, const struct memest_report *rep);
+/* The text document of one estimate: with --fit only the verdict line,
+ * otherwise memest_report_text and the card section; then the probe's
+ * lines when a probe ran. */
+void memest_report_estimate_text(FILE *f, const struct memest_report *rep);
 /* The per-layer table (--layers) of run r: name, type, output shape,
  * parameters, saved bytes, forward MACs. */
 void memest_report_layers(FILE *f, const struct memest_graph *g, const struct memest_run *r);
 void memest_report_json(FILE *f, const struct memest_report *rep);
 /* {"schema_version": 1, "error": {"code", "message", "file", "path", "node", "line", "col"}} */
 void memest_report_error_json(FILE *f, const struct memest_error *err);
+/* --max-batch as text: the answer, the verdicts around it, the time. */
+void memest_report_max_batch_text(FILE *f, const struct memest_report *rep);
+
+/* report_advise.c */
+void memest_advice_print_text(FILE *f, const struct memest_advice *ad);
+void memest_advice_print_json(FILE *f, const struct memest_advice *ad);
+
+/* report_sweep.c */
+void memest_sweep_print_text(FILE *f, const struct memest_sweep_report *s);
+/* Header row, then one line per value. Sizes in bytes, times in seconds,
+ * fields that do not apply are empty. */
+void memest_sweep_print_csv(FILE *f, const struct memest_sweep_report *s);
+void memest_sweep_print_json(FILE *f, const struct memest_sweep_report *s);
+
+/* report_fit.c */
+/* The one-line verdict, without a newline:
+ *   "fits: 31.2 GiB of 40.0 GiB (78%), headroom 8.8 GiB"
+ *   "does not fit: needs 52.1 GiB, card has 40.0 GiB"
+ *   "does not fit: needs 39.0 GiB, card has 40.0 GiB (38.0 GiB with 5% headroom)"
+ * Each size in its own IEC unit with one decimal (more, up to four, when a
+ * step that does not fit would otherwise print the two figures compared
+ * alike). The headroom is what stays free on the card. Returns buf. */
+char *memest_fit_line(const struct memest_fit *f, char *buf, size_t n);
+
+/* report_card.c */
+/* The members "card", "fit" and "time" of the --json
+ * document, in this order ("time" null without a preset). */
+void memest_card_write_json(struct memest_jsonw *w, const struct memest_card_report *c);
+/* The text section: the card, the verdict line, the time estimate and the
+ * slowest memory-bound layers. */
+void memest_card_print_text(FILE *f, const struct memest_card_report *c,
+                            const struct memest_graph *g, int64_t batch);
+/* "card": {"name", "label", "source", "memory", "memory_exact", "arch"} only. */
+void memest_card_write_json_card(struct memest_jsonw *w, const struct memest_card *card);
+/* The members of one time estimate ("forward_seconds", ... see README.md),
+ * written into the object being written. */
+void memest_time_write_members(struct memest_jsonw *w, const struct memest_time *t);
+/* "31.1 ms", "1.24 s", "850 us". Returns buf. */
+char *memest_fmt_seconds(double s, char *buf, size_t n);
+
+/* report_probe.c */
+/* Human report, several lines each starting "probe: ", sizes in IEC units
+ * ("39.4 GiB"). Prints only what was measured. */
+void memest_probe_print_text(FILE *f, const struct memest_probe_result *r);
+
+/* Writes the member "probe": {"device", "total", "free_before",
+ * "context_overhead", "predicted_peak", "measured_peak", "fits", "failed_at",
+ * "device_index", "free_after_context", "free_at_peak", "peak_event"} into
+ * the object being written. Bytes are integers; unmeasured figures, and
+ * "fits" without a verdict, are null. "failed_at" is null or {"event",
+ * "phase", "node" (null if unknown), "bytes", "live"}. */
+void memest_probe_write_json(struct memest_jsonw *w, const struct memest_probe_result *r);
+
+/* report_gpus.c: `memest --list-gpus`, a Markdown table (README.md includes it). */
+void memest_gpu_print_markdown(FILE *f, const struct memest_gpu_table *t);
+/* report_ops.c: `memest --list-ops`, the op table as Markdown. */
+void memest_ops_print_markdown(FILE *f);

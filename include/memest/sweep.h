@@ -14,7 +14,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 
 #include "memest/error.h"
 #include "memest/fit.h"
@@ -53,7 +52,7 @@ struct memest_sweep_row {
     struct memest_time time;
 };
 
-/* What the report prints around the rows. */
+/* What the report prints around the rows (report.h writes it). */
 struct memest_sweep_report {
     const char *model, *file;
     const char *variable;    /* NULL: a batch sweep */
@@ -69,9 +68,3 @@ struct memest_sweep_report {
     const struct memest_sweep_row *rows;
     size_t nrows;
 };
-
-void memest_sweep_print_text(FILE *f, const struct memest_sweep_report *s);
-/* Header row, then one line per value. Sizes in bytes, times in seconds,
- * fields that do not apply are empty. */
-void memest_sweep_print_csv(FILE *f, const struct memest_sweep_report *s);
-void memest_sweep_print_json(FILE *f, const struct memest_sweep_report *s);

@@ -72,3 +72,22 @@ void memest_timeline_dispose(struct memest_timeline *t);
 /* Peak of live bytes over the timeline, and the index of the event at which
  * it is first reached. */
 uint64_t memest_timeline_peak(const struct memest_timeline *t, size_t *at_event);
+
+/* What is live at one point of a walk over a timeline, per category and in
+ * all: the one walk of --timeline's columns and --plot's stacked areas. */
+struct memest_live {
+    uint64_t cat[MEMEST_CAT_COUNT];
+    uint64_t total;
+};
+
+enum memest_live_measure {
+    MEMEST_LIVE_TENSORS = 0,  /* the tensors' exact bytes (memest_event.bytes) */
+    MEMEST_LIVE_BLOCKS,       /* the allocator's blocks (memest_event.block) */
+};
+
+/* Applies event e to *l: an ALLOC adds its size in measure m to its
+ * category and the total, a FREE subtracts it (modulo 2^64: a consistent
+ * timeline frees only what it allocated). A category out of range counts
+ * as the first. Returns the category counted. */
+uint8_t memest_live_apply(struct memest_live *l, const struct memest_event *e,
+                          enum memest_live_measure m);

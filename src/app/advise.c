@@ -17,9 +17,7 @@
 
 #include "memest/app.h"
 #include "memest/checked.h"
-#include "memest/escape.h"
 #include "memest/format.h"
-#include "memest/jsonw.h"
 #include "memest/ops.h"
 #include "memest/report.h"
 
@@ -30,38 +28,24 @@
  * budget decides how many candidates are tried one at a time. */
 #define RESERVE_AFTER_INPLACE (8 + 4 * 110)
 
-struct option {
-    const char *key;         /* stable name, for --json */
-    char change[200];        /* what to change: flags, or the model edit */
-    char note[560];
-    bool computed;           /* has figures */
-    int64_t batch;
-    uint64_t needs;
-    int64_t saves;           /* the current needs minus needs (negative: costs more) */
-    bool fits;
-    bool may_fit;            /* the allocated peak plus overhead fits: a monotone bound */
-    bool has_time;
-    double step_s, samples_per_s;
-};
-
 struct advisor {
     struct memest_app *a;
     const struct memest_cli *o;
-    struct option base;
-    struct option opts[MAX_OPTIONS];
+    struct memest_advice_option base;
+    struct memest_advice_option opts[MAX_OPTIONS];
     int n;
 };
 
 /* Figures of one configuration into *res. A configuration beyond memest's
  * limits leaves res->computed false with a note; other errors return -1. */
 static int eval(struct advisor *ad, int64_t batch, const struct memest_step_cfg *step,
-                struct option *res, struct memest_error *err)
+                struct memest_advice_option *res, struct memest_error *err)
 {
     struct memest_app *a = ad->a;
     struct memest_error e1 = {0};
     struct memest_estimate e;
     res->batch = batch;
-    if (memest_app_estimate(a, batch, step, a->o->dtype, &e, NULL, &e1) != 0) {
+    if (memest_app_estimate(a, batch, step, a->o->dtype, &e, NULL, NULL, &e1) != 0) {
         if (e1.code != MEMEST_ERR_LIMIT) {
             *err = e1;
             return -1;
@@ -92,9 +76,9 @@ static int eval(struct advisor *ad, int64_t batch, const struct memest_step_cfg 
     return 0;
 }
 
-static struct option *add(struct advisor *ad, const char *key)
+static struct memest_advice_option *add(struct advisor *ad, const char *key)
 {
-    struct option *op = &ad->opts[ad->n++];
+    struct memest_advice_option *op = &ad->opts[ad->n++];
     memset(op, 0, sizeof *op);
     op->key = key;
     return op;
@@ -165,7 +149,7 @@ static int advise_inplace(struct advisor *ad, struct memest_error *err)
 {
     struct memest_app *a = ad->a;
     const struct memest_cli *o = ad->o;
-    struct option *op = add(ad, "inplace");
+    struct memest_advice_option *op = add(ad, "inplace");
     uint32_t *cand = malloc(sizeof *cand * (a->g.nnodes ? a->g.nnodes : 1));
     uint32_t ncand, nfalse, nkept = 0;
     int rc = -1;
@@ -195,7 +179,7 @@ static int advise_inplace(struct advisor *ad, struct memest_error *err)
      * what follows, the rest are tried as one group. */
     int64_t afford = memest_app_affordable(a) - RESERVE_AFTER_INPLACE;
     uint32_t single = afford < 0 ? 0 : afford < MAX_SINGLE ? (uint32_t)afford : MAX_SINGLE;
-    struct option trial;
+    struct memest_advice_option trial;
     for (uint32_t i = 0; i < ncand; i++) {
         uint32_t group = i < single ? 1 : ncand - i;
         memset(&trial, 0, sizeof trial);
@@ -276,7 +260,7 @@ static int accum_fits(void *ctx, int64_t i, bool *fits, bool *may_fit, struct me
     struct memest_step_cfg step = c->ad->a->step;
     int64_t micro = c->divs[i - 1];
     step.grad_accum = c->effective / micro;
-    struct option res = {0};
+    struct memest_advice_option res = {0};
     if (eval(c->ad, micro, &step, &res, err) != 0)
         return -1;
     *fits = res.computed && res.fits;
@@ -291,7 +275,7 @@ static int advise_accum(struct advisor *ad, struct memest_error *err)
     if (o->batch < 2 || __builtin_mul_overflow(o->batch, ad->a->step.grad_accum, &effective) ||
         effective > ((int64_t)1 << 53))
         return 0;
-    struct option *op = add(ad, "grad_accum");
+    struct memest_advice_option *op = add(ad, "grad_accum");
     /* the divisors of the effective batch that are smaller micro-batches */
     size_t cap = 64, n = 0;
     int64_t *divs = malloc(sizeof *divs * cap);
@@ -343,7 +327,7 @@ static int batch_fits(void *ctx, int64_t batch, bool *fits, bool *may_fit,
                       struct memest_error *err)
 {
     struct advisor *ad = ctx;
-    struct option res = {0};
+    struct memest_advice_option res = {0};
     if (eval(ad, batch, &ad->a->step, &res, err) != 0)
         return -1;
     *fits = res.computed && res.fits;
@@ -356,7 +340,7 @@ static int advise_batch(struct advisor *ad, struct memest_error *err)
     const struct memest_cli *o = ad->o;
     if (o->batch < 2)
         return 0;
-    struct option *op = add(ad, "smaller_batch");
+    struct memest_advice_option *op = add(ad, "smaller_batch");
     if (ad->base.fits) {
         snprintf(op->change, sizeof op->change, "a smaller batch");
         snprintf(op->note, sizeof op->note, "it already fits at --batch %" PRId64, o->batch);
@@ -382,7 +366,7 @@ static int advise_batch(struct advisor *ad, struct memest_error *err)
 static int advise_step(struct advisor *ad, const char *key, const struct memest_step_cfg *step,
                        const char *change, struct memest_error *err)
 {
-    struct option *op = add(ad, key);
+    struct memest_advice_option *op = add(ad, key);
     snprintf(op->change, sizeof op->change, "%s", change);
     if (eval(ad, ad->o->batch, step, op, err) != 0) {
         if (err->code != MEMEST_ERR_USAGE || ad->a->over_budget)
@@ -401,121 +385,12 @@ static int advise_step(struct advisor *ad, const char *key, const struct memest_
 
 static int by_saves(const void *x, const void *y)
 {
-    const struct option *a = x, *b = y;
+    const struct memest_advice_option *a = x, *b = y;
     if (a->computed != b->computed)
         return a->computed ? -1 : 1;
     if (a->saves != b->saves)
         return a->saves > b->saves ? -1 : 1;
     return strcmp(a->key, b->key);
-}
-
-/* ---- output ---- */
-
-static void print_text(const struct advisor *ad)
-{
-    const struct memest_app *a = ad->a;
-    const struct memest_cli *o = ad->o;
-    char line[256], b[32], name[MEMEST_ESC_NAME], file[MEMEST_ESC_NAME];
-    struct memest_fit f;
-    memest_fit_check(ad->base.needs, a->card.memory, o->headroom, &f);
-    printf("memest %s: %s (%s), batch %lld, optimizer %s, dtype %s\n", MEMEST_VERSION,
-           memest_esc_text(a->g.name, name, sizeof name),
-           memest_esc_text(a->g.file, file, sizeof file), (long long)o->batch,
-           memest_optim_name(a->step.optim.kind), memest_dtype_name(o->dtype));
-    printf("card %s%s%s, %s, %g%% headroom\n", memest_esc_text(a->card.label, name, sizeof name),
-           a->card.source == MEMEST_CARD_PRESET ? " --gpu " : "",
-           a->card.source == MEMEST_CARD_PRESET ? a->card.name : "",
-           memest_fmt_bytes(a->card.memory, b, sizeof b), o->headroom);
-    printf("now: %s\n\n", memest_fit_line(&f, line, sizeof line));
-    printf("Ways to save memory, each computed by memest's calculators with the change\n"
-           "(sorted by the memory saved; fits: with the headroom):\n");
-    printf("  %-4s %11s %11s %11s  %s\n", "fits", "saves", "needs",
-           ad->base.has_time ? "samples/s" : "", "change");
-    for (int i = 0; i < ad->n; i++) {
-        const struct option *op = &ad->opts[i];
-        /* the change and the note can hold node names and messages */
-        char change[4 * sizeof op->change], note[4 * sizeof op->note];
-        memest_esc_text(op->change, change, sizeof change);
-        memest_esc_text(op->note, note, sizeof note);
-        if (!op->computed) {
-            printf("  %-4s %11s %11s %11s  %s%s%s\n", "-", "-", "-", "", change,
-                   note[0] ? ": " : "", note);
-            continue;
-        }
-        char s[40], nd[32], sp[32] = "";
-        uint64_t mag = op->saves < 0 ? (uint64_t)(-op->saves) : (uint64_t)op->saves;
-        snprintf(s, sizeof s, "%s%s", op->saves < 0 ? "-" : "", memest_fmt_bytes(mag, b, sizeof b));
-        if (op->has_time)
-            snprintf(sp, sizeof sp, "%.4g", op->samples_per_s);
-        printf("  %-4s %11s %11s %11s  %s%s%s%s\n", op->fits ? "yes" : "no", s,
-               memest_fmt_bytes(op->needs, nd, sizeof nd), sp, change, note[0] ? " (" : "", note,
-               note[0] ? ")" : "");
-    }
-    printf("  %-4s %11s %11s %11s  ZeRO stages, LoRA: not available (a later issue)\n", "-", "-",
-           "-", "");
-    if (ad->base.has_time)
-        printf("\nsamples/s: roofline estimate at %g%% of the peak (now: %.4g); not a "
-               "measurement\n",
-               o->mfu * 100, ad->base.samples_per_s);
-}
-
-static void print_json(const struct advisor *ad)
-{
-    const struct memest_app *a = ad->a;
-    const struct memest_cli *o = ad->o;
-    struct memest_jsonw w;
-    char line[256];
-    struct memest_fit f;
-    memest_fit_check(ad->base.needs, a->card.memory, o->headroom, &f);
-    memest_jsonw_init(&w, stdout, true);
-    memest_jsonw_obj_begin(&w, NULL);
-    memest_jsonw_u64(&w, "schema_version", MEMEST_SCHEMA_VERSION);
-    memest_jsonw_str(&w, "model", a->g.name);
-    memest_jsonw_str(&w, "file", a->g.file);
-    memest_jsonw_i64(&w, "batch", o->batch);
-    memest_jsonw_str(&w, "optimizer", memest_optim_name(a->step.optim.kind));
-    memest_jsonw_str(&w, "dtype", memest_dtype_name(o->dtype));
-    memest_card_write_json_card(&w, &a->card);
-    memest_jsonw_f64(&w, "headroom_percent", o->headroom);
-    memest_jsonw_obj_begin(&w, "current");
-    memest_jsonw_u64(&w, "needs", f.needs);
-    memest_jsonw_bool(&w, "fits", f.fits);
-    memest_jsonw_str(&w, "verdict", memest_fit_line(&f, line, sizeof line));
-    if (ad->base.has_time)
-        memest_jsonw_f64(&w, "samples_per_second", ad->base.samples_per_s);
-    else
-        memest_jsonw_null(&w, "samples_per_second");
-    memest_jsonw_obj_end(&w);
-    memest_jsonw_arr_begin(&w, "options");
-    for (int i = 0; i < ad->n; i++) {
-        const struct option *op = &ad->opts[i];
-        memest_jsonw_obj_begin(&w, NULL);
-        memest_jsonw_str(&w, "name", op->key);
-        memest_jsonw_str(&w, "change", op->change);
-        memest_jsonw_bool(&w, "computed", op->computed);
-        if (op->computed) {
-            memest_jsonw_i64(&w, "batch", op->batch);
-            memest_jsonw_u64(&w, "needs", op->needs);
-            memest_jsonw_i64(&w, "saves", op->saves);
-            memest_jsonw_bool(&w, "fits", op->fits);
-            if (op->has_time) {
-                memest_jsonw_f64(&w, "step_seconds", op->step_s);
-                memest_jsonw_f64(&w, "samples_per_second", op->samples_per_s);
-            } else {
-                memest_jsonw_null(&w, "step_seconds");
-                memest_jsonw_null(&w, "samples_per_second");
-            }
-        }
-        memest_jsonw_str(&w, "note", op->note[0] ? op->note : NULL);
-        memest_jsonw_obj_end(&w);
-    }
-    memest_jsonw_arr_end(&w);
-    memest_jsonw_arr_begin(&w, "not_available");
-    memest_jsonw_str(&w, NULL, "zero");
-    memest_jsonw_str(&w, NULL, "lora");
-    memest_jsonw_arr_end(&w);
-    memest_jsonw_obj_end(&w);
-    memest_jsonw_finish(&w);
 }
 
 int memest_flow_advise(struct memest_app *a)
@@ -534,7 +409,7 @@ int memest_flow_advise(struct memest_app *a)
     /* the current configuration; its run is the one in-place candidates are read from */
     struct memest_error e0 = {0};
     struct memest_estimate e;
-    if (memest_app_estimate(a, o->batch, &a->step, o->dtype, &e, NULL, &e0) != 0) {
+    if (memest_app_estimate(a, o->batch, &a->step, o->dtype, &e, NULL, NULL, &e0) != 0) {
         rc = memest_app_fail(o, &e0);
         goto end;
     }
@@ -577,16 +452,18 @@ int memest_flow_advise(struct memest_app *a)
     if (advise_batch(ad, &err) != 0)
         goto fail;
     qsort(ad->opts, (size_t)ad->n, sizeof *ad->opts, by_saves);
-    if (o->json)
-        print_json(ad);
-    else
-        print_text(ad);
+    struct memest_advice doc = {
+        .model = a->g.name, .file = a->g.file, .batch = o->batch,
+        .optimizer = memest_optim_name(a->step.optim.kind), .dtype = memest_dtype_name(o->dtype),
+        .card = &a->card, .headroom_pct = o->headroom, .mfu = o->mfu,
+        .has_time = ad->base.has_time, .now_samples_per_s = ad->base.samples_per_s,
+        .opts = ad->opts, .nopts = ad->n,
+    };
+    memest_fit_check(ad->base.needs, a->card.memory, o->headroom, &doc.now);
+    memest_render_advice(stdout, o->format, &doc);
     /* with --fit as well, the exit code is the current configuration's verdict */
-    if (o->fit) {
-        struct memest_fit f;
-        memest_fit_check(ad->base.needs, a->card.memory, o->headroom, &f);
-        rc = f.fits ? MEMEST_EXIT_OK : MEMEST_EXIT_NOFIT;
-    }
+    if (o->fit)
+        rc = doc.now.fits ? MEMEST_EXIT_OK : MEMEST_EXIT_NOFIT;
     goto end;
 fail:
     rc = memest_app_fail(o, &err);

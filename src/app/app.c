@@ -18,8 +18,8 @@ int memest_app_fail(const struct memest_cli *o, const struct memest_error *err)
     fprintf(stderr, "memest: %s\n", msg);
     if (err->code == MEMEST_ERR_USAGE)
         fprintf(stderr, "Use memest --help for help with command-line options.\n");
-    if (o && o->json)
-        memest_report_error_json(stdout, err);
+    if (o)
+        memest_render_error(stdout, o->format, err);
     return memest_error_exit(err);
 }
 
@@ -82,7 +82,8 @@ int memest_app_overrides_note(const struct memest_app *a, struct memest_error *e
 
 int memest_app_estimate(struct memest_app *a, int64_t batch, const struct memest_step_cfg *step,
                         enum memest_dtype dtype, struct memest_estimate *e,
-                        struct memest_timeline *train_tl, struct memest_error *err)
+                        struct memest_timeline *train_tl, struct memest_timeline *infer_tl,
+                        struct memest_error *err)
 {
     struct memest_run_opts ro = {.batch = batch, .dtype = dtype};
     struct memest_cost c;
@@ -99,7 +100,7 @@ int memest_app_estimate(struct memest_app *a, int64_t batch, const struct memest
         a->top_cost = c.total;
     if (memest_app_charge(a, c.total, err) != 0)
         return -1;
-    if (memest_estimate(&a->r, step, e, train_tl, err) == 0)
+    if (memest_estimate(&a->r, step, e, train_tl, infer_tl, err) == 0)
         return 0;
     return memest_app_overrides_note(a, err);
 }

@@ -231,7 +231,9 @@ static int parse_checkpoint(char *arg, struct memest_step_cfg *s, struct memest_
     return 0;
 }
 
-static int check_conflicts(const struct memest_cli *o, struct memest_error *err)
+/* csv: --csv was given (o->format says JSON when --json was as well, which
+ * this refuses) */
+static int check_conflicts(const struct memest_cli *o, bool csv, struct memest_error *err)
 {
     const struct memest_step_cfg *s = &o->step;
     if (s->optim.momentum != 0 && s->optim.kind != MEMEST_OPT_SGD &&
@@ -247,11 +249,11 @@ static int check_conflicts(const struct memest_cli *o, struct memest_error *err)
         return -1;
     if (s->amp != MEMEST_AMP_NONE && o->dtype != MEMEST_F32)
         return usage(err, "--amp keeps fp32 parameters: it cannot be combined with --dtype fp16/bf16");
-    if (o->json && o->csv)
+    if (o->format == MEMEST_OUTPUT_JSON && csv)
         return usage(err, "--json and --csv exclude each other");
     if (o->sweep && o->sweep_var)
         return usage(err, "--sweep and --sweep-var exclude each other");
-    if (o->csv && !o->sweep && !o->sweep_var)
+    if (csv && !o->sweep && !o->sweep_var)
         return usage(err, "--csv is for sweeps (--sweep or --sweep-var)");
     if (o->gpu && o->mem_set)
         return usage(err, "--gpu and --mem exclude each other");
@@ -297,7 +299,7 @@ static int check_conflicts(const struct memest_cli *o, struct memest_error *err)
     if (o->layers && (o->sweep || o->sweep_var || o->advise))
         return usage(err, "--layers adds a table to the report of one step: it excludes sweeps "
                           "and --advise");
-    if (o->layers && o->fit && !o->json)
+    if (o->layers && o->fit && o->format != MEMEST_OUTPUT_JSON)
         return usage(err, "--fit prints a one-line verdict: --layers needs --json with it");
     return 0;
 }
@@ -326,7 +328,8 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
     o->dtype = MEMEST_F32;
     o->headroom = 5;
     o->mfu = 0.4;
-    o->json = wants_json(argc, argv);
+    o->format = wants_json(argc, argv) ? MEMEST_OUTPUT_JSON : MEMEST_OUTPUT_TEXT;
+    bool csv = false;
     /* glibc: 0, not 1, starts over in the default order (not wants_json's)
      * and forgets a cluster a previous parse left half read */
     optind = 0;
@@ -419,11 +422,10 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
         case OPT_LAYERS:
             o->layers = true;
             break;
-        case OPT_JSON:
-            o->json = true;
+        case OPT_JSON:   /* wants_json has set o->format */
             break;
         case OPT_CSV:
-            o->csv = true;
+            csv = true;
             break;
         case OPT_TIMELINE:
             o->timeline_path = optarg;
@@ -490,8 +492,10 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
         }
         before = optind;
     }
-    if (check_conflicts(o, err) != 0)
+    if (check_conflicts(o, csv, err) != 0)
         return -1;
+    if (csv)
+        o->format = MEMEST_OUTPUT_CSV;
     if (optind >= argc)
         return usage(err, "no model file given");
     if (optind + 1 < argc)

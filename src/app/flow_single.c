@@ -1,6 +1,7 @@
-/* flow_single.c - one estimate at --batch: the report (text or --json), the
- * target card's verdict and time estimate, --fit's one-line verdict and exit
- * code, and the CUDA probe (--probe, also as the card with --gpu auto). */
+/* flow_single.c - one estimate at --batch: its figures, the target card's
+ * verdict and time estimate, --fit's exit code, and the CUDA probe (--probe,
+ * also as the card with --gpu auto), handed to the report layer (report.h)
+ * in the format asked for. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,15 +47,17 @@ int memest_flow_single(struct memest_app *a)
 {
     const struct memest_cli *o = a->o;
     struct memest_error err = {0}, perr = {0};
-    struct memest_timeline tl = {0};
+    struct memest_timeline tl = {0}, itl = {0};   /* the training step's, --inference's */
     struct memest_estimate e;
     struct memest_probe_result pres;
     struct memest_card_report cr;
     struct memest_node_time *nodes = NULL;
     int rc = MEMEST_EXIT_OK;
-    if (memest_app_estimate(a, o->batch, &a->step, o->dtype, &e, &tl, &err) != 0 ||
-        memest_write_step_files(o->timeline_path, o->plot_path, o->inference, &a->r, &a->step, &e,
-                                &tl, &err) != 0) {
+    bool files = o->timeline_path || o->plot_path;
+    if (memest_app_estimate(a, o->batch, &a->step, o->dtype, &e, &tl,
+                            files && o->inference ? &itl : NULL, &err) != 0 ||
+        memest_write_step_files(o->timeline_path, o->plot_path, o->inference, &a->r, &e,
+                                o->inference ? &itl : &tl, &err) != 0) {
         rc = memest_app_fail(o, &err);
         goto end;
     }
@@ -72,7 +75,8 @@ int memest_flow_single(struct memest_app *a)
              * probe replayed the timeline of an unknown one) */
             if (a->has_card && a->card.gpu && a->card.gpu->compute_capability != a->step.gpu_arch) {
                 a->step.gpu_arch = a->card.gpu->compute_capability;
-                if (memest_app_estimate(a, o->batch, &a->step, o->dtype, &e, NULL, &err) != 0) {
+                if (memest_app_estimate(a, o->batch, &a->step, o->dtype, &e, NULL, NULL,
+                                        &err) != 0) {
                     rc = memest_app_fail(o, &err);
                     goto end;
                 }
@@ -92,25 +96,11 @@ int memest_flow_single(struct memest_app *a)
         }
         rep.card = &cr;
     }
-    if (o->json) {
-        memest_report_json(stdout, &rep);
-    } else if (o->fit) {
-        char line[256];
-        if (a->has_card)
-            printf("%s\n", memest_fit_line(&cr.fit, line, sizeof line));
-    } else {
-        memest_report_text(stdout, &rep);
-        if (a->has_card)
-            memest_card_print_text(stdout, &cr, &a->g, o->batch);
-    }
-    if (o->probe) {
-        if (!o->json)
-            memest_probe_print_text(stdout, &pres);
-        if (rc != MEMEST_EXIT_OK && rc != MEMEST_EXIT_NOFIT) {
-            char msg[1200];
-            memest_error_format(&perr, msg, sizeof msg);
-            fprintf(stderr, "memest: %s\n", msg);
-        }
+    memest_render_estimate(stdout, o->format, &rep);
+    if (o->probe && rc != MEMEST_EXIT_OK && rc != MEMEST_EXIT_NOFIT) {
+        char msg[1200];
+        memest_error_format(&perr, msg, sizeof msg);
+        fprintf(stderr, "memest: %s\n", msg);
     }
     /* --fit: exit 1 when the step does not fit (the probe's own failures,
      * exit 4 or 5, take precedence) */
@@ -120,5 +110,6 @@ int memest_flow_single(struct memest_app *a)
 end:
     free(nodes);
     memest_timeline_dispose(&tl);
+    memest_timeline_dispose(&itl);
     return rc;
 }

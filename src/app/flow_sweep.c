@@ -1,7 +1,9 @@
 /* flow_sweep.c - --sweep LIST (batch sizes), --sweep-var NAME=LIST (a model
- * variable) and --max-batch. A batch sweep reuses the graph built once and
- * re-runs only shape inference and the calculators per batch; a variable
- * sweep rebuilds the graph per value from the document parsed once. */
+ * variable) and --max-batch: their figures, handed to the report layer
+ * (report.h) in the format asked for. A batch sweep reuses the graph built
+ * once and re-runs only shape inference and the calculators per batch; a
+ * variable sweep rebuilds the graph per value from the document parsed
+ * once. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,7 +11,6 @@
 
 #include "memest/app.h"
 #include "memest/checked.h"
-#include "memest/escape.h"
 #include "memest/format.h"
 #include "memest/plot.h"
 #include "memest/report.h"
@@ -29,7 +30,7 @@ static int eval_row(struct memest_app *a, int64_t batch, struct memest_sweep_row
     row->value = batch;
     row->batch = batch;
     row->has_fit = a->has_card;
-    if (memest_app_estimate(a, batch, &a->step, o->dtype, &e, NULL, &e1) != 0) {
+    if (memest_app_estimate(a, batch, &a->step, o->dtype, &e, NULL, NULL, &e1) != 0) {
         if (e1.code != MEMEST_ERR_LIMIT) {
             *err = e1;
             return -1;
@@ -80,17 +81,7 @@ static void report_init(const struct memest_app *a, struct memest_sweep_report *
     }
 }
 
-static void print_report(const struct memest_cli *o, const struct memest_sweep_report *s)
-{
-    if (o->json)
-        memest_sweep_print_json(stdout, s);
-    else if (o->csv)
-        memest_sweep_print_csv(stdout, s);
-    else
-        memest_sweep_print_text(stdout, s);
-}
-
-/* --sweep-var's check that the model has the variable (with a suggestion). */
+/* The model's variable names, for --sweep-var's check and suggestion. */
 static int check_variable(const struct memest_app *a, const char *name, struct memest_error *err)
 {
     const char *near;
@@ -242,7 +233,7 @@ int memest_flow_sweep(struct memest_app *a)
     s.variable = o->sweep_var ? name : NULL;
     s.rows = rows;
     s.nrows = list.n;
-    print_report(o, &s);
+    memest_render_sweep(stdout, o->format, &s);
     goto end;
 fail:
     rc = memest_app_fail(o, &err);
@@ -295,17 +286,21 @@ int memest_flow_max_batch(struct memest_app *a)
      * --timeline and --plot files of that step */
     int64_t at = best > 0 ? best : 1;
     struct memest_estimate e;
-    struct memest_sweep_row next;
-    bool have_next = false;
+    struct memest_max_batch_result res = {.mb = mb};
     if (best > 0 && best < MEMEST_SWEEP_MAX_VALUE) {
+        struct memest_sweep_row next;
         if (eval_row(a, best + 1, &next, &err) != 0)
             return memest_app_fail(o, &err);
-        have_next = true;
+        res.has_next = true;
+        res.next_limit = next.limit;
+        if (!next.limit)
+            memest_fit_check(next.total_device, a->card.memory, o->headroom, &res.next_fit);
     }
     bool files = o->timeline_path || o->plot_path;
-    if (memest_app_estimate(a, at, &a->step, o->dtype, &e, files ? &tl : NULL, &err) != 0 ||
-        memest_write_step_files(o->timeline_path, o->plot_path, o->inference, &a->r, &a->step, &e,
-                                &tl, &err) != 0) {
+    if (memest_app_estimate(a, at, &a->step, o->dtype, &e, files && !o->inference ? &tl : NULL,
+                            files && o->inference ? &tl : NULL, &err) != 0 ||
+        memest_write_step_files(o->timeline_path, o->plot_path, o->inference, &a->r, &e, &tl,
+                                &err) != 0) {
         memest_timeline_dispose(&tl);
         return memest_app_fail(o, &err);
     }
@@ -329,53 +324,9 @@ int memest_flow_max_batch(struct memest_app *a)
                 mb.scan_max < MEMEST_MAX_BATCH_SCAN ? ", what this command's work budget allows"
                                                     : "",
                 (long long)best);
-    if (o->json) {
-        struct memest_report rep = {.cli = o, .step = &a->step, .g = &a->g, .r = &a->r, .e = &e,
-                                    .card = &cr, .has_max_batch = true, .max_batch = best,
-                                    .max_batch_steady = mb.steady};
-        memest_report_json(stdout, &rep);
-    } else {
-        char line[256], name[MEMEST_ESC_NAME], file[MEMEST_ESC_NAME];
-        printf("memest %s: %s (%s), optimizer %s, dtype %s\n", MEMEST_VERSION,
-               memest_esc_text(a->g.name, name, sizeof name),
-               memest_esc_text(a->g.file, file, sizeof file), memest_optim_name(a->step.optim.kind),
-               memest_dtype_name(o->dtype));
-        printf("card %s%s%s, %g%% headroom\n", memest_esc_text(a->card.label, name, sizeof name),
-               a->card.source == MEMEST_CARD_PRESET ? " --gpu " : "",
-               a->card.source == MEMEST_CARD_PRESET ? a->card.name : "", o->headroom);
-        if (best > 0) {
-            printf("max batch: %lld (%d estimates)\n", (long long)best, mb.calls);
-            printf("  at batch %lld: %s\n", (long long)best,
-                   memest_fit_line(&cr.fit, line, sizeof line));
-        } else {
-            printf("max batch: none, batch 1 does not fit (%d estimates)\n", mb.calls);
-            printf("  at batch 1: %s\n", memest_fit_line(&cr.fit, line, sizeof line));
-        }
-        if (have_next) {
-            if (next.limit) {
-                printf("  at batch %lld: beyond memest's limits\n", (long long)(best + 1));
-            } else {
-                struct memest_fit nf;
-                memest_fit_check(next.total_device, a->card.memory, o->headroom, &nf);
-                printf("  at batch %lld: %s\n", (long long)(best + 1),
-                       memest_fit_line(&nf, line, sizeof line));
-            }
-        }
-        if (best > mb.steady)
-            printf("  note: every batch up to %lld fits, batch %lld does not: the allocator's "
-                   "rounding makes the memory of a step grow unevenly with the batch\n",
-                   (long long)mb.steady, (long long)mb.steady + 1);
-        if (cr.has_time) {
-            char st[32];
-            printf("  time at batch %lld: %s per step, %.4g samples/s (estimate, %g%% of the %s "
-                   "peak)\n",
-                   (long long)at, memest_fmt_seconds(cr.time.step_s, st, sizeof st),
-                   cr.time.samples_per_s, o->mfu * 100,
-                   memest_precision_name(cr.peak_fallback ? MEMEST_PREC_FP32 : cr.precision));
-        }
-        if (o->layers)
-            memest_report_layers(stdout, &a->g, &a->r);
-    }
+    struct memest_report rep = {.cli = o, .step = &a->step, .g = &a->g, .r = &a->r, .e = &e, .card = &cr,
+                                .max_batch = &res};
+    memest_render_max_batch(stdout, o->format, &rep);
     free(nodes);
     return rc;
 }

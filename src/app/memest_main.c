@@ -14,8 +14,8 @@
 
 #include "memest/app.h"
 #include "memest/cli.h"
-#include "memest/ops_doc.h"
 #include "memest/outfile.h"
+#include "memest/report.h"
 
 static bool stdout_failure_told;
 

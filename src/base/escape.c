@@ -91,9 +91,11 @@ const char *memest_esc_text(const char *s, char *buf, size_t n)
     return buf;
 }
 
-void memest_esc_csv(FILE *f, const char *s, bool quote)
+void memest_esc_csv(FILE *f, const char *s)
 {
-    quote = quote || strpbrk(s, ",\"") != NULL;
+    /* escaping writes no comma or quote and leaves no CR or LF: the field
+     * as written has one of RFC 4180's four characters when s has , or " */
+    bool quote = strpbrk(s, ",\"") != NULL;
     if (quote)
         fputc('"', f);
     for (const char *p = s; *p;) {

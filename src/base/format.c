@@ -8,21 +8,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-char *memest_fmt_bytes(uint64_t bytes, char *buf, size_t n)
+char *memest_fmt_iec(uint64_t bytes, int decimals, char *buf, size_t n)
 {
     static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
     if (bytes < 1024) {
         snprintf(buf, n, "%llu B", (unsigned long long)bytes);
         return buf;
     }
-    double v = (double)bytes;
-    int u = 0;
-    while (v >= 1024 && u < 6) {
-        v /= 1024;
-        u++;
+    /* dividing by 1024 is exact: v is bytes / 1024^u as (double)bytes has it */
+    double v = (double)bytes / 1024;
+    char num[48];
+    int u = 1;
+    for (;; v /= 1024, u++) {
+        snprintf(num, sizeof num, "%.*f", decimals, v);
+        /* the unit where the figure, as printed (rounded), is below 1024 */
+        if (u == 6 || strtod(num, NULL) < 1024)
+            break;
     }
-    snprintf(buf, n, "%.2f %s", v, units[u]);
+    snprintf(buf, n, "%s %s", num, units[u]);
     return buf;
+}
+
+char *memest_fmt_bytes(uint64_t bytes, char *buf, size_t n)
+{
+    return memest_fmt_iec(bytes, 2, buf, n);
 }
 
 char *memest_fmt_count(uint64_t v, char *buf, size_t n)

@@ -140,6 +140,14 @@ void memest_jsonw_f64(struct memest_jsonw *w, const char *key, double v)
         fputs("null", w->f);
 }
 
+void memest_jsonw_count(struct memest_jsonw *w, const char *key, double v)
+{
+    if (v >= 0 && v < 9.2e18)   /* below 2^63, so that the conversion is defined */
+        memest_jsonw_u64(w, key, (uint64_t)llround(v));
+    else
+        memest_jsonw_f64(w, key, v);
+}
+
 void memest_jsonw_bool(struct memest_jsonw *w, const char *key, bool v)
 {
     member(w, key);

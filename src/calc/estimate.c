@@ -58,7 +58,7 @@ int memest_estimate_cost(struct memest_run *r, const struct memest_step_cfg *cfg
 
 int memest_estimate(struct memest_run *r, const struct memest_step_cfg *cfg,
                     struct memest_estimate *e, struct memest_timeline *train_tl,
-                    struct memest_error *err)
+                    struct memest_timeline *infer_tl, struct memest_error *err)
 {
     memset(e, 0, sizeof *e);
     if (memest_estimate_cost(r, cfg, &e->cost, err) != 0)
@@ -75,7 +75,7 @@ int memest_estimate(struct memest_run *r, const struct memest_step_cfg *cfg,
                                    .events = e->cost.events - e->cost.train_events};
     struct memest_peak_opts train = {.inference = false, .opt_copies = e->opt.copies, .step = cfg,
                                      .events = e->cost.train_events};
-    int rc = memest_sim_step(r, &inf, NULL, &e->infer_peak, err);
+    int rc = memest_sim_step(r, &inf, infer_tl, &e->infer_peak, err);
     if (rc == 0)
         rc = memest_sim_step(r, &train, train_tl, &e->train_peak, err);
     e->reserved_peak = e->train_peak.reserved;

@@ -1,5 +1,6 @@
-/* fit.c - the fit verdict (--fit), its one-line text, and the largest batch
- * that fits (--max-batch) by a doubling search and bisection. */
+/* fit.c - the fit verdict (--fit) and the largest batch that fits
+ * (--max-batch) by a doubling search and bisection. Its one-line text is
+ * the report layer's (src/report/report_fit.c). */
 #include "memest/fit.h"
 
 #include <math.h>
@@ -24,60 +25,6 @@ void memest_fit_check(uint64_t needs, uint64_t card, double headroom_pct, struct
     /* (double)card may round up past card for cards above 2^53 bytes */
     out->usable = usable >= (double)card ? card : (uint64_t)usable;
     out->fits = needs <= out->usable;
-}
-
-/* bytes in the IEC unit of unit_of, with `dec` decimals */
-static char *fmt_size(uint64_t bytes, uint64_t unit_of, int dec, char *buf, size_t n)
-{
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    int u = 0;
-    double div = 1;
-    while (u < 6 && (double)unit_of >= div * 1024) {
-        div *= 1024;
-        u++;
-    }
-    if (u == 0)
-        snprintf(buf, n, "%llu B", (unsigned long long)bytes);
-    else
-        snprintf(buf, n, "%.*f %s", dec, (double)bytes / div, units[u]);
-    return buf;
-}
-
-char *memest_fmt_size1(uint64_t bytes, uint64_t unit_of, char *buf, size_t n)
-{
-    return fmt_size(bytes, unit_of, 1, buf, n);
-}
-
-char *memest_fit_line(const struct memest_fit *f, char *buf, size_t n)
-{
-    char need[32], card[32], rest[32], other_s[32];
-    /* one decimal, or for a step that does not fit as many as it takes (up
-     * to 4) to tell apart the two figures the verdict compares */
-    uint64_t other = f->needs > f->card ? f->card : f->usable;
-    int dec = 1;
-    for (; !f->fits && dec < 4; dec++) {
-        fmt_size(f->needs, f->needs, dec, need, sizeof need);
-        fmt_size(other, other, dec, other_s, sizeof other_s);
-        if (f->needs == other || strcmp(need, other_s) != 0)
-            break;
-    }
-    fmt_size(f->needs, f->needs, dec, need, sizeof need);
-    fmt_size(f->card, f->card, dec, card, sizeof card);
-    if (f->fits) {
-        double pct = f->card ? 100.0 * (double)f->needs / (double)f->card : 0;
-        long shown = lround(pct);
-        if (shown >= 100 && f->needs < f->card)
-            shown = 99;
-        uint64_t free_b = f->card - f->needs;
-        snprintf(buf, n, "fits: %s of %s (%ld%%), headroom %s", need, card, shown,
-                 fmt_size(free_b, free_b, dec, rest, sizeof rest));
-    } else if (f->needs > f->card) {
-        snprintf(buf, n, "does not fit: needs %s, card has %s", need, card);
-    } else {
-        snprintf(buf, n, "does not fit: needs %s, card has %s (%s with %g%% headroom)", need, card,
-                 fmt_size(f->usable, f->usable, dec, rest, sizeof rest), f->headroom_pct);
-    }
-    return buf;
 }
 
 /* The largest b in [1, limit] with pred(b) for a predicate that holds up to

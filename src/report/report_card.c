@@ -8,6 +8,7 @@
 #include "memest/escape.h"
 #include "memest/fit.h"
 #include "memest/format.h"
+#include "memest/report.h"
 
 static const char *const source_names[] = {
     [MEMEST_CARD_PRESET] = "preset",
@@ -42,14 +43,6 @@ void memest_card_write_json_card(struct memest_jsonw *w, const struct memest_car
     memest_jsonw_obj_end(w);
 }
 
-static void flops_u64(struct memest_jsonw *w, const char *key, double v)
-{
-    if (v >= 0 && v < 9.2e18)
-        memest_jsonw_u64(w, key, (uint64_t)llround(v));
-    else
-        memest_jsonw_f64(w, key, v);
-}
-
 void memest_time_write_members(struct memest_jsonw *w, const struct memest_time *t)
 {
     memest_jsonw_f64(w, "forward_seconds", t->fwd_s);
@@ -58,8 +51,8 @@ void memest_time_write_members(struct memest_jsonw *w, const struct memest_time 
     memest_jsonw_f64(w, "optimizer_seconds", t->opt_s);
     memest_jsonw_f64(w, "step_seconds", t->step_s);
     memest_jsonw_f64(w, "samples_per_second", t->samples_per_s);
-    flops_u64(w, "step_flops", t->flops);
-    flops_u64(w, "step_bytes", t->bytes);
+    memest_jsonw_count(w, "step_flops", t->flops);
+    memest_jsonw_count(w, "step_bytes", t->bytes);
     memest_jsonw_f64(w, "memory_bound_fraction", t->memory_bound_fraction);
     memest_jsonw_u64(w, "passes", t->passes);
     memest_jsonw_u64(w, "memory_bound_passes", t->memory_bound_passes);

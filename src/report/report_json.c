@@ -1,19 +1,10 @@
-/* report_json.c - the --json document; README.md documents every field. */
-#include <math.h>
-
+/* report_json.c - the --json document of one estimate (and of --max-batch)
+ * and the error document; README.md documents every field. */
 #include "memest/format.h"
 #include "memest/ops.h"
 #include "memest/jsonw.h"
 #include "memest/report.h"
 #include "memest/step.h"
-
-static void flops_u64(struct memest_jsonw *w, const char *key, double v)
-{
-    if (v >= 0 && v < 9.2e18)
-        memest_jsonw_u64(w, key, (uint64_t)llround(v));
-    else
-        memest_jsonw_f64(w, key, v);
-}
 
 static const char *node_name(const struct memest_report *rep, uint32_t node)
 {
@@ -86,9 +77,9 @@ void memest_report_json(FILE *f, const struct memest_report *rep)
     memest_jsonw_init(&w, f, true);
     memest_jsonw_obj_begin(&w, NULL);
     memest_jsonw_u64(&w, "schema_version", MEMEST_SCHEMA_VERSION);
-    if (rep->has_max_batch) {
-        memest_jsonw_i64(&w, "max_batch", rep->max_batch);
-        memest_jsonw_i64(&w, "max_batch_steady", rep->max_batch_steady);
+    if (rep->max_batch) {
+        memest_jsonw_i64(&w, "max_batch", rep->max_batch->mb.best);
+        memest_jsonw_i64(&w, "max_batch_steady", rep->max_batch->mb.steady);
     }
     memest_jsonw_str(&w, "model", g->name);
     memest_jsonw_str(&w, "file", g->file);
@@ -133,11 +124,11 @@ void memest_report_json(FILE *f, const struct memest_report *rep)
     memest_jsonw_obj_end(&w);
 
     memest_jsonw_obj_begin(&w, "flops");
-    flops_u64(&w, "forward_macs", e->flops.fwd_macs);
-    flops_u64(&w, "backward_macs", e->flops.bwd_macs);
-    flops_u64(&w, "forward", e->flops.fwd_flops);
-    flops_u64(&w, "backward", e->flops.bwd_flops);
-    flops_u64(&w, "step", e->flops.step_flops);
+    memest_jsonw_count(&w, "forward_macs", e->flops.fwd_macs);
+    memest_jsonw_count(&w, "backward_macs", e->flops.bwd_macs);
+    memest_jsonw_count(&w, "forward", e->flops.fwd_flops);
+    memest_jsonw_count(&w, "backward", e->flops.bwd_flops);
+    memest_jsonw_count(&w, "step", e->flops.step_flops);
     memest_jsonw_obj_end(&w);
 
     if (rep->probe)
@@ -158,7 +149,7 @@ void memest_report_json(FILE *f, const struct memest_report *rep)
         memest_jsonw_arr_end(&w);
         memest_jsonw_u64(&w, "params", memest_node_params(r, n));
         memest_jsonw_u64(&w, "activation_bytes", ni->act_bytes);
-        flops_u64(&w, "forward_macs", ni->fwd_macs);
+        memest_jsonw_count(&w, "forward_macs", ni->fwd_macs);
         memest_jsonw_obj_end(&w);
     }
     memest_jsonw_arr_end(&w);

@@ -23,7 +23,7 @@ static const char *node_label(const struct memest_graph *g, uint32_t node, uint8
 void memest_timeline_write_csv(FILE *f, const struct memest_timeline *tl,
                                const struct memest_graph *g)
 {
-    uint64_t live[MEMEST_CAT_COUNT] = {0}, total = 0, allocated = 0;
+    struct memest_live live = {0}, blocks = {0};
     fputs("index,phase,node,event,category,bytes,block", f);
     for (int c = 0; c < MEMEST_CAT_COUNT; c++)
         fprintf(f, ",%s", memest_category_name((enum memest_category)c));
@@ -31,17 +31,15 @@ void memest_timeline_write_csv(FILE *f, const struct memest_timeline *tl,
     for (size_t i = 0; i < tl->n; i++) {
         const struct memest_event *e = &tl->ev[i];
         bool a = e->kind == MEMEST_EV_ALLOC;
-        uint8_t c = e->category < MEMEST_CAT_COUNT ? e->category : 0;
-        live[c] = a ? live[c] + e->bytes : live[c] - e->bytes;
-        total = a ? total + e->bytes : total - e->bytes;
-        allocated = a ? allocated + e->block : allocated - e->block;
+        uint8_t c = memest_live_apply(&live, e, MEMEST_LIVE_TENSORS);
+        memest_live_apply(&blocks, e, MEMEST_LIVE_BLOCKS);
         fprintf(f, "%zu,%s,", i, memest_phase_name((enum memest_phase)e->phase));
-        memest_esc_csv(f, node_label(g, e->node, e->phase), false);
+        memest_esc_csv(f, node_label(g, e->node, e->phase));
         fprintf(f, ",%s,%s,%" PRIu64 ",%" PRIu64, a ? "alloc" : "free",
                 memest_category_name((enum memest_category)c), e->bytes, e->block);
         for (int k = 0; k < MEMEST_CAT_COUNT; k++)
-            fprintf(f, ",%" PRIu64, live[k]);
-        fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", total, allocated,
+            fprintf(f, ",%" PRIu64, live.cat[k]);
+        fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", live.total, blocks.total,
                 (uint64_t)e->reserved * MEMEST_ALLOC_SMALL_BUFFER);
     }
 }
@@ -122,21 +120,16 @@ int memest_plot_write_svg(FILE *f, const struct memest_timeline *tl, const struc
     while (xm.t_start > xm.s_end && tl->ev[xm.t_start - 1].phase == MEMEST_PH_TEARDOWN)
         xm.t_start--;
     xm.setup_w = xm.s_end > 0 ? PW / 20 : 0;
-    uint64_t live[MEMEST_CAT_COUNT] = {0}, total = 0, ymax = 1;
+    struct memest_live live = {0};
+    uint64_t ymax = 1;
     for (size_t i = 0; i < xm.t_start; i++) {
         const struct memest_event *e = &tl->ev[i];
-        uint8_t c = e->category < MEMEST_CAT_COUNT ? e->category : 0;
-        if (e->kind == MEMEST_EV_ALLOC) {
-            live[c] += e->block;
-            total += e->block;
-        } else {
-            live[c] -= e->block;
-            total -= e->block;
-        }
+        memest_live_apply(&live, e, MEMEST_LIVE_BLOCKS);
+        uint64_t total = live.total;
         struct col *k = &cols[xpos(&xm, i)];
         uint64_t res = (uint64_t)e->reserved * MEMEST_ALLOC_SMALL_BUFFER;
         if (!k->used || total > k->total) {
-            memcpy(k->cat, live, sizeof live);
+            memcpy(k->cat, live.cat, sizeof live.cat);
             k->total = total;
             k->phase = e->phase < MEMEST_PH_COUNT ? e->phase : 0;
         }
@@ -314,25 +307,12 @@ static int write_file(const char *path, const struct memest_timeline *tl,
 }
 
 int memest_write_step_files(const char *timeline_path, const char *plot_path, bool inference,
-                            const struct memest_run *r, const struct memest_step_cfg *cfg,
-                            const struct memest_estimate *e, const struct memest_timeline *train_tl,
-                            struct memest_error *err)
+                            const struct memest_run *r, const struct memest_estimate *e,
+                            const struct memest_timeline *tl, struct memest_error *err)
 {
     if (!timeline_path && !plot_path)
         return 0;
-    struct memest_timeline itl = {0};
-    const struct memest_timeline *tl = train_tl;
-    const struct memest_peak *pk = &e->train_peak;
-    if (inference) {
-        struct memest_peak ip;
-        struct memest_peak_opts po = {.inference = true, .step = cfg};
-        if (memest_sim_step(r, &po, &itl, &ip, err) != 0) {
-            memest_timeline_dispose(&itl);
-            return -1;
-        }
-        tl = &itl;
-        pk = &e->infer_peak;
-    }
+    const struct memest_peak *pk = inference ? &e->infer_peak : &e->train_peak;
     char what[64];
     snprintf(what, sizeof what, "%s, batch %lld",
              inference ? "no-grad forward pass" : "one training step", (long long)r->opts.batch);
@@ -341,6 +321,5 @@ int memest_write_step_files(const char *timeline_path, const char *plot_path, bo
         rc = write_file(timeline_path, tl, r->g, pk, what, false, err);
     if (rc == 0 && plot_path)
         rc = write_file(plot_path, tl, r->g, pk, what, true, err);
-    memest_timeline_dispose(&itl);
     return rc;
 }

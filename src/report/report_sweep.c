@@ -1,6 +1,5 @@
 /* report_sweep.c - the sweep report: a text table, CSV with a header row,
  * or a JSON document with "schema_version" (README.md documents the fields). */
-#include <math.h>
 #include <string.h>
 
 #include "memest/escape.h"
@@ -75,7 +74,7 @@ void memest_sweep_print_text(FILE *f, const struct memest_sweep_report *s)
 void memest_sweep_print_csv(FILE *f, const struct memest_sweep_report *s)
 {
     if (s->variable) {
-        memest_esc_csv(f, s->variable, false);
+        memest_esc_csv(f, s->variable);
         fputc(',', f);
     }
     fputs("batch,peak_bytes,reserved_bytes,total_device_bytes,fits,step_flops,step_seconds,"
@@ -88,7 +87,7 @@ void memest_sweep_print_csv(FILE *f, const struct memest_sweep_report *s)
         fprintf(f, "%lld,", (long long)r->batch);
         if (r->limit) {
             fprintf(f, ",,,%s,,,,,", r->has_fit ? "false" : "");
-            memest_esc_csv(f, r->limit_msg, true);
+            memest_esc_csv(f, r->limit_msg);
             fputc('\n', f);
             continue;
         }
@@ -102,14 +101,6 @@ void memest_sweep_print_csv(FILE *f, const struct memest_sweep_report *s)
             fputs(",,,", f);
         fputc('\n', f);
     }
-}
-
-static void flops_u64(struct memest_jsonw *w, const char *key, double v)
-{
-    if (v >= 0 && v < 9.2e18)
-        memest_jsonw_u64(w, key, (uint64_t)llround(v));
-    else
-        memest_jsonw_f64(w, key, v);
 }
 
 void memest_sweep_print_json(FILE *f, const struct memest_sweep_report *s)
@@ -168,7 +159,7 @@ void memest_sweep_print_json(FILE *f, const struct memest_sweep_report *s)
             memest_jsonw_bool(&w, "fits", r->fits);
         else
             memest_jsonw_null(&w, "fits");
-        flops_u64(&w, "step_flops", r->step_flops);
+        memest_jsonw_count(&w, "step_flops", r->step_flops);
         if (r->has_time) {
             memest_jsonw_obj_begin(&w, "time");
             memest_time_write_members(&w, &r->time);

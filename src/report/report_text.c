@@ -197,3 +197,18 @@ void memest_report_text(FILE *f, const struct memest_report *rep)
     if (o->layers)
         memest_report_layers(f, rep->g, rep->r);
 }
+
+void memest_report_estimate_text(FILE *f, const struct memest_report *rep)
+{
+    char line[256];
+    if (rep->cli->fit) {
+        if (rep->card)
+            fprintf(f, "%s\n", memest_fit_line(&rep->card->fit, line, sizeof line));
+    } else {
+        memest_report_text(f, rep);
+        if (rep->card)
+            memest_card_print_text(f, rep->card, rep->g, rep->r->opts.batch);
+    }
+    if (rep->probe)
+        memest_probe_print_text(f, rep->probe);
+}

@@ -121,3 +121,18 @@ uint64_t memest_timeline_peak(const struct memest_timeline *t, size_t *at_event)
         *at_event = at;
     return peak;
 }
+
+uint8_t memest_live_apply(struct memest_live *l, const struct memest_event *e,
+                          enum memest_live_measure m)
+{
+    uint8_t c = e->category < MEMEST_CAT_COUNT ? e->category : 0;
+    uint64_t v = m == MEMEST_LIVE_BLOCKS ? e->block : e->bytes;
+    if (e->kind == MEMEST_EV_ALLOC) {
+        l->cat[c] += v;
+        l->total += v;
+    } else {
+        l->cat[c] -= v;
+        l->total -= v;
+    }
+    return c;
+}

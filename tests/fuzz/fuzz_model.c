@@ -207,7 +207,7 @@ static bool run_batch(struct memest_run *r, const struct memest_graph *g, int64_
         check_error(&err, "shape inference");
         return false;
     }
-    if (memest_estimate(r, &step, e, NULL, &err) != 0) {
+    if (memest_estimate(r, &step, e, NULL, NULL, &err) != 0) {
         check_error(&err, "estimate");
         return false;
     }

@@ -901,7 +901,7 @@ void mm_figures_of(const cJSON *doc, const char *label, uint32_t max_nodes, int6
             struct memest_step_cfg step = *cfg;   /* with the document's loss */
             if (memest_step_cfg_resolve_loss(&step, g.loss, &err) == 0 &&
                 memest_run_infer(&r, &g, &ro, &err) == 0 &&
-                memest_estimate(&r, &step, &out->e, NULL, &err) == 0)
+                memest_estimate(&r, &step, &out->e, NULL, NULL, &err) == 0)
                 out->rc = 0;
             memest_run_free(&r);
             memest_graph_free(&g);

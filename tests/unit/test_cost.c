@@ -59,7 +59,7 @@ static int chain_estimate(int n, uint32_t max_nodes, struct fixture *t,
     }
     struct memest_step_cfg cfg;
     memest_step_cfg_default(&cfg);
-    return memest_estimate(&t->r, &cfg, e, NULL, err);
+    return memest_estimate(&t->r, &cfg, e, NULL, NULL, err);
 }
 
 /* The chain by hand, batch 1, the default step (Adam foreach, steady
@@ -108,7 +108,7 @@ static void test_chain_by_hand(void)
         memest_step_cfg_default(&cfg);
         struct memest_timeline tl = {0};
         struct memest_estimate e2;
-        CHECK_EQ_INT(memest_estimate(&t.r, &cfg, &e2, &tl, &err), 0);
+        CHECK_EQ_INT(memest_estimate(&t.r, &cfg, &e2, &tl, NULL, &err), 0);
         CHECK_EQ_U64(e2.train_peak.sim_events, e.train_peak.sim_events);
         CHECK(tl.n > 0 && tl.n < e2.train_peak.sim_events);   /* the warm-up is left out */
         memest_timeline_dispose(&tl);
@@ -168,7 +168,7 @@ static void test_bound_holds(void)
             random_cfg(&seed, t.g.nblocks > 0, &cfg);
             struct memest_estimate e;
             memset(&err, 0, sizeof err);
-            if (memest_estimate(&t.r, &cfg, &e, NULL, &err) != 0) {
+            if (memest_estimate(&t.r, &cfg, &e, NULL, NULL, &err) != 0) {
                 CHECK_EQ_INT(err.code, MEMEST_ERR_USAGE);   /* e.g. fused rmsprop */
                 continue;
             }

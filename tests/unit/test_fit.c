@@ -7,6 +7,7 @@
 #include "memest/calc.h"
 #include "memest/fit.h"
 #include "memest/model.h"
+#include "memest/report.h"
 #include "memest/roofline.h"
 #include "memest/run.h"
 
@@ -98,7 +99,7 @@ static void test_roofline(void)
     if (rc == 0)
         rc = memest_run_infer(&r, &g, &ro, &err);
     if (rc == 0)
-        rc = memest_estimate(&r, &step, &e, NULL, &err);
+        rc = memest_estimate(&r, &step, &e, NULL, NULL, &err);
     CHECK(rc == 0);
     if (rc != 0) {
         fprintf(stderr, "  %s\n", err.msg);

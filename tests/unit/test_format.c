@@ -79,9 +79,32 @@ static void test_fmt_double(void)
     CHECK_STR_EQ(memest_fmt_double(-0.0, b, sizeof b), "-0");
 }
 
+/* The one IEC formatter (memest_fmt_iec): the unit is the largest in which
+ * the figure, rounded to the decimals asked for, stays below 1024. */
+static void test_iec(void)
+{
+    char b[64];
+    CHECK_STR_EQ(memest_fmt_iec(1023, 1, b, sizeof b), "1023 B");
+    CHECK_STR_EQ(memest_fmt_iec(1024, 1, b, sizeof b), "1.0 KiB");
+    /* 1048524 / 1024 = 1023.94921875: "1023.9"; 1048525 / 1024 =
+     * 1023.9501953125 rounds to 1024.0, so a MiB: 1048525 / 2^20 = 0.99995 */
+    CHECK_STR_EQ(memest_fmt_iec(1048524, 1, b, sizeof b), "1023.9 KiB");
+    CHECK_STR_EQ(memest_fmt_iec(1048525, 1, b, sizeof b), "1.0 MiB");
+    /* two decimals: 1048570 / 1024 = 1023.994140625, 1048571 / 1024 =
+     * 1023.9951171875 (rounds to 1024.00) */
+    CHECK_STR_EQ(memest_fmt_iec(1048570, 2, b, sizeof b), "1023.99 KiB");
+    CHECK_STR_EQ(memest_fmt_iec(1048571, 2, b, sizeof b), "1.00 MiB");
+    /* 40 GiB less 1 MiB = 40959 MiB = 39.99902 GiB */
+    CHECK_STR_EQ(memest_fmt_iec(40959ull << 20, 1, b, sizeof b), "40.0 GiB");
+    CHECK_STR_EQ(memest_fmt_iec(40959ull << 20, 4, b, sizeof b), "39.9990 GiB");
+    CHECK_STR_EQ(memest_fmt_iec(UINT64_MAX, 2, b, sizeof b), "16.00 EiB");   /* 2^64 / 2^60 */
+    CHECK_STR_EQ(memest_fmt_iec(3ull << 50, 0, b, sizeof b), "3 PiB");
+}
+
 int main(void)
 {
     char b[64];
+    test_iec();
     CHECK_STR_EQ(memest_fmt_bytes(512, b, sizeof b), "512 B");
     CHECK_STR_EQ(memest_fmt_bytes(1536, b, sizeof b), "1.50 KiB");
     CHECK_STR_EQ(memest_fmt_bytes(3ull << 30, b, sizeof b), "3.00 GiB");

@@ -7,6 +7,7 @@
 
 #include "check.h"
 #include "memest/gpu.h"
+#include "memest/report.h"
 
 static const char *const required[] = {
     "t4",       "v100-16gb", "v100-32gb", "a10",       "l4",   "rtx3090",

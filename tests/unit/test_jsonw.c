@@ -146,8 +146,30 @@ static void test_numbers(void)
     free(b.data);
 }
 
+/* memest_jsonw_count: an integer when in [0, 9.2e18), rounded to the
+ * nearest; %.17g otherwise. */
+static void test_count(void)
+{
+    struct buf b;
+    struct memest_jsonw w;
+    open_buf(&b, &w, false);
+    memest_jsonw_arr_begin(&w, NULL);
+    memest_jsonw_count(&w, NULL, 4089446400.0);
+    memest_jsonw_count(&w, NULL, 2.5);           /* llround: half away from zero */
+    memest_jsonw_count(&w, NULL, 0.0);
+    memest_jsonw_count(&w, NULL, 9007199254740993.0);   /* 2^53 + 1 is not a double: 2^53 */
+    memest_jsonw_count(&w, NULL, 1e19);          /* past 2^63 */
+    memest_jsonw_count(&w, NULL, -1.0);
+    memest_jsonw_count(&w, NULL, INFINITY);
+    memest_jsonw_arr_end(&w);
+    memest_jsonw_finish(&w);
+    CHECK_STR_EQ(close_buf(&b), "[4089446400,3,0,9007199254740992,1e+19,-1,null]\n");
+    free(b.data);
+}
+
 int main(void)
 {
+    test_count();
     test_compact();
     test_pretty();
     test_escaping();

@@ -78,7 +78,7 @@ static void check_model(struct stats *st, const char *name, const cJSON *entry)
         struct memest_estimate e;
         const cJSON *inf = cJSON_GetObjectItemCaseSensitive(b, "inference");
         if (inf) {
-            CHECK_EQ_INT(memest_estimate(&r, &cfg, &e, NULL, &err), 0);
+            CHECK_EQ_INT(memest_estimate(&r, &cfg, &e, NULL, NULL, &err), 0);
             row(st, name, b->string, "inference", peak_of(inf), e.infer_peak.tensor_bytes);
         }
         static const struct {
@@ -101,7 +101,7 @@ static void check_model(struct stats *st, const char *name, const cJSON *entry)
                 cfg.optim.kind = optims[o].kind;
                 cfg.optim.momentum = optims[o].momentum;
                 cfg.impl = impls[i].impl;
-                if (memest_estimate(&r, &cfg, &e, NULL, &err) != 0) {
+                if (memest_estimate(&r, &cfg, &e, NULL, NULL, &err) != 0) {
                     fprintf(stderr, "%s: %s\n", path, err.msg);
                     CHECK(0);
                     continue;

@@ -8,6 +8,7 @@
 
 #include "check.h"
 #include "memest/probe.h"
+#include "memest/report.h"
 
 #ifndef MEMEST_FAKECUDA_PATH
 #error "MEMEST_FAKECUDA_PATH must name the fake libcuda (tests/group_probe.cmake)"

@@ -86,7 +86,7 @@ static int step(struct fixture *t, const struct memest_step_cfg *cfg, struct mem
     struct memest_step_cfg c = *cfg;   /* with the model's loss, as the command resolves it */
     int rc = memest_step_cfg_resolve_loss(&c, t->g.loss, &err);
     if (rc == 0)
-        rc = memest_estimate(&t->r, &c, e, tl, &err);
+        rc = memest_estimate(&t->r, &c, e, tl, NULL, &err);
     if (rc != 0)
         fprintf(stderr, "estimate: %s\n", err.msg);
     return rc;

@@ -101,8 +101,40 @@ static void test_names(void)
     CHECK_STR_EQ(memest_category_name(MEMEST_CAT_COUNT), "?");
 }
 
+/* memest_live_apply: live bytes per category and in all, in the tensors'
+ * exact bytes or in the allocator's blocks. */
+static void test_live_walk(void)
+{
+    struct memest_timeline t = {0};
+    uint32_t a, s;
+    CHECK_EQ_INT(memest_timeline_alloc(&t, MEMEST_PH_SETUP, MEMEST_CAT_PARAMS, 0, 100, &a), 0);
+    CHECK_EQ_INT(memest_timeline_alloc(&t, MEMEST_PH_FORWARD, MEMEST_CAT_SAVED, 1, 50, &s), 0);
+    CHECK_EQ_INT(memest_timeline_free(&t, MEMEST_PH_BACKWARD, MEMEST_CAT_SAVED, 1, s, 50), 0);
+    t.ev[0].block = 512;   /* the allocator's rounding */
+    t.ev[1].block = t.ev[2].block = 512;
+    t.ev[1].category = MEMEST_CAT_COUNT + 3;   /* out of range: counted as the first */
+    t.ev[2].category = MEMEST_CAT_COUNT + 3;
+    struct memest_live tensors = {0}, blocks = {0};
+    CHECK_EQ_INT(memest_live_apply(&tensors, &t.ev[0], MEMEST_LIVE_TENSORS), MEMEST_CAT_PARAMS);
+    memest_live_apply(&blocks, &t.ev[0], MEMEST_LIVE_BLOCKS);
+    CHECK_EQ_INT(memest_live_apply(&tensors, &t.ev[1], MEMEST_LIVE_TENSORS), 0);
+    memest_live_apply(&blocks, &t.ev[1], MEMEST_LIVE_BLOCKS);
+    CHECK_EQ_U64(tensors.cat[MEMEST_CAT_PARAMS], 150);
+    CHECK_EQ_U64(tensors.total, 150);
+    CHECK_EQ_U64(blocks.total, 1024);
+    memest_live_apply(&tensors, &t.ev[2], MEMEST_LIVE_TENSORS);
+    memest_live_apply(&blocks, &t.ev[2], MEMEST_LIVE_BLOCKS);
+    CHECK_EQ_U64(tensors.cat[MEMEST_CAT_PARAMS], 100);
+    CHECK_EQ_U64(tensors.total, 100);
+    CHECK_EQ_U64(blocks.cat[MEMEST_CAT_PARAMS], 512);
+    CHECK_EQ_U64(blocks.total, 512);
+    CHECK_EQ_U64(tensors.cat[MEMEST_CAT_SAVED], 0);
+    memest_timeline_dispose(&t);
+}
+
 int main(void)
 {
+    test_live_walk();
     test_alloc_free_peak();
     test_first_peak_wins();
     test_growth_and_saturation();

@@ -1,11 +1,10 @@
-/* ops_doc.c - the op table as Markdown (memest --list-ops), the source of the
- * "Op types" section of models/README.md (a test keeps them in sync). */
-#include "memest/ops_doc.h"
-
+/* report_ops.c - the op table as Markdown (memest --list-ops), the source of
+ * the "Op types" section of models/README.md (a test keeps them in sync). */
 #include <stdio.h>
 #include <string.h>
 
 #include "memest/ops.h"
+#include "memest/report.h"
 
 static void print_default(FILE *f, const struct memest_argspec *a)
 {

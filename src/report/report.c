@@ -1,0 +1,74 @@
+/* report.c - the dispatchers: for each document, the one switch over the
+ * output format that picks its writer. A format a document is not offered
+ * in is refused by the command line (cli.c) before anything runs; its case
+ * here says so and writes nothing. */
+#include "memest/report.h"
+
+void memest_render_estimate(FILE *f, enum memest_output fmt, const struct memest_report *rep)
+{
+    switch (fmt) {
+    case MEMEST_OUTPUT_TEXT:
+        memest_report_estimate_text(f, rep);
+        break;
+    case MEMEST_OUTPUT_JSON:
+        memest_report_json(f, rep);
+        break;
+    case MEMEST_OUTPUT_CSV:   /* refused: --csv is for sweeps */
+        break;
+    }
+}
+
+void memest_render_max_batch(FILE *f, enum memest_output fmt, const struct memest_report *rep)
+{
+    switch (fmt) {
+    case MEMEST_OUTPUT_TEXT:
+        memest_report_max_batch_text(f, rep);
+        break;
+    case MEMEST_OUTPUT_JSON:
+        memest_report_json(f, rep);   /* the estimate's document, "max_batch" first */
+        break;
+    case MEMEST_OUTPUT_CSV:   /* refused: --csv is for sweeps */
+        break;
+    }
+}
+
+void memest_render_sweep(FILE *f, enum memest_output fmt, const struct memest_sweep_report *s)
+{
+    switch (fmt) {
+    case MEMEST_OUTPUT_TEXT:
+        memest_sweep_print_text(f, s);
+        break;
+    case MEMEST_OUTPUT_JSON:
+        memest_sweep_print_json(f, s);
+        break;
+    case MEMEST_OUTPUT_CSV:
+        memest_sweep_print_csv(f, s);
+        break;
+    }
+}
+
+void memest_render_advice(FILE *f, enum memest_output fmt, const struct memest_advice *ad)
+{
+    switch (fmt) {
+    case MEMEST_OUTPUT_TEXT:
+        memest_advice_print_text(f, ad);
+        break;
+    case MEMEST_OUTPUT_JSON:
+        memest_advice_print_json(f, ad);
+        break;
+    case MEMEST_OUTPUT_CSV:   /* refused: --csv is for sweeps */
+        break;
+    }
+}
+
+void memest_render_error(FILE *f, enum memest_output fmt, const struct memest_error *err)
+{
+    switch (fmt) {
+    case MEMEST_OUTPUT_TEXT:
+    case MEMEST_OUTPUT_CSV:   /* the message on stderr is all */
+        break;
+    case MEMEST_OUTPUT_JSON:
+        memest_report_error_json(f, err);
+        break;
+    }
+}

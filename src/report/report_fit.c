@@ -1,0 +1,41 @@
+/* report_fit.c - the one-line fit verdict of --fit, --max-batch and
+ * --advise, and of the card section of a report. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "memest/fit.h"
+#include "memest/format.h"
+#include "memest/report.h"
+
+char *memest_fit_line(const struct memest_fit *f, char *buf, size_t n)
+{
+    char need[32], card[32], rest[32], other_s[32];
+    /* one decimal, or for a step that does not fit as many as it takes (up
+     * to 4) to tell apart the two figures the verdict compares */
+    uint64_t other = f->needs > f->card ? f->card : f->usable;
+    int dec = 1;
+    for (; !f->fits && dec < 4; dec++) {
+        memest_fmt_iec(f->needs, dec, need, sizeof need);
+        memest_fmt_iec(other, dec, other_s, sizeof other_s);
+        if (f->needs == other || strcmp(need, other_s) != 0)
+            break;
+    }
+    memest_fmt_iec(f->needs, dec, need, sizeof need);
+    memest_fmt_iec(f->card, dec, card, sizeof card);
+    if (f->fits) {
+        double pct = f->card ? 100.0 * (double)f->needs / (double)f->card : 0;
+        long shown = lround(pct);
+        if (shown >= 100 && f->needs < f->card)
+            shown = 99;
+        uint64_t free_b = f->card - f->needs;
+        snprintf(buf, n, "fits: %s of %s (%ld%%), headroom %s", need, card, shown,
+                 memest_fmt_iec(free_b, dec, rest, sizeof rest));
+    } else if (f->needs > f->card) {
+        snprintf(buf, n, "does not fit: needs %s, card has %s", need, card);
+    } else {
+        snprintf(buf, n, "does not fit: needs %s, card has %s (%s with %g%% headroom)", need, card,
+                 memest_fmt_iec(f->usable, dec, rest, sizeof rest), f->headroom_pct);
+    }
+    return buf;
+}
