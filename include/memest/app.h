@@ -25,6 +25,7 @@
 #include "memest/fit.h"
 #include "memest/gpu.h"
 #include "memest/model.h"
+#include "memest/report.h"
 #include "memest/roofline.h"
 #include "memest/run.h"
 
@@ -86,6 +87,9 @@ int64_t memest_app_affordable(const struct memest_app *a);
  * --sweep-var overrides made it: a model error, whose message gets
  * " (the model with --set ...)" when there were overrides. Returns -1. */
 int memest_app_overrides_note(const struct memest_app *a, struct memest_error *err);
+
+/* The options the documents show (report.h), from the command line. */
+struct memest_report_opts memest_app_report_opts(const struct memest_cli *o);
 
 /* The time-estimate options for the card at this step configuration; false
  * when the card has no preset (no throughput figures). *prec and *fallback

@@ -30,8 +30,6 @@
 #include "memest/error.h"
 #include "memest/run.h"
 
-struct memest_step_cfg;
-
 /* The most one estimate may cost, with the default node limit. */
 #define MEMEST_MAX_COST 5000000u
 /* The most a whole command may spend (--sweep, --sweep-var, --max-batch,
@@ -76,12 +74,6 @@ void memest_cost_records(const struct memest_run *r, struct memest_cost *c);
  * limit. 0 / -1. */
 int memest_cost_check_records(const struct memest_run *r, uint32_t node, struct memest_error *err);
 
-/* Counts the cost of simulating the run r (shape inference done, with the
- * autocast setting cfg asks for) with step cfg; `copies` is the optimizer's
- * state tensors per parameter (memest_calc_optimizer). 0, or -1 when out of
- * memory. */
-int memest_cost_count(const struct memest_run *r, const struct memest_step_cfg *cfg,
-                      unsigned copies, struct memest_cost *c);
 /* A limit error when c->total passes the graph's limit: names the file, what
  * was counted, the limit and what to change. 0 / -1. */
 int memest_cost_check(const struct memest_run *r, const struct memest_cost *c,

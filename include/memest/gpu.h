@@ -23,6 +23,11 @@
 #include "memest/dtype.h"
 #include "memest/error.h"
 
+/* Generated from models/gpus.json by CMake (src/embed.cmake): the bytes of
+ * the file followed by a NUL; the length excludes the NUL. */
+extern const unsigned char memest_gpus_json[];
+extern const size_t memest_gpus_json_len;
+
 /* Dense peak throughput of one card per precision, in FLOP/s; 0 when the
  * card has no such tensor-core mode (JSON null). */
 enum memest_precision {

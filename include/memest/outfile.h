@@ -22,7 +22,6 @@
 
 #include <stdio.h>
 
-#include "memest/cli.h"
 #include "memest/error.h"
 
 struct memest_outfile {
@@ -45,6 +44,12 @@ int memest_outfile_commit(struct memest_outfile *of, struct memest_error *err);
  * content); the target is unchanged. */
 void memest_outfile_abort(struct memest_outfile *of);
 
+/* The output files of one command (NULL: not asked for) and the model file
+ * they must not overwrite. */
+struct memest_outpaths {
+    const char *model, *plot, *timeline;
+};
+
 /* Refuses, as a usage error, output paths of the options that would
  * overwrite what they should not: --plot and --timeline naming the same
  * file, either naming the model file, or naming the regular file that
@@ -52,4 +57,4 @@ void memest_outfile_abort(struct memest_outfile *of);
  * standard output being the model file. Files are compared by device and
  * inode when they exist, else by resolved directory and name. Run before
  * any work. 0, or -1 with err set. */
-int memest_outfile_check_paths(const struct memest_cli *o, struct memest_error *err);
+int memest_outfile_check_paths(const struct memest_outpaths *o, struct memest_error *err);

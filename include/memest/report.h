@@ -25,7 +25,6 @@
 #include <stdio.h>
 
 #include "memest/calc.h"
-#include "memest/cli.h"
 #include "memest/fit.h"
 #include "memest/gpu.h"
 #include "memest/graph.h"
@@ -47,10 +46,22 @@ struct memest_max_batch_result {
     struct memest_fit next_fit;   /* ... otherwise its verdict */
 };
 
+/* What the command asked for that the documents show (the command line's
+ * options, cli.h, as the reports need them: the reports never read the
+ * command line itself). */
+struct memest_report_opts {
+    bool inference;          /* --inference: the no-grad forward pass */
+    bool fit;                /* --fit: the one-line verdict */
+    bool layers;             /* --layers: the per-layer table */
+    enum memest_dtype dtype; /* --dtype */
+    double headroom;         /* --headroom, percent */
+    double mfu;              /* --mfu */
+};
+
 /* One estimate (the default document, --fit, --probe), or --max-batch's
  * estimate at its answer (or at batch 1 when nothing fits). */
 struct memest_report {
-    const struct memest_cli *cli;
+    struct memest_report_opts opts;           /* what the command asked to see */
     const struct memest_step_cfg *step;       /* the step simulated: the options' with
                                                  the loss resolved (step.h) */
     const struct memest_graph *g;

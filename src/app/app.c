@@ -165,3 +165,10 @@ int memest_flow_list_gpus(const struct memest_cli *o)
     memest_gpu_table_free(&t);
     return MEMEST_EXIT_OK;
 }
+
+struct memest_report_opts memest_app_report_opts(const struct memest_cli *o)
+{
+    return (struct memest_report_opts){.inference = o->inference, .fit = o->fit,
+                                       .layers = o->layers, .dtype = o->dtype,
+                                       .headroom = o->headroom, .mfu = o->mfu};
+}

@@ -324,7 +324,7 @@ int memest_flow_max_batch(struct memest_app *a)
                 mb.scan_max < MEMEST_MAX_BATCH_SCAN ? ", what this command's work budget allows"
                                                     : "",
                 (long long)best);
-    struct memest_report rep = {.cli = o, .step = &a->step, .g = &a->g, .r = &a->r, .e = &e, .card = &cr,
+    struct memest_report rep = {.opts = memest_app_report_opts(o), .step = &a->step, .g = &a->g, .r = &a->r, .e = &e, .card = &cr,
                                 .max_batch = &res};
     memest_render_max_batch(stdout, o->format, &rep);
     free(nodes);

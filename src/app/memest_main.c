@@ -64,7 +64,9 @@ static int run(int argc, char **argv)
         printf("memest %s\n", MEMEST_VERSION);
         return MEMEST_EXIT_OK;
     }
-    if (memest_outfile_check_paths(&o, &err) != 0)
+    struct memest_outpaths paths = {.model = o.model, .plot = o.plot_path,
+                                    .timeline = o.timeline_path};
+    if (memest_outfile_check_paths(&paths, &err) != 0)
         return memest_app_fail(&o, &err);
     struct memest_app a;
     int rc = memest_app_open(&a, &o, &err);

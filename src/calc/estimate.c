@@ -4,6 +4,7 @@
 #include "memest/calc.h"
 #include "memest/checked.h"
 #include "memest/cuda_overhead.h"
+#include "memest/event_bound.h"
 #include "memest/sim.h"
 
 /* The calculators saturate their sums at UINT64_MAX past 2^63 - 1 (never

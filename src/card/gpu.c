@@ -14,11 +14,6 @@
 #include "memest/model.h"
 #include "memest/suggest.h"
 
-/* Generated from models/gpus.json by CMake (src/embed.cmake): the bytes of
- * the file followed by a NUL; the length excludes the NUL. */
-extern const unsigned char memest_gpus_json[];
-extern const size_t memest_gpus_json_len;
-
 static const char *const prec_names[MEMEST_PREC_COUNT] = {
     [MEMEST_PREC_FP32] = "fp32",
     [MEMEST_PREC_TF32] = "tf32",

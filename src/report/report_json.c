@@ -40,7 +40,7 @@ static void step_obj(struct memest_jsonw *w, const struct memest_report *rep)
     static const char *const amp[] = {"none", "fp16", "bf16"};
     const struct memest_step_cfg *s = rep->step;
     memest_jsonw_obj_begin(w, "step");
-    memest_jsonw_str(w, "kind", rep->cli->inference ? "inference" : "training");
+    memest_jsonw_str(w, "kind", rep->opts.inference ? "inference" : "training");
     memest_jsonw_str(w, "optim_impl", (unsigned)s->impl < 3 ? impl[s->impl] : "?");
     memest_jsonw_bool(w, "first_step", s->first_step);
     memest_jsonw_str(w, "zero_grad", s->zero_grad_zeros ? "zeros" : "none");
@@ -84,9 +84,9 @@ void memest_report_json(FILE *f, const struct memest_report *rep)
     memest_jsonw_str(&w, "model", g->name);
     memest_jsonw_str(&w, "file", g->file);
     memest_jsonw_i64(&w, "batch", r->opts.batch);
-    memest_jsonw_str(&w, "optimizer", memest_optim_name(rep->cli->step.optim.kind));
-    memest_jsonw_f64(&w, "momentum", rep->cli->step.optim.momentum);
-    memest_jsonw_str(&w, "dtype", memest_dtype_name(rep->cli->dtype));
+    memest_jsonw_str(&w, "optimizer", memest_optim_name(rep->step->optim.kind));
+    memest_jsonw_f64(&w, "momentum", rep->step->optim.momentum);
+    memest_jsonw_str(&w, "dtype", memest_dtype_name(rep->opts.dtype));
     step_obj(&w, rep);
 
     memest_jsonw_obj_begin(&w, "params");
@@ -108,7 +108,7 @@ void memest_report_json(FILE *f, const struct memest_report *rep)
     /* the step reported (training, or inference with --inference): the
      * allocator's allocated peak, the exact tensor bytes, reserved, the
      * device overhead and what nvidia-smi would show */
-    bool inf = rep->cli->inference;
+    bool inf = rep->opts.inference;
     const struct memest_peak *p = inf ? &e->infer_peak : &e->train_peak;
     memest_jsonw_u64(&w, "peak", p->bytes);
     memest_jsonw_u64(&w, "peak_tensors", p->tensor_bytes);

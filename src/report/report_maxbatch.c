@@ -8,7 +8,7 @@
 
 void memest_report_max_batch_text(FILE *f, const struct memest_report *rep)
 {
-    const struct memest_cli *o = rep->cli;
+    const struct memest_report_opts *o = &rep->opts;
     const struct memest_card_report *cr = rep->card;
     const struct memest_card *card = cr->card;
     const struct memest_max_batch_result *m = rep->max_batch;
@@ -16,7 +16,7 @@ void memest_report_max_batch_text(FILE *f, const struct memest_report *rep)
     char line[256], name[MEMEST_ESC_NAME], file[MEMEST_ESC_NAME];
     fprintf(f, "memest %s: %s (%s), optimizer %s, dtype %s\n", MEMEST_VERSION,
             memest_esc_text(rep->g->name, name, sizeof name),
-            memest_esc_text(rep->g->file, file, sizeof file), memest_optim_name(o->step.optim.kind),
+            memest_esc_text(rep->g->file, file, sizeof file), memest_optim_name(rep->step->optim.kind),
             memest_dtype_name(o->dtype));
     fprintf(f, "card %s%s%s, %g%% headroom\n", memest_esc_text(card->label, name, sizeof name),
             card->source == MEMEST_CARD_PRESET ? " --gpu " : "",

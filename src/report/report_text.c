@@ -135,21 +135,21 @@ static void peak_section(FILE *f, const struct memest_report *rep, const struct 
     mem_line(f, "reserved", p->reserved, 0, note);
     snprintf(note, sizeof note, "(reserved + %s CUDA context%s: what nvidia-smi shows)",
              memest_fmt_bytes(e->overhead, b, sizeof b),
-             rep->cli->step.overhead_set ? ", --overhead" : ", default");
+             rep->step->overhead_set ? ", --overhead" : ", default");
     mem_line(f, "device total", inf ? e->infer_total_device : e->total_device, 0, note);
 }
 
 void memest_report_text(FILE *f, const struct memest_report *rep)
 {
     const struct memest_estimate *e = rep->e;
-    const struct memest_cli *o = rep->cli;
+    const struct memest_report_opts *o = &rep->opts;
     char a[32], b[32], c[32], note[160], name[MEMEST_ESC_NAME], file[MEMEST_ESC_NAME];
     fprintf(f, "memest %s: %s (%s)\n", MEMEST_VERSION,
             memest_esc_text(rep->g->name, name, sizeof name),
             memest_esc_text(rep->g->file, file, sizeof file));
-    fprintf(f, "batch %lld, optimizer %s", (long long)rep->r->opts.batch, memest_optim_name(o->step.optim.kind));
-    if (o->step.optim.momentum != 0)
-        fprintf(f, " (momentum %g)", o->step.optim.momentum);
+    fprintf(f, "batch %lld, optimizer %s", (long long)rep->r->opts.batch, memest_optim_name(rep->step->optim.kind));
+    if (rep->step->optim.momentum != 0)
+        fprintf(f, " (momentum %g)", rep->step->optim.momentum);
     fprintf(f, ", dtype %s\n\n", memest_dtype_name(o->dtype));
 
     fprintf(f, "Parameters  %s (%s trainable, %s frozen) in %llu tensors\n",
@@ -201,7 +201,7 @@ void memest_report_text(FILE *f, const struct memest_report *rep)
 void memest_report_estimate_text(FILE *f, const struct memest_report *rep)
 {
     char line[256];
-    if (rep->cli->fit) {
+    if (rep->opts.fit) {
         if (rep->card)
             fprintf(f, "%s\n", memest_fit_line(&rep->card->fit, line, sizeof line));
     } else {

@@ -10,8 +10,9 @@
 #      declares an `extern` of its own (the way around rule 2);
 #   4. no import cycle: the public headers' includes form no cycle, and no two
 #      layers' objects refer to each other (implied by 3, checked by 3);
-#   5. only the report layer writes to standard output (the stdout symbol,
-#      printf, puts, putchar, vprintf), besides the files the rule lists;
+#   5. only the report layer writes to standard output (printf, puts,
+#      putchar, vprintf, or a stream function given stdout), besides the
+#      files the rule lists; the others may hand stdout to a report;
 #   6. no decision by an op's name: no string comparison reads `op->name`.
 # Prints every violation; exit 1 if there is any.
 set -u
@@ -52,53 +53,68 @@ for h in "$root"/include/memest/*.h; do
     [ "$n" -eq 1 ] || bad "include/memest/$b.h belongs to $n layers in src/README.md (must be 1)"
 done
 
-# 2. includes
-check_includes() { # check_includes FILE LAYER LABEL
-    r=$(rank "$2")
-    grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$1" | while IFS= read -r line; do
-        inc=$(printf '%s' "$line" | sed 's/.*include[[:space:]]*"\([^"]*\)".*/\1/')
-        ln=${line%%:*}
-        case $inc in
-        memest/*.h)
-            b=$(basename "$inc" .h)
-            ol=$(owner "$b")
-            if [ -z "$ol" ]; then
-                echo "layers: $3:$ln includes $inc, which no layer owns"
-                echo x >> "$tmp/fail"
-            elif [ "$(rank "$ol")" -gt "$r" ]; then
-                echo "layers: $3:$ln ($2) includes $inc of the later layer $ol"
-                echo x >> "$tmp/fail"
-            fi ;;
-        */*)
-            echo "layers: $3:$ln includes $inc from another folder"
-            echo x >> "$tmp/fail" ;;
-        *)
-            [ -f "$(dirname "$1")/$inc" ] || {
-                echo "layers: $3:$ln includes $inc, not in its own folder"
-                echo x >> "$tmp/fail"; } ;;
-        esac
-    done
-}
+# 2. includes, in one awk pass over every source and public header: each
+# file is listed with its layer ("FILE LAYER LABEL"); the rule comes first
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+printf '%s\n' "$rule" > "$tmp/rule"
 for l in $layers; do
     for f in "$root/src/$l"/*.c "$root/src/$l"/*.h; do
-        [ -f "$f" ] || continue
-        check_includes "$f" "$l" "src/$l/$(basename "$f")"
-        case $f in
-        *.c) grep -n '^[[:space:]]*extern[[:space:]]' "$f" | while IFS= read -r line; do
-                 echo "layers: src/$l/$(basename "$f"):${line%%:*} declares an extern; include the owner's header"
-                 echo x >> "$tmp/fail"
-             done ;;
-        esac
+        [ -f "$f" ] && echo "$f $l src/$l/$(basename "$f")"
     done
-done
+done > "$tmp/files"
 for h in "$root"/include/memest/*.h; do
     b=$(basename "$h" .h)
     ol=$(owner "$b")
-    [ -n "$ol" ] && check_includes "$h" "$ol" "include/memest/$b.h"
-done
-[ -f "$tmp/fail" ] && fail=1
+    [ -n "$ol" ] && echo "$h $ol include/memest/$b.h"
+done >> "$tmp/files"
+awk '
+    FNR == 1 { part++ }
+    part == 1 {                       # the rule: "LAYER: headers..."
+        split($0, kv, ":")
+        if (kv[1] == "stdout" || kv[2] == "" && $0 !~ /:/) next
+        rk[kv[1]] = ++n
+        m = split(kv[2], hs, " ")
+        for (i = 1; i <= m; i++) own[hs[i]] = kv[1]
+        next
+    }
+    part == 2 { layer[$1] = $2; label[$1] = $3; files[++nf] = $1; next }
+    END {
+        for (k = 1; k <= nf; k++) {
+            f = files[k]; l = layer[f]; dir = f; sub(/\/[^\/]*$/, "", dir)
+            ln = 0
+            while ((getline line < f) > 0) {
+                ln++
+                if (line !~ /^[ \t]*#[ \t]*include[ \t]*"/) continue
+                inc = line; sub(/^[^"]*"/, "", inc); sub(/".*/, "", inc)
+                where = label[f] ":" ln
+                if (inc ~ /^memest\/.*\.h$/) {
+                    b = inc; sub(/^memest\//, "", b); sub(/\.h$/, "", b)
+                    if (!(b in own)) {
+                        print "layers: " where " includes " inc ", which no layer owns"; bad = 1
+                    } else if (rk[own[b]] > rk[l]) {
+                        print "layers: " where " (" l ") includes " inc " of the later layer " own[b]; bad = 1
+                    }
+                } else if (inc ~ /\//) {
+                    print "layers: " where " includes " inc " from another folder"; bad = 1
+                } else if ((getline dummy < (dir "/" inc)) < 0) {
+                    print "layers: " where " includes " inc ", not in its own folder"; bad = 1
+                } else close(dir "/" inc)
+            }
+            close(f)
+            if (f ~ /\.c$/) {
+                ln = 0
+                while ((getline line < f) > 0) {
+                    ln++
+                    if (line ~ /^[ \t]*extern[ \t]/) {
+                        print "layers: " label[f] ":" ln " declares an extern; include the owner'"'"'s header"; bad = 1
+                    }
+                }
+                close(f)
+            }
+        }
+        exit bad
+    }' "$tmp/rule" "$tmp/files" || fail=1
 
 # 4. header cycles: the include graph of the public headers, through tsort
 for h in "$root"/include/memest/*.h; do
@@ -111,33 +127,49 @@ tsort "$tmp/edges" > /dev/null 2> "$tmp/tsort" || true
 [ -s "$tmp/tsort" ] && bad "include cycle among the public headers: $(tr '\n' ' ' < "$tmp/tsort")"
 
 # 3 and 5. the objects: who defines what, who refers to what
-objs=$(find "$obj" -name '*.o' -path '*/src/*' | sort)
+# (objects whose source is gone, left by an earlier build, are skipped)
+objs=$(find "$obj" -name '*.c.o' -path '*/src/*' | sort | while read -r o; do
+    s=src/${o##*/src/}
+    [ -f "$root/${s%.o}" ] && echo "$o"
+done)
 [ -n "$objs" ] || { echo "layers: no objects under $obj"; exit 1; }
-layer_of_obj() { printf '%s\n' "$1" | sed 's#.*/src/\([^/]*\)/.*#\1#'; }
+# one nm over every object: "OBJECT: SYMBOL TYPE ..."
+# shellcheck disable=SC2086
+nm -A -P $objs 2>/dev/null > "$tmp/nm"
+echo "$stdout_ok" > "$tmp/stdout_ok"
+awk -v order="$layers" '
+    BEGIN { n = split(order, a, /[ \n]+/); for (i = 1; i <= n; i++) rk[a[i]] = i }
+    FILENAME ~ /stdout_ok$/ { for (i = 1; i <= NF; i++) ok[$i] = 1; next }
+    {
+        o = $1; sub(/:$/, "", o)
+        rel = o; sub(/^.*\/src\//, "src/", rel); sub(/\.o$/, "", rel)
+        l = rel; sub(/^src\//, "", l); sub(/\/.*/, "", l)
+        objlayer[rel] = l
+        if ($3 ~ /^[TDRB]$/) def[$2] = l
+        else if ($3 == "U") { nu++; ufile[nu] = rel; usym[nu] = $2 }
+    }
+    END {
+        for (k = 1; k <= nu; k++) {
+            f = ufile[k]; s = usym[k]; l = objlayer[f]
+            if (!(l in rk)) { if (!(f in seen)) print "layers: " f ": not in a layer"; seen[f] = 1; bad = 1; continue }
+            if ((s in def) && rk[def[s]] > rk[l]) {
+                print "layers: " f " (" l ") refers to " s " of the later layer " def[s]; bad = 1
+            }
+            if (l != "report" && !(f in ok) && (s == "printf" || s == "puts" || s == "putchar" || s == "vprintf")) {
+                print "layers: " f " writes to standard output (" s ") outside the report layer"; bad = 1
+            }
+        }
+        exit bad
+    }' "$tmp/stdout_ok" "$tmp/nm" || fail=1
+# a stream function given stdout outside the report layer (handing stdout
+# to a report is fine)
 for o in $objs; do
-    l=$(layer_of_obj "$o")
-    nm -P --defined-only "$o" 2>/dev/null | awk -v l="$l" -v f="$o" \
-        '$2 ~ /^[TDRB]$/ {print $1, l, f}'
-done > "$tmp/defs"
-for o in $objs; do
-    l=$(layer_of_obj "$o")
-    rel=src/$l/$(basename "$o" .o)
-    rel=${rel%.c}.c
-    r=$(rank "$l")
-    [ -n "$r" ] || { bad "$rel: not in a layer"; continue; }
-    nm -P -u "$o" 2>/dev/null | awk '{print $1}' > "$tmp/undef"
-    awk -v rel="$rel" -v l="$l" -v r="$r" -v order="$layers" '
-        BEGIN { n = split(order, a, /[ \n]+/); for (i = 1; i <= n; i++) rk[a[i]] = i }
-        NR == FNR { def[$1] = $2; next }
-        ($1 in def) && rk[def[$1]] > r {
-            print "layers: " rel " (" l ") refers to " $1 " of the later layer " def[$1]; bad = 1 }
-        END { exit bad }' "$tmp/defs" "$tmp/undef" || fail=1
+    rel=src/${o##*/src/}
+    rel=${rel%.o}
+    case $rel in src/report/*) continue ;; esac
     case " $(echo $stdout_ok) " in *" $rel "*) continue ;; esac
-    [ "$l" = report ] && continue
-    for s in stdout printf puts putchar vprintf; do
-        grep -qx "$s" "$tmp/undef" &&
-            bad "$rel writes to standard output ($s) outside the report layer"
-    done
+    grep -nE '\b(v?fprintf)[[:space:]]*\([[:space:]]*stdout\b|\b(fputs|fputc|putc|fwrite)[[:space:]]*\([^;]*,[[:space:]]*stdout[[:space:]]*\)' \
+        "$root/$rel" > "$tmp/w" && bad "$rel writes to standard output outside the report layer: $(head -1 "$tmp/w")"
 done
 
 # 6. decisions by op name

@@ -173,12 +173,12 @@ static bool fd_is(int fd, const char *path)
            sf.st_dev == sp.st_dev && sf.st_ino == sp.st_ino;
 }
 
-int memest_outfile_check_paths(const struct memest_cli *o, struct memest_error *err)
+int memest_outfile_check_paths(const struct memest_outpaths *o, struct memest_error *err)
 {
     static const char *const std_name[] = {NULL, "standard output", "standard error"};
     const struct {
         const char *opt, *path;
-    } out[] = {{"--plot", o->plot_path}, {"--timeline", o->timeline_path}};
+    } out[] = {{"--plot", o->plot}, {"--timeline", o->timeline}};
     for (size_t i = 0; i < sizeof out / sizeof *out; i++) {
         const char *p = out[i].path;
         if (!p)

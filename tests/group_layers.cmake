@@ -1,0 +1,8 @@
+# The layer rule of src/README.md (tests/layers/check.sh): includes, the
+# symbols each object refers to, extern declarations, include cycles,
+# writes to standard output and decisions by op name. Reads the objects of
+# memest_core, so it runs after the build.
+add_test(NAME layers
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/layers/check.sh ${PROJECT_SOURCE_DIR}
+                 ${PROJECT_BINARY_DIR}/CMakeFiles/memest_core.dir)
+set_tests_properties(layers PROPERTIES LABELS docs)
