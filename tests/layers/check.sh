@@ -8,6 +8,7 @@
 #   3. an object refers only to symbols defined in its own layer or before it
 #      (calls across the rule, whatever the includes say), and no .c file
 #      declares an `extern` of its own (the way around rule 2);
+#   1b. a public header declares only functions its own layer defines;
 #   4. no import cycle: the public headers' includes form no cycle, and no two
 #      layers' objects refer to each other (implied by 3, checked by 3);
 #   5. only the report layer writes to standard output (printf, puts,
@@ -161,6 +162,33 @@ awk -v order="$layers" '
         }
         exit bad
     }' "$tmp/stdout_ok" "$tmp/nm" || fail=1
+# 1b. a header declares what its own layer implements: every memest_
+# function a public header declares (comments left out) that an object
+# defines is defined in the layer owning the header
+for h in "$root"/include/memest/*.h; do
+    b=$(basename "$h" .h)
+    ol=$(owner "$b")
+    [ -n "$ol" ] || continue
+    awk -v h="include/memest/$b.h" -v l="$ol" '
+        { line = $0
+          while (1) {
+              if (inc) { e = index(line, "*/"); if (!e) { line = ""; break }
+                         line = substr(line, e + 2); inc = 0 }
+              s = index(line, "/*"); if (!s) break
+              out = out substr(line, 1, s - 1); line = substr(line, s + 2); inc = 1 }
+          out = out line "\n" }
+        END { while (match(out, /memest_[a-z0-9_]+[ \t]*\(/)) {
+                  name = substr(out, RSTART, RLENGTH); sub(/[ \t]*\($/, "", name)
+                  print h, l, name; out = substr(out, RSTART + RLENGTH) } }' "$h"
+done > "$tmp/decls"
+awk '
+    NR == FNR { o = $1; sub(/:$/, "", o); sub(/^.*\/src\//, "", o); sub(/\/.*/, "", o)
+                if ($3 ~ /^[TDRB]$/) { def[$2] = o; file[$2] = $1 } ; next }
+    ($3 in def) && def[$3] != $2 && !seen[$1 SUBSEP $3]++ {
+        f = file[$3]; sub(/:$/, "", f); sub(/^.*\/src\//, "src/", f); sub(/\.o$/, "", f)
+        print "layers: " $1 " (" $2 ") declares " $3 ", defined in " f; bad = 1 }
+    END { exit bad }' "$tmp/nm" "$tmp/decls" || fail=1
+
 # a stream function given stdout outside the report layer (handing stdout
 # to a report is fine)
 for o in $objs; do
