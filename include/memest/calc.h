@@ -9,7 +9,6 @@
 #include "memest/cost.h"
 #include "memest/error.h"
 #include "memest/run.h"
-#include "memest/sim.h"
 #include "memest/step.h"
 #include "memest/timeline.h"
 

@@ -24,25 +24,6 @@ struct memest_peak_opts {
     uint64_t events;    /* room to reserve for the events: their upper bound
                            (cost.h), or 0 for a guess (the list grows as needed) */
 };
-struct memest_peak {
-    uint64_t bytes;           /* the allocator's allocated peak: the most bytes in live
-                                 blocks (rounded, unsplit remainders included) at any
-                                 event of the step, torch.cuda.max_memory_allocated() */
-    size_t event;             /* timeline event at which it is first reached */
-    uint8_t phase;            /* enum memest_phase */
-    uint32_t node;            /* node at the peak, UINT32_MAX = none (loss, optimizer) */
-    uint64_t at_peak[MEMEST_CAT_COUNT];  /* live block bytes per category at the
-                                            peak (they sum to bytes) */
-    uint64_t tensor_bytes;    /* peak of live tensor bytes, exact sizes, before
-                                 allocator rounding and without library workspaces:
-                                 what a tensor-level measurement counts */
-    size_t tensor_event;
-    uint64_t reserved;        /* the allocator's reserved peak (segments),
-                                 torch.cuda.max_memory_reserved() */
-    uint64_t segments;        /* cudaMalloc'd segments held at the end */
-    uint64_t sim_events;      /* events the simulation made (warm-up included): what
-                                 the cost model (cost.h) bounds from above */
-};
 /* Simulates one step (training unless o->inference) as o->step configures
  * it (its loss resolved: step.h), builds its timeline into tl (NULL: only
  * the peaks are wanted) and finds its peaks. tl holds the step's events

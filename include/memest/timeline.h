@@ -1,6 +1,7 @@
 /* timeline.h - one training (or inference) step as an ordered list of
- * device allocation and free events. The peak calculator builds it; the CUDA
- * probe replays it on a real device. Every ALLOC has exactly one matching
+ * device allocation and free events, and its peaks. The simulator (sim.h)
+ * builds both, the reports read them, the CUDA probe replays the events on
+ * a real device. Every ALLOC has exactly one matching
  * FREE with the same id, unless the block outlives the step (parameters,
  * buffers, optimizer state: `persistent`), in which case the free comes at
  * the very end in phase MEMEST_PH_TEARDOWN. */
@@ -38,6 +39,11 @@ enum memest_category {
 
 enum memest_event_kind { MEMEST_EV_ALLOC = 0, MEMEST_EV_FREE = 1 };
 
+/* The unit of an event's `reserved`: 2 MiB, the caching allocator's
+ * smallest segment (alloc.h: MEMEST_ALLOC_SMALL_BUFFER, kept equal by a
+ * static_assert in sim_replay.c); every segment is a multiple of it. */
+#define MEMEST_TIMELINE_RESERVED_UNIT ((uint64_t)2 << 20)
+
 struct memest_event {
     uint8_t kind;      /* enum memest_event_kind */
     uint8_t phase;     /* enum memest_phase */
@@ -45,7 +51,7 @@ struct memest_event {
     uint32_t node;     /* node index in the graph, UINT32_MAX = none */
     uint32_t id;       /* allocation id, pairs ALLOC with FREE */
     uint32_t reserved; /* the allocator model's reserved memory after this event,
-                          in 2 MiB units (0: not simulated) */
+                          in MEMEST_TIMELINE_RESERVED_UNIT units (0: not simulated) */
     uint64_t bytes;    /* the tensor's exact size */
     uint64_t block;    /* the caching allocator's block for it (0: not simulated) */
 };
@@ -91,3 +97,25 @@ enum memest_live_measure {
  * as the first. Returns the category counted. */
 uint8_t memest_live_apply(struct memest_live *l, const struct memest_event *e,
                           enum memest_live_measure m);
+
+/* The peaks of one simulated step (sim.h: memest_sim_step), what the
+ * estimate and the reports read. */
+struct memest_peak {
+    uint64_t bytes;           /* the allocator's allocated peak: the most bytes in live
+                                 blocks (rounded, unsplit remainders included) at any
+                                 event of the step, torch.cuda.max_memory_allocated() */
+    size_t event;             /* timeline event at which it is first reached */
+    uint8_t phase;            /* enum memest_phase */
+    uint32_t node;            /* node at the peak, UINT32_MAX = none (loss, optimizer) */
+    uint64_t at_peak[MEMEST_CAT_COUNT];  /* live block bytes per category at the
+                                            peak (they sum to bytes) */
+    uint64_t tensor_bytes;    /* peak of live tensor bytes, exact sizes, before
+                                 allocator rounding and without library workspaces:
+                                 what a tensor-level measurement counts */
+    size_t tensor_event;
+    uint64_t reserved;        /* the allocator's reserved peak (segments),
+                                 torch.cuda.max_memory_reserved() */
+    uint64_t segments;        /* cudaMalloc'd segments held at the end */
+    uint64_t sim_events;      /* events the simulation made (warm-up included): what
+                                 the cost model (cost.h) bounds from above */
+};

@@ -7,11 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memest/alloc.h"
 #include "memest/escape.h"
 #include "memest/format.h"
 #include "memest/outfile.h"
-#include "memest/sim.h"
 
 static const char *node_label(const struct memest_graph *g, uint32_t node, uint8_t phase)
 {
@@ -40,7 +38,7 @@ void memest_timeline_write_csv(FILE *f, const struct memest_timeline *tl,
         for (int k = 0; k < MEMEST_CAT_COUNT; k++)
             fprintf(f, ",%" PRIu64, live.cat[k]);
         fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", live.total, blocks.total,
-                (uint64_t)e->reserved * MEMEST_ALLOC_SMALL_BUFFER);
+                (uint64_t)e->reserved * MEMEST_TIMELINE_RESERVED_UNIT);
     }
 }
 
@@ -127,7 +125,7 @@ int memest_plot_write_svg(FILE *f, const struct memest_timeline *tl, const struc
         memest_live_apply(&live, e, MEMEST_LIVE_BLOCKS);
         uint64_t total = live.total;
         struct col *k = &cols[xpos(&xm, i)];
-        uint64_t res = (uint64_t)e->reserved * MEMEST_ALLOC_SMALL_BUFFER;
+        uint64_t res = (uint64_t)e->reserved * MEMEST_TIMELINE_RESERVED_UNIT;
         if (!k->used || total > k->total) {
             memcpy(k->cat, live.cat, sizeof live.cat);
             k->total = total;

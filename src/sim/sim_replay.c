@@ -1,5 +1,6 @@
 /* sim_replay.c - the allocator replayed over the simulated events: the peaks,
  * and the step's timeline exported (sim_internal.h). */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,9 +16,12 @@ struct idinfo {
     uint8_t early_free;   /* freed before the step starts */
 };
 
+static_assert(MEMEST_TIMELINE_RESERVED_UNIT == MEMEST_ALLOC_SMALL_BUFFER,
+              "events count reserved memory in the allocator's smallest segments");
+
 static uint32_t reserved_units(uint64_t reserved)
 {
-    uint64_t u = reserved / MEMEST_ALLOC_SMALL_BUFFER;
+    uint64_t u = reserved / MEMEST_TIMELINE_RESERVED_UNIT;
     return u > UINT32_MAX ? UINT32_MAX : (uint32_t)u;
 }
 

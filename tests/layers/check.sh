@@ -8,6 +8,7 @@
 #   3. an object refers only to symbols defined in its own layer or before it
 #      (calls across the rule, whatever the includes say), and no .c file
 #      declares an `extern` of its own (the way around rule 2);
+#   2b. only src/sim and src/calc include the simulator (sim.h, alloc.h);
 #   1b. a public header declares only functions its own layer defines;
 #   4. no import cycle: the public headers' includes form no cycle, and no two
 #      layers' objects refer to each other (implied by 3, checked by 3);
@@ -116,6 +117,17 @@ awk '
         }
         exit bad
     }' "$tmp/rule" "$tmp/files" || fail=1
+
+# 2b. the simulator is sealed: its entry point and its allocator model
+# (sim.h, alloc.h) are for the simulator and the estimate that runs it
+# (src/sim, src/calc), not for the model builder, the card, the reports or
+# the command, which read results (timeline.h, calc.h)
+grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"memest/\(sim\|alloc\)\.h"' \
+    "$root"/src/base/* "$root"/src/ops/* "$root"/src/step/* "$root"/src/model/* \
+    "$root"/src/card/* "$root"/src/probe/* "$root"/src/report/* "$root"/src/app/* \
+    "$root"/include/memest/*.h 2>/dev/null |
+    grep -v "include/memest/\(sim\|alloc\)\.h:" > "$tmp/sealed" &&
+    while IFS= read -r line; do bad "${line#"$root"/} includes the simulator"; done < "$tmp/sealed"
 
 # 4. header cycles: the include graph of the public headers, through tsort
 for h in "$root"/include/memest/*.h; do
