@@ -55,4 +55,6 @@ struct memest_cli {
  * --list-ops and --list-gpus set their flag and return 0 without requiring
  * a model. */
 int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_error *err);
+/* The --help screen (usage.c), its value lists read from the vocabulary
+ * tables. */
 void memest_cli_usage(FILE *f);

@@ -18,9 +18,20 @@ enum memest_exit {
     MEMEST_EXIT_RUNTIME = 5,  /* out of memory, or a CUDA driver call that failed
                                  during --probe (probe.h) */
     MEMEST_EXIT_OUTPUT = 6,   /* an output (stdout, --plot, --timeline) could not be written */
-    MEMEST_EXIT_INTERNAL = 7  /* an internal error (MEMEST_ERR_INTERNAL): a bug in
+    MEMEST_EXIT_INTERNAL = 7, /* an internal error (MEMEST_ERR_INTERNAL): a bug in
                                  memest, not a bad input */
+    MEMEST_EXIT_COUNT
 };
+
+/* What an exit code means, in the words --help and README.md's "Exit codes"
+ * paragraph give it: `meaning` ("usage error") opens the code's entry in
+ * both (tests/unit/test_help.c checks README.md against it), `detail` is
+ * --help's parenthesis after it ("" for none). NULL out of range. */
+struct memest_exit_doc {
+    const char *meaning;
+    const char *detail;
+};
+const struct memest_exit_doc *memest_exit_doc(int code);
 
 enum memest_errcode {
     MEMEST_ERR_NONE = 0,

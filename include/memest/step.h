@@ -51,6 +51,13 @@ const char *memest_amp_name(enum memest_amp a);
  * not a value of it); 0, or -1 for anything else. */
 int memest_amp_parse(const char *s, enum memest_amp *out);
 
+/* zero_grad() before the step: set_to_none=True (PyTorch 2.x's default: the
+ * gradients are freed and born again in backward) or False (they persist,
+ * zeroed); struct memest_step_cfg's zero_grad_zeros. */
+enum memest_zero_grad { MEMEST_ZERO_GRAD_NONE = 0, MEMEST_ZERO_GRAD_ZEROS, MEMEST_ZERO_GRAD_COUNT };
+/* "none", "zeros" (what --zero-grad takes); "?" out of range. */
+const char *memest_zero_grad_name(enum memest_zero_grad z);
+
 /* The loss the step applies to the model's last output (the model file's
  * "loss", or --loss): PyTorch's loss modules, by class name in lower case. */
 enum memest_loss {

@@ -166,6 +166,29 @@ int memest_error_exit(const struct memest_error *e)
     return MEMEST_EXIT_INTERNAL;
 }
 
+/* The exit codes' documentation (error.h): --help prints it, and README.md's
+ * paragraph is checked against the meanings. */
+static const struct memest_exit_doc exit_docs[] = {
+    [MEMEST_EXIT_OK] = {"success", "and fits"},
+    [MEMEST_EXIT_NOFIT] = {"does not fit",
+                           "--fit, --probe, and --max-batch when not even batch 1 fits"},
+    [MEMEST_EXIT_USAGE] = {"usage error", "also a command asking for more work than memest "
+                                          "does for one, README.md: Limits and cost"},
+    [MEMEST_EXIT_MODEL] = {"invalid or unreadable model file", "also one past a limit"},
+    [MEMEST_EXIT_NODEV] = {"no usable CUDA driver or device", "--probe"},
+    [MEMEST_EXIT_RUNTIME] = {"out of memory", "or a CUDA call that failed during --probe"},
+    [MEMEST_EXIT_OUTPUT] = {"an output could not be written",
+                            "standard output, --plot, --timeline"},
+    [MEMEST_EXIT_INTERNAL] = {"internal error", "a bug in memest"},
+};
+static_assert(sizeof exit_docs / sizeof *exit_docs == MEMEST_EXIT_COUNT,
+              "one documentation entry per exit code");
+
+const struct memest_exit_doc *memest_exit_doc(int code)
+{
+    return code >= 0 && code < MEMEST_EXIT_COUNT ? &exit_docs[code] : NULL;
+}
+
 const char *memest_errcode_name(enum memest_errcode c)
 {
     if ((unsigned)c >= MEMEST_ERR_COUNT)

@@ -1,6 +1,6 @@
 /* step.c - the step vocabulary (step.h): the names of the optimizers, their
- * implementations, autocast and the losses, each a table pinned to its
- * enum's count, and the step configuration's defaults and checks. */
+ * implementations, autocast, zero_grad and the losses, each a table pinned
+ * to its enum's count, and the step configuration's defaults and checks. */
 #include "memest/step.h"
 
 #include <assert.h>
@@ -77,6 +77,19 @@ int memest_amp_parse(const char *s, enum memest_amp *out)
     else
         return -1;
     return 0;
+}
+
+/* ---- zero_grad ---- */
+
+static const char *const zero_grad_names[] = {
+    [MEMEST_ZERO_GRAD_NONE] = "none", [MEMEST_ZERO_GRAD_ZEROS] = "zeros",
+};
+static_assert(sizeof zero_grad_names / sizeof *zero_grad_names == MEMEST_ZERO_GRAD_COUNT,
+              "one name per zero_grad mode");
+
+const char *memest_zero_grad_name(enum memest_zero_grad z)
+{
+    return (unsigned)z < MEMEST_ZERO_GRAD_COUNT ? zero_grad_names[z] : "?";
 }
 
 /* ---- losses ---- */

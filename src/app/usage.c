@@ -1,0 +1,252 @@
+/* usage.c - the --help screen. Every list of values on it is read from the
+ * table the parser checks against: step.h's optimizers, implementations,
+ * zero_grad modes, autocast types and losses, dtype.h's types, the default
+ * overhead (cuda_overhead.h) and the exit codes (error.h); a name added to a
+ * table appears here. tests/unit/test_help.c checks this screen and
+ * README.md's Options table against the same tables, and that every line
+ * fits a terminal. */
+#include "memest/cli.h"
+
+#include <assert.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "memest/cuda_overhead.h"
+#include "memest/format.h"
+
+enum {
+    WIDTH = 80,  /* a usage screen: no line is longer */
+    COLUMN = 25, /* where an option's description starts */
+};
+
+/* One entry's text, built up before it is wrapped. The entries are a few
+ * hundred characters; a longer one is cut short, never overrun. */
+struct text {
+    char s[1024];
+    size_t n;
+};
+
+static void add(struct text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add(struct text *t, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(t->s + t->n, sizeof t->s - t->n, fmt, ap);
+    va_end(ap);
+    if (k > 0)
+        t->n = t->n + (size_t)k < sizeof t->s ? t->n + (size_t)k : sizeof t->s - 1;
+}
+
+/* names[0..n) joined by ", ", the one at index dflt (-1: none) followed by
+ * note, e.g. "sgd, adam (default), adamw". */
+static void add_list(struct text *t, const char *const *names, int n, int dflt, const char *note)
+{
+    for (int i = 0; i < n; i++)
+        add(t, "%s%s%s%s", i ? ", " : "", names[i], i == dflt ? " " : "", i == dflt ? note : "");
+}
+
+/* The words of text, written from column col on and wrapped before WIDTH;
+ * a continuation line starts at column indent. A number stays with the word
+ * after it ("6 an output"), so that no line starts with a lone word that
+ * reads as the start of an item. */
+static void wrap(FILE *f, int col, int indent, const char *text)
+{
+    bool first = true; /* the first word of the entry: no space before it */
+    for (const char *p = text; *p;) {
+        p += strspn(p, " ");
+        int len = (int)strcspn(p, " ");
+        if (len == 0)
+            break;
+        if ((int)strspn(p, "0123456789") == len && p[len] == ' ' && p[len + 1] != ' ' &&
+            p[len + 1])
+            len += 1 + (int)strcspn(p + len + 1, " ");
+        if (!first && col + 1 + len > WIDTH) {
+            fprintf(f, "\n%*s", indent, "");
+            col = indent;
+        } else if (!first) {
+            fputc(' ', f);
+            col++;
+        }
+        fprintf(f, "%.*s", len, p);
+        col += len;
+        p += len;
+        first = false;
+    }
+    fputc('\n', f);
+}
+
+/* An option's entry: its flags, then its description in the column (one
+ * space after flags that reach it). */
+static void option(FILE *f, const char *flags, const struct text *t)
+{
+    int col = (int)strlen(flags);
+    int pad = col < COLUMN ? COLUMN - col : 1;
+    fprintf(f, "%s%*s", flags, pad, "");
+    wrap(f, col + pad, COLUMN, t->s);
+}
+
+/* An option whose description is fixed text. */
+static void fixed(FILE *f, const char *flags, const char *desc)
+{
+    struct text t = {0};
+    add(&t, "%s", desc);
+    option(f, flags, &t);
+}
+
+/* The most values a vocabulary on this screen has room for. */
+#define MAX_NAMES 16
+static_assert(MEMEST_OPT_COUNT <= MAX_NAMES && MEMEST_IMPL_COUNT <= MAX_NAMES &&
+                  MEMEST_ZERO_GRAD_COUNT <= MAX_NAMES && MEMEST_AMP_COUNT <= MAX_NAMES &&
+                  MEMEST_LOSS_COUNT <= MAX_NAMES && MEMEST_DTYPE_COUNT <= MAX_NAMES,
+              "room for every vocabulary's names");
+
+/* Sets n to the number of a vocabulary's values first..count-1 and
+ * names[0..n) to their names (name() takes the value's enum). */
+#define NAMES(n, names, name, first, count)                                   \
+    do {                                                                      \
+        (n) = 0;                                                              \
+        for (int k_ = (first); k_ < (count); k_++)                            \
+            (names)[(n)++] = name(k_);                                        \
+    } while (0)
+
+static void step_options(FILE *f)
+{
+    struct memest_step_cfg d; /* the defaults the parser starts from */
+    memest_step_cfg_default(&d);
+    const char *names[MAX_NAMES];
+    struct text t = {0};
+    int n;
+
+    fixed(f, "  -b, --batch N", "batch size (default 1)");
+    NAMES(n, names, memest_optim_name, 0, MEMEST_OPT_COUNT);
+    add_list(&t, names, n, (int)d.optim.kind, "(default)");
+    option(f, "  -o, --optim NAME", &t);
+    fixed(f, "      --momentum M", "momentum for sgd and rmsprop (default 0)");
+    fixed(f, "      --amsgrad", "adam/adamw with amsgrad (one more state copy)");
+    fixed(f, "      --centered", "centered rmsprop (one more state copy)");
+    t = (struct text){0};
+    add(&t, "the optimizer's implementation: ");
+    NAMES(n, names, memest_optim_impl_name, 0, MEMEST_IMPL_COUNT);
+    add_list(&t, names, n, (int)d.impl, "(default)");
+    option(f, "      --optim-impl I", &t);
+    fixed(f, "      --first-step", "the first step: optimizer state is created during it");
+    t = (struct text){0};
+    NAMES(n, names, memest_zero_grad_name, 0, MEMEST_ZERO_GRAD_COUNT);
+    static const char *const notes[MEMEST_ZERO_GRAD_COUNT] = {
+        [MEMEST_ZERO_GRAD_NONE] = "set_to_none, gradients born in backward",
+        [MEMEST_ZERO_GRAD_ZEROS] = "gradients persist",
+    };
+    int zdflt = d.zero_grad_zeros ? MEMEST_ZERO_GRAD_ZEROS : MEMEST_ZERO_GRAD_NONE;
+    for (int i = 0; i < n; i++)
+        add(&t, "%s%s (%s%s)", i ? ", " : "", names[i], i == zdflt ? "default: " : "", notes[i]);
+    option(f, "      --zero-grad MODE", &t);
+    t = (struct text){0};
+    add(&t, "parameter and activation type: ");
+    n = 0;
+    int tdflt = -1;
+    for (int k = 0; k < MEMEST_DTYPE_COUNT; k++) {
+        if (!memest_dtype_is_float(k) || k == MEMEST_F64)
+            continue; /* what the parser takes */
+        if (k == MEMEST_F32) /* memest_cli_parse's default */
+            tdflt = n;
+        names[n++] = memest_dtype_name(k);
+    }
+    add_list(&t, names, n, tdflt, "(default)");
+    option(f, "      --dtype T", &t);
+    t = (struct text){0};
+    add(&t, "autocast mixed precision: ");
+    /* from 1: no autocast is the absence of --amp, not a value of it */
+    NAMES(n, names, memest_amp_name, MEMEST_AMP_NONE + 1, MEMEST_AMP_COUNT);
+    add_list(&t, names, n, -1, "");
+    option(f, "      --amp T", &t);
+    fixed(f, "      --grad-accum N", "accumulate N micro-batches of --batch per step");
+    fixed(f, "      --checkpoint[=B,..]", "activation checkpointing: every block, or blocks B");
+    t = (struct text){0};
+    NAMES(n, names, memest_loss_name, 0, MEMEST_LOSS_COUNT);
+    add_list(&t, names, n, (int)d.loss, "(default, or the model file's \"loss\")");
+    option(f, "      --loss NAME", &t);
+    fixed(f, "      --inference", "report the no-grad forward pass instead");
+    fixed(f, "      --set NAME=VAL", "override a model variable (repeatable)");
+}
+
+static void card_options(FILE *f)
+{
+    char dflt[32], max[32]; /* "287", MB as README.md writes it; "1 TiB" */
+    memest_fmt_double((double)memest_default_overhead(0) / 1e6, dflt, sizeof dflt);
+    memest_fmt_iec(MEMEST_MAX_OVERHEAD, 0, max, sizeof max);
+    struct text t = {0};
+
+    fixed(f, "      --gpu NAME", "target card (--list-gpus), or auto with --probe");
+    fixed(f, "      --mem SIZE", "target memory, e.g. 24GiB, 16GB, 500MiB");
+    /* one default for every card (cuda_overhead.c: no per-generation
+     * figure is published) */
+    add(&t, "the CUDA context's size, up to %s (default %s MB)", max, dflt);
+    option(f, "      --overhead SIZE", &t);
+    fixed(f, "      --fit", "one-line verdict; exit 1 if it does not fit");
+    fixed(f, "      --headroom P", "percent of the card to keep free for --fit (default 5)");
+    fixed(f, "      --max-batch", "the largest batch that fits");
+    fixed(f, "      --sweep LIST", "batch sizes: 1,2,8 or START:END:xK or START:END:+K");
+    fixed(f, "      --sweep-var N=LIST", "sweep model variable N instead of the batch");
+    fixed(f, "      --mfu F",
+          "assumed fraction of peak FLOP/s for time estimates (default 0.4)");
+    fixed(f, "      --advise", "ways to save memory, with their figures");
+    fixed(f, "      --probe", "check the prediction on a real CUDA device");
+    fixed(f, "      --device N", "CUDA device for --probe (default 0)");
+}
+
+static void output_options(FILE *f)
+{
+    fixed(f, "      --layers", "add a per-layer table");
+    fixed(f, "      --json", "machine-readable output (see README.md)");
+    fixed(f, "      --csv", "CSV output for sweeps");
+    fixed(f, "      --timeline F.csv", "the step's allocation events");
+    fixed(f, "      --plot F.svg", "a plot of the step's memory over time");
+    fixed(f, "      --list-ops", "the supported layer types (Markdown)");
+    fixed(f, "      --list-gpus", "the GPU presets");
+    fixed(f, "  -h, --help", "this help");
+    fixed(f, "      --version", "the version");
+}
+
+/* "Exit codes: 0 success (and fits); 1 does not fit (...); ...", from
+ * error.h's table, in the form README.md's paragraph has. */
+static void exit_codes(FILE *f)
+{
+    struct text t = {0};
+    add(&t, "Exit codes:");
+    for (int c = 0; c < MEMEST_EXIT_COUNT; c++) {
+        const struct memest_exit_doc *d = memest_exit_doc(c);
+        add(&t, " %d %s", c, d->meaning);
+        if (d->detail[0])
+            add(&t, " (%s)", d->detail);
+        add(&t, "%s", c + 1 < MEMEST_EXIT_COUNT ? ";" : ".");
+    }
+    wrap(f, 0, 0, t.s);
+}
+
+void memest_cli_usage(FILE *f)
+{
+    fputs("Usage: memest [options] MODEL.json\n"
+          "\n"
+          "Estimates the GPU memory and FLOPs of training (and inference) of the model\n"
+          "described in MODEL.json (format: models/README.md).\n"
+          "\n"
+          "The step:\n",
+          f);
+    step_options(f);
+    fputs("\nThe card:\n", f);
+    card_options(f);
+    fputs("\nOutput:\n", f);
+    output_options(f);
+    fputs("\n"
+          "Examples:\n"
+          "  memest models/resnet50.json --batch 32 --optim adam\n"
+          "  memest models/gpt2.json --batch 8 --set seq_len=512 --layers\n"
+          "  memest models/resnet50.json --gpu a100-40gb --fit\n"
+          "  memest models/bert-base.json --sweep 1:1024:x2 --csv\n"
+          "\n"
+          "Numbers are decimal (no hex, inf, nan or spaces): whole numbers are digits only,\n"
+          "reals may have a fraction and an exponent (0.9, 1e-3), --set values a '-' sign.\n"
+          "\n",
+          f);
+    exit_codes(f);
+}
