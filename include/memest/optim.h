@@ -88,6 +88,10 @@ bool memest_optim_device_steps(const struct memest_step_cfg *cfg);
  * messages; buf of n bytes, returned. */
 const char *memest_optim_accepting(unsigned flag, char *buf, size_t n);
 
+/* "sgd, adam, adamw, rmsprop, adagrad": every optimizer, for messages;
+ * buf of n bytes, returned. */
+const char *memest_optim_names(char *buf, size_t n);
+
 /* The cheaper optimizer --advise proposes instead of any other: SGD with
  * momentum 0.9 (one state copy, no temporaries), under a stable key for
  * --json. */

@@ -3,6 +3,7 @@
 #include "memest/cli.h"
 
 #include <getopt.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "memest/format.h"
@@ -349,8 +350,12 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
             o->batch_set = true;
             break;
         case 'o':
-            if (memest_optim_parse(optarg, &o->step.optim.kind) != 0)
-                return bad(err, "--optim", optarg, "one of sgd, adam, adamw, rmsprop, adagrad");
+            if (memest_optim_parse(optarg, &o->step.optim.kind) != 0) {
+                char names[160], expected[180];
+                snprintf(expected, sizeof expected, "one of %s",
+                         memest_optim_names(names, sizeof names));
+                return bad(err, "--optim", optarg, expected);
+            }
             break;
         case OPT_MOMENTUM:
             if (memest_parse_double(optarg, 0, 1, &o->step.optim.momentum) != 0)

@@ -184,18 +184,28 @@ bool memest_optim_device_steps(const struct memest_step_cfg *cfg)
     return cfg->impl == MEMEST_IMPL_FUSED && table[cfg->optim.kind].step_scalar;
 }
 
-const char *memest_optim_accepting(unsigned flag, char *buf, size_t n)
+/* The names of the optimizers accepting flag (0: all), in table order,
+ * separated by ", " and before the last by `last`; truncated to buf's n
+ * bytes. */
+static const char *join(unsigned flag, const char *last, char *buf, size_t n)
 {
     int k[MEMEST_OPT_COUNT], nk = 0;
     for (int i = 0; i < MEMEST_OPT_COUNT; i++)
-        if (table[i].accepts & flag)
+        if (!flag || (table[i].accepts & flag))
             k[nk++] = i;
     size_t len = 0;
     buf[0] = '\0';
     for (int i = 0; i < nk && len < n; i++) {
-        const char *sep = i == 0 ? "" : i == nk - 1 ? " and " : ", ";
+        const char *sep = i == 0 ? "" : i == nk - 1 ? last : ", ";
         int w = snprintf(buf + len, n - len, "%s%s", sep, table[k[i]].name);
         len += w > 0 ? (size_t)w : 0;
     }
     return buf;
 }
+
+const char *memest_optim_accepting(unsigned flag, char *buf, size_t n)
+{
+    return join(flag, " and ", buf, n);
+}
+
+const char *memest_optim_names(char *buf, size_t n) { return join(0, ", ", buf, n); }
