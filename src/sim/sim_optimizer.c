@@ -23,8 +23,8 @@
  * during it, parameter by parameter; state made in the constructor exists
  * before the step (sim_step.c). */
 
-/* Allocates one parameter's state tensors (and device step scalar) made at
- * the start of the first step and records them in S->state. */
+/* Allocates one parameter's state tensors, made in the first step (then its
+ * device `step` scalar with dev_step), and records them in S->state. */
 static int first_state(struct sim *S, const struct memest_param *pp, bool dev_step)
 {
     const struct memest_optim_cfg *oc = &S->cfg->optim;
