@@ -33,7 +33,8 @@ struct memest_optstate {
     uint64_t step_tensors;    /* per-parameter "step" scalars (float32, host) */
     uint64_t host_bytes;
 };
-/* The state tensors the optimizer keeps per trainable parameter. */
+/* The state tensors the optimizer keeps per trainable parameter (the
+ * optimizer table's count, optim.h: memest_optim_state_count). */
 unsigned memest_optim_copies(const struct memest_optim_cfg *c);
 int memest_calc_optimizer(const struct memest_run *r, const struct memest_optim_cfg *cfg,
                           struct memest_optstate *out, struct memest_error *err);

@@ -17,9 +17,6 @@
 
 struct memest_peak_opts {
     bool inference;     /* no-grad forward pass only */
-    unsigned opt_copies;  /* the optimizer's parameter-sized state tensors per
-                             trainable parameter (calc.h: memest_optim_copies),
-                             0 for inference */
     const struct memest_step_cfg *step;  /* NULL: defaults */
     uint64_t events;    /* room to reserve for the events: their upper bound
                            (cost.h), or 0 for a guess (the list grows as needed) */

@@ -12,7 +12,10 @@
 
 #include "memest/error.h"
 
-/* The optimizer (torch.optim class, in lower case). */
+/* The optimizer (torch.optim class, in lower case). What each keeps and
+ * makes is its descriptor's in the optimizer table (optim.h), which also
+ * holds its name: a new optimizer is an enumerator here and a descriptor
+ * there. */
 enum memest_optim {
     MEMEST_OPT_SGD = 0,
     MEMEST_OPT_ADAM,
@@ -124,8 +127,8 @@ void memest_step_cfg_default(struct memest_step_cfg *c);
 int memest_step_cfg_resolve_loss(struct memest_step_cfg *c, const char *model_loss,
                                  struct memest_error *err);
 
-/* A usage error for a step PyTorch cannot run (fused exists for sgd, adam
- * and adamw only), raised by the command line before any model is read
+/* A usage error for a step PyTorch cannot run (fused for an optimizer the
+ * table, optim.h, gives no fused kernel: rmsprop, adagrad), raised by the command line before any model is read
  * (also with --inference: every estimate simulates the training step too).
  * 0 / -1. */
 int memest_step_cfg_check(const struct memest_step_cfg *c, struct memest_error *err);

@@ -19,6 +19,7 @@
 #include "memest/checked.h"
 #include "memest/format.h"
 #include "memest/ops.h"
+#include "memest/optim.h"
 #include "memest/report.h"
 
 #define MAX_OPTIONS 12
@@ -439,13 +440,14 @@ int memest_flow_advise(struct memest_app *a)
         if (advise_accum(ad, &err) != 0)
             goto fail;
         enum memest_optim k = a->step.optim.kind;
-        if (k != MEMEST_OPT_SGD) {
+        const struct memest_optim_cfg *lean = &memest_optim_lean.cfg;   /* optim.h */
+        if (k != lean->kind) {
             s = ad->a->step;
-            s.optim = (struct memest_optim_cfg){.kind = MEMEST_OPT_SGD, .momentum = 0.9};
+            s.optim = *lean;
             char change[120];
-            snprintf(change, sizeof change, "--optim sgd --momentum 0.9 instead of %s",
-                     memest_optim_name(k));
-            if (advise_step(ad, "sgd_momentum", &s, change, &err) != 0)
+            snprintf(change, sizeof change, "--optim %s --momentum %g instead of %s",
+                     memest_optim_name(lean->kind), lean->momentum, memest_optim_name(k));
+            if (advise_step(ad, memest_optim_lean.key, &s, change, &err) != 0)
                 goto fail;
         }
     }

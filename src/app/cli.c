@@ -3,9 +3,11 @@
 #include "memest/cli.h"
 
 #include <getopt.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "memest/format.h"
+#include "memest/optim.h"
 #include "memest/sweep.h"
 
 enum {
@@ -166,15 +168,18 @@ static int parse_checkpoint(char *arg, struct memest_step_cfg *s, struct memest_
 static int check_conflicts(const struct memest_cli *o, bool csv, struct memest_error *err)
 {
     const struct memest_step_cfg *s = &o->step;
-    if (s->optim.momentum != 0 && s->optim.kind != MEMEST_OPT_SGD &&
-        s->optim.kind != MEMEST_OPT_RMSPROP)
-        return memest_errf(err, MEMEST_ERR_USAGE, NULL,
-                           "--momentum applies to sgd and rmsprop, not %s",
+    unsigned accepts = memest_optim_desc(s->optim.kind)->accepts;   /* optim.h */
+    char names[160];
+    if (s->optim.momentum != 0 && !(accepts & MEMEST_OPTF_MOMENTUM))
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL, "--momentum applies to %s, not %s",
+                           memest_optim_accepting(MEMEST_OPTF_MOMENTUM, names, sizeof names),
                            memest_optim_name(s->optim.kind));
-    if (s->optim.amsgrad && s->optim.kind != MEMEST_OPT_ADAM && s->optim.kind != MEMEST_OPT_ADAMW)
-        return usage(err, "--amsgrad applies to adam and adamw");
-    if (s->optim.centered && s->optim.kind != MEMEST_OPT_RMSPROP)
-        return usage(err, "--centered applies to rmsprop");
+    if (s->optim.amsgrad && !(accepts & MEMEST_OPTF_AMSGRAD))
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL, "--amsgrad applies to %s",
+                           memest_optim_accepting(MEMEST_OPTF_AMSGRAD, names, sizeof names));
+    if (s->optim.centered && !(accepts & MEMEST_OPTF_CENTERED))
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL, "--centered applies to %s",
+                           memest_optim_accepting(MEMEST_OPTF_CENTERED, names, sizeof names));
     if (memest_step_cfg_check(s, err) != 0)   /* fused rmsprop, ... */
         return -1;
     if (s->amp != MEMEST_AMP_NONE && o->dtype != MEMEST_F32)
@@ -275,8 +280,12 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
             o->batch_set = true;
             break;
         case 'o':
-            if (memest_optim_parse(optarg, &o->step.optim.kind) != 0)
-                return bad(err, "--optim", optarg, "one of sgd, adam, adamw, rmsprop, adagrad");
+            if (memest_optim_parse(optarg, &o->step.optim.kind) != 0) {
+                char names[160], expected[180];
+                snprintf(expected, sizeof expected, "one of %s",
+                         memest_optim_names(names, sizeof names));
+                return bad(err, "--optim", optarg, expected);
+            }
             break;
         case OPT_MOMENTUM:
             if (memest_parse_double(optarg, 0, 1, &o->step.optim.momentum) != 0)

@@ -74,7 +74,7 @@ int memest_estimate(struct memest_run *r, const struct memest_step_cfg *cfg,
         return -1;
     struct memest_peak_opts inf = {.inference = true, .step = cfg,
                                    .events = e->cost.events - e->cost.train_events};
-    struct memest_peak_opts train = {.inference = false, .opt_copies = e->opt.copies, .step = cfg,
+    struct memest_peak_opts train = {.inference = false, .step = cfg,
                                      .events = e->cost.train_events};
     int rc = memest_sim_step(r, &inf, infer_tl, &e->infer_peak, err);
     if (rc == 0)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "memest/calc.h"
+#include "memest/optim.h"
 
 /* ---- the event bound ----
  * Every allocation the simulator makes is freed once (by the teardown at
@@ -140,29 +141,6 @@ static int tally(const struct memest_run *r, struct tally *t)
     return 0;
 }
 
-/* Optimizer temporaries per trainable parameter, in one step. */
-static unsigned temporaries(const struct memest_step_cfg *cfg)
-{
-    bool v113 = cfg->torch_version == 113;
-    enum memest_optim k = cfg->optim.kind;
-    switch (cfg->impl) {
-    case MEMEST_IMPL_FOREACH:
-        if (k == MEMEST_OPT_ADAM || k == MEMEST_OPT_ADAMW)
-            return v113 ? 2 : 1;
-        if (k == MEMEST_OPT_ADAGRAD)
-            return v113 ? 4 : 2;
-        return k == MEMEST_OPT_RMSPROP ? 1 : 0;
-    case MEMEST_IMPL_FORLOOP:
-        if (k == MEMEST_OPT_ADAM || k == MEMEST_OPT_ADAMW)
-            return 2;
-        return k == MEMEST_OPT_RMSPROP || k == MEMEST_OPT_ADAGRAD ? 1 : 0;
-    case MEMEST_IMPL_FUSED:
-    case MEMEST_IMPL_COUNT:
-        break;
-    }
-    return 0;
-}
-
 int memest_cost_count(const struct memest_run *r, const struct memest_step_cfg *cfg,
                       unsigned copies, struct memest_cost *c)
 {
@@ -176,10 +154,11 @@ int memest_cost_count(const struct memest_run *r, const struct memest_step_cfg *
     uint64_t bwd = t.contig_nodes + t.scratch_nodes + t.grad_inputs + t.cast_inputs + t.sums +
                    t.trainable + t.param_casts;
     uint64_t batch = fwd + (cfg->checkpoint ? fwd : 0) + 8 + bwd;
-    bool fused_steps = cfg->impl == MEMEST_IMPL_FUSED &&
-                       (cfg->optim.kind == MEMEST_OPT_ADAM || cfg->optim.kind == MEMEST_OPT_ADAMW);
+    /* the optimizer's (optim.h): its state and device step scalars, its
+       temporaries per updated parameter */
+    bool fused_steps = memest_optim_device_steps(cfg);
     uint64_t state = (uint64_t)(copies + (fused_steps ? 1 : 0)) * t.untied;
-    uint64_t step = micro * batch + temporaries(cfg) * t.untied;
+    uint64_t step = micro * batch + memest_optim_temporaries(cfg) * t.untied;
     uint64_t train = t.persistent + 2 + state + steps * step;   /* 2: the target, cuBLAS */
     uint64_t nograd = t.persistent + 1 + 2 * fwd;               /* 1: cuBLAS */
     c->train_events = 2 * train;

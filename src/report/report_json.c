@@ -36,16 +36,14 @@ static void peak_obj(struct memest_jsonw *w, const char *key, const struct memes
 /* "step": how the simulated step runs. */
 static void step_obj(struct memest_jsonw *w, const struct memest_report *rep)
 {
-    static const char *const impl[] = {"foreach", "for-loop", "fused"};
-    static const char *const amp[] = {"none", "fp16", "bf16"};
     const struct memest_step_cfg *s = rep->step;
     memest_jsonw_obj_begin(w, "step");
     memest_jsonw_str(w, "kind", rep->opts.inference ? "inference" : "training");
-    memest_jsonw_str(w, "optim_impl", (unsigned)s->impl < 3 ? impl[s->impl] : "?");
+    memest_jsonw_str(w, "optim_impl", memest_optim_impl_name(s->impl));
     memest_jsonw_bool(w, "first_step", s->first_step);
     memest_jsonw_str(w, "zero_grad", s->zero_grad_zeros ? "zeros" : "none");
     memest_jsonw_i64(w, "grad_accum", s->grad_accum);
-    memest_jsonw_str(w, "amp", (unsigned)s->amp < 3 ? amp[s->amp] : "?");
+    memest_jsonw_str(w, "amp", memest_amp_name(s->amp));
     memest_jsonw_bool(w, "checkpoint", s->checkpoint);
     memest_jsonw_str(w, "loss", memest_loss_name(s->loss));
     memest_jsonw_obj_end(w);

@@ -75,20 +75,18 @@ void memest_report_layers(FILE *f, const struct memest_graph *g, const struct me
 /* "adam (foreach), steady state, zero_grad set_to_none" and friends. */
 static void step_line(FILE *f, const struct memest_report *rep, bool inf)
 {
-    static const char *const impl[] = {"foreach", "for-loop", "fused"};
     const struct memest_step_cfg *s = rep->step;
     if (inf) {
-        fprintf(f, "no-grad forward pass%s\n",
-                s->amp == MEMEST_AMP_NONE ? "" : s->amp == MEMEST_AMP_FP16 ? ", autocast fp16"
-                                                                            : ", autocast bf16");
+        fprintf(f, "no-grad forward pass%s%s\n", s->amp == MEMEST_AMP_NONE ? "" : ", autocast ",
+                s->amp == MEMEST_AMP_NONE ? "" : memest_amp_name(s->amp));
         return;
     }
     fprintf(f, "%s (%s), %s, zero_grad %s, loss %s", memest_optim_name(s->optim.kind),
-            (unsigned)s->impl < 3 ? impl[s->impl] : "?",
+            memest_optim_impl_name(s->impl),
             s->first_step ? "first step" : "steady state",
             s->zero_grad_zeros ? "zeros" : "set_to_none", memest_loss_name(s->loss));
     if (s->amp != MEMEST_AMP_NONE)
-        fprintf(f, ", autocast %s", s->amp == MEMEST_AMP_FP16 ? "fp16" : "bf16");
+        fprintf(f, ", autocast %s", memest_amp_name(s->amp));
     if (s->checkpoint)
         fputs(", activation checkpointing", f);
     fputc('\n', f);

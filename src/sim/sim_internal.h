@@ -117,7 +117,6 @@ struct sim {
     const struct memest_run *r;
     const struct memest_graph *g;
     const struct memest_step_cfg *cfg;
-    unsigned opt_copies;          /* the optimizer's state tensors per parameter */
     struct memest_timeline *tl;   /* every event, warm-up included */
     struct memest_error *err;
     bool inference;

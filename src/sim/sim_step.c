@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "memest/optim.h"
 #include "sim_internal.h"
 
 /* ---- the step ---- */
@@ -102,20 +103,25 @@ static int setup(struct sim *S)
     return sim_ev_alloc(S, MEMEST_CAT_INPUTS, NONE, bytes, &id);
 }
 
-/* The optimizer state that exists before the first step (Adagrad's). */
+/* The optimizer state that exists before the first step: made in the
+ * optimizer's constructor (optim.h: MEMEST_INIT_CONSTRUCTOR, Adagrad's). */
 static int early_state(struct sim *S)
 {
     const struct memest_run *r = S->r;
-    if (S->cfg->optim.kind != MEMEST_OPT_ADAGRAD || !S->opt_copies)
+    const struct memest_optim_cfg *oc = &S->cfg->optim;
+    const struct memest_optim_desc *d = memest_optim_desc(oc->kind);
+    if (S->inference || d->init != MEMEST_INIT_CONSTRUCTOR)
         return 0;
     S->ph = MEMEST_PH_SETUP;
     for (uint32_t p = 0; p < r->nparams; p++) {
         const struct memest_param *pp = &r->params[p];
         if (pp->tied_to >= 0 || !pp->trainable)
             continue;
-        for (unsigned c = 0; c < S->opt_copies; c++) {
+        uint64_t bytes[MEMEST_OPTIM_MAX_STATE];
+        unsigned n = d->state(r->storages[pp->storage].bytes, oc, bytes);
+        for (unsigned c = 0; c < n; c++) {
             uint32_t id;
-            if (sim_ev_alloc(S, MEMEST_CAT_OPTSTATE, pp->node, r->storages[pp->storage].bytes, &id) != 0)
+            if (sim_ev_alloc(S, MEMEST_CAT_OPTSTATE, pp->node, bytes[c], &id) != 0)
                 return -1;
         }
     }
@@ -210,7 +216,6 @@ int memest_sim_step(const struct memest_run *r, const struct memest_peak_opts *o
     memest_step_cfg_default(&defaults);
     struct memest_timeline full = {0};
     struct sim S = {.r = r, .g = r->g, .cfg = o->step ? o->step : &defaults,
-                    .opt_copies = o->opt_copies,
                     .tl = &full, .err = err, .inference = o->inference,
                     .nn = r->g->nnodes, .ns = r->nstorages, .nv = r->nvalues, .cublas = NONE};
     int rc = -1;

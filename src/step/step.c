@@ -1,34 +1,14 @@
-/* step.c - the step vocabulary (step.h): the names of the optimizers, their
+/* step.c - the step vocabulary (step.h): the names of the optimizer
  * implementations, autocast, zero_grad and the losses, each a table pinned
- * to its enum's count, and the step configuration's defaults and checks. */
+ * to its enum's count, and the step configuration's defaults and checks.
+ * The optimizers' names are their table's (optim.c). */
 #include "memest/step.h"
 
 #include <assert.h>
 #include <ctype.h>
 #include <string.h>
 
-/* ---- optimizers ---- */
-
-static const char *const optim_names[] = {
-    [MEMEST_OPT_SGD] = "sgd",         [MEMEST_OPT_ADAM] = "adam",
-    [MEMEST_OPT_ADAMW] = "adamw",     [MEMEST_OPT_RMSPROP] = "rmsprop",
-    [MEMEST_OPT_ADAGRAD] = "adagrad",
-};
-static_assert(sizeof optim_names / sizeof *optim_names == MEMEST_OPT_COUNT,
-              "one name per optimizer");
-
-const char *memest_optim_name(enum memest_optim k) { return optim_names[k]; }
-
-int memest_optim_parse(const char *s, enum memest_optim *out)
-{
-    for (int i = 0; i < MEMEST_OPT_COUNT; i++) {
-        if (strcmp(s, optim_names[i]) == 0) {
-            *out = (enum memest_optim)i;
-            return 0;
-        }
-    }
-    return -1;
-}
+#include "memest/optim.h"
 
 /* ---- optimizer implementations ---- */
 
@@ -153,10 +133,12 @@ int memest_step_cfg_resolve_loss(struct memest_step_cfg *c, const char *model_lo
 
 int memest_step_cfg_check(const struct memest_step_cfg *c, struct memest_error *err)
 {
+    char fused[160];
     if (c->impl == MEMEST_IMPL_FUSED &&
-        (c->optim.kind == MEMEST_OPT_RMSPROP || c->optim.kind == MEMEST_OPT_ADAGRAD))
+        !(memest_optim_desc(c->optim.kind)->accepts & MEMEST_OPTF_FUSED))
         return memest_errf(err, MEMEST_ERR_USAGE, NULL,
                            "--optim-impl fused: PyTorch has no fused CUDA %s (fused exists for "
-                           "sgd, adam and adamw)", memest_optim_name(c->optim.kind));
+                           "%s)", memest_optim_name(c->optim.kind),
+                           memest_optim_accepting(MEMEST_OPTF_FUSED, fused, sizeof fused));
     return 0;
 }

@@ -10,6 +10,7 @@
 #include "memest/calc.h"
 #include "memest/cost.h"
 #include "memest/model.h"
+#include "memest/optim.h"
 #include "memest/run.h"
 
 struct fixture {
@@ -131,8 +132,8 @@ static void random_cfg(uint32_t *seed, bool blocks, struct memest_step_cfg *c)
     c->optim.amsgrad = next(seed) % 2;
     c->optim.centered = next(seed) % 2;
     c->impl = (enum memest_optim_impl)(next(seed) % MEMEST_IMPL_COUNT);
-    if (c->impl == MEMEST_IMPL_FUSED && (c->optim.kind == MEMEST_OPT_RMSPROP ||
-                                         c->optim.kind == MEMEST_OPT_ADAGRAD))
+    if (c->impl == MEMEST_IMPL_FUSED &&
+        !(memest_optim_desc(c->optim.kind)->accepts & MEMEST_OPTF_FUSED))   /* not in PyTorch */
         c->impl = MEMEST_IMPL_FORLOOP;
     c->torch_version = next(seed) % 2 ? 113 : 0;
     c->first_step = next(seed) % 2;

@@ -1,0 +1,102 @@
+/* optim.h - the optimizer table (src/step/optim.c): one descriptor per
+ * torch.optim class, holding everything memest knows of it: the flags the
+ * command line accepts for it, the state it keeps per parameter and when it
+ * creates that state, its `step` scalars, the temporaries of one update per
+ * implementation, and whether PyTorch has a fused kernel for it. The
+ * calculators, the simulator, the event bound, the command line, the advice
+ * and the reports read this table; none of them names an optimizer kind
+ * (layer "step"). */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memest/step.h"
+
+/* What the command line accepts for an optimizer (memest_optim_desc.accepts). */
+#define MEMEST_OPTF_MOMENTUM 1u   /* --momentum (torch.optim's momentum=) */
+#define MEMEST_OPTF_AMSGRAD 2u    /* --amsgrad */
+#define MEMEST_OPTF_CENTERED 4u   /* --centered */
+#define MEMEST_OPTF_FUSED 8u      /* --optim-impl fused: a fused CUDA kernel exists */
+
+/* When the optimizer creates its state. */
+enum memest_optim_init {
+    MEMEST_INIT_FIRST_STEP = 0,  /* _init_group, at the start of the first step():
+                                    zeros_like per parameter, before the update */
+    MEMEST_INIT_LAZY_CLONE,      /* during the first update, parameter by parameter:
+                                    buffer = torch.clone(grad).detach() */
+    MEMEST_INIT_CONSTRUCTOR,     /* in the optimizer's __init__: before any step */
+};
+
+/* Most device state tensors per parameter, and most entries and lists of a
+ * foreach program. */
+#define MEMEST_OPTIM_MAX_STATE 4
+#define MEMEST_OPTIM_MAX_PROG 8
+#define MEMEST_OPTIM_MAX_LISTS 4
+
+/* A foreach update as whole-list allocations, each list one parameter-sized
+ * tensor per updated parameter: +k makes list k (1..MEMEST_OPTIM_MAX_LISTS),
+ * -k drops it (last tensor first); every list left is dropped when step()
+ * returns. n = 0: no temporaries. */
+struct memest_optim_prog {
+    int8_t op[MEMEST_OPTIM_MAX_PROG];
+    uint8_t n;
+};
+
+struct memest_optim_desc {
+    const char *name;        /* torch.optim class, in lower case */
+    unsigned accepts;        /* MEMEST_OPTF_* */
+    /* The device state tensors kept per trainable parameter of param_bytes
+     * bytes under cfg: their bytes in bytes[0..n) (creation order), n
+     * returned (at most MEMEST_OPTIM_MAX_STATE). A function, not a count:
+     * an 8-bit or sharded optimizer keeps tensors of other sizes. */
+    unsigned (*state)(uint64_t param_bytes, const struct memest_optim_cfg *cfg,
+                      uint64_t bytes[MEMEST_OPTIM_MAX_STATE]);
+    enum memest_optim_init init;
+    bool step_scalar;        /* a 0-d float32 `step` tensor per parameter: on the
+                                host, on the device with --optim-impl fused */
+    unsigned fused_since;    /* first PyTorch with fused=True on CUDA, major * 100
+                                + minor (200 = 2.0); 0 = none (MEMEST_OPTF_FUSED) */
+    struct memest_optim_prog foreach;      /* PyTorch 2.x's _multi_tensor_* */
+    struct memest_optim_prog foreach113;   /* PyTorch 1.13's */
+    unsigned forloop_temps;  /* _single_tensor_*: temporaries made per parameter,
+                                each dying when the next is made; the last lives
+                                until the next parameter's replaces it */
+};
+
+/* The descriptor of k (a valid kind). */
+const struct memest_optim_desc *memest_optim_desc(enum memest_optim k);
+
+/* The device state tensors per parameter of cfg (memest_optim_desc.state
+ * with parameters of 0 bytes: only the count). */
+unsigned memest_optim_state_count(const struct memest_optim_cfg *cfg);
+
+/* The foreach program of cfg's optimizer for the PyTorch torch_version
+ * follows (step.h: 0 = 2.x, 113 = 1.13). */
+const struct memest_optim_prog *memest_optim_foreach(enum memest_optim k, unsigned torch_version);
+
+/* Temporaries one update makes per updated parameter (lists made by the
+ * foreach program, forloop_temps, none fused): the event bound's count. */
+unsigned memest_optim_temporaries(const struct memest_step_cfg *cfg);
+
+/* Whether the update keeps a `step` scalar per parameter on the device (a
+ * fused update of an optimizer with step scalars: one 4-byte tensor each,
+ * created with the state), rather than on the host. */
+bool memest_optim_device_steps(const struct memest_step_cfg *cfg);
+
+/* "sgd, adam and adamw": the optimizers accepting flag (MEMEST_OPTF_*), for
+ * messages; buf of n bytes, returned. */
+const char *memest_optim_accepting(unsigned flag, char *buf, size_t n);
+
+/* "sgd, adam, adamw, rmsprop, adagrad": every optimizer, for messages;
+ * buf of n bytes, returned. */
+const char *memest_optim_names(char *buf, size_t n);
+
+/* The cheaper optimizer --advise proposes instead of any other: SGD with
+ * momentum 0.9 (one state copy, no temporaries), under a stable key for
+ * --json. */
+struct memest_optim_alt {
+    const char *key;
+    struct memest_optim_cfg cfg;
+};
+extern const struct memest_optim_alt memest_optim_lean;

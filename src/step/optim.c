@@ -1,0 +1,211 @@
+/* optim.c - the optimizer table (optim.h): one descriptor per torch.optim
+ * class, as torch/optim/<class>.py of PyTorch 2.x computes one step with the
+ * default hyper-parameters (no weight decay, no maximize, not capturable),
+ * and PyTorch 1.13's where it differs (its foreach programs).
+ *
+ * Adding an optimizer takes: its enumerator in step.h's enum memest_optim
+ * (before MEMEST_OPT_COUNT), its descriptor in `table` below (name, the flags
+ * the command line accepts, its state function, when the state is created,
+ * its step scalars, fused version, foreach programs and for-loop
+ * temporaries), its line in README.md's --optim list, and tests: its
+ * expectations in tests/unit/test_optim.c, from its torch/optim source. No
+ * other file names an optimizer: the calculators, the simulator, the event
+ * bound, the command line's checks, the advice and the reports read this
+ * table.
+ *
+ * State per parameter (torch.optim's `state[p]`), each tensor
+ * zeros_like(p) or clone(grad), so as large as the parameter:
+ *   SGD: nothing; with momentum: momentum_buffer (cloned from the first
+ *     gradient in _single_tensor_sgd / _multi_tensor_sgd).
+ *   Adam / AdamW: exp_avg, exp_avg_sq (+ max_exp_avg_sq with amsgrad), step;
+ *     created in _init_group.
+ *   RMSprop: square_avg (+ momentum_buffer with momentum, + grad_avg when
+ *     centered), step; created in _init_group.
+ *   Adagrad: sum, step; created in Adagrad.__init__.
+ * "step" is a 0-d float32 tensor, on the host unless capturable or fused.
+ *
+ * Temporaries of one update (see sim_optimizer.c for how they are laid out):
+ *   foreach (_multi_tensor_*: each torch._foreach_* op that is not in place
+ *     returns a new tensor per parameter, all alive together):
+ *     sgd (with or without momentum): none (_foreach_mul_/_foreach_add_);
+ *     adam, adamw: exp_avg_sq_sqrt = _foreach_sqrt(exp_avg_sqs), then
+ *       divided, incremented and used in place: one list;
+ *     rmsprop: avg = _foreach_sqrt(square_avgs) (centered: _foreach_addcmul):
+ *       one list;
+ *     adagrad: std = _foreach_sqrt(state_sums) and numerator =
+ *       _foreach_mul(grads, minus_clr): two lists.
+ *   PyTorch 1.13's foreach: Adam/AdamW keep exp_avg_sq_sqrt and denom =
+ *     _foreach_add(exp_avg_sq_sqrt, eps) (two lists); Adagrad makes
+ *     sqrt(state_sums), std = that + eps (sqrt dropped), then
+ *     _foreach_mul(grads, minus_clr) and toAdd = its quotient by std (the
+ *     product dropped): +1 +2 -1 +3 +4 -3.
+ *   for-loop (_single_tensor_*, Python locals rebound per parameter):
+ *     adam, adamw: denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt)
+ *       .add_(eps): sqrt() and the quotient (2 temporaries, the first dying
+ *       at the division); rmsprop: avg = square_avg.sqrt() (centered:
+ *       addcmul(...).sqrt_()): 1; adagrad: std = state_sum.sqrt().add_(eps):
+ *       1; sgd: none.
+ *   fused (_fused_adam_, _fused_adamw_, _fused_sgd_): none.
+ * Fused CUDA kernels: torch/optim/adam.py's fused= since 1.13, adamw.py's
+ * since 2.0, sgd.py's since 2.3; rmsprop.py has none, adagrad.py's fused
+ * (2.5 on) runs on the CPU only. */
+#include "memest/optim.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- state functions: the tensors each keeps per parameter ---- */
+
+static unsigned copies(uint64_t param_bytes, unsigned n, uint64_t bytes[MEMEST_OPTIM_MAX_STATE])
+{
+    for (unsigned i = 0; i < n; i++)
+        bytes[i] = param_bytes;
+    return n;
+}
+
+static unsigned sgd_state(uint64_t pb, const struct memest_optim_cfg *c,
+                          uint64_t bytes[MEMEST_OPTIM_MAX_STATE])
+{
+    return copies(pb, c->momentum != 0 ? 1 : 0, bytes);   /* momentum_buffer */
+}
+
+static unsigned adam_state(uint64_t pb, const struct memest_optim_cfg *c,
+                           uint64_t bytes[MEMEST_OPTIM_MAX_STATE])
+{
+    /* exp_avg, exp_avg_sq, max_exp_avg_sq */
+    return copies(pb, 2 + (c->amsgrad ? 1 : 0), bytes);
+}
+
+static unsigned rmsprop_state(uint64_t pb, const struct memest_optim_cfg *c,
+                              uint64_t bytes[MEMEST_OPTIM_MAX_STATE])
+{
+    /* square_avg, momentum_buffer, grad_avg */
+    return copies(pb, 1 + (c->momentum != 0 ? 1 : 0) + (c->centered ? 1 : 0), bytes);
+}
+
+static unsigned adagrad_state(uint64_t pb, const struct memest_optim_cfg *c,
+                              uint64_t bytes[MEMEST_OPTIM_MAX_STATE])
+{
+    (void)c;
+    return copies(pb, 1, bytes);   /* sum */
+}
+
+/* ---- the table ---- */
+
+#define PROG(...) {.op = {__VA_ARGS__}, .n = sizeof((int8_t[]){__VA_ARGS__})}
+
+static const struct memest_optim_desc table[] = {
+    [MEMEST_OPT_SGD] = {
+        .name = "sgd", .accepts = MEMEST_OPTF_MOMENTUM | MEMEST_OPTF_FUSED,
+        .state = sgd_state, .init = MEMEST_INIT_LAZY_CLONE, .step_scalar = false,
+        .fused_since = 203, .forloop_temps = 0,
+    },
+    [MEMEST_OPT_ADAM] = {
+        .name = "adam", .accepts = MEMEST_OPTF_AMSGRAD | MEMEST_OPTF_FUSED,
+        .state = adam_state, .init = MEMEST_INIT_FIRST_STEP, .step_scalar = true,
+        .fused_since = 113, .foreach = PROG(1), .foreach113 = PROG(1, 2), .forloop_temps = 2,
+    },
+    [MEMEST_OPT_ADAMW] = {
+        .name = "adamw", .accepts = MEMEST_OPTF_AMSGRAD | MEMEST_OPTF_FUSED,
+        .state = adam_state, .init = MEMEST_INIT_FIRST_STEP, .step_scalar = true,
+        .fused_since = 200, .foreach = PROG(1), .foreach113 = PROG(1, 2), .forloop_temps = 2,
+    },
+    [MEMEST_OPT_RMSPROP] = {
+        .name = "rmsprop", .accepts = MEMEST_OPTF_MOMENTUM | MEMEST_OPTF_CENTERED,
+        .state = rmsprop_state, .init = MEMEST_INIT_FIRST_STEP, .step_scalar = true,
+        .fused_since = 0, .foreach = PROG(1), .foreach113 = PROG(1), .forloop_temps = 1,
+    },
+    [MEMEST_OPT_ADAGRAD] = {
+        .name = "adagrad", .accepts = 0,
+        .state = adagrad_state, .init = MEMEST_INIT_CONSTRUCTOR, .step_scalar = true,
+        .fused_since = 0, .foreach = PROG(1, 2), .foreach113 = PROG(1, 2, -1, 3, 4, -3),
+        .forloop_temps = 1,
+    },
+};
+static_assert(sizeof table / sizeof *table == MEMEST_OPT_COUNT, "one descriptor per optimizer");
+
+const struct memest_optim_alt memest_optim_lean = {
+    .key = "sgd_momentum", .cfg = {.kind = MEMEST_OPT_SGD, .momentum = 0.9},
+};
+
+/* ---- reading it ---- */
+
+const struct memest_optim_desc *memest_optim_desc(enum memest_optim k) { return &table[k]; }
+
+const char *memest_optim_name(enum memest_optim k) { return table[k].name; }
+
+int memest_optim_parse(const char *s, enum memest_optim *out)
+{
+    for (int i = 0; i < MEMEST_OPT_COUNT; i++) {
+        if (strcmp(s, table[i].name) == 0) {
+            *out = (enum memest_optim)i;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+unsigned memest_optim_state_count(const struct memest_optim_cfg *cfg)
+{
+    uint64_t bytes[MEMEST_OPTIM_MAX_STATE];
+    return table[cfg->kind].state(0, cfg, bytes);
+}
+
+const struct memest_optim_prog *memest_optim_foreach(enum memest_optim k, unsigned torch_version)
+{
+    return torch_version == 113 ? &table[k].foreach113 : &table[k].foreach;
+}
+
+unsigned memest_optim_temporaries(const struct memest_step_cfg *cfg)
+{
+    const struct memest_optim_desc *d = &table[cfg->optim.kind];
+    unsigned n = 0;
+    switch (cfg->impl) {
+    case MEMEST_IMPL_FOREACH: {
+        const struct memest_optim_prog *p = memest_optim_foreach(cfg->optim.kind,
+                                                                 cfg->torch_version);
+        for (unsigned i = 0; i < p->n; i++)
+            n += p->op[i] > 0;
+        break;
+    }
+    case MEMEST_IMPL_FORLOOP:
+        n = d->forloop_temps;
+        break;
+    case MEMEST_IMPL_FUSED:
+    case MEMEST_IMPL_COUNT:
+        break;
+    }
+    return n;
+}
+
+bool memest_optim_device_steps(const struct memest_step_cfg *cfg)
+{
+    return cfg->impl == MEMEST_IMPL_FUSED && table[cfg->optim.kind].step_scalar;
+}
+
+/* The names of the optimizers accepting flag (0: all), in table order,
+ * separated by ", " and before the last by `last`; truncated to buf's n
+ * bytes. */
+static const char *join(unsigned flag, const char *last, char *buf, size_t n)
+{
+    int k[MEMEST_OPT_COUNT], nk = 0;
+    for (int i = 0; i < MEMEST_OPT_COUNT; i++)
+        if (!flag || (table[i].accepts & flag))
+            k[nk++] = i;
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < nk && len < n; i++) {
+        const char *sep = i == 0 ? "" : i == nk - 1 ? last : ", ";
+        int w = snprintf(buf + len, n - len, "%s%s", sep, table[k[i]].name);
+        len += w > 0 ? (size_t)w : 0;
+    }
+    return buf;
+}
+
+const char *memest_optim_accepting(unsigned flag, char *buf, size_t n)
+{
+    return join(flag, " and ", buf, n);
+}
+
+const char *memest_optim_names(char *buf, size_t n) { return join(0, ", ", buf, n); }
