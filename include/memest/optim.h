@@ -8,10 +8,33 @@
  * (layer "step"). */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "memest/step.h"
+struct memest_step_cfg;   /* step.h */
+
+/* The optimizer (torch.optim class, in lower case): an enumerator here and
+ * a descriptor in the table of optim.c, which holds its name and everything
+ * memest knows of it. */
+enum memest_optim {
+    MEMEST_OPT_SGD = 0,
+    MEMEST_OPT_ADAM,
+    MEMEST_OPT_ADAMW,
+    MEMEST_OPT_RMSPROP,
+    MEMEST_OPT_ADAGRAD,
+    MEMEST_OPT_COUNT
+};
+struct memest_optim_cfg {
+    enum memest_optim kind;
+    double momentum;    /* sgd, rmsprop */
+    bool amsgrad;       /* adam, adamw */
+    bool centered;      /* rmsprop */
+};
+const char *memest_optim_name(enum memest_optim k);
+/* Exact name; 0, or -1 for an unknown name. */
+int memest_optim_parse(const char *s, enum memest_optim *out);
+
 
 /* What the command line accepts for an optimizer (memest_optim_desc.accepts). */
 #define MEMEST_OPTF_MOMENTUM 1u   /* --momentum (torch.optim's momentum=) */

@@ -11,28 +11,7 @@
 #include <stdint.h>
 
 #include "memest/error.h"
-
-/* The optimizer (torch.optim class, in lower case). What each keeps and
- * makes is its descriptor's in the optimizer table (optim.h), which also
- * holds its name: a new optimizer is an enumerator here and a descriptor
- * there. */
-enum memest_optim {
-    MEMEST_OPT_SGD = 0,
-    MEMEST_OPT_ADAM,
-    MEMEST_OPT_ADAMW,
-    MEMEST_OPT_RMSPROP,
-    MEMEST_OPT_ADAGRAD,
-    MEMEST_OPT_COUNT
-};
-struct memest_optim_cfg {
-    enum memest_optim kind;
-    double momentum;    /* sgd, rmsprop */
-    bool amsgrad;       /* adam, adamw */
-    bool centered;      /* rmsprop */
-};
-const char *memest_optim_name(enum memest_optim k);
-/* Exact name; 0, or -1 for an unknown name. */
-int memest_optim_parse(const char *s, enum memest_optim *out);
+#include "memest/optim.h"
 
 /* How the optimizer's update runs (torch.optim's foreach= and fused=). */
 enum memest_optim_impl {

@@ -41,7 +41,8 @@ static void step_obj(struct memest_jsonw *w, const struct memest_report *rep)
     memest_jsonw_str(w, "kind", rep->opts.inference ? "inference" : "training");
     memest_jsonw_str(w, "optim_impl", memest_optim_impl_name(s->impl));
     memest_jsonw_bool(w, "first_step", s->first_step);
-    memest_jsonw_str(w, "zero_grad", s->zero_grad_zeros ? "zeros" : "none");
+    enum memest_zero_grad z = s->zero_grad_zeros ? MEMEST_ZERO_GRAD_ZEROS : MEMEST_ZERO_GRAD_NONE;
+    memest_jsonw_str(w, "zero_grad", memest_zero_grad_name(z));
     memest_jsonw_i64(w, "grad_accum", s->grad_accum);
     memest_jsonw_str(w, "amp", memest_amp_name(s->amp));
     memest_jsonw_bool(w, "checkpoint", s->checkpoint);

@@ -3,7 +3,7 @@
  * default hyper-parameters (no weight decay, no maximize, not capturable),
  * and PyTorch 1.13's where it differs (its foreach programs).
  *
- * Adding an optimizer takes: its enumerator in step.h's enum memest_optim
+ * Adding an optimizer takes: its enumerator in optim.h's enum memest_optim
  * (before MEMEST_OPT_COUNT), its descriptor in `table` below (name, the flags
  * the command line accepts, its state function, when the state is created,
  * its step scalars, fused version, foreach programs and for-loop
@@ -46,7 +46,8 @@
  *       addcmul(...).sqrt_()): 1; adagrad: std = state_sum.sqrt().add_(eps):
  *       1; sgd: none.
  *   fused (_fused_adam_, _fused_adamw_, _fused_sgd_): none.
- * Fused CUDA kernels: torch/optim/adam.py's fused= since 1.13, adamw.py's
+ * Fused CUDA kernels (versions from PyTorch's release notes, not checked
+ * against each release's sources here): torch/optim/adam.py's fused= since 1.13, adamw.py's
  * since 2.0, sgd.py's since 2.3; rmsprop.py has none, adagrad.py's fused
  * (2.5 on) runs on the CPU only. */
 #include "memest/optim.h"
@@ -54,6 +55,8 @@
 #include <assert.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "memest/step.h"
 
 /* ---- state functions: the tensors each keeps per parameter ---- */
 
