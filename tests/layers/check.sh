@@ -9,6 +9,7 @@
 #      (calls across the rule, whatever the includes say), and no .c file
 #      declares an `extern` of its own (the way around rule 2);
 #   2b. only src/sim and src/calc include the simulator (sim.h, alloc.h);
+#   2c. only the model layer (and the GPU presets' parser) includes cJSON;
 #   1b. a public header declares only functions its own layer defines;
 #   4. no import cycle: the public headers' includes form no cycle, and no two
 #      layers' objects refer to each other (implied by 3, checked by 3);
@@ -128,6 +129,14 @@ grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"memest/\(sim\|alloc\)\.h"
     "$root"/include/memest/*.h 2>/dev/null |
     grep -v "include/memest/\(sim\|alloc\)\.h:" > "$tmp/sealed" &&
     while IFS= read -r line; do bad "${line#"$root"/} includes the simulator"; done < "$tmp/sealed"
+
+# 2c. cJSON stays in the model layer (reading model files), besides the GPU
+# presets' parser (src/card/gpu.c reads the embedded models/gpus.json); the
+# public headers never expose it
+grep -ln '^[[:space:]]*#[[:space:]]*include[[:space:]]*<cjson/cJSON\.h>' \
+    "$root"/src/*/* "$root"/include/memest/*.h 2>/dev/null |
+    grep -v "/src/model/\|/src/card/gpu\.c$" > "$tmp/cjson" &&
+    while IFS= read -r f; do bad "${f#"$root"/} includes cJSON outside the model layer"; done < "$tmp/cjson"
 
 # 4. header cycles: the include graph of the public headers, through tsort
 for h in "$root"/include/memest/*.h; do
