@@ -6,3 +6,10 @@ add_test(NAME layers
          COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/layers/check.sh ${PROJECT_SOURCE_DIR}
                  ${PROJECT_BINARY_DIR}/CMakeFiles/memest_core.dir)
 set_tests_properties(layers PROPERTIES LABELS docs)
+
+# check.sh itself refuses each kind of violation (one at a time, on a copy
+# of the tree).
+add_test(NAME layers.selftest
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/layers/selftest.sh ${PROJECT_SOURCE_DIR}
+                 ${PROJECT_BINARY_DIR}/CMakeFiles/memest_core.dir)
+set_tests_properties(layers.selftest PROPERTIES LABELS "docs;slow")
