@@ -8,6 +8,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "memest/error.h"
@@ -58,8 +59,10 @@ enum memest_loss {
 int memest_loss_parse(const char *s, enum memest_loss *out);
 /* "crossentropyloss", ...; "?" out of range. */
 const char *memest_loss_name(enum memest_loss l);
-/* "crossentropyloss, nllloss, ...", for messages. */
-const char *memest_loss_names(void);
+/* "crossentropyloss, nllloss, ...", the table's names for messages, into
+ * buf (cut at n - 1 bytes); returns buf. */
+const char *memest_loss_names(char *buf, size_t n);
+#define MEMEST_LOSS_NAMES_LEN 256   /* room for them all (test_step checks it) */
 
 #define MEMEST_MAX_CHECKPOINT_NAMES 64
 

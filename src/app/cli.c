@@ -333,13 +333,15 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
             if (parse_checkpoint(optarg, &o->step, err) != 0)
                 return -1;
             break;
-        case OPT_LOSS:
+        case OPT_LOSS: {
+            char names[MEMEST_LOSS_NAMES_LEN];
             if (memest_loss_parse(optarg, &o->step.loss) != 0)
                 return memest_errf(err, MEMEST_ERR_USAGE, NULL,
                                    "--loss: unknown loss \"%s\" (one of %s)", optarg,
-                                   memest_loss_names());
+                                   memest_loss_names(names, sizeof names));
             o->step.loss_set = true;
             break;
+        }
         case OPT_OVERHEAD:
             if (memest_parse_size(optarg, &o->step.overhead) != 0 ||
                 o->step.overhead > MEMEST_MAX_OVERHEAD)

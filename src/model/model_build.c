@@ -68,9 +68,11 @@ static int parse_loss(struct builder *b, const cJSON *j)
                                "unknown field \"%s\" (a loss has \"type\" and \"comment\")",
                                c->string);
     enum memest_loss l;
+    char names[MEMEST_LOSS_NAMES_LEN];
     if (memest_loss_parse(t->valuestring, &l) != 0)
         return memest_errf(b->err, MEMEST_ERR_SCHEMA, "loss.type",
-                           "unknown loss \"%s\" (one of %s)", t->valuestring, memest_loss_names());
+                           "unknown loss \"%s\" (one of %s)", t->valuestring,
+                           memest_loss_names(names, sizeof names));
     b->g->loss = memest_loss_name(l);
     return 0;
 }

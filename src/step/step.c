@@ -6,6 +6,7 @@
 
 #include <assert.h>
 #include <ctype.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "memest/optim.h"
@@ -102,10 +103,15 @@ const char *memest_loss_name(enum memest_loss l)
     return (unsigned)l < MEMEST_LOSS_COUNT ? loss_names[l] : "?";
 }
 
-const char *memest_loss_names(void)
+const char *memest_loss_names(char *buf, size_t n)
 {
-    return "crossentropyloss, nllloss, mseloss, l1loss, smoothl1loss, huberloss, "
-           "bcewithlogitsloss, none";
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < MEMEST_LOSS_COUNT && len < n; i++) {
+        int w = snprintf(buf + len, n - len, "%s%s", i ? ", " : "", loss_names[i]);
+        len += w > 0 ? (size_t)w : 0;
+    }
+    return buf;
 }
 
 /* ---- the step configuration ---- */
@@ -124,10 +130,11 @@ int memest_step_cfg_resolve_loss(struct memest_step_cfg *c, const char *model_lo
 {
     if (c->loss_set || !model_loss)
         return 0;
+    char names[MEMEST_LOSS_NAMES_LEN];
     if (memest_loss_parse(model_loss, &c->loss) != 0)
         return memest_errf(err, MEMEST_ERR_INTERNAL, NULL,
                            "internal: the model's loss \"%s\" is not one of %s", model_loss,
-                           memest_loss_names());
+                           memest_loss_names(names, sizeof names));
     return 0;
 }
 

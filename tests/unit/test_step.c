@@ -45,8 +45,15 @@ static void test_names(void)
         const char *name = memest_loss_name((enum memest_loss)i);
         CHECK_EQ_INT(memest_loss_parse(name, &l), 0);
         CHECK_EQ_INT(l, i);
-        CHECK(strstr(memest_loss_names(), name) != NULL);
+        char names[MEMEST_LOSS_NAMES_LEN];
+        CHECK(strstr(memest_loss_names(names, sizeof names), name) != NULL);
     }
+    /* the whole list, in table order, fits its buffer: PyTorch's loss
+     * classes memest models (torch.nn, lower case), and "none" */
+    char all[MEMEST_LOSS_NAMES_LEN];
+    CHECK_STR_EQ(memest_loss_names(all, sizeof all),
+                 "crossentropyloss, nllloss, mseloss, l1loss, smoothl1loss, huberloss, "
+                 "bcewithlogitsloss, none");
     enum memest_loss l;
     CHECK_EQ_INT(memest_loss_parse("MSELoss", &l), 0);
     CHECK_EQ_INT(l, MEMEST_LOSS_MSE);
