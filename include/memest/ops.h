@@ -51,6 +51,7 @@ struct memest_argspec {
 #define MEMEST_SHAPE_BATCH INT64_MIN
 
 struct memest_ictx;
+struct memest_run_opts;
 
 /* What autocast (torch.autocast("cuda"), --amp) does to an op's inputs, as
  * aten/src/ATen/autocast_mode.cpp lists the ops. */
@@ -120,6 +121,9 @@ double memest_arg_float(const struct memest_ictx *c, int idx);
 /* Batch size of this run, compute dtype for float tensors and parameters. */
 int64_t memest_batch(const struct memest_ictx *c);
 enum memest_dtype memest_float_dtype(const struct memest_ictx *c);
+/* The run's options (attention kernel, MoE imbalance, fused kernels, the
+ * PyTorch version whose rules apply): run.h. */
+const struct memest_run_opts *memest_run_options(const struct memest_ictx *c);
 /* True if this node's parameters are trainable. */
 bool memest_trainable(const struct memest_ictx *c);
 /* Whether autograd records this node: some input requires grad, or the node

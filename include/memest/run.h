@@ -107,6 +107,39 @@ struct memest_run_opts {
     enum memest_dtype dtype;       /* parameters and float activations */
     bool amp;                      /* autocast (torch.autocast("cuda")) ... */
     enum memest_dtype amp_dtype;   /* ... to fp16 or bf16 */
+    /* The LLM options (--attention, --moe-imbalance, --fused, --torch);
+     * zero is the default of each. */
+    uint8_t attention;             /* enum memest_attention: the kernel of
+                                      scaled_dot_product_attention nodes */
+    double moe_imbalance;          /* >= 1: tokens of the busiest expert over
+                                      the balanced share; 0 or 1: balanced */
+    uint32_t fused;                /* MEMEST_FUSED_* bits: fused kernels */
+    uint16_t torch;                /* PyTorch rules: 0 = 2.x, 113 = 1.13 */
+};
+
+/* --attention: what a scaled_dot_product_attention node runs. AUTO is what
+ * transformers' "sdpa" attention and PyTorch's dispatcher pick for the
+ * dtype, head size and mask; EAGER is transformers' eager attention (matmul,
+ * softmax, dropout, matmul as the modeling code writes it); the others force
+ * one SDPA kernel. */
+enum memest_attention {
+    MEMEST_ATTN_AUTO = 0,
+    MEMEST_ATTN_EAGER,
+    MEMEST_ATTN_MATH,
+    MEMEST_ATTN_FLASH,
+    MEMEST_ATTN_EFFICIENT,
+    MEMEST_ATTN_CUDNN,
+};
+
+/* --fused: kernels that replace a module's eager ops (each its own saved
+ * tensors): Liger-Kernel / Apex style fused RMSNorm, rotary embedding,
+ * SwiGLU/GeGLU, and a linear + cross-entropy loss that never materialises
+ * the logits (Liger's FusedLinearCrossEntropy, cut-cross-entropy). */
+enum {
+    MEMEST_FUSED_RMSNORM = 1u << 0,
+    MEMEST_FUSED_ROTARY = 1u << 1,
+    MEMEST_FUSED_SWIGLU = 1u << 2,
+    MEMEST_FUSED_LINEAR_CE = 1u << 3,
 };
 
 struct memest_run {

@@ -131,6 +131,7 @@ bool memest_arg_bool(const struct memest_ictx *c, int idx) { return c->node->arg
 double memest_arg_float(const struct memest_ictx *c, int idx) { return c->node->args[idx].f; }
 int64_t memest_batch(const struct memest_ictx *c) { return c->r->opts.batch; }
 enum memest_dtype memest_float_dtype(const struct memest_ictx *c) { return c->r->opts.dtype; }
+const struct memest_run_opts *memest_run_options(const struct memest_ictx *c) { return &c->r->opts; }
 bool memest_trainable(const struct memest_ictx *c) { return c->node->trainable; }
 
 bool memest_needs_grad(const struct memest_ictx *c)
