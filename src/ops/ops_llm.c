@@ -356,9 +356,8 @@ static int infer_act_mul(struct memest_ictx *c)
  *
  * Gemma 2's logit soft-capping (Gemma2ForCausalLM.forward, v4.48.0):
  *     logits = logits / cap; logits = torch.tanh(logits); logits = logits * cap
- * The Python scalar becomes a wrapped 0-d tensor on the CPU that div and mul
- * save (not counted, as for div/mul by a scalar in ops_elementwise.c);
- * TanhBackward0 saves its result y. Forward transient: x / cap (and y too
+ * Division and product by a Python number save no tensor (PyTorch 2.6
+ * measured: tests/tools/llm_ops_saved.py); TanhBackward0 saves its result y. Forward transient: x / cap (and y too
  * when nothing is saved). Backward: grad * cap, tanh_backward, / cap: one
  * tensor beyond the input's gradient at the peak. */
 
