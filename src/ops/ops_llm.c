@@ -23,7 +23,6 @@
  * The fused kernels (impl "fused", or "auto" with the run's --fused bit) are
  * Liger-Kernel's (linkedin/Liger-Kernel, src/liger_kernel/ops/): their
  * autograd.Function forward saves only what its save_for_backward lists. */
-#include "memest/run.h"
 #include "ops_common.h"
 
 /* bytes of numel elements of dt, saturating (workspaces only) */
@@ -80,8 +79,10 @@ static bool want_fused(struct memest_ictx *c, int idx, uint32_t bit)
  * Fused (Liger LigerRMSNormFunction, ops/rms_norm.py): rms_norm_forward views
  * X as [rows, H], writes Y (X's dtype) and RSTD [rows] (float32 in the llama
  * and gemma casting modes), and saves X, W, RSTD. Its backward writes dX into
- * dY (in_place=True, LigerRMSNorm's default), so the input's gradient is the
- * output's, and sums a float32 [sm_count, H] partial dW (sm_count: the GPU's
+ * dY (in_place=True, the default of LigerRMSNorm and LigerRMSNormForGemma;
+ * Gemma 2's sets False and gets a new dX: not distinguished here), so the
+ * input's gradient is the output's, and sums a float32 [sm_count, H]
+ * partial dW (sm_count: the GPU's
  * multiprocessors, 132 on an H100 SXM, the figure used here). */
 
 enum { RMS_SHAPE, RMS_EPS, RMS_AFFINE, RMS_STYLE, RMS_IMPL };

@@ -228,3 +228,18 @@ static inline double t_bwd(const struct t_model *t, const char *name)
             return;                                                                             \
         }                                                                                       \
     } while (0)
+
+/* LOAD with full run options: LOAD_OPTS(&t, json, .batch = 2, .dtype =
+ * MEMEST_F32, .torch = 113, ...). */
+#define LOAD_OPTS(t, json, ...)                                                                 \
+    do {                                                                                        \
+        struct memest_run_opts load_o_ = {__VA_ARGS__};                                         \
+        int load_rc_ = t_load_opts((t), (json), &load_o_);                                      \
+        if (load_rc_ != 0)                                                                      \
+            fprintf(stderr, "%s:%d: load failed: %s\n", __FILE__, __LINE__, (t)->msg);          \
+        CHECK(load_rc_ == 0);                                                                   \
+        if (load_rc_ != 0) {                                                                    \
+            t_free(t);                                                                          \
+            return;                                                                             \
+        }                                                                                       \
+    } while (0)
