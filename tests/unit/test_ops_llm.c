@@ -70,12 +70,7 @@ static void test_rmsnorm_llama_f32(void)
 static void test_rmsnorm_llama_bf16(void)
 {
     struct t_model t;
-    if (t_load_dt(&t, RMS_JSON("llama", "eager"), 2, BF16) != 0) {
-        fprintf(stderr, "%s\n", t.msg);
-        CHECK(!"load");
-        t_free(&t);
-        return;
-    }
+    LOAD_OPTS(&t, RMS_JSON("llama", "eager"), .batch = 2, .dtype = BF16);
     CHECK_EQ_INT(t_dtype(&t, "n", 0), BF16);
     CHECK_EQ_U64(t_saved(&t, "n"), 1024 + 64 + 512);
     CHECK(!t_saves_storage(&t, "n", t_storage(&t, "x", 0)));
@@ -146,12 +141,7 @@ static void test_rmsnorm_gemma(void)
     CHECK_EQ_U64(t_saved(&t, "n"), 1024 + 64 + 1024 + 64);
     CHECK(t_saves_storage(&t, "n", t_storage(&t, "x", 0)));
     t_free(&t);
-    if (t_load_dt(&t, RMS_JSON("gemma", "eager"), 2, BF16) != 0) {
-        fprintf(stderr, "%s\n", t.msg);
-        CHECK(!"load");
-        t_free(&t);
-        return;
-    }
+    LOAD_OPTS(&t, RMS_JSON("gemma", "eager"), .batch = 2, .dtype = BF16);
     CHECK_EQ_INT(t_dtype(&t, "n", 0), BF16);
     CHECK_EQ_U64(t_saved(&t, "n"), 2176);
     CHECK(!t_saves_storage(&t, "n", t_storage(&t, "x", 0)));
@@ -247,11 +237,7 @@ static void test_act_mul(void)
     CHECK_EQ_U64(t_saved(&t, "m"), 2048);
     CHECK_EQ_INT(t_dtype(&t, "m", 0), BF16);
     t_free(&t);
-    if (t_load_dt(&t, ACT_JSON("gelu", "eager"), 2, BF16) != 0) {
-        CHECK(!"load");
-        t_free(&t);
-        return;
-    }
+    LOAD_OPTS(&t, ACT_JSON("gelu", "eager"), .batch = 2, .dtype = BF16);
     CHECK_EQ_U64(t_saved(&t, "m"), 3072);
     t_free(&t);
     /* auto with the bit keeps the exact GELU eager (Liger has only tanh) */
@@ -320,11 +306,7 @@ static void test_rotary_embedding(void)
     CHECK_EQ_INT(t_grad_kind(&t, "rope", 0), MEMEST_GRAD_NONE);
     CHECK_EQ_U64(t_work(&t, "rope"), 1824);
     t_free(&t);
-    if (t_load_dt(&t, ROPE_JSON, 2, BF16) != 0) {
-        CHECK(!"load");
-        t_free(&t);
-        return;
-    }
+    LOAD_OPTS(&t, ROPE_JSON, .batch = 2, .dtype = BF16);
     CHECK_EQ_INT(t_dtype(&t, "rope", 0), BF16);
     CHECK_EQ_U64(t_work(&t, "rope"), 2336);
     /* the buffer stays float32 */
@@ -543,17 +525,11 @@ static void test_softcap(void)
 static void test_buffer(void)
 {
     struct t_model t;
-    if (t_load_dt(&t,
+    LOAD_OPTS(&t,
                   "{'inputs': [{'name': 'x', 'shape': [8]}],"
                   " 'layers': [{'name': 'b', 'type': 'buffer', 'shape': [4, 16]},"
                   "            {'name': 'f', 'type': 'buffer', 'shape': [3], 'dtype': 'float',"
-                  "             'persistent': false}]}",
-                  2, BF16) != 0) {
-        fprintf(stderr, "%s\n", t.msg);
-        CHECK(!"load");
-        t_free(&t);
-        return;
-    }
+                  "             'persistent': false}]}", .batch = 2, .dtype = BF16);
     CHECK_STR_EQ(t_shape(&t, "b", 0), "[4, 16]");
     CHECK_EQ_U64(t_buffer(&t, "b", "buffer"), 64);
     CHECK_EQ_INT(t_dtype(&t, "b", 0), F32);
@@ -581,22 +557,14 @@ static void test_softmax_dtype(void)
     const char *json = "{'inputs': [{'name': 'x', 'shape': [8], 'requires_grad': true}],"
                        " 'layers': [{'name': 's', 'type': 'softmax', 'dim': -1,"
                        "             'dtype': 'float32'}]}";
-    if (t_load_dt(&t, json, 2, BF16) != 0) {
-        CHECK(!"load");
-        t_free(&t);
-        return;
-    }
+    LOAD_OPTS(&t, json, .batch = 2, .dtype = BF16);
     CHECK_EQ_INT(t_dtype(&t, "s", 0), F32);
     CHECK_EQ_U64(t_saved(&t, "s"), 64);
     CHECK(t_saves_storage(&t, "s", t_storage(&t, "s", 0)));
     CHECK_EQ_U64(t_work(&t, "s"), 64);
     CHECK_EQ_U64(t_bwork(&t, "s"), 64);
     t_free(&t);
-    if (t_load_dt(&t, json, 2, MEMEST_F16) != 0) {
-        CHECK(!"load");
-        t_free(&t);
-        return;
-    }
+    LOAD_OPTS(&t, json, .batch = 2, .dtype = MEMEST_F16);
     CHECK_EQ_U64(t_saved(&t, "s"), 64);
     CHECK_EQ_U64(t_work(&t, "s"), 0);
     t_free(&t);
