@@ -8,7 +8,7 @@
 #  - bytes saved for backward of the tiny configs (tests/hf/tiny/mixtral.json,
 #    qwen2_moe.json) in float32 and bfloat16, eager and SDPA attention, with the
 #    routing forced to the balanced split memest assumes: PyTorch 2.6 measured by
-#    tests/tools/hf_reference_moe.py, CUDA-corrected, within 1%;
+#    tests/tools/hf_reference_moe.py, CUDA-corrected, exactly;
 #  - MixtralSparseMoeBlock alone (tests/hf/moe_block.json): exactly.
 set(_hf_moe_params
   # mistralai/Mixtral-8x7B-v0.1: 2*32000*4096 + 32*(4096*(4096 + 2*1024 + 4096)

@@ -7,7 +7,7 @@
 #     torch.device("meta") has, and as many buffer elements;
 #   -DCHECK=tiny -DCASE=<config>/<dtype>/<eager|sdpa>
 #     the bytes saved for backward (memory.activations) of tests/hf/tiny/<config>.json
-#     equal PyTorch's (CUDA-corrected) within 1%, routing balanced in both;
+#     equal PyTorch's (CUDA-corrected) exactly, routing balanced in both;
 #   -DCHECK=block -DCASE=<dtype>
 #     tests/hf/moe_block.json (MixtralSparseMoeBlock alone) saves exactly what
 #     PyTorch saves, and has its parameters.
@@ -24,23 +24,18 @@ function(memest_json out_var)
   set(${out_var} "${out}" PARENT_SCOPE)
 endfunction()
 
-# memest's saved activations and parameters of `args` against PyTorch's `want`
-# and `want_params`, within `percent` % (0: exactly)
-function(compare_activations name want want_params percent)
+# memest's saved activations and parameters of `args` equal PyTorch's `want`
+# and `want_params`
+function(compare_activations name want want_params)
   memest_json(json ${ARGN})
   string(JSON got GET "${json}" memory activations)
   string(JSON params GET "${json}" params total)
-  math(EXPR diff "${got} - ${want}")
-  if(diff LESS 0)
-    math(EXPR diff "-(${diff})")
-  endif()
   message(STATUS "${name}: memest ${got} bytes, PyTorch ${want}; parameters ${params}, PyTorch ${want_params}")
   if(NOT params EQUAL want_params)
     message(FATAL_ERROR "${name}: ${params} parameters, PyTorch has ${want_params}")
   endif()
-  math(EXPR tol "${want} * ${percent} / 100")
-  if(diff GREATER tol)
-    message(FATAL_ERROR "${name}: saved activations ${got} bytes, PyTorch ${want} (tolerance ${percent}%)")
+  if(NOT got EQUAL want)
+    message(FATAL_ERROR "${name}: saved activations ${got} bytes, PyTorch ${want}")
   endif()
 endfunction()
 
@@ -76,7 +71,7 @@ elseif(CHECK STREQUAL "tiny")
   if(dtype STREQUAL "bfloat16")
     set(dt bf16)
   endif()
-  compare_activations(${CASE} ${want} ${want_params} 1 tests/hf/tiny/${config}.json --batch ${batch}
+  compare_activations(${CASE} ${want} ${want_params} tests/hf/tiny/${config}.json --batch ${batch}
                       --set seq_len=${seq} --attention ${kernel} --dtype ${dt})
 elseif(CHECK STREQUAL "block")
   string(JSON b GET "${ref}" block)
@@ -87,7 +82,7 @@ elseif(CHECK STREQUAL "block")
   if(CASE STREQUAL "bfloat16")
     set(dt bf16)
   endif()
-  compare_activations(block/${CASE} ${want} ${want_params} 0 tests/hf/moe_block.json --batch ${batch}
+  compare_activations(block/${CASE} ${want} ${want_params} tests/hf/moe_block.json --batch ${batch}
                       --dtype ${dt})
 else()
   message(FATAL_ERROR "unknown CHECK ${CHECK}")
