@@ -9,6 +9,8 @@
 #    qwen2_moe.json) in float32 and bfloat16, eager and SDPA attention, with the
 #    routing forced to the balanced split memest assumes: PyTorch 2.6 measured by
 #    tests/tools/hf_reference_moe.py, CUDA-corrected, exactly;
+#  - tiny mixtral with --moe-imbalance and PyTorch's routing forced to that split:
+#    the saved bytes and the tokens of each expert;
 #  - MixtralSparseMoeBlock alone (tests/hf/moe_block.json): exactly.
 set(_hf_moe_params
   # mistralai/Mixtral-8x7B-v0.1: 2*32000*4096 + 32*(4096*(4096 + 2*1024 + 4096)
@@ -37,6 +39,11 @@ foreach(config mixtral qwen2_moe)
     endforeach()
   endforeach()
 endforeach()
+
+add_test(NAME hf_moe.imbalance
+         COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR} -DCHECK=imbalance
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/check_moe.cmake)
+set_tests_properties(hf_moe.imbalance PROPERTIES LABELS hf)
 
 foreach(dtype float32 bfloat16)
   add_test(NAME hf_moe.block.${dtype}

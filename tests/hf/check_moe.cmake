@@ -8,6 +8,10 @@
 #   -DCHECK=tiny -DCASE=<config>/<dtype>/<eager|sdpa>
 #     the bytes saved for backward (memory.activations) of tests/hf/tiny/<config>.json
 #     equal PyTorch's (CUDA-corrected) exactly, routing balanced in both;
+#   -DCHECK=imbalance
+#     tiny mixtral (bfloat16, SDPA) with --moe-imbalance F and PyTorch's routing
+#     forced to that split: the same saved bytes, and the tokens layer 0's
+#     experts get (moe_gather's output rows) are PyTorch's;
 #   -DCHECK=block -DCASE=<dtype>
 #     tests/hf/moe_block.json (MixtralSparseMoeBlock alone) saves exactly what
 #     PyTorch saves, and has its parameters.
@@ -73,6 +77,37 @@ elseif(CHECK STREQUAL "tiny")
   endif()
   compare_activations(${CASE} ${want} ${want_params} tests/hf/tiny/${config}.json --batch ${batch}
                       --set seq_len=${seq} --attention ${kernel} --dtype ${dt})
+elseif(CHECK STREQUAL "imbalance")
+  string(JSON t GET "${ref}" tiny mixtral)
+  string(JSON batch GET "${t}" batch)
+  string(JSON seq GET "${t}" seq_len)
+  string(JSON f GET "${t}" imbalance)
+  string(JSON want_params GET "${t}" params_total)
+  string(JSON want GET "${t}" runs "bfloat16/sdpa/imbalance" saved_activation_bytes_cuda_corrected)
+  set(args tests/hf/tiny/mixtral.json --batch ${batch} --set seq_len=${seq} --attention auto --dtype bf16
+      --moe-imbalance ${f})
+  compare_activations(imbalance ${want} ${want_params} ${args})
+  memest_json(json ${args})
+  string(JSON nexperts LENGTH "${t}" imbalance_tokens_per_expert)
+  string(JSON nlayers LENGTH "${json}" layers)
+  math(EXPR last "${nlayers} - 1")
+  set(seen 0)
+  foreach(i RANGE ${last})
+    string(JSON name GET "${json}" layers ${i} name)
+    if(name MATCHES "^model\\.layers\\.0\\.block_sparse_moe\\.experts\\.([0-9]+)\\.current_state$")
+      set(e ${CMAKE_MATCH_1})
+      string(JSON rows GET "${json}" layers ${i} output_shape 0)
+      string(JSON want_rows GET "${t}" imbalance_tokens_per_expert ${e})
+      message(STATUS "expert ${e}: memest ${rows} tokens, PyTorch ${want_rows}")
+      if(NOT rows EQUAL want_rows)
+        message(FATAL_ERROR "expert ${e} of layer 0: memest routes ${rows} tokens to it, PyTorch ${want_rows}")
+      endif()
+      math(EXPR seen "${seen} + 1")
+    endif()
+  endforeach()
+  if(NOT seen EQUAL nexperts)
+    message(FATAL_ERROR "found ${seen} experts of layer 0 in memest's layers, PyTorch has ${nexperts}")
+  endif()
 elseif(CHECK STREQUAL "block")
   string(JSON b GET "${ref}" block)
   string(JSON batch GET "${b}" batch)

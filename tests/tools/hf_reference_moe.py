@@ -33,6 +33,7 @@ torch.set_num_threads(2)
 
 CONFIGS = ["mixtral-8x7b", "qwen1.5-moe-a2.7b"]
 TINY = ["mixtral", "qwen2_moe"]
+IMBALANCE = 1.5  # one more run of tiny mixtral (bfloat16, sdpa) with this --moe-imbalance split
 
 
 def mixtral_8x7b():
@@ -98,6 +99,23 @@ def tiny_figures():
                 del r["storages"]  # per-storage lines: long, and in by_grad_fn already
                 entry["runs"]["%s/%s" % (str(dtype).replace("torch.", ""), attn)] = r
         out[name] = entry
+    # memest's --moe-imbalance split (expert 0 gets min(T, ceil(F*T*k/E)) tokens), forced likewise: the
+    # same saved bytes in total (each expert's scale with its tokens), and the tokens per expert
+    cfg = load(here("tests", "hf", "tiny", "mixtral.json"))
+    torch.manual_seed(0)
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(torch.bfloat16)
+    try:
+        model = BUILDERS["mixtral"](cfg, "sdpa", balanced=IMBALANCE)
+    finally:
+        torch.set_default_dtype(old)
+    torch.manual_seed(0)
+    ids = torch.randint(0, cfg["vocab_size"], (TINY_BATCH, TINY_SEQ))
+    r = measure(model, ids)
+    del r["storages"]
+    out["mixtral"]["runs"]["bfloat16/sdpa/imbalance"] = r
+    out["mixtral"]["imbalance"] = IMBALANCE
+    out["mixtral"]["imbalance_tokens_per_expert"] = model.model.layers[0].block_sparse_moe.tokens_per_expert
     return out
 
 
