@@ -29,9 +29,13 @@
  *       memest_fused_ce_plan), besides the above (the head's and later
  *       nodes' storages are then not made, their bound stays): its
  *       gradients, loss_1d, the target mask and its sum, the loss, the
- *       seed and the 1.0 it is compared with (8), and per chunk at most 8
- *       (the logits, the bias sum, the grad_input temporary, autocast's
- *       casts and copies);
+ *       seed and the 1.0 it is compared with (9: the loss's 8 and 8 more),
+ *       and per chunk at most 9 (the logits and their sum with the bias,
+ *       the bias gradient's sum, the grad_input temporary, and under
+ *       autocast the cast of the weight, the weight's uncached copy, the
+ *       cast of the input chunk, the logits promoted by a bias cast back
+ *       to autocast's dtype, the logits copied to the input's dtype for
+ *       grad_weight);
  *     backward [bwd_node, input_grad, deliver]: per node a contiguous copy
  *       of its incoming gradient (MEMEST_BWD_CONTIG_OUT) and its backward
  *       scratch (when not 0); per node input that takes a gradient, that
@@ -166,7 +170,7 @@ int memest_cost_count(const struct memest_run *r, const struct memest_step_cfg *
     struct memest_fused_ce f;
     struct memest_error ignored = {0};   /* a step the simulator refuses: no events */
     if (memest_fused_ce_plan(r, cfg, false, &f, &ignored) == 0 && f.on)
-        batch = memest_sat_add(batch, memest_sat_add(8, memest_sat_mul(8, f.nchunks)));
+        batch = memest_sat_add(batch, memest_sat_add(8, memest_sat_mul(9, f.nchunks)));
     /* the optimizer's (optim.h): its state and device step scalars, its
        temporaries per updated parameter */
     bool fused_steps = memest_optim_device_steps(cfg);

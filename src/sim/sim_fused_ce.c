@@ -44,9 +44,10 @@
  * and the input chunk are views, so autocast casts them at every chunk
  * (autocast_mode.h, cached_cast caches only leaves that are not views); the
  * weight itself, a trainable leaf, is cast once for grad_logits @ weight and
- * cached until autocast exits; and addmm(out=...) is not autocast, so
+ * cached until autocast exits; addmm(out=...) is not autocast, so
  * logits_chunk.t().to(_input_chunk.dtype) copies the chunk back to the
- * input's dtype. */
+ * input's dtype; and a float32 bias added to the logits (add is not
+ * autocast) promotes them to float32, cast back for grad_logits @ weight. */
 #include <stdlib.h>
 
 #include "sim_internal.h"
@@ -197,9 +198,10 @@ static int alloc_n(struct sim *S, uint8_t cat, uint32_t node, uint64_t n, uint64
 }
 
 /* The first matmul of a chunk: logits_chunk = _input_chunk @ weight.t()
- * (+ bias): its result, after autocast's casts of the two views. */
+ * (+ bias, in the logits' dtype ls): its result, after autocast's casts of
+ * the two views. */
 static int chunk_logits(struct sim *S, uint32_t n, uint64_t rows, bool cast_w, bool cast_x,
-                        bool bias, unsigned ms, uint32_t *L)
+                        bool bias, unsigned ms, unsigned ls, uint32_t *L)
 {
     const struct memest_fused_ce *f = &S->fce;
     uint32_t wc = NONE, xc = NONE;
@@ -212,7 +214,7 @@ static int chunk_logits(struct sim *S, uint32_t n, uint64_t rows, bool cast_w, b
     if (!bias)
         return 0;
     uint32_t b;   /* logits_chunk = logits_chunk + bias */
-    if (alloc_n(S, MEMEST_CAT_TRANSIENT, n, rows * f->vocab, ms, &b) != 0 ||
+    if (alloc_n(S, MEMEST_CAT_TRANSIENT, n, rows * f->vocab, ls, &b) != 0 ||
         sim_ev_free(S, n, *L) != 0)
         return -1;
     *L = b;
@@ -234,6 +236,12 @@ int sim_fused_ce_forward(struct sim *S, uint32_t n)
     enum memest_dtype mdt = amp ? r->opts.amp_dtype : xdt;   /* the matmuls' dtype */
     unsigned xs = memest_dtype_size(xdt), ms = memest_dtype_size(mdt);
     bool cast_w = amp && wdt != mdt, cast_x = amp && xdt != mdt;
+    /* the logits chunk's dtype: a float32 bias added to autocast's result
+     * promotes it (add is not autocast) */
+    enum memest_dtype ldt = mdt;
+    if (b && amp && r->storages[b->storage].dtype == MEMEST_F32)
+        ldt = MEMEST_F32;
+    unsigned ls = memest_dtype_size(ldt);
     S->fce_gi = S->fce_gw = S->fce_gb = NONE;
     uint32_t loss_1d, mask, loss;
     if ((w->trainable && alloc_n(S, MEMEST_CAT_GRADS, n, f->vocab * f->hidden,
@@ -250,7 +258,7 @@ int sim_fused_ce_forward(struct sim *S, uint32_t n)
         uint64_t start = k * f->chunk;
         uint64_t rows = f->rows - start < f->chunk ? f->rows - start : f->chunk;
         uint32_t L;
-        if (chunk_logits(S, n, rows, cast_w, cast_x, b != NULL, ms, &L) != 0)
+        if (chunk_logits(S, n, rows, cast_w, cast_x, b != NULL, ms, ls, &L) != 0)
             return -1;
         /* grad_logits_chunk = logits_chunk drops the previous chunk's */
         if (prev != NONE && sim_ev_free(S, n, prev) != 0)
@@ -267,12 +275,14 @@ int sim_fused_ce_forward(struct sim *S, uint32_t n)
                 return -1;
             }
         }
-        if (temp(S, MEMEST_CAT_ACTGRADS, n, rows * f->hidden, ms) != 0)
+        if ((amp && ldt != mdt && temp(S, MEMEST_CAT_TRANSIENT, n, rows * f->vocab, ms) != 0) ||
+            temp(S, MEMEST_CAT_ACTGRADS, n, rows * f->hidden, ms) != 0)
             return -1;
         /* addmm(out=grad_weight) with logits_chunk.t().to(_input_chunk.dtype) */
-        if (S->fce_gw != NONE && mdt != xdt && temp(S, MEMEST_CAT_TRANSIENT, n, rows * f->vocab, xs) != 0)
+        if (S->fce_gw != NONE && ldt != xdt &&
+            temp(S, MEMEST_CAT_TRANSIENT, n, rows * f->vocab, xs) != 0)
             return -1;
-        if (b && temp(S, MEMEST_CAT_TRANSIENT, n, f->vocab, ms) != 0)   /* logits_chunk.sum(0) */
+        if (b && temp(S, MEMEST_CAT_TRANSIENT, n, f->vocab, ls) != 0)   /* logits_chunk.sum(0) */
             return -1;
     }
     /* loss = torch.sum(loss_1d), the caller's; the function's locals go */
