@@ -94,6 +94,10 @@ int memest_app_estimate(struct memest_app *a, int64_t batch, const struct memest
     struct memest_run_opts ro = a->o->run;   /* --attention, --fused, ... */
     ro.batch = batch;
     ro.dtype = dtype;
+    /* --inference has no loss: the fused linear + cross-entropy is not used
+     * (nor checked against the model) */
+    if (a->o->inference)
+        ro.fused &= ~(uint32_t)MEMEST_FUSED_LINEAR_CE;
     struct memest_cost c;
     if (memest_app_charge(a, 0, err) != 0)   /* the budget may be spent already */
         return -1;
