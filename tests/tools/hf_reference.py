@@ -44,6 +44,7 @@ torch.set_num_threads(2)
 PUBLISHED = {
     "llama-3-8b": 8030261248,
     "llama-3.1-8b": 8030261248,
+    "llama-3.1-405b": 405853388800,
     "llama-2-7b": 6738415616,
     "mistral-7b-v0.1": 7241732096,
     "qwen2-7b": 7615616512,

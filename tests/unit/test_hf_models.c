@@ -28,6 +28,7 @@ static const struct {
 } published[] = {
     {"llama-3-8b", 8030261248ull},    /* Meta Llama 3 model card: 8.03B; num_parameters() */
     {"llama-3.1-8b", 8030261248ull},  /* the same shapes: rope_scaling adds no parameter */
+    {"llama-3.1-405b", 405853388800ull}, /* Llama 3.1 model card: 405B; num_parameters() */
     {"llama-2-7b", 6738415616ull},    /* Llama 2 paper / model card: 6.74B */
     {"mistral-7b-v0.1", 7241732096ull}, /* Mistral 7B: 7.24B */
     {"qwen2-7b", 7615616512ull},      /* Qwen2 technical report: 7.62B (untied head) */
