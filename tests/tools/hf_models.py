@@ -173,6 +173,9 @@ def eager_attention_forward(module, query, key, value, attention_mask, scaling, 
     return attn_output, attn_weights
 
 
+SDPA_HOOKS = []  # fn(query, mask, sdpa output, its transpose(1, 2).contiguous()) after each SDPA call
+
+
 def sdpa_attention_forward(module, query, key, value, attention_mask, scaling, dropout=0.0, softcap=None):
     # integrations/sdpa_attention.py: softcap (and sliding_window) arrive in **kwargs and are ignored
     key = repeat_kv(key, module.num_key_value_groups)
@@ -186,7 +189,10 @@ def sdpa_attention_forward(module, query, key, value, attention_mask, scaling, d
     is_causal = causal_mask is None and query.shape[2] > 1
     attn_output = F.scaled_dot_product_attention(query, key, value, attn_mask=causal_mask, dropout_p=dropout,
                                                  scale=scaling, is_causal=is_causal)
+    out = attn_output
     attn_output = attn_output.transpose(1, 2).contiguous()
+    for hook in SDPA_HOOKS:  # not transformers': lets the reference name the tensors (hf_reference.py)
+        hook(query, causal_mask, out, attn_output)
     return attn_output, None
 
 

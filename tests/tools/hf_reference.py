@@ -21,7 +21,13 @@
       F.dropout with p = 0 returns its input;
     - 0-d CPU tensors saved by a Mul/DivBackward0 (Python-scalar "wrapped numbers": `* scaling`, the
       soft-capping's `/ cap` and `* cap`; gemma's normalizer = torch.tensor(sqrt(H), dtype), created on the
-      CPU even when the model is on CUDA) use no GPU memory: counted as 0.
+      CPU even when the model is on CUDA) use no GPU memory: counted as 0;
+    - SDPA calls that CUDA runs with the memory-efficient kernel (float32, or a mask: flash takes neither;
+      PyTorch 2.6 aten/src/ATen/native/transformers/cuda/attention.cu): its log_sumexp is float32
+      [B, H, ceil(L/32)*32] (kAlignLSE = 32) where the CPU kernel's is [B, H, L], and its output is a
+      [B, L, H, D] buffer returned transposed, so transformers' attn_output.transpose(1, 2).contiguous()
+      copies nothing and o_proj saves the output SDPA already saved: the CPU copy counts 0. (Flash's output
+      is empty_like(q) in q's [B, H, L, D] layout, as on the CPU: that copy stays.)
   Figures per model (total), per decoder layer (model.layers.N, by the module active when a storage was
   first saved) and for the rest (embedding, final norm, lm_head), plus by grad_fn.
   SDPA on the CPU: PyTorch 2.6 runs _scaled_dot_product_flash_attention_for_cpu, which saves q, k, v, the
@@ -36,6 +42,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hf_models  # noqa: E402
 from hf_models import BUILDERS  # noqa: E402
 
 torch.set_num_threads(2)
@@ -102,13 +109,27 @@ def measure(model, input_ids):
         packs.append((t, stack[-1] if stack else ""))
         return t
 
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        out = model(input_ids)
+    # SDPA calls CUDA would run with the memory-efficient kernel: float32, or a mask (flash takes neither)
+    efficient = []
+
+    def sdpa_hook(query, mask, out, out_copy):
+        if query.dtype == torch.float32 or mask is not None:
+            efficient.append((out, out_copy))
+
+    hf_models.SDPA_HOOKS.append(sdpa_hook)
+    try:
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            out = model(input_ids)
+    finally:
+        hf_models.SDPA_HOOKS.remove(sdpa_hook)
     for h in handles:
         h.remove()
+    eff_out = {o.untyped_storage().data_ptr(): o for o, _ in efficient}
+    eff_copy = {c.untyped_storage().data_ptr() for _, c in efficient}
 
     # grad_fn names of the saved tensors (by identity of the storage and shape, first node that saved it)
     saver = {}
+    saver_node = {}
     seen_nodes = {}  # id -> node: keeps each Python wrapper alive, so that ids are not reused
     stackn = [out.grad_fn]
     while stackn:
@@ -124,6 +145,7 @@ def measure(model, input_ids):
                     continue
                 if isinstance(v, torch.Tensor):
                     saver.setdefault(v.untyped_storage().data_ptr(), (type(n).__name__, a))
+                    saver_node.setdefault(v.untyped_storage().data_ptr(), n)
         stackn.extend(nf for nf, _ in n.next_functions)
 
     seen = {}
@@ -134,11 +156,20 @@ def measure(model, input_ids):
         g, a = saver.get(ptr, ("(unnamed)", "-"))
         cpu_scalar = t.dim() == 0 and g in ("MulBackward0", "DivBackward0") and a == "_saved_other"
         nbytes = t.untyped_storage().nbytes()
+        cuda = 0 if cpu_scalar else nbytes
+        if ptr in eff_copy:  # efficient kernel: out is [B, L, H, D] memory, its transpose(1, 2) contiguous
+            cuda = 0
+        if g == "ScaledDotProductFlashAttentionForCpuBackward0" and a == "_saved_logsumexp":
+            # which SDPA call: the one whose output the same node saved
+            o = getattr(saver_node[ptr], "_saved_output")
+            if o.untyped_storage().data_ptr() in eff_out:
+                B, H, L = t.shape  # efficient: log_sumexp [B, H, ceil(L / 32) * 32]
+                cuda = B * H * (-(-L // 32) * 32) * t.element_size()
         layer = "other"
         parts = ctx.split(".")
         if len(parts) >= 3 and parts[0] == "model" and parts[1] == "layers":
             layer = parts[2]
-        seen[ptr] = dict(bytes=nbytes, cuda=0 if cpu_scalar else nbytes, grad_fn=g, attr=a, layer=layer,
+        seen[ptr] = dict(bytes=nbytes, cuda=cuda, grad_fn=g, attr=a, layer=layer,
                          module=ctx, dtype=str(t.dtype).replace("torch.", ""), shape=list(t.shape))
     res = {
         "output_shape": list(out.shape),
