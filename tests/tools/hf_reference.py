@@ -33,7 +33,7 @@
   SDPA on the CPU: PyTorch 2.6 runs _scaled_dot_product_flash_attention_for_cpu, which saves q, k, v, the
   output and a float32 logsumexp [B, H, L] (and attn_mask when one is given), as CUDA's flash kernel saves
   q, k, v, out, logsumexp (+ rng state); with an attn_mask (mistral/phi3 windows shorter than the sequence,
-  gemma2 always) CUDA would use the memory-efficient kernel instead (see tests/hf/README.md).
+  gemma2 always) CUDA would use the memory-efficient kernel instead (see tests/hf/reference.md).
 """
 import json
 import os
