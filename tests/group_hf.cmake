@@ -1,0 +1,26 @@
+# Hugging Face configs (models/hf/*.json) through their architecture
+# templates (models/arch/): one test per config, checking the parameter
+# count of `memest --json` against PyTorch and the published figure
+# (tests/hf/params.cmake). The saved activations of the tiny configs are
+# checked by unit.test_hf_models.
+file(GLOB MEMEST_HF_CONFIGS CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/models/hf/*.json)
+foreach(cfg ${MEMEST_HF_CONFIGS})
+  get_filename_component(name ${cfg} NAME_WLE)
+  add_test(NAME hf.params.${name}
+           COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR}
+                   -DNAME=${name} -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/params.cmake)
+  set_tests_properties(hf.params.${name} PROPERTIES LABELS hf)
+endforeach()
+
+# Saved activations per decoder layer of the tiny configs (tests/hf/tiny/),
+# eager attention, float32 and bfloat16 (tests/hf/layers.cmake).
+file(GLOB MEMEST_HF_TINY CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/hf/tiny/*.json)
+foreach(cfg ${MEMEST_HF_TINY})
+  get_filename_component(name ${cfg} NAME_WLE)
+  foreach(dtype float32 bfloat16)
+    add_test(NAME hf.layers.${name}.${dtype}
+             COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR}
+                     -DNAME=${name} -DDTYPE=${dtype} -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/layers.cmake)
+    set_tests_properties(hf.layers.${name}.${dtype} PROPERTIES LABELS hf)
+  endforeach()
+endforeach()

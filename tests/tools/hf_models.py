@@ -1,0 +1,413 @@
+"""Plain-PyTorch decoder LMs following transformers v4.48.0, op by op (no transformers import: Debian 13,
+where the torch2 chroot comes from, has no python3-transformers).
+
+Followed, at tag v4.48.0 (src/transformers/...):
+  models/llama/modeling_llama.py    LlamaRMSNorm, LlamaRotaryEmbedding, rotate_half, apply_rotary_pos_emb,
+                                    LlamaMLP, repeat_kv, eager_attention_forward, LlamaAttention,
+                                    LlamaDecoderLayer, LlamaModel, LlamaForCausalLM
+  modeling_rope_utils.py            _compute_default_rope_parameters, _compute_llama3_parameters
+                                    (the inv_freq buffer: dim/2 float32, non-persistent)
+  integrations/sdpa_attention.py    sdpa_attention_forward (repeat_kv, .contiguous(), is_causal when no mask)
+  models/mistral/modeling_mistral.py  Llama + sliding_window (the causal mask then also hides keys more than
+                                    sliding_window back, and SDPA gets it as attn_mask once seq >= window)
+  models/qwen2/modeling_qwen2.py    Llama + q/k/v biases (o_proj without); sliding window only when
+                                    use_sliding_window (layers >= max_window_layers)
+  models/phi3/modeling_phi3.py      fused qkv_proj sliced into q, k, v; gate_up_proj chunked,
+                                    up * act(gate); resid_attn_dropout / resid_mlp_dropout (resid_pdrop)
+  models/gemma/modeling_gemma.py    GemmaRMSNorm (float32, * (1 + weight)), embeddings * sqrt(hidden_size)
+                                    as a 0-d tensor of the hidden dtype, head_dim from the config, tied lm_head
+  models/gemma2/modeling_gemma2.py  Gemma + post_attention / pre_feedforward / post_feedforward norms,
+                                    attention scale query_pre_attn_scalar**-0.5, attention logit soft-capping
+                                    (eager only: sdpa_attention_forward ignores softcap), sliding window on
+                                    even layers, final logit soft-capping; the 4-D mask is always built (also
+                                    for sdpa); Gemma2PreTrainedModel._check_and_enable_sdpa turns the default
+                                    sdpa into eager.
+The causal-LM head ends as ForCausalLMLoss (loss/loss_utils.py) starts: logits.float().view(-1, V).
+
+build(cfg, attn="eager"|"sdpa") -> nn.Module whose forward(input_ids) returns those logits; module names are
+transformers' (model.embed_tokens, model.layers.N.self_attn.q_proj, ..., lm_head).
+"""
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+ACT = {
+    "silu": F.silu, "swish": F.silu, "gelu": F.gelu, "relu": F.relu,
+    "gelu_pytorch_tanh": lambda x: F.gelu(x, approximate="tanh"),
+}
+
+# model_type -> architecture features
+ARCH = {
+    "llama": dict(norm="llama", qkv_bias="attention_bias", o_bias="attention_bias", mlp_bias="mlp_bias",
+                  fused_qkv=False, window=None, embed_scale=False, sandwich=False, tie_default=False),
+    "mistral": dict(norm="llama", qkv_bias=False, o_bias=False, mlp_bias=False, fused_qkv=False,
+                    window="sliding_window", embed_scale=False, sandwich=False, tie_default=False),
+    "qwen2": dict(norm="llama", qkv_bias=True, o_bias=False, mlp_bias=False, fused_qkv=False,
+                  window="qwen2", embed_scale=False, sandwich=False, tie_default=False),
+    "phi3": dict(norm="llama", qkv_bias=False, o_bias=False, mlp_bias=False, fused_qkv=True,
+                 window="sliding_window", embed_scale=False, sandwich=False, tie_default=False),
+    "gemma": dict(norm="gemma", qkv_bias="attention_bias", o_bias="attention_bias", mlp_bias=False,
+                  fused_qkv=False, window=None, embed_scale=True, sandwich=False, tie_default=True),
+    "gemma2": dict(norm="gemma", qkv_bias="attention_bias", o_bias="attention_bias", mlp_bias=False,
+                   fused_qkv=False, window="gemma2", embed_scale=True, sandwich=True, tie_default=True),
+}
+
+
+def _flag(cfg, spec):
+    return bool(cfg.get(spec, False)) if isinstance(spec, str) else spec
+
+
+class LlamaRMSNorm(nn.Module):
+    def __init__(self, hidden_size, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(hidden_size))
+        self.variance_epsilon = eps
+
+    def forward(self, hidden_states):
+        input_dtype = hidden_states.dtype
+        hidden_states = hidden_states.to(torch.float32)
+        variance = hidden_states.pow(2).mean(-1, keepdim=True)
+        hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
+        return self.weight * hidden_states.to(input_dtype)
+
+
+class GemmaRMSNorm(nn.Module):
+    def __init__(self, dim, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.zeros(dim))
+
+    def _norm(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+
+    def forward(self, x):
+        output = self._norm(x.float())
+        output = output * (1.0 + self.weight.float())
+        return output.type_as(x)
+
+
+def rope_inv_freq(cfg, dim):
+    """modeling_rope_utils: default and llama3 inv_freq (float32 [dim/2]); other types: their shape is the
+    same, but only these two are exercised here."""
+    base = cfg.get("rope_theta", 10000.0)
+    inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
+    rs = cfg.get("rope_scaling") or {}
+    rope_type = rs.get("rope_type", rs.get("type", "default"))
+    if rope_type == "llama3":
+        factor, lo, hi = rs["factor"], rs["low_freq_factor"], rs["high_freq_factor"]
+        old = rs["original_max_position_embeddings"]
+        low_wl, high_wl = old / lo, old / hi
+        wavelen = 2 * math.pi / inv_freq
+        inv_l = torch.where(wavelen > low_wl, inv_freq / factor, inv_freq)
+        smooth = (old / wavelen - lo) / (hi - lo)
+        smoothed = (1 - smooth) * inv_l / factor + smooth * inv_l
+        is_med = ~(wavelen < high_wl) * ~(wavelen > low_wl)
+        inv_freq = torch.where(is_med, smoothed, inv_l)
+    elif rope_type not in ("default", "linear", "dynamic"):
+        raise ValueError("rope type %s not modelled by this reference" % rope_type)
+    return inv_freq
+
+
+class RotaryEmbedding(nn.Module):
+    """LlamaRotaryEmbedding (v4.48: one per model, its cos/sin shared by every layer)."""
+
+    def __init__(self, cfg, dim):
+        super().__init__()
+        inv_freq = rope_inv_freq(cfg, dim)
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+        self.attention_scaling = 1.0
+
+    @torch.no_grad()
+    def forward(self, x, position_ids):
+        inv_freq_expanded = self.inv_freq[None, :, None].float().expand(position_ids.shape[0], -1, 1)
+        position_ids_expanded = position_ids[:, None, :].float()
+        with torch.autocast(device_type="cpu", enabled=False):
+            freqs = (inv_freq_expanded.float() @ position_ids_expanded.float()).transpose(1, 2)
+            emb = torch.cat((freqs, freqs), dim=-1)
+            cos = emb.cos()
+            sin = emb.sin()
+        cos = cos * self.attention_scaling
+        sin = sin * self.attention_scaling
+        return cos.to(dtype=x.dtype), sin.to(dtype=x.dtype)
+
+
+def rotate_half(x):
+    x1 = x[..., : x.shape[-1] // 2]
+    x2 = x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1):
+    cos = cos.unsqueeze(unsqueeze_dim)
+    sin = sin.unsqueeze(unsqueeze_dim)
+    q_embed = (q * cos) + (rotate_half(q) * sin)
+    k_embed = (k * cos) + (rotate_half(k) * sin)
+    return q_embed, k_embed
+
+
+def repeat_kv(hidden_states, n_rep):
+    batch, num_key_value_heads, slen, head_dim = hidden_states.shape
+    if n_rep == 1:
+        return hidden_states
+    hidden_states = hidden_states[:, :, None, :, :].expand(batch, num_key_value_heads, n_rep, slen, head_dim)
+    return hidden_states.reshape(batch, num_key_value_heads * n_rep, slen, head_dim)
+
+
+def eager_attention_forward(module, query, key, value, attention_mask, scaling, dropout=0.0, softcap=None):
+    key_states = repeat_kv(key, module.num_key_value_groups)
+    value_states = repeat_kv(value, module.num_key_value_groups)
+    attn_weights = torch.matmul(query, key_states.transpose(2, 3)) * scaling
+    if softcap is not None:  # gemma2
+        attn_weights = attn_weights / softcap
+        attn_weights = torch.tanh(attn_weights)
+        attn_weights = attn_weights * softcap
+    if attention_mask is not None:
+        causal_mask = attention_mask[:, :, :, : key_states.shape[-2]]
+        attn_weights = attn_weights + causal_mask
+    attn_weights = nn.functional.softmax(attn_weights, dim=-1, dtype=torch.float32).to(query.dtype)
+    attn_weights = nn.functional.dropout(attn_weights, p=dropout, training=module.training)
+    attn_output = torch.matmul(attn_weights, value_states)
+    attn_output = attn_output.transpose(1, 2).contiguous()
+    return attn_output, attn_weights
+
+
+SDPA_HOOKS = []  # fn(query, mask, sdpa output, its transpose(1, 2).contiguous()) after each SDPA call
+
+
+def sdpa_attention_forward(module, query, key, value, attention_mask, scaling, dropout=0.0, softcap=None):
+    # integrations/sdpa_attention.py: softcap (and sliding_window) arrive in **kwargs and are ignored
+    key = repeat_kv(key, module.num_key_value_groups)
+    value = repeat_kv(value, module.num_key_value_groups)
+    causal_mask = attention_mask
+    if attention_mask is not None:
+        causal_mask = causal_mask[:, :, :, : key.shape[-2]]
+    query = query.contiguous()
+    key = key.contiguous()
+    value = value.contiguous()
+    is_causal = causal_mask is None and query.shape[2] > 1
+    attn_output = F.scaled_dot_product_attention(query, key, value, attn_mask=causal_mask, dropout_p=dropout,
+                                                 scale=scaling, is_causal=is_causal)
+    out = attn_output
+    attn_output = attn_output.transpose(1, 2).contiguous()
+    for hook in SDPA_HOOKS:  # not transformers': lets the reference name the tensors (hf_reference.py)
+        hook(query, causal_mask, out, attn_output)
+    return attn_output, None
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg, arch, layer_idx, attn):
+        super().__init__()
+        self.attn = attn
+        H, nh = cfg["hidden_size"], cfg["num_attention_heads"]
+        nkv = cfg.get("num_key_value_heads") or nh
+        self.head_dim = cfg.get("head_dim") or H // nh
+        self.num_heads, self.num_kv = nh, nkv
+        self.num_key_value_groups = nh // nkv
+        self.attention_dropout = cfg.get("attention_dropout", 0.0)
+        if arch is ARCH["gemma2"]:
+            self.scaling = cfg["query_pre_attn_scalar"] ** -0.5
+            self.softcap = cfg.get("attn_logit_softcapping")
+        else:
+            self.scaling = self.head_dim ** -0.5
+            self.softcap = None
+        qkv_bias, o_bias = _flag(cfg, arch["qkv_bias"]), _flag(cfg, arch["o_bias"])
+        self.fused = arch["fused_qkv"]
+        if self.fused:  # Phi3Attention
+            op_size = nh * self.head_dim + 2 * (nkv * self.head_dim)
+            self.o_proj = nn.Linear(nh * self.head_dim, H, bias=False)
+            self.qkv_proj = nn.Linear(H, op_size, bias=False)
+        else:
+            self.q_proj = nn.Linear(H, nh * self.head_dim, bias=qkv_bias)
+            self.k_proj = nn.Linear(H, nkv * self.head_dim, bias=qkv_bias)
+            self.v_proj = nn.Linear(H, nkv * self.head_dim, bias=qkv_bias)
+            self.o_proj = nn.Linear(nh * self.head_dim, H, bias=o_bias)
+
+    def forward(self, hidden_states, position_embeddings, attention_mask):
+        input_shape = hidden_states.shape[:-1]
+        hidden_shape = (*input_shape, -1, self.head_dim)
+        if self.fused:
+            qkv = self.qkv_proj(hidden_states)
+            query_pos = self.num_heads * self.head_dim
+            query_states = qkv[..., :query_pos]
+            key_states = qkv[..., query_pos: query_pos + self.num_kv * self.head_dim]
+            value_states = qkv[..., query_pos + self.num_kv * self.head_dim:]
+            query_states = query_states.view(hidden_shape).transpose(1, 2)
+            key_states = key_states.view(hidden_shape).transpose(1, 2)
+            value_states = value_states.view(hidden_shape).transpose(1, 2)
+        else:
+            query_states = self.q_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+            key_states = self.k_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+            value_states = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        cos, sin = position_embeddings
+        query_states, key_states = apply_rotary_pos_emb(query_states, key_states, cos, sin)
+        fn = eager_attention_forward if self.attn == "eager" else sdpa_attention_forward
+        attn_output, _ = fn(self, query_states, key_states, value_states, attention_mask,
+                            dropout=0.0 if not self.training else self.attention_dropout, scaling=self.scaling,
+                            softcap=self.softcap)
+        attn_output = attn_output.reshape(*input_shape, -1).contiguous()
+        return self.o_proj(attn_output)
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg, arch):
+        super().__init__()
+        H, I = cfg["hidden_size"], cfg["intermediate_size"]
+        act = cfg.get("hidden_activation") if arch is ARCH["gemma2"] else cfg.get("hidden_act", "silu")
+        if arch is ARCH["gemma"]:
+            act = cfg.get("hidden_act", "gelu_pytorch_tanh")
+        self.act_fn = ACT[act]
+        self.fused = arch["fused_qkv"]
+        if self.fused:  # Phi3MLP
+            self.gate_up_proj = nn.Linear(H, 2 * I, bias=False)
+            self.down_proj = nn.Linear(I, H, bias=False)
+        else:
+            b = _flag(cfg, arch["mlp_bias"])
+            self.gate_proj = nn.Linear(H, I, bias=b)
+            self.up_proj = nn.Linear(H, I, bias=b)
+            self.down_proj = nn.Linear(I, H, bias=b)
+
+    def forward(self, x):
+        if self.fused:
+            up_states = self.gate_up_proj(x)
+            gate, up_states = up_states.chunk(2, dim=-1)
+            up_states = up_states * self.act_fn(gate)
+            return self.down_proj(up_states)
+        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, cfg, arch, layer_idx, attn):
+        super().__init__()
+        Norm = GemmaRMSNorm if arch["norm"] == "gemma" else LlamaRMSNorm
+        H, eps = cfg["hidden_size"], cfg.get("rms_norm_eps", 1e-6)
+        self.arch = arch
+        self.self_attn = Attention(cfg, arch, layer_idx, attn)
+        self.mlp = MLP(cfg, arch)
+        self.input_layernorm = Norm(H, eps=eps)
+        self.post_attention_layernorm = Norm(H, eps=eps)
+        if arch["sandwich"]:
+            self.pre_feedforward_layernorm = Norm(H, eps=eps)
+            self.post_feedforward_layernorm = Norm(H, eps=eps)
+        if arch["fused_qkv"]:  # Phi3DecoderLayer
+            self.resid_attn_dropout = nn.Dropout(cfg.get("resid_pdrop", 0.0))
+            self.resid_mlp_dropout = nn.Dropout(cfg.get("resid_pdrop", 0.0))
+        self.sliding_window = None
+        w = arch["window"]
+        if w == "sliding_window":
+            self.sliding_window = cfg.get("sliding_window")
+        elif w == "gemma2" and not bool(layer_idx % 2):
+            self.sliding_window = cfg.get("sliding_window")
+        elif w == "qwen2" and cfg.get("use_sliding_window") and layer_idx >= cfg.get("max_window_layers", 28):
+            self.sliding_window = cfg.get("sliding_window")
+
+    def forward(self, hidden_states, attention_mask, position_embeddings):
+        if self.arch["sandwich"] and self.sliding_window is not None and attention_mask is not None:
+            # Gemma2DecoderLayer (eager/sdpa): torch.where(tril(ones_like(mask, bool), -window), min, mask)
+            min_dtype = torch.finfo(hidden_states.dtype).min
+            sliding_window_mask = torch.tril(torch.ones_like(attention_mask, dtype=torch.bool),
+                                             diagonal=-self.sliding_window)
+            attention_mask = torch.where(sliding_window_mask, min_dtype, attention_mask)
+        residual = hidden_states
+        hidden_states = self.input_layernorm(hidden_states)
+        hidden_states = self.self_attn(hidden_states, position_embeddings, attention_mask)
+        if self.arch["sandwich"]:
+            hidden_states = self.post_attention_layernorm(hidden_states)
+            hidden_states = residual + hidden_states
+            residual = hidden_states
+            hidden_states = self.pre_feedforward_layernorm(hidden_states)
+            hidden_states = self.mlp(hidden_states)
+            hidden_states = self.post_feedforward_layernorm(hidden_states)
+            return residual + hidden_states
+        if self.arch["fused_qkv"]:
+            hidden_states = residual + self.resid_attn_dropout(hidden_states)
+        else:
+            hidden_states = residual + hidden_states
+        residual = hidden_states
+        hidden_states = self.post_attention_layernorm(hidden_states)
+        hidden_states = self.mlp(hidden_states)
+        if self.arch["fused_qkv"]:
+            return residual + self.resid_mlp_dropout(hidden_states)
+        return residual + hidden_states
+
+
+def causal_mask(cfg, arch, attn, B, S, dtype, training):
+    """The 4-D float mask _update_causal_mask builds (None when SDPA may use is_causal instead):
+    _prepare_4d_causal_attention_mask_with_cache_position with the model's sliding window (mistral, phi3,
+    qwen2 when used); gemma2 always builds the plain causal one (windows are applied per layer)."""
+    window = None
+    if arch["window"] == "sliding_window":
+        window = cfg.get("sliding_window")
+    elif arch["window"] == "qwen2" and cfg.get("use_sliding_window"):
+        window = cfg.get("sliding_window")
+    if attn == "sdpa" and arch["window"] != "gemma2":
+        # AttentionMaskConverter._ignore_causal_mask_sdpa(None mask, training): ignorable unless the window
+        # is shorter than the keys
+        if window is None or S < window:
+            return None
+    min_dtype = torch.finfo(dtype).min
+    mask = torch.full((S, S), fill_value=min_dtype, dtype=dtype)
+    diagonal_attend_mask = torch.arange(S) > torch.arange(S).reshape(-1, 1)
+    if window is not None:
+        sliding_attend_mask = torch.arange(S) <= (torch.arange(S).reshape(-1, 1) - window)
+        diagonal_attend_mask = diagonal_attend_mask | sliding_attend_mask
+    mask = mask * diagonal_attend_mask
+    return mask[None, None, :, :].expand(B, 1, -1, -1)
+
+
+class Model(nn.Module):
+    def __init__(self, cfg, arch, attn):
+        super().__init__()
+        H = cfg["hidden_size"]
+        self.cfg, self.arch, self.attn = cfg, arch, attn
+        self.embed_tokens = nn.Embedding(cfg["vocab_size"], H, cfg.get("pad_token_id"))
+        self.layers = nn.ModuleList(DecoderLayer(cfg, arch, i, attn) for i in range(cfg["num_hidden_layers"]))
+        Norm = GemmaRMSNorm if arch["norm"] == "gemma" else LlamaRMSNorm
+        self.norm = Norm(H, eps=cfg.get("rms_norm_eps", 1e-6))
+        head_dim = cfg.get("head_dim") or H // cfg["num_attention_heads"]
+        self.rotary_emb = RotaryEmbedding(cfg, head_dim)
+
+    def forward(self, input_ids):
+        inputs_embeds = self.embed_tokens(input_ids)
+        B, S = input_ids.shape
+        cache_position = torch.arange(0, S)
+        position_ids = cache_position.unsqueeze(0)
+        mask = causal_mask(self.cfg, self.arch, self.attn, B, S, inputs_embeds.dtype, self.training)
+        hidden_states = inputs_embeds
+        position_embeddings = self.rotary_emb(hidden_states, position_ids)
+        if self.arch["embed_scale"]:
+            normalizer = torch.tensor(self.cfg["hidden_size"] ** 0.5, dtype=hidden_states.dtype)
+            hidden_states = hidden_states * normalizer
+        for layer in self.layers:
+            hidden_states = layer(hidden_states, mask, position_embeddings)
+        return self.norm(hidden_states)
+
+
+class ForCausalLM(nn.Module):
+    def __init__(self, cfg, attn="eager"):
+        super().__init__()
+        arch = ARCH[cfg["model_type"]]
+        self.cfg = cfg
+        self.model = Model(cfg, arch, attn)
+        self.lm_head = nn.Linear(cfg["hidden_size"], cfg["vocab_size"], bias=False)
+        if cfg.get("tie_word_embeddings", arch["tie_default"]):
+            self.lm_head.weight = self.model.embed_tokens.weight
+        self.final_softcap = cfg.get("final_logit_softcapping") if arch is ARCH["gemma2"] else None
+
+    def forward(self, input_ids):
+        hidden_states = self.model(input_ids)
+        logits = self.lm_head(hidden_states[:, slice(0, None), :])  # num_logits_to_keep = 0
+        if self.final_softcap is not None:
+            logits = logits / self.final_softcap
+            logits = torch.tanh(logits)
+            logits = logits * self.final_softcap
+        # ForCausalLMLoss: logits.float(), then cross-entropy over logits.view(-1, vocab_size)
+        return logits.float().view(-1, self.cfg["vocab_size"])
+
+
+def build(cfg, attn="eager"):
+    return ForCausalLM(cfg, attn)
+
+
+BUILDERS = {t: build for t in ARCH}
