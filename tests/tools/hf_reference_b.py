@@ -148,6 +148,10 @@ def main(argv):
         if published is not None and info["params"] != published:
             print("DISAGREEMENT %s: meta %d, published %d" % (path, info["params"], published), file=sys.stderr)
             info["disagrees_with_published"] = True
+        if arch == "bert":  # the published figure's model: BertModel with its pooler
+            with torch.device("meta"):
+                info["bert_model_with_pooler"] = count_params(hm.BertModel(hm.with_defaults(hm.BERT_DEFAULTS, cfg)))["params"]
+            assert info["bert_model_with_pooler"] == 109482240, info["bert_model_with_pooler"]
         result["params"][os.path.basename(path)] = info
         print("%-28s %-14s params %13d  buffers %10d" % (path, arch, info["params"], info["buffers"]))
         del model
