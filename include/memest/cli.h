@@ -11,6 +11,7 @@
 #include "memest/model.h"
 #include "memest/step.h"
 #include "memest/output.h"
+#include "memest/run.h"
 
 #define MEMEST_MAX_SETS 64
 
@@ -20,8 +21,11 @@ struct memest_cli {
     bool batch_set;
     struct memest_step_cfg step;   /* optimizer and step simulation */
     enum memest_dtype dtype;       /* --dtype */
-    struct memest_override sets[MEMEST_MAX_SETS];
+    struct memest_override sets[MEMEST_MAX_SETS];   /* --set, and --seq N (seq_len=N) */
     int nsets;
+    /* --attention, --moe-imbalance, --fused, --torch: the fields of the run
+     * options (run.h) besides batch and dtypes */
+    struct memest_run_opts run;
 
     /* output */
     enum memest_output format;     /* text, --json or --csv */

@@ -140,7 +140,20 @@ enum {
     MEMEST_FUSED_ROTARY = 1u << 1,
     MEMEST_FUSED_SWIGLU = 1u << 2,
     MEMEST_FUSED_LINEAR_CE = 1u << 3,
+    MEMEST_FUSED_COUNT = 4,
 };
+#define MEMEST_ATTN_COUNT (MEMEST_ATTN_CUDNN + 1)
+
+/* The names of the values above, as the options write them (run_opts.c):
+ * "auto", "eager", "math", "flash", "efficient", "cudnn"; "rmsnorm",
+ * "rotary", "swiglu", "linear-ce". The parsers return 0 / -1. */
+const char *memest_attention_name(int a);
+int memest_attention_parse(const char *s, uint8_t *out);
+const char *memest_fused_name(int bit_index);
+/* A comma-separated list of fused kernel names, or "all" / "none". */
+int memest_fused_parse(const char *list, uint32_t *out);
+/* "2" (also "2.x") or "1.13". */
+int memest_torch_parse(const char *s, uint16_t *out);
 
 struct memest_run {
     const struct memest_graph *g;

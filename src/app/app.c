@@ -85,7 +85,9 @@ int memest_app_estimate(struct memest_app *a, int64_t batch, const struct memest
                         struct memest_timeline *train_tl, struct memest_timeline *infer_tl,
                         struct memest_error *err)
 {
-    struct memest_run_opts ro = {.batch = batch, .dtype = dtype};
+    struct memest_run_opts ro = a->o->run;   /* --attention, --fused, ... */
+    ro.batch = batch;
+    ro.dtype = dtype;
     struct memest_cost c;
     if (memest_app_charge(a, 0, err) != 0)   /* the budget may be spent already */
         return -1;

@@ -36,7 +36,9 @@ int memest_app_charge(struct memest_app *a, uint64_t units, struct memest_error 
 int memest_app_cost(struct memest_app *a, int64_t batch, const struct memest_step_cfg *step,
                     enum memest_dtype dtype, uint64_t *units, struct memest_error *err)
 {
-    struct memest_run_opts ro = {.batch = batch, .dtype = dtype};
+    struct memest_run_opts ro = a->o->run;   /* --attention, --fused, ... */
+    ro.batch = batch;
+    ro.dtype = dtype;
     struct memest_error e1 = {0};
     struct memest_cost c;
     if (memest_run_infer(&a->r, &a->g, &ro, &e1) == 0 &&

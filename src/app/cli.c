@@ -44,6 +44,11 @@ enum {
     OPT_MAX_BATCH,
     OPT_MFU,
     OPT_ADVISE,
+    OPT_SEQ,
+    OPT_ATTENTION,
+    OPT_FUSED,
+    OPT_MOE_IMBALANCE,
+    OPT_TORCH,
 };
 
 #define SHORT_OPTS ":b:o:h"
@@ -65,6 +70,11 @@ static const struct option long_opts[] = {
     {"loss", required_argument, NULL, OPT_LOSS},
     {"overhead", required_argument, NULL, OPT_OVERHEAD},
     {"set", required_argument, NULL, OPT_SET},
+    {"seq", required_argument, NULL, OPT_SEQ},
+    {"attention", required_argument, NULL, OPT_ATTENTION},
+    {"fused", required_argument, NULL, OPT_FUSED},
+    {"moe-imbalance", required_argument, NULL, OPT_MOE_IMBALANCE},
+    {"torch", required_argument, NULL, OPT_TORCH},
     {"layers", no_argument, NULL, OPT_LAYERS},
     {"json", no_argument, NULL, OPT_JSON},
     {"csv", no_argument, NULL, OPT_CSV},
@@ -360,6 +370,34 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
             o->sets[o->nsets++] = (struct memest_override){optarg, eq + 1, NULL};
             break;
         }
+        case OPT_SEQ:
+            if (memest_parse_u64(optarg, 1, ((uint64_t)1 << 53) - 1, &u) != 0)
+                return bad(err, "--seq", optarg, "a whole number between 1 and 2^53-1");
+            if (o->nsets == MEMEST_MAX_SETS)
+                return memest_errf(err, MEMEST_ERR_USAGE, NULL, "--set: at most %d overrides",
+                                   MEMEST_MAX_SETS);
+            /* the sequence length is the model variable seq_len (the
+             * architecture templates of models/arch/ all have it) */
+            o->sets[o->nsets++] = (struct memest_override){"seq_len", optarg, "--seq"};
+            break;
+        case OPT_ATTENTION:
+            if (memest_attention_parse(optarg, &o->run.attention) != 0)
+                return bad(err, "--attention", optarg, "auto, eager, math, flash, efficient or cudnn");
+            break;
+        case OPT_FUSED:
+            if (memest_fused_parse(optarg, &o->run.fused) != 0)
+                return bad(err, "--fused", optarg,
+                           "a comma-separated list of rmsnorm, rotary, swiglu, linear-ce; or all, none");
+            break;
+        case OPT_MOE_IMBALANCE:
+            if (memest_parse_double(optarg, 1, 1e6, &o->run.moe_imbalance) != 0)
+                return bad(err, "--moe-imbalance", optarg,
+                           "a factor of at least 1 (the busiest expert's tokens over the balanced share)");
+            break;
+        case OPT_TORCH:
+            if (memest_torch_parse(optarg, &o->run.torch) != 0)
+                return bad(err, "--torch", optarg, "2 (default) or 1.13");
+            break;
         case OPT_LAYERS:
             o->layers = true;
             break;

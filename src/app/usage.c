@@ -96,6 +96,7 @@ static void fixed(FILE *f, const char *flags, const char *desc)
 /* The most values a vocabulary on this screen has room for. */
 #define MAX_NAMES 16
 static_assert(MEMEST_OPT_COUNT <= MAX_NAMES && MEMEST_IMPL_COUNT <= MAX_NAMES &&
+                  MEMEST_ATTN_COUNT <= MAX_NAMES && MEMEST_FUSED_COUNT <= MAX_NAMES &&
                   MEMEST_ZERO_GRAD_COUNT <= MAX_NAMES && MEMEST_AMP_COUNT <= MAX_NAMES &&
                   MEMEST_LOSS_COUNT <= MAX_NAMES && MEMEST_DTYPE_COUNT <= MAX_NAMES,
               "room for every vocabulary's names");
@@ -169,6 +170,28 @@ static void step_options(FILE *f)
     fixed(f, "      --set NAME=VAL", "override a model variable (repeatable)");
 }
 
+static void llm_options(FILE *f)
+{
+    const char *names[MAX_NAMES];
+    struct text t = {0};
+    int n;
+
+    fixed(f, "      --seq N", "sequence length: the model variable seq_len");
+    add(&t, "the kernel of scaled_dot_product_attention: ");
+    NAMES(n, names, memest_attention_name, 0, MEMEST_ATTN_COUNT);
+    add_list(&t, names, n, MEMEST_ATTN_AUTO, "(default: as transformers' sdpa and PyTorch pick)");
+    option(f, "      --attention K", &t);
+    t = (struct text){0};
+    add(&t, "fused kernels, a list of ");
+    NAMES(n, names, memest_fused_name, 0, MEMEST_FUSED_COUNT);
+    add_list(&t, names, n, -1, "");
+    add(&t, "; all or none (default)");
+    option(f, "      --fused LIST", &t);
+    fixed(f, "      --moe-imbalance F",
+          "tokens of the busiest expert over the balanced share (default 1)");
+    fixed(f, "      --torch V", "PyTorch's rules: 2 (default, 2.x) or 1.13");
+}
+
 static void card_options(FILE *f)
 {
     char dflt[32], max[32]; /* "287", MB as README.md writes it; "1 TiB" */
@@ -233,6 +256,8 @@ void memest_cli_usage(FILE *f)
           "The step:\n",
           f);
     step_options(f);
+    fputs("\nLLMs (Hugging Face config.json, models/arch/):\n", f);
+    llm_options(f);
     fputs("\nThe card:\n", f);
     card_options(f);
     fputs("\nOutput:\n", f);
