@@ -3,7 +3,7 @@
 #  - parameter counts of the shipped example configs (models/hf/): the published
 #    figure, written here, and the model built on torch.device("meta") from
 #    tests/tools/hf_models_b.py (tests/reference/hf_figures_b.json), exactly;
-#  - bytes saved for backward of the tiny configs (tests/hf/tiny/) in float32
+#  - bytes saved for backward of the tiny configs (tests/hf/tiny_b/) in float32
 #    and bfloat16, eager and SDPA attention: PyTorch 2.6 measured by
 #    tests/tools/hf_reference_b.py, CUDA-corrected, within 1%.
 set(_hf_b_params

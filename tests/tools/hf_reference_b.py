@@ -9,7 +9,7 @@
   config names built on torch.device("meta") from tests/tools/hf_models_b.py (no memory is allocated):
   parameters (tied weights once, as model.parameters() counts them), buffers (elements; non-persistent
   ones included) and the published figure where there is one, which must agree.
-* "activations": per tiny config (tests/hf/tiny/<case>.json, committed: the ctest runs memest on the same
+* "activations": per tiny config (tests/hf/tiny_b/<case>.json, committed: the ctest runs memest on the same
   files), the bytes autograd saves in one training-mode forward (model.train(), input_ids -> logits, no
   loss), float32 and bfloat16 (model.to(dtype): parameters and activations in that dtype), batch 2:
   saved_tensors_hooks, storages de-duplicated by data_ptr, parameter and buffer storages excluded, model
@@ -57,7 +57,7 @@ EXAMPLES = [
      "google/flan-t5-base"),
 ]
 
-# the tiny cases: tests/hf/tiny/<file>.json, attention implementation, batch, sequence lengths
+# the tiny cases: tests/hf/tiny_b/<file>.json, attention implementation, batch, sequence lengths
 CASES = [
     ("gpt2", "gpt2.json", "eager"), ("gpt2", "gpt2_sdpa.json", "sdpa"),
     ("bert", "bert.json", "eager"), ("bert", "bert_sdpa.json", "sdpa"),
@@ -156,7 +156,7 @@ def main(argv):
         print("%-28s %-14s params %13d  buffers %10d" % (path, arch, info["params"], info["buffers"]))
         del model
     for arch, fname, impl in CASES:
-        cfg = load(os.path.join("tests/hf/tiny", fname))
+        cfg = load(os.path.join("tests/hf/tiny_b", fname))
         assert cfg["model_type"] == arch
         for dtype in (torch.float32, torch.bfloat16):
             c = dict(cfg)
@@ -169,7 +169,7 @@ def main(argv):
             if arch == "t5":
                 inputs.append(torch.randint(0, cfg["vocab_size"], (BATCH, DEC_SEQ)))
             r = measure(model, inputs)
-            r.update({"model_type": arch, "config": "tests/hf/tiny/" + fname, "attn_implementation": impl,
+            r.update({"model_type": arch, "config": "tests/hf/tiny_b/" + fname, "attn_implementation": impl,
                       "dtype": str(dtype).replace("torch.", ""), "batch": BATCH, "seq_len": SEQ},
                      **count_params(model))
             if arch == "t5":
