@@ -24,6 +24,20 @@ import torch.nn.functional as F
 
 # storage data_ptr -> numel of the float dropout masks saved in the current forward (hf_reference_b.py)
 DROPOUT_MASKS = {}
+# storage data_ptrs of the copies attn_output.transpose(1, 2).contiguous() made of a float32 SDPA output
+# (hf_reference_b.py: CUDA runs float32 SDPA with the memory-efficient kernel, whose output is a
+# [B, L, H, D] buffer returned transposed, so that .contiguous() copies nothing there)
+SDPA_OUTPUT_COPIES = set()
+
+
+def merge_sdpa_output(attn_output):
+    """attn_output.transpose(1, 2).contiguous() after F.scaled_dot_product_attention, recording a copy
+    of a float32 output (see SDPA_OUTPUT_COPIES)."""
+    merged = attn_output.transpose(1, 2).contiguous()
+    if attn_output.dtype == torch.float32 and \
+            merged.untyped_storage().data_ptr() != attn_output.untyped_storage().data_ptr():
+        SDPA_OUTPUT_COPIES.add(merged.untyped_storage().data_ptr())
+    return merged
 
 
 def dropout(x, p, training):
@@ -147,7 +161,7 @@ class GPT2Attention(nn.Module):
             attn_output = F.scaled_dot_product_attention(query, key, value, attn_mask=None,
                                                          dropout_p=self.attn_dropout.p if self.training else 0.0,
                                                          is_causal=q_len > 1)
-            attn_output = attn_output.transpose(1, 2).contiguous()
+            attn_output = merge_sdpa_output(attn_output)
             attn_output = attn_output.view(bsz, q_len, self.embed_dim)
         else:
             attn_output = self._attn(query, key, value)
@@ -285,7 +299,7 @@ class BertSelfAttention(nn.Module):
             attn_output = F.scaled_dot_product_attention(query_layer, key_layer, value_layer, attn_mask=None,
                                                          dropout_p=self.dropout.p if self.training else 0.0,
                                                          is_causal=False)
-            attn_output = attn_output.transpose(1, 2)
+            attn_output = merge_sdpa_output(attn_output)  # transpose(1, 2) + reshape: the same
             return attn_output.reshape(bsz, tgt_len, self.all_head_size)
         mixed_query_layer = self.query(hidden_states)
         key_layer = self.transpose_for_scores(self.key(hidden_states))
@@ -460,13 +474,14 @@ class OPTAttention(nn.Module):
             attn_output = F.scaled_dot_product_attention(query_states, key_states, value_states, attn_mask=None,
                                                          dropout_p=self.dropout if self.training else 0.0,
                                                          is_causal=tgt_len > 1, scale=self.scaling)
+            attn_output = merge_sdpa_output(attn_output)
         else:
             attn_weights = torch.matmul(query_states, key_states.transpose(2, 3))
             attn_weights = attn_weights + attention_mask[:, :, :, :key_states.shape[-2]]
             attn_weights = F.softmax(attn_weights, dim=-1, dtype=torch.float32).to(query_states.dtype)
             attn_probs = dropout(attn_weights, self.dropout, self.training)
             attn_output = torch.matmul(attn_probs, value_states)
-        attn_output = attn_output.transpose(1, 2).contiguous()
+            attn_output = attn_output.transpose(1, 2).contiguous()
         attn_output = attn_output.view(bsz, tgt_len, self.embed_dim)
         return self.out_proj(attn_output)
 
@@ -634,7 +649,7 @@ class GPTNeoXAttention(nn.Module):
             q, k, v = query_states.contiguous(), key_states.contiguous(), value_states.contiguous()
             attn_output = F.scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=p,
                                                          scale=self.scaling, is_causal=q.shape[2] > 1)
-            attn_output = attn_output.transpose(1, 2).contiguous()
+            attn_output = merge_sdpa_output(attn_output)
         else:
             attn_weights = torch.matmul(query_states, key_states.transpose(2, 3)) * self.scaling
             attn_weights = attn_weights + attention_mask[:, :, :, : key_states.shape[-2]]

@@ -22,6 +22,16 @@
     - wrapped_scalar_cpu: x * python_number saves the number as a 0-d float64/int64 wrapped tensor that
       stays on the CPU when x is on CUDA: excluded. (A 0-d tensor made with torch.full(..., device=x.device)
       is a real device tensor and counts: GPT-2's attention scale.)
+    - layernorm_stats_fp32: NativeLayerNormBackward0 saves the mean and rstd [..., 1]: float32 on CUDA
+      (layer_norm_cuda: the accumulate type) for a bfloat16 input, the input's dtype on the CPU
+      (layer_norm_cpu): counted numel * 4 bytes.
+    - sdpa_efficient_output: CUDA runs float32 SDPA with the memory-efficient kernel, whose output is a
+      [B, L, H, D] buffer returned transposed (PyTorch 2.6 aten/src/ATen/native/transformers/cuda/
+      attention.cu), so the caller's attn_output.transpose(1, 2).contiguous() copies nothing and the next
+      linear saves the storage SDPA saved; the CPU flash kernel's output is in q's layout, so where q is
+      contiguous (GPT-NeoX's sdpa_attention_forward calls .contiguous()) that copy is made and saved: it
+      counts 0. Its log_sumexp is [B, H, ceil(L/32)*32] on CUDA: the tiny cases run L = 32, where the
+      CPU's [B, H, L] is the same size.
   SDPA cases: PyTorch 2.6's CPU flash kernel (_scaled_dot_product_flash_attention_for_cpu) saves query,
   key, value, output and a float32 logsumexp [B, H, L], as CUDA's flash kernel does; it takes no dropout
   (dropout_p > 0 falls back to the math path on CPU), so the SDPA tiny configs set the attention dropout to
@@ -97,8 +107,21 @@ def measure(model, inputs):
         return t
 
     hm.DROPOUT_MASKS.clear()
+    hm.SDPA_OUTPUT_COPIES.clear()
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         out = model(*inputs)
+    # the layer norms' saved mean and rstd: walk the autograd graph
+    ln_stats = set()
+    nodes, todo = {}, [out.grad_fn]
+    while todo:
+        n = todo.pop()
+        if n is None or id(n) in nodes:
+            continue
+        nodes[id(n)] = n
+        if type(n).__name__ == "NativeLayerNormBackward0":
+            for a in ("_saved_result1", "_saved_result2"):
+                ln_stats.add(sptr(getattr(n, a)))
+        todo.extend(nf for nf, _ in n.next_functions)
     seen = {}
     for t in packs:
         p = sptr(t)
@@ -106,7 +129,7 @@ def measure(model, inputs):
             continue
         seen[p] = t
     raw = cuda = 0
-    masks = wrapped = 0
+    masks = wrapped = ln = copies = 0
     by_dtype = {}
     for p, t in seen.items():
         b = t.untyped_storage().nbytes()
@@ -120,14 +143,21 @@ def measure(model, inputs):
         elif t.dim() == 0 and t.dtype in (torch.float64, torch.int64):
             c = 0
             wrapped += 1
+        elif p in ln_stats:
+            c = t.numel() * 4
+            ln += 1
+        elif p in hm.SDPA_OUTPUT_COPIES:
+            c = 0
+            copies += 1
         cuda += c
         k = str(t.dtype).replace("torch.", "")
         by_dtype[k] = by_dtype.get(k, 0) + c
     assert masks == len(hm.DROPOUT_MASKS), (masks, len(hm.DROPOUT_MASKS))
     res = {"saved_activation_bytes": raw, "saved_activation_bytes_cuda_corrected": cuda,
            "saved_storages": len(seen), "dropout_masks": masks, "wrapped_scalars": wrapped,
+           "layernorm_stats": ln, "sdpa_output_copies": copies,
            "cuda_corrected_bytes_by_dtype": by_dtype, "logits_shape": list(out.shape)}
-    del packs, seen, out
+    del packs, seen, out, nodes
     return res
 
 
