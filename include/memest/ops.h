@@ -155,6 +155,11 @@ int memest_out_reshape(struct memest_ictx *c, int in, int ndim, const int64_t *s
 /* Output that is the node's declared parameter `name` itself (a leaf that
  * requires grad when trainable), e.g. the "parameter" op. */
 int memest_out_param(struct memest_ictx *c, const char *name);
+/* Declares buffer `name` (as memest_buffer) and an output that is that
+ * buffer itself, requiring no grad (the "buffer" op: a module's
+ * register_buffer tensor read by its forward). */
+int memest_out_buffer(struct memest_ictx *c, const char *name, int ndim, const int64_t *size,
+                      enum memest_dtype dt);
 /* Output aliasing input `in` entirely (in-place ops). */
 int memest_out_inplace(struct memest_ictx *c, int in);
 /* Marks output k as a leaf that requires grad (or not), overriding the

@@ -514,6 +514,19 @@ int memest_buffer(struct memest_ictx *c, const char *name, int ndim, const int64
     return 0;
 }
 
+int memest_out_buffer(struct memest_ictx *c, const char *name, int ndim, const int64_t *size,
+                      enum memest_dtype dt)
+{
+    if (memest_buffer(c, name, ndim, size, dt) != 0)
+        return -1;
+    struct memest_shape s;
+    memest_shape_set(&s, ndim, size);
+    int k = push_value(c, &s, 0, c->r->nstorages - 1, dt);
+    if (k >= 0 && k < 256)
+        c->rg_override[k] = 0;
+    return k;
+}
+
 /* ---- saved tensors, MACs ---- */
 
 /* Appends storage to the node's saved tensors; `fresh`: made just now, so

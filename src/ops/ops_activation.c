@@ -139,11 +139,37 @@ static int infer_hardtanh(struct memest_ictx *c)
 
 /* ---- softmax, logsoftmax ---- */
 
-enum { SM_DIM };
+enum { SM_DIM, SM_DTYPE };
 static const struct memest_argspec softmax_args[] = {
     [SM_DIM] = {"dim", MEMEST_ARG_INT, .optional = true,
                 .doc = "default (deprecated): 0 for 0-, 1- and 3-D inputs, else 1"},
+    [SM_DTYPE] = {"dtype", MEMEST_ARG_STR, .optional = true,
+                  .choices = "float32|float16|bfloat16|float",
+                  .doc = "F.softmax(x, dim, dtype=...): the result's dtype"},
 };
+
+/* F.softmax(x, dim, dtype=t) (aten/src/ATen/native/SoftMax.cpp, softmax()):
+ * a CUDA float16 input with t = float32 is read directly (_softmax with
+ * half_to_float); any other change converts x first (input.toType(t), a
+ * transient copy) and runs _softmax on the copy. The result, of dtype t, is
+ * saved. In backward, _softmax_backward_data gives the gradient in x's
+ * dtype for half_to_float; after a conversion it gives it in t and
+ * ToCopyBackward0 converts it back (that first gradient is scratch). Under
+ * autocast (fp32_set_opt_dtype, which leaves an explicit dtype alone) the
+ * engine has already made x float32 when t is. */
+static int softmax_to(struct memest_ictx *c, enum memest_dtype to)
+{
+    const struct memest_shape s = *memest_in_shape(c, 0);
+    enum memest_dtype from = memest_in_dtype(c, 0);
+    int k = memest_out_like(c, &s, 0, to);
+    if (k < 0 || memest_save_out(c, k) != 0)
+        return -1;
+    if (from == MEMEST_F16 && to == MEMEST_F32)
+        return 0;
+    memest_workspace(c, sat_bytes(s.ndim, s.size, to));
+    memest_bwd_workspace(c, sat_bytes(s.ndim, s.size, to));
+    return 0;
+}
 
 static int infer_softmax(struct memest_ictx *c)
 {
@@ -155,6 +181,14 @@ static int infer_softmax(struct memest_ictx *c)
     if (memest_wrap_dim(dim, s->ndim) < 0)
         return memest_fail(c, "dim %lld is out of range for a %d-D input", (long long)dim,
                            s->ndim);
+    const struct memest_argval *at = memest_arg(c, SM_DTYPE);
+    enum memest_dtype to;
+    if (!at->none) {
+        if (arg_dtype_exact(c, at->s, &to) != 0)
+            return -1;
+        if (to != memest_in_dtype(c, 0))
+            return softmax_to(c, to);
+    }
     return act_common(c, true, false, SAVE_OUT);
 }
 

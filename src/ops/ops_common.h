@@ -87,6 +87,21 @@ static inline int arg_dtype(struct memest_ictx *c, const char *s, enum memest_dt
     return 0;
 }
 
+/* Parses a dtype argument that names the type itself (Tensor.to(dtype),
+ * F.softmax(dtype=...)): "float" is the run's float dtype, any other name
+ * that exact type. 0 / -1 after memest_fail. */
+static inline int arg_dtype_exact(struct memest_ictx *c, const char *s, enum memest_dtype *out)
+{
+    if (strcmp(s, "float") == 0) {
+        *out = memest_float_dtype(c);
+        return 0;
+    }
+    if (memest_dtype_parse(s, out) != 0)
+        return memest_fail(c, "unknown dtype \"%s\" (one of %s, or \"float\")", s,
+                           memest_dtype_names());
+    return 0;
+}
+
 static inline int need_float(struct memest_ictx *c, int i)
 {
     enum memest_dtype t = memest_in_dtype(c, i);
@@ -122,6 +137,24 @@ static inline double dprod(int n, const int64_t *v)
     for (int i = 0; i < n; i++)
         p *= (double)v[i];
     return p;
+}
+
+/* The transient memory of a composite op's forward (or backward): the
+ * intermediates that are neither its outputs nor saved, allocated and freed
+ * in the order the eager code makes them; `peak` is what the op declares as
+ * its workspace. */
+struct transient {
+    uint64_t cur, peak;
+};
+static inline void tr_alloc(struct transient *t, uint64_t bytes)
+{
+    t->cur = memest_sat_add(t->cur, bytes);
+    if (t->cur > t->peak)
+        t->peak = t->cur;
+}
+static inline void tr_free(struct transient *t, uint64_t bytes)
+{
+    t->cur = t->cur > bytes ? t->cur - bytes : 0;
 }
 
 /* ---- view geometry (sizes and strides in elements) ---- */

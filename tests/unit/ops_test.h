@@ -37,10 +37,11 @@ static inline void t_free(struct t_model *t)
     t->model_ok = t->graph_ok = false;
 }
 
-/* Builds and infers `json` (single-quoted) with the batch size and dtype.
- * 0, or -1 with the formatted error in t->msg. */
-static inline int t_load_dt(struct t_model *t, const char *json, int64_t batch,
-                            enum memest_dtype dt)
+/* Builds and infers `json` (single-quoted) with the run options `o`
+ * (batch size, dtype, autocast, the LLM options). 0, or -1 with the
+ * formatted error in t->msg. */
+static inline int t_load_opts(struct t_model *t, const char *json,
+                              const struct memest_run_opts *o)
 {
     memset(t, 0, sizeof *t);
     size_t n = strlen(json);
@@ -57,12 +58,19 @@ static inline int t_load_dt(struct t_model *t, const char *json, int64_t batch,
     }
     if (rc == 0) {
         t->graph_ok = true;
-        struct memest_run_opts o = {.batch = batch, .dtype = dt};
-        rc = memest_run_infer(&t->r, &t->g, &o, &t->err);
+        rc = memest_run_infer(&t->r, &t->g, o, &t->err);
     }
     if (rc != 0)
         memest_error_format(&t->err, t->msg, sizeof t->msg);
     return rc;
+}
+
+/* The same with only the batch size and dtype. */
+static inline int t_load_dt(struct t_model *t, const char *json, int64_t batch,
+                            enum memest_dtype dt)
+{
+    struct memest_run_opts o = {.batch = batch, .dtype = dt};
+    return t_load_opts(t, json, &o);
 }
 
 static inline int t_load(struct t_model *t, const char *json, int64_t batch)

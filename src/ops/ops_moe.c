@@ -1,0 +1,309 @@
+/* ops_moe.c - the sparse mixture-of-experts block of transformers v4.48.0
+ * (MixtralSparseMoeBlock.forward in models/mixtral/modeling_mixtral.py,
+ * Qwen2MoeSparseMoeBlock.forward in models/qwen2_moe/modeling_qwen2_moe.py),
+ * cut into the three ops a model file chains around each expert's MLP:
+ *
+ *   routing_weights = F.softmax(router_logits, dim=1, dtype=torch.float)
+ *   routing_weights, selected_experts = torch.topk(routing_weights, top_k, -1)
+ *   routing_weights /= routing_weights.sum(dim=-1, keepdim=True)  # Mixtral;
+ *                                              # Qwen2-MoE if norm_topk_prob
+ *   routing_weights = routing_weights.to(hidden_states.dtype)
+ *   final_hidden_states = torch.zeros((T, H), dtype=hidden_states.dtype)
+ *   expert_mask = one_hot(selected_experts, num_experts).permute(2, 1, 0)
+ *                                            ^ moe_router (from the logits)
+ *   for expert_idx in range(num_experts):
+ *       idx, top_x = torch.where(expert_mask[expert_idx])
+ *       current_state = hidden_states[None, top_x].reshape(-1, H)
+ *       w = routing_weights[top_x, idx, None]
+ *                                            ^ moe_gather
+ *       current_hidden_states = expert(current_state) * w
+ *                                            ^ the expert's linears, act_mul, mul
+ *       final_hidden_states.index_add_(0, top_x, current_hidden_states.to(dtype))
+ *                                            ^ moe_index_add
+ *
+ * What autograd saves (PyTorch 2.6, tools/autograd/derivatives.yaml):
+ *   softmax with dtype=float: at::softmax (aten/src/ATen/native/SoftMax.cpp)
+ *     calls _softmax(x, dim, half_to_float=true) for a CUDA half input, else
+ *     _softmax(x.to(float32)); SoftmaxBackward0 saves `result`, the float32
+ *     [T, E] probabilities (the float32 copy of a bfloat16 input is a
+ *     temporary, ToCopyBackward0 saving nothing);
+ *   topk: TopkBackward0 saves `indices` (value_selecting_reduction_backward),
+ *     the int64 [T, k] selected experts;
+ *   routing_weights /= s (s = sum(-1, keepdim), SumBackward1 saves sizes only):
+ *     div_.Tensor uses div.Tensor's formulas, self's needing `other` (the
+ *     float32 [T, 1] sum) and other's needing `self`, which for an in-place
+ *     op the generated code saves as `original_self = self.clone()`
+ *     (tools/autograd/gen_variable_type.py): a float32 [T, k] clone;
+ *   .to(dtype): ToCopyBackward0 saves nothing (no copy for the same dtype);
+ *   one_hot, permute, where (nonzero().unbind(1)): integer results, no grad;
+ *   hidden_states[None, top_x] and routing_weights[top_x, idx, None]:
+ *     index.Tensor, IndexBackward0 saves `indices` (and self's sizes): top_x
+ *     and idx, both views of torch.where's one int64 [n_e, 2] result
+ *     (at::nonzero_numpy = nonzero().unbind(1)), a storage of 16 * n_e bytes;
+ *   expert_out * w: mul saves both operands (the mul op of the model file);
+ *   index_add_: self's gradient is grad itself, source's is
+ *     grad.index_select(dim, index).expand_as(source) (source.dim() > 0
+ *     picks the branch): `index` (top_x again) and `source`, the expert's
+ *     weighted output [n_e, H] (or its cast copy, see below), are saved.
+ * So per expert the saved int64 storage is torch.where's [n_e, 2]: moe_gather
+ * declares it as its output 2, and moe_index_add reads it as an optional
+ * third input (the same storage, counted once). Checked in PyTorch 2.6 with
+ * saved_tensors_hooks on the block's statements (bfloat16, T 6, E 4, k 2).
+ *
+ * What the forward allocates: moe_router's outputs (the weights [T, k],
+ * the experts [T, k] int64, the one-hot mask [E, k, T] int64, which PyTorch
+ * keeps until the block returns: a model file passes it to each moe_gather
+ * so that it stays alive), the saved softmax, clone and sum, and as
+ * temporaries the float32 copy of bfloat16 logits [T, E] and the float32
+ * topk values [T, k] when .to() casts them; moe_gather's [n_e, 2] where
+ * result and its two gathered tensors [n_e, H] and [n_e, 1]; moe_index_add
+ * adds in place (the source cast to the accumulator's dtype when they
+ * differ, as .to(hidden_states.dtype) does under autocast: saved in training,
+ * a temporary otherwise).
+ *
+ * n_e, the tokens routed to expert e, depends on the data; memest assumes
+ * the T*k assignments split evenly (the remainder to the lowest experts), or
+ * with the run option moe_imbalance F > 1 (--moe-imbalance) expert 0 gets
+ * min(T, ceil(F*T*k/E)) and the others share the rest evenly.
+ *
+ * Not modelled: the small scratch of nonzero and of the sort that
+ * index_put_(accumulate=true) runs in the index backward on CUDA. */
+#include <math.h>
+
+#include "memest/run.h"
+#include "ops_common.h"
+
+/* ---- n_e: tokens routed to one expert ---- */
+
+/* The rule above for T tokens, top_k of num_experts, expert e; the run's
+ * moe_imbalance F. T*k is checked by the caller (<= 2^63 - 1). */
+static int64_t tokens_of_expert(int64_t T, int64_t top_k, int64_t num_experts, int64_t e,
+                                double imbalance)
+{
+    int64_t total = T * top_k;
+    int64_t first = 0, others = num_experts;
+    if (imbalance > 1) {
+        double share = ceil(imbalance * (double)total / (double)num_experts);
+        int64_t n0 = share >= (double)T ? T : (int64_t)share;
+        if (e == 0)
+            return n0;
+        total -= n0;
+        first = 1;
+        others = num_experts - 1;
+    }
+    int64_t q = total / others, r = total % others;
+    return q + (e - first < r ? 1 : 0);
+}
+
+/* n_e of the expert a moe_gather / moe_index_add node names, from T. */
+static int expert_tokens(struct memest_ictx *c, int64_t T, int64_t top_k, int64_t num_experts,
+                         int64_t e, int64_t *n_e)
+{
+    int64_t total;
+    if (top_k > num_experts)
+        return memest_fail(c, "top_k %lld is more than num_experts %lld", (long long)top_k,
+                           (long long)num_experts);
+    if (e >= num_experts)
+        return memest_fail(c, "expert %lld is out of range (num_experts %lld)", (long long)e,
+                           (long long)num_experts);
+    if (!mul_i64(T, top_k, &total))
+        return memest_fail(c, "tokens * top_k overflows");
+    *n_e = tokens_of_expert(T, top_k, num_experts, e, memest_run_options(c)->moe_imbalance);
+    return 0;
+}
+
+static int need_2d(struct memest_ictx *c, int i, const char *what)
+{
+    if (memest_in_shape(c, i)->ndim != 2)
+        return memest_fail(c, "expects %s as a 2-D tensor, got %s", what, IN_STR(c, i));
+    return 0;
+}
+
+static int need_int64(struct memest_ictx *c, int i, const char *what)
+{
+    if (memest_in_dtype(c, i) != MEMEST_I64)
+        return memest_fail(c, "expects %s of dtype int64, got %s", what,
+                           memest_dtype_name(memest_in_dtype(c, i)));
+    return 0;
+}
+
+/* ---- moe_router ---- */
+
+enum { RT_TOPK, RT_NORM };
+static const struct memest_argspec router_args[] = {
+    [RT_TOPK] = {"top_k", MEMEST_ARG_INT, .required = true, .lo = 1, .hi = ARG_MAX,
+                 .doc = "experts per token (num_experts_per_tok)"},
+    [RT_NORM] = {"norm_topk_prob", MEMEST_ARG_BOOL, .idef = 0,
+                 .doc = "routing_weights /= routing_weights.sum(-1, keepdim=True)"},
+};
+
+static int infer_router(struct memest_ictx *c)
+{
+    if (need_2d(c, 0, "router logits [tokens, experts]") != 0 || need_float(c, 0) != 0)
+        return -1;
+    const struct memest_shape lg = *memest_in_shape(c, 0);
+    int64_t T = lg.size[0], E = lg.size[1], k = memest_arg_int(c, RT_TOPK);
+    enum memest_dtype ldt = memest_in_dtype(c, 0), wdt = ldt;
+    if (memest_in_count(c) == 2) {
+        const struct memest_shape *h = memest_in_shape(c, 1);
+        if (h->ndim != 2 || h->size[0] != T)
+            return memest_fail(c, "expects the hidden states as [%lld, hidden], got %s",
+                               (long long)T, IN_STR(c, 1));
+        if (need_float(c, 1) != 0)
+            return -1;
+        wdt = memest_in_dtype(c, 1); /* .to(hidden_states.dtype) */
+        memest_grad_none(c, 1);     /* read for its dtype only */
+    }
+    if (k > E)
+        return memest_fail(c, "top_k %lld is more than the %lld experts", (long long)k,
+                           (long long)E);
+    int64_t tk[2] = {T, k}, mask[3] = {E, k, T}, te[2] = {T, E}, t1[2] = {T, 1};
+    if (memest_out_new(c, 2, tk, wdt) < 0 || memest_out_new(c, 2, tk, MEMEST_I64) < 0 ||
+        memest_out_new(c, 3, mask, MEMEST_I64) < 0)
+        return -1;
+    memest_out_set_requires_grad(c, 1, false);
+    memest_out_set_requires_grad(c, 2, false);
+    /* SoftmaxBackward0: result; TopkBackward0: indices; the in-place div_:
+     * the clone of its self and the sum */
+    if (save_new_if(c, 2, te, MEMEST_F32) != 0 || memest_save_out(c, 1) != 0)
+        return -1;
+    if (memest_arg_bool(c, RT_NORM) &&
+        (save_new_if(c, 2, tk, MEMEST_F32) != 0 || save_new_if(c, 2, t1, MEMEST_F32) != 0))
+        return -1;
+    /* temporaries: the float32 copy of non-half logits for _softmax (a half
+     * input is read directly, half_to_float), else the float32 topk values
+     * that .to() casts (the smaller, k <= E) */
+    if (ldt != MEMEST_F32 && ldt != MEMEST_F16)
+        memest_workspace(c, sat_bytes(2, te, MEMEST_F32));
+    else if (wdt != MEMEST_F32)
+        memest_workspace(c, sat_bytes(2, tk, MEMEST_F32));
+    /* backward: topk's gradient is a float32 [T, E] (zeros, scattered),
+     * softmax's another for logits that are not float32 or half before
+     * ToCopyBackward0 casts it to the logits' gradient */
+    memest_bwd_workspace(c, memest_sat_mul(sat_bytes(2, te, MEMEST_F32),
+                                           ldt != MEMEST_F32 && ldt != MEMEST_F16 ? 2 : 1));
+    return 0;
+}
+
+/* ---- moe_gather ---- */
+
+enum { MX_EXPERTS, MX_TOPK, MX_EXPERT };
+static const struct memest_argspec expert_args[] = {
+    [MX_EXPERTS] = {"num_experts", MEMEST_ARG_INT, .required = true, .lo = 1, .hi = ARG_MAX},
+    [MX_TOPK] = {"top_k", MEMEST_ARG_INT, .required = true, .lo = 1, .hi = ARG_MAX},
+    [MX_EXPERT] = {"expert", MEMEST_ARG_INT, .required = true, .lo = 0, .hi = ARG_MAX,
+                   .doc = "expert index, 0 .. num_experts - 1"},
+};
+
+static int infer_gather(struct memest_ictx *c)
+{
+    if (need_2d(c, 0, "the hidden states [tokens, hidden]") != 0 ||
+        need_2d(c, 1, "the routing weights [tokens, top_k]") != 0)
+        return -1;
+    const struct memest_shape h = *memest_in_shape(c, 0), w = *memest_in_shape(c, 1);
+    int64_t E = memest_arg_int(c, MX_EXPERTS), k = memest_arg_int(c, MX_TOPK), T = h.size[0];
+    if (w.size[0] != T || w.size[1] != k)
+        return memest_fail(c, "expects routing weights [%lld, %lld] (tokens, top_k)",
+                           (long long)T, (long long)k);
+    if (memest_in_count(c) == 3) {
+        const struct memest_shape *m = memest_in_shape(c, 2);
+        if (need_int64(c, 2, "the expert mask") != 0)
+            return -1;
+        if (m->ndim != 3 || m->size[0] != E || m->size[1] != k || m->size[2] != T)
+            return memest_fail(c, "expects the expert mask [%lld, %lld, %lld]", (long long)E,
+                               (long long)k, (long long)T);
+        memest_grad_none(c, 2);
+    }
+    int64_t n;
+    if (expert_tokens(c, T, k, E, memest_arg_int(c, MX_EXPERT), &n) != 0)
+        return -1;
+    int64_t nh[2] = {n, h.size[1]}, n1[2] = {n, 1}, n2[2] = {n, 2};
+    if (memest_out_new(c, 2, nh, memest_in_dtype(c, 0)) < 0 ||
+        memest_out_new(c, 2, n1, memest_in_dtype(c, 1)) < 0 ||
+        memest_out_new(c, 2, n2, MEMEST_I64) < 0)
+        return -1;
+    memest_out_set_requires_grad(c, 0, memest_in_requires_grad(c, 0));
+    memest_out_set_requires_grad(c, 1, memest_in_requires_grad(c, 1));
+    memest_out_set_requires_grad(c, 2, false);
+    /* IndexBackward0 of either index op: the where result (top_x, idx) */
+    return memest_save_out(c, 2);
+}
+
+/* ---- moe_index_add ---- */
+
+static int infer_index_add(struct memest_ictx *c)
+{
+    if (need_2d(c, 0, "the accumulator [tokens, hidden]") != 0 ||
+        need_2d(c, 1, "the expert's output [tokens of the expert, hidden]") != 0)
+        return -1;
+    const struct memest_shape acc = *memest_in_shape(c, 0), src = *memest_in_shape(c, 1);
+    int64_t n;
+    if (expert_tokens(c, acc.size[0], memest_arg_int(c, MX_TOPK), memest_arg_int(c, MX_EXPERTS),
+                      memest_arg_int(c, MX_EXPERT), &n) != 0)
+        return -1;
+    if (src.size[0] != n || src.size[1] != acc.size[1])
+        return memest_fail(c, "expects the expert's output as [%lld, %lld] (its tokens, hidden)",
+                           (long long)n, (long long)acc.size[1]);
+    enum memest_dtype adt = memest_in_dtype(c, 0), sdt = memest_in_dtype(c, 1);
+    if (dtype_category(sdt) > dtype_category(adt))
+        return memest_fail(c, "in place: the source type %s can't be cast to the accumulator's "
+                              "type %s",
+                           memest_dtype_name(sdt), memest_dtype_name(adt));
+    int64_t n2[2] = {n, 2};
+    bool have_index = memest_in_count(c) == 3;
+    if (have_index) {
+        const struct memest_shape *ix = memest_in_shape(c, 2);
+        if (need_int64(c, 2, "the index") != 0)
+            return -1;
+        if (ix->ndim != 2 || ix->size[0] != n || ix->size[1] != 2)
+            return memest_fail(c, "expects the index as moe_gather's output 2, [%lld, 2]",
+                               (long long)n);
+        memest_grad_none(c, 2);
+    }
+    if (memest_out_inplace(c, 0) < 0)
+        return -1;
+    memest_grad_same(c, 0, 0); /* index_add: self: grad */
+    bool save = memest_in_requires_grad(c, 1); /* only source's formula saves */
+    if (sdt != adt && !save) /* current_hidden_states.to(hidden_states.dtype) */
+        memest_workspace(c, sat_bytes(2, src.size, adt));
+    if (!save)
+        return 0;
+    if (sdt != adt ? save_new_if(c, 2, src.size, adt) != 0 : memest_save_in(c, 1) != 0)
+        return -1;
+    return have_index ? memest_save_in(c, 2) : save_new_if(c, 2, n2, MEMEST_I64);
+}
+
+const struct memest_op_desc memest_ops_moe[] = {
+    {
+        .name = "moe_router",
+        .min_in = 1,
+        .max_in = 2,
+        .args = router_args,
+        .nargs = NARGS(router_args),
+        .infer = infer_router,
+        .doc = "MoE routing: softmax (float32), topk, optional renormalisation of router "
+               "logits [T, E] (input 2, optional: the hidden states, whose dtype the weights "
+               "take); outputs weights [T, k], experts [T, k] int64, one-hot mask [E, k, T]",
+    },
+    {
+        .name = "moe_gather",
+        .min_in = 2,
+        .max_in = 3,
+        .args = expert_args,
+        .nargs = NARGS(expert_args),
+        .infer = infer_gather,
+        .doc = "one expert's tokens: hidden [T, H], weights [T, k] (and the router's mask) to "
+               "[n_e, H], their weights [n_e, 1] and the torch.where index [n_e, 2]",
+    },
+    {
+        .name = "moe_index_add",
+        .min_in = 2,
+        .max_in = 3,
+        .args = expert_args,
+        .nargs = NARGS(expert_args),
+        .infer = infer_index_add,
+        .doc = "acc.index_add_(0, top_x, src): an expert's output [n_e, H] into acc [T, H] "
+               "in place (input 3: moe_gather's index)",
+    },
+};
+const int memest_ops_moe_count = NOPS(memest_ops_moe);

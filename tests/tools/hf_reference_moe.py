@@ -1,0 +1,126 @@
+#!/usr/bin/python3
+"""Reference figures for the sparse-MoE templates (models/arch/mixtral.json, qwen2_moe.json), from real
+PyTorch 2.6:
+
+    ../shared/tools/torch2-chroot python3 tests/tools/hf_reference_moe.py tests/reference/hf_figures_moe.json
+
+(run from the checkout root; CPU only). As tests/tools/hf_reference.py (whose measurement this reuses),
+for the models of tests/tools/hf_models_moe.py (transformers v4.48.0, op by op):
+
+* "configs": each shipped example config (CONFIGS below) built on torch.device("meta"): params_total,
+  param_tensors, buffers; the published figure, checked equal here (an assertion) and against the
+  arithmetic written out in PUBLISHED_ARITHMETIC.
+* "tiny": small configs (tests/hf/tiny/mixtral.json, qwen2_moe.json) with the routing forced to the
+  balanced round-robin split memest assumes (hf_models_moe.py, balanced=True), measured in train() mode,
+  one forward of input_ids [B, S] to logits.float().view(-1, V), in float32 and bfloat16, attention
+  "eager" and "sdpa": saved activations by saved_tensors_hooks, storages de-duplicated, parameters and
+  buffers excluded, with hf_reference.py's CUDA corrections.
+"""
+import json
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hf_models_moe import BUILDERS  # noqa: E402
+from hf_reference import TINY_BATCH, TINY_SEQ, here, load, measure, static_info  # noqa: E402
+
+torch.set_num_threads(2)
+
+CONFIGS = ["mixtral-8x7b", "qwen1.5-moe-a2.7b"]
+TINY = ["mixtral", "qwen2_moe"]
+
+
+def mixtral_8x7b():
+    """Mixtral-8x7B-v0.1: 46,702,792,704 (the figure num_parameters() gives for the hub checkpoint)."""
+    V, H, L, I, E = 32000, 4096, 32, 14336, 8
+    heads, kv, hd = 32, 8, 128
+    attn = H * heads * hd + 2 * H * kv * hd + heads * hd * H   # q, k, v, o (no biases)
+    moe = H * E + E * 3 * H * I                                # gate + experts' w1, w3, w2
+    norms = 2 * H
+    return 2 * V * H + L * (attn + moe + norms) + H            # embed, lm_head (untied), final norm
+
+
+def qwen15_moe_a27b():
+    """Qwen1.5-MoE-A2.7B: 14,315,784,192 ("14.3B parameters in total", the model card)."""
+    V, H, L, E = 151936, 2048, 24, 60
+    moe_i, shared_i = 1408, 5632
+    attn = 3 * (H * H + H) + H * H                             # q, k, v with biases, o without
+    moe = H * E + E * 3 * H * moe_i + 3 * H * shared_i + H     # gate, experts, shared expert, its gate
+    norms = 2 * H
+    return 2 * V * H + L * (attn + moe + norms) + H
+
+
+PUBLISHED = {"mixtral-8x7b": 46702792704, "qwen1.5-moe-a2.7b": 14315784192}
+PUBLISHED_ARITHMETIC = {"mixtral-8x7b": mixtral_8x7b(), "qwen1.5-moe-a2.7b": qwen15_moe_a27b()}
+
+
+def config_figures():
+    out = {}
+    for name in CONFIGS:
+        cfg = load(here("models", "hf", name + ".json"))
+        with torch.device("meta"):
+            model = BUILDERS[cfg["model_type"]](cfg)
+        info = static_info(model)
+        info["model_type"] = cfg["model_type"]
+        info["published_params"] = PUBLISHED[name]
+        assert PUBLISHED_ARITHMETIC[name] == PUBLISHED[name], (name, PUBLISHED_ARITHMETIC[name])
+        assert info["params_total"] == PUBLISHED[name], (name, info["params_total"], PUBLISHED[name])
+        out[name] = info
+    return out
+
+
+def tiny_figures():
+    out = {}
+    for name in TINY:
+        fn = name + ".json"
+        cfg = load(here("tests", "hf", "tiny", fn))
+        entry = {"config": "tests/hf/tiny/" + fn, "batch": TINY_BATCH, "seq_len": TINY_SEQ,
+                 "routing": "balanced (round-robin)", "runs": {}}
+        for dtype in (torch.float32, torch.bfloat16):
+            for attn in ("eager", "sdpa"):
+                torch.manual_seed(0)
+                old = torch.get_default_dtype()
+                torch.set_default_dtype(dtype)
+                try:
+                    model = BUILDERS[cfg["model_type"]](cfg, attn, balanced=True)
+                finally:
+                    torch.set_default_dtype(old)
+                if "params_total" not in entry:
+                    entry.update(static_info(model))
+                torch.manual_seed(0)
+                ids = torch.randint(0, cfg["vocab_size"], (TINY_BATCH, TINY_SEQ))
+                r = measure(model, ids)
+                del r["storages"]  # per-storage lines: long, and in by_grad_fn already
+                entry["runs"]["%s/%s" % (str(dtype).replace("torch.", ""), attn)] = r
+        out[name] = entry
+    return out
+
+
+def main(argv):
+    result = {
+        "generator": "tests/tools/hf_reference_moe.py",
+        "follows": "transformers v4.48.0 (tests/tools/hf_models_moe.py)",
+        "torch_version": torch.__version__,
+        "device": "cpu",
+        "configs": config_figures(),
+        "tiny": tiny_figures(),
+    }
+    text = json.dumps(result, indent=1, sort_keys=True) + "\n"
+    if len(argv) > 1:
+        with open(argv[1], "w") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    for name, e in result["configs"].items():
+        sys.stderr.write("%-18s %14d params  published %s  buffers %d\n" % (
+            name, e["params_total"], e.get("published_params"), e["buffers_count"]))
+    for name, e in result["tiny"].items():
+        for k, r in e["runs"].items():
+            sys.stderr.write("%-18s %-16s %10d saved (cuda %d)\n" % (name, k, r["saved_activation_bytes"],
+                                                                     r["saved_activation_bytes_cuda_corrected"]))
+
+
+if __name__ == "__main__":
+    main(sys.argv)
