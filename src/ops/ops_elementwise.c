@@ -20,14 +20,17 @@
  *     expanded to the broadcast batch and reshaped to 3-D (a copy when the
  *     expansion cannot be viewed that way). mm/bmm save each operand when
  *     the other requires grad;
- *   mean over dims: its input (1.13's MeanBackward1 keeps self; newer
- *     releases keep only sizes); a full mean(), sum: nothing;
+ *   mean over dims: nothing (2.x's MeanBackward1 keeps sizes and numel);
+ *     under --torch 1.13 its input (1.13's keeps self); a full mean(),
+ *     sum: nothing;
  *   masked_fill: only its bool mask, a buffer here, so nothing.
  * MACs: matmul/bmm only (m*n*k per product; backward: once more per operand
  * that requires grad). */
 #include <math.h>
 
 #include "ops_common.h"
+
+#include "memest/run.h"
 
 /* True for a number with no fractional part (a Python int, as far as type
  * promotion is concerned). */
@@ -367,7 +370,7 @@ static int infer_reduce(struct memest_ictx *c, bool mean)
     }
     if (memest_out_new(c, n, size, dt) < 0)
         return -1;
-    if (mean && !a->none)
+    if (mean && !a->none && memest_run_options(c)->torch == 113)
         return memest_save_in(c, 0);
     return 0;
 }
