@@ -12,10 +12,24 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "memest/arena.h"
+#include "memest/dtype.h"
 #include "memest/error.h"
 #include "memest/graph.h"
 
 struct cJSON;
+
+/* A --set NAME=VALUE override of a model variable. A value that fails a
+ * check of the model builder because of an override is a usage error naming
+ * the option (opt, NAME and VALUE). The values a Hugging Face config gives
+ * the variables of its architecture template are overrides too (struct
+ * memest_model's preset: opt names the config key, and a check they fail is
+ * a model error). */
+struct memest_override {
+    const char *name;
+    const char *value;  /* a number (format.h's syntax), true/false, or else a string */
+    const char *opt;    /* the option, for messages: "--sweep-var"; NULL: "--set" */
+};
 
 struct memest_model {
     struct cJSON *root;
@@ -24,20 +38,24 @@ struct memest_model {
      * work budget scales with it. The fuzzer lowers it to keep every input
      * fast; the tool never changes it. */
     uint32_t max_nodes;
-};
-
-/* A --set NAME=VALUE override of a model variable. A value that fails a
- * check of the model builder because of an override is a usage error naming
- * the option (opt, NAME and VALUE). */
-struct memest_override {
-    const char *name;
-    const char *value;  /* a number (format.h's syntax), true/false, or else a string */
-    const char *opt;    /* the option, for messages: "--sweep-var"; NULL: "--set" */
+    /* A Hugging Face config.json read through its architecture template
+     * (hf_config.c); all zero for a model file. root is then the template,
+     * file the config file, and build applies `preset` (the config's values
+     * of the template's variables) before the caller's overrides, which win. */
+    const char *arch;                 /* the template: "models/arch/llama.json (built in)" */
+    const struct memest_override *preset;
+    int npreset;
+    bool has_dtype;                   /* the config's torch_dtype (or dtype), when it */
+    enum memest_dtype dtype;          /* names one ("auto" or absent: none) */
+    struct memest_arena arena;        /* what the fields above point to */
 };
 
 /* Reads and parses a file: size limit MEMEST_MAX_FILE_BYTES, valid UTF-8, no
  * NUL bytes, exactly one JSON value, no duplicate keys. 0 / -1 (err names the
- * file and line:col). */
+ * file and line:col). A directory stands for its config.json, and a file
+ * whose top level has "model_type" and no "layers" is a Hugging Face config:
+ * it is read through the architecture template of its model_type
+ * (MEMEST_ARCH_PATH, then the templates built in; see hf_config.c). */
 int memest_model_read_file(const char *path, struct memest_model *m, struct memest_error *err);
 /* The same for text in memory (`label` names it in messages). */
 int memest_model_read_string(const char *text, size_t len, const char *label,

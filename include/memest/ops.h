@@ -145,6 +145,13 @@ int memest_out_new(struct memest_ictx *c, int ndim, const int64_t *size, enum me
  * keep their input's memory format, as TensorIterator does). */
 int memest_out_like(struct memest_ictx *c, const struct memest_shape *sizes, int like,
                     enum memest_dtype dt);
+/* New output with a fresh storage of `numel` elements and the geometry
+ * `geom` (offset 0), for kernels whose result is laid out otherwise than
+ * contiguously (torch.empty_permuted, or a narrow of a padded buffer: the
+ * memory-efficient and flash attention kernels); geom must lie within
+ * numel elements. */
+int memest_out_new_strided(struct memest_ictx *c, const struct memest_shape *geom, uint64_t numel,
+                           enum memest_dtype dt);
 /* Output that is a view of input `in`: same storage, the given sizes and
  * strides, element offset `offset` relative to the input's. */
 int memest_out_view(struct memest_ictx *c, int in, const struct memest_shape *geom,

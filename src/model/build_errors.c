@@ -77,13 +77,21 @@ int mb_nomem(struct builder *b)
  * value fails is the command line's fault: a usage error (exit 2) naming the
  * option, at the place in the file where the value was refused. */
 
+/* Whether ov is one of the values of the model's Hugging Face config. */
+bool mb_from_config(const struct builder *b, const struct memest_override *ov)
+{
+    return b->m->npreset > 0 && ov >= b->m->preset && ov < b->m->preset + b->m->npreset;
+}
+
 const char *mb_opt_of(const struct memest_override *ov)
 {
     return ov->opt ? ov->opt : "--set";
 }
 
 /* Makes the error just set a usage error naming the override `tag` (a
- * struct memest_override *, or NULL: nothing changes). Returns -1. */
+ * struct memest_override *, or NULL: nothing changes); a value of a
+ * Hugging Face config stays a model error, naming the config's key.
+ * Returns -1. */
 int mb_blame(struct builder *b, const void *tag)
 {
     const struct memest_override *ov = tag;
@@ -94,7 +102,18 @@ int mb_blame(struct builder *b, const void *tag)
     char msg[sizeof e->msg], path[sizeof e->path];
     memcpy(msg, e->msg, sizeof msg);
     memcpy(path, e->path, sizeof path);
+    enum memest_errcode code = e->code;
     e->code = MEMEST_ERR_NONE;
+    if (mb_from_config(b, ov)) { /* the config file's fault: a model error naming its key */
+        if (strcmp(ov->opt, ov->name) == 0)
+            return memest_errf(e, code, path, "the config's %.*s=%.*s: %s",
+                               memest_utf8_prefix(ov->name, 100), ov->name,
+                               memest_utf8_prefix(ov->value, 100), ov->value, msg);
+        return memest_errf(e, code, path, "the config's %.*s (%.*s=%.*s): %s",
+                           memest_utf8_prefix(ov->opt, 100), ov->opt,
+                           memest_utf8_prefix(ov->name, 100), ov->name,
+                           memest_utf8_prefix(ov->value, 100), ov->value, msg);
+    }
     return memest_errf(e, MEMEST_ERR_USAGE, path, "%s %.*s=%.*s: %s", mb_opt_of(ov),
                        memest_utf8_prefix(ov->name, 100), ov->name,
                        memest_utf8_prefix(ov->value, 100), ov->value, msg);

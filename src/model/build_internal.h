@@ -4,7 +4,8 @@
  * The builder expands a parsed model file into the layer graph, in stages
  * that each have a file:
  *   model_build.c   the entry point: top-level fields, inputs, outputs, loss
- *   build_vars.c    variables, --set overrides and name scopes; expressions
+ *   build_vars.c    variables, overrides, "let", "checks" and name scopes;
+ *                   expressions
  *   build_args.c    argument values: numbers, integers, op arguments
  *   build_expand.c  nodes: names and references, "inputs", "if", "repeat"
  *   build_block.c   blocks: their definitions and their calls
@@ -87,6 +88,7 @@ char *mb_decimal(char *buf, int64_t v);
 void mb_set_ctx_node(struct builder *b, const char *name);
 const char *mb_jp_str(struct builder *b, const struct jp *p);
 int mb_nomem(struct builder *b);
+bool mb_from_config(const struct builder *b, const struct memest_override *ov);
 const char *mb_opt_of(const struct memest_override *ov);
 int mb_blame(struct builder *b, const void *tag);
 int mb_value_err(struct builder *b, const void *tag, enum memest_errcode code,
@@ -105,8 +107,9 @@ int mb_scope_index(struct builder *b, struct scope *sc, struct memest_strmap *ma
 enum { EXPR_TEXT = -1, EXPR_VALUE = -2, EXPR_BUDGET = -3 };
 int mb_eval_expr(struct builder *b, const char *s, const struct scope *sc, const char *path,
                  struct memest_expr_val *out, char *why, size_t whylen);
-int mb_load_variables(struct builder *b, const cJSON *jvars, const struct memest_override *ov,
-                      int nov, struct scope *globals);
+int mb_load_variables(struct builder *b, const cJSON *jvars, const cJSON *jlet,
+                      const struct memest_override *ov, int nov, struct scope *globals);
+int mb_run_checks(struct builder *b, const cJSON *jchecks, const struct scope *globals);
 int mb_note_overrides(struct builder *b);
 
 /* ---- build_args.c ---- */

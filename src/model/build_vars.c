@@ -1,9 +1,12 @@
-/* build_vars.c - the model's variables, the --set (and --sweep-var)
- * overrides that replace them, and the scopes expressions look names up in
- * (globals, a block's arguments, "repeat_index"). */
+/* build_vars.c - the model's variables, the values a Hugging Face config
+ * and the --set (and --sweep-var) overrides give them, the derived
+ * variables ("let") and the model's "checks", and the scopes expressions
+ * look names up in (globals, a block's arguments, "repeat_index"). */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "memest/escape.h"
 #include "memest/format.h"
 #include "memest/suggest.h"
 
@@ -142,16 +145,127 @@ bool memest_model_has_variable(const struct memest_model *m, const char *name, c
     return false;
 }
 
-/* "variables" into the global scope, with the overrides ov[0..nov) applied:
- * each must name a variable and keep its kind. 0 / -1. */
-int mb_load_variables(struct builder *b, const cJSON *jvars, const struct memest_override *ov,
-                      int nov, struct scope *globals)
+/* Whether "let" defines `name`. */
+static bool is_let(const cJSON *jlet, const char *name)
+{
+    return cJSON_IsObject(jlet) && cJSON_GetObjectItemCaseSensitive(jlet, name) != NULL;
+}
+
+/* Applies the override ov to the variable it names in vars[0..n): it must
+ * name one and keep its kind. */
+static int apply_override(struct builder *b, struct var *vars, int n, const cJSON *jvars,
+                          const cJSON *jlet, const struct memest_override *ov)
+{
+    int j = 0;
+    while (j < n && strcmp(vars[j].name, ov->name) != 0)
+        j++;
+    if (j == n && is_let(jlet, ov->name))
+        return memest_errf(b->err, MEMEST_ERR_USAGE, NULL,
+                           "%s %s: \"%s\" is derived (a \"let\" of the model) and cannot be "
+                           "set; set the variables it is computed from", mb_opt_of(ov), ov->name,
+                           ov->name);
+    if (j == n) {
+        char dym[sizeof b->err->msg];
+        return memest_errf(b->err, MEMEST_ERR_USAGE, NULL,
+                           "%s %s: the model has no variable \"%s\"%s", mb_opt_of(ov), ov->name,
+                           ov->name,
+                           memest_suggest_clause(nearest_variable(jvars, ov->name), dym,
+                                                 sizeof dym));
+    }
+    static const char *const kind_name[] = {[V_NUM] = "a number", [V_BOOL] = "true or false",
+                                            [V_STR] = "a string", [V_JSON] = "a list"};
+    enum vkind was = vars[j].kind;
+    if (was == V_JSON)
+        return memest_errf(b->err, MEMEST_ERR_USAGE, NULL,
+                           "%s %s: the variable is a list in the model; only numbers, "
+                           "booleans and strings can be set", mb_opt_of(ov), ov->name);
+    if (was == V_STR && mb_from_config(b, ov)) { /* a config's string stays one ("1", "true") */
+        vars[j].str = ov->value;
+        vars[j].ov = ov;
+        return 0;
+    }
+    if (parse_override(b, ov, &vars[j]) != 0)
+        return -1;
+    if (vars[j].kind != was)
+        return memest_errf(b->err, MEMEST_ERR_USAGE, NULL,
+                           "%s %s=%s: expected %s, as the variable is in the model",
+                           mb_opt_of(ov), ov->name, ov->value, kind_name[was]);
+    vars[j].name = ov->name;
+    return 0;
+}
+
+/* "let": {"name": expression, ...}, derived variables appended to the
+ * global scope in order, each evaluated over the variables (overrides
+ * applied) and the lets before it. A value computed from an override
+ * carries it, so that a check it fails blames the override. */
+static int load_lets(struct builder *b, const cJSON *jlet, const cJSON *jvars,
+                     struct scope *globals)
+{
+    if (jlet && !cJSON_IsObject(jlet))
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, "let",
+                           "\"let\" must be an object of name: expression");
+    for (const cJSON *c = jlet ? jlet->child : NULL; c; c = c->next) {
+        char *lp = mb_path_join(b, "let", c->string);
+        if (!lp)
+            return -1;
+        const char *nm = c->string;
+        bool ident = (nm[0] >= 'a' && nm[0] <= 'z') || (nm[0] >= 'A' && nm[0] <= 'Z') || nm[0] == '_';
+        for (const char *p = nm; ident && *p; p++)
+            ident = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || *p == '_' ||
+                    (*p >= '0' && *p <= '9');
+        if (!ident || strlen(nm) > 100)
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, lp, "a \"let\" name must be a name "
+                               "expressions can use: letters, digits and '_', not first a digit, "
+                               "at most 100");
+        if (strcmp(nm, "batch") == 0 || strcmp(nm, "repeat_index") == 0 ||
+            strcmp(nm, "true") == 0 || strcmp(nm, "false") == 0)
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, lp, "\"%s\" is a reserved name", nm);
+        if (cJSON_GetObjectItemCaseSensitive(jvars, nm))
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, lp, "\"%s\" is already a variable",
+                               nm);
+        struct memest_expr_val v;
+        if (cJSON_IsNumber(c) || cJSON_IsBool(c)) {
+            const struct jp jp = {lp, NULL, -1};
+            if (mb_eval_number(b, c, globals, &jp, &v) != 0)
+                return -1;
+        } else if (cJSON_IsString(c)) {
+            char why[160];
+            int rc = mb_eval_expr(b, c->valuestring, globals, lp, &v, why, sizeof why);
+            if (rc == EXPR_BUDGET)
+                return -1;
+            if (rc != 0)
+                return mb_value_err(b, v.tag, MEMEST_ERR_SCHEMA, lp, "\"%.*s\": %s (a \"let\" "
+                                    "is an expression over the variables and the lets before it)",
+                                    memest_utf8_prefix(c->valuestring, 80), c->valuestring, why);
+        } else {
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, lp, "expected an expression, a number "
+                               "or a boolean, got %s", mb_json_type_name(c));
+        }
+        if (v.kind == MEMEST_EXPR_REAL && !(fabs(v.d) < INT_LIMIT)) {
+            char t[32];
+            return mb_value_err(b, v.tag, MEMEST_ERR_LIMIT, lp, "%s is too large: variables "
+                                "must be between -2^53 and 2^53, exclusive",
+                                memest_expr_str(&v, t, sizeof t));
+        }
+        globals->vars[globals->nvars++] =
+            (struct var){.name = nm, .kind = v.kind == MEMEST_EXPR_BOOL ? V_BOOL : V_NUM,
+                         .val = v, .ov = v.tag};
+    }
+    return 0;
+}
+
+/* "variables" into the global scope, with the overrides applied: those of
+ * the model's Hugging Face config (m->preset), then ov[0..nov), which win;
+ * then the "let" values after them. 0 / -1. */
+int mb_load_variables(struct builder *b, const cJSON *jvars, const cJSON *jlet,
+                      const struct memest_override *ov, int nov, struct scope *globals)
 {
     int n = jvars ? cJSON_GetArraySize(jvars) : 0;
+    int nlet = cJSON_IsObject(jlet) ? cJSON_GetArraySize(jlet) : 0;
     if (jvars && !cJSON_IsObject(jvars))
         return memest_errf(b->err, MEMEST_ERR_SCHEMA, "variables",
                            "\"variables\" must be an object of name: value");
-    struct var *vars = memest_arena_alloc(&b->g->arena, sizeof *vars * (size_t)(n + 1));
+    struct var *vars = memest_arena_alloc(&b->g->arena, sizeof *vars * ((size_t)n + (size_t)nlet + 1));
     if (!vars)
         return mb_nomem(b);
     int i = 0;
@@ -181,35 +295,55 @@ int mb_load_variables(struct builder *b, const cJSON *jvars, const struct memest
         }
         vars[i].name = c->string;
     }
-    for (int k = 0; k < nov; k++) {
-        int j = 0;
-        while (j < n && strcmp(vars[j].name, ov[k].name) != 0)
-            j++;
-        if (j == n) {
-            char dym[sizeof b->err->msg];
-            return memest_errf(b->err, MEMEST_ERR_USAGE, NULL,
-                               "%s %s: the model has no variable \"%s\"%s", mb_opt_of(&ov[k]),
-                               ov[k].name, ov[k].name,
-                               memest_suggest_clause(nearest_variable(jvars, ov[k].name), dym,
-                                                     sizeof dym));
-        }
-        static const char *const kind_name[] = {[V_NUM] = "a number", [V_BOOL] = "true or false",
-                                                [V_STR] = "a string", [V_JSON] = "a list"};
-        enum vkind was = vars[j].kind;
-        if (was == V_JSON)
-            return memest_errf(b->err, MEMEST_ERR_USAGE, NULL,
-                               "%s %s: the variable is a list in the model; only numbers, "
-                               "booleans and strings can be set", mb_opt_of(&ov[k]), ov[k].name);
-        if (parse_override(b, &ov[k], &vars[j]) != 0)
+    for (int k = 0; k < b->m->npreset; k++)
+        if (apply_override(b, vars, n, jvars, jlet, &b->m->preset[k]) != 0)
             return -1;
-        if (vars[j].kind != was)
-            return memest_errf(b->err, MEMEST_ERR_USAGE, NULL,
-                               "%s %s=%s: expected %s, as the variable is in the model",
-                               mb_opt_of(&ov[k]), ov[k].name, ov[k].value, kind_name[was]);
-        vars[j].name = ov[k].name;
-    }
+    for (int k = 0; k < nov; k++)
+        if (apply_override(b, vars, n, jvars, jlet, &ov[k]) != 0)
+            return -1;
     globals->vars = vars;
     globals->nvars = n;
+    return load_lets(b, jlet, jvars, globals);
+}
+
+/* "checks": [{"if": condition, "error": message}, ...]: the build fails
+ * with the message when a condition is false (a usage error naming the
+ * override a value of the condition comes from, as any check). */
+int mb_run_checks(struct builder *b, const cJSON *jchecks, const struct scope *globals)
+{
+    if (!jchecks)
+        return 0;
+    if (!cJSON_IsArray(jchecks))
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, "checks",
+                           "\"checks\" must be a list of {\"if\": condition, \"error\": message}");
+    int i = 0;
+    for (const cJSON *c = jchecks->child; c; c = c->next, i++) {
+        const struct jp jp = {"checks", NULL, i};
+        const char *cp = mb_jp_str(b, &jp);
+        const cJSON *cond = cJSON_GetObjectItemCaseSensitive(c, "if");
+        const cJSON *msg = cJSON_GetObjectItemCaseSensitive(c, "error");
+        if (!cJSON_IsObject(c) || !cond || !cJSON_IsString(msg) || !msg->valuestring[0])
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, cp, "a check is {\"if\": condition, "
+                               "\"error\": message} (a non-empty message)");
+        for (const cJSON *k = c->child; k; k = k->next)
+            if (strcmp(k->string, "if") != 0 && strcmp(k->string, "error") != 0 &&
+                strcmp(k->string, "comment") != 0)
+                return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, cp, k->string),
+                                   "unknown field \"%s\" (a check has \"if\", \"error\" "
+                                   "and \"comment\")", k->string);
+        const struct jp ip = {cp, "if", -1};
+        struct memest_expr_val v;
+        if (mb_eval_number(b, cond, globals, &ip, &v) != 0)
+            return -1;
+        if (v.kind != MEMEST_EXPR_BOOL) {
+            char t[32];
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_jp_str(b, &ip),
+                               "expected a condition (true or false), got %s",
+                               memest_expr_str(&v, t, sizeof t));
+        }
+        if (!v.i)
+            return mb_value_err(b, v.tag, MEMEST_ERR_SCHEMA, cp, "%s", msg->valuestring);
+    }
     return 0;
 }
 

@@ -19,6 +19,8 @@
 #include "memest/graph.h"
 #include "memest/model.h"
 
+#include "hf_internal.h"
+
 /* cJSON's nesting limit (1000 unless the library was built otherwise). */
 #define MEMEST_JSON_DEPTH_LIMIT CJSON_NESTING_LIMIT
 
@@ -188,11 +190,12 @@ static int check_duplicates(const cJSON *node, char *path, size_t cap, struct me
     return 0;
 }
 
-/* Parses buf[0..len) as a model file; buf[len] must be '\0'. */
-static int parse_buffer(const char *buf, size_t len, const char *label, struct memest_model *m,
+/* Parses buf[0..len) as a model file into *out (an object); buf[len] must
+ * be '\0'. */
+static int parse_buffer(const char *buf, size_t len, const char *label, cJSON **out,
                         struct memest_error *err)
 {
-    memset(m, 0, sizeof *m);
+    *out = NULL;
     memest_err_file(err, label);
     const char *nul = memchr(buf, '\0', len);
     if (nul)
@@ -258,8 +261,7 @@ static int parse_buffer(const char *buf, size_t len, const char *label, struct m
         cJSON_Delete(root);
         return -1;
     }
-    m->root = root;
-    m->file = label;
+    *out = root;
     return 0;
 }
 
@@ -280,14 +282,30 @@ int memest_model_read_string(const char *text, size_t len, const char *label,
     }
     memcpy(buf, text, len);
     buf[len] = '\0';
-    int rc = parse_buffer(buf, len, label, m, err);
+    int rc = parse_buffer(buf, len, label, &m->root, err);
     free(buf);
+    if (rc == 0)
+        m->file = label;
     return rc;
 }
 
-int memest_model_read_file(const char *path, struct memest_model *m, struct memest_error *err)
+int mb_json_parse_text(const char *text, size_t len, const char *label, cJSON **out,
+                       struct memest_error *err)
 {
-    memset(m, 0, sizeof *m);
+    *out = NULL;
+    memest_err_file(err, label);
+    if (len > MEMEST_MAX_FILE_BYTES)
+        return memest_errf(err, MEMEST_ERR_LIMIT, NULL,
+                           "the file is %zu bytes; model files are limited to %u MiB", len,
+                           MEMEST_MAX_FILE_BYTES >> 20);
+    if (text[len] != '\0')
+        return memest_errf(err, MEMEST_ERR_INTERNAL, NULL, "text without its NUL");
+    return parse_buffer(text, len, label, out, err);
+}
+
+int mb_json_read_file(const char *path, cJSON **out, struct memest_error *err)
+{
+    *out = NULL;
     memest_err_file(err, path);
     int fd = open(path, O_RDONLY);
     if (fd < 0)
@@ -350,13 +368,51 @@ int memest_model_read_file(const char *path, struct memest_model *m, struct meme
     }
     close(fd);
     buf[len] = '\0';
-    int rc = parse_buffer(buf, len, path, m, err);
+    int rc = parse_buffer(buf, len, path, out, err);
     free(buf);
     return rc;
+}
+
+int memest_model_read_file(const char *path, struct memest_model *m, struct memest_error *err)
+{
+    memset(m, 0, sizeof *m);
+    memest_err_file(err, path);
+    /* A directory stands for its config.json (a Hugging Face checkpoint). */
+    struct stat st;
+    const char *file = path;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        file = memest_arena_concat(&m->arena, path, path[0] && path[strlen(path) - 1] == '/' ? "" : "/",
+                                   "config.json", (char *)NULL);
+        if (!file)
+            return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+        memest_err_file(err, file);
+        if (stat(file, &st) != 0) {
+            int e = errno;
+            memest_arena_free(&m->arena);
+            memest_err_file(err, path);
+            return memest_errf(err, MEMEST_ERR_IO, NULL,
+                               "a directory without a config.json (%s): memest reads a model "
+                               "file, a Hugging Face config.json, or a directory holding one",
+                               strerror(e));
+        }
+    }
+    cJSON *root;
+    if (mb_json_read_file(file, &root, err) != 0) {
+        memest_arena_free(&m->arena);
+        return -1;
+    }
+    m->root = root;
+    m->file = file;
+    if (mb_is_hf_config(root) && mb_hf_load(m, err) != 0) {
+        memest_model_free(m);
+        return -1;
+    }
+    return 0;
 }
 
 void memest_model_free(struct memest_model *m)
 {
     cJSON_Delete(m->root);
     m->root = NULL;
+    memest_arena_free(&m->arena);
 }

@@ -6,6 +6,7 @@
  * build_internal.h lists. All checks report the JSON path and the node; a
  * value that comes from an override and fails a check is a usage error
  * naming it. */
+#include <stdio.h>
 #include <string.h>
 
 #include "memest/step.h"
@@ -80,7 +81,8 @@ static int parse_loss(struct builder *b, const cJSON *j)
 static int build(struct builder *b, const cJSON *root, const struct memest_override *ov, int nov)
 {
     static const char *const keys[] = {"name", "inputs", "layers", "blocks", "variables",
-                                       "outputs", "description", "comment", "loss"};
+                                       "outputs", "description", "comment", "loss", "let", "checks",
+                                       "hf_config"};
     const int nkeys = (int)(sizeof keys / sizeof *keys);
     for (const cJSON *c = root->child; c; c = c->next) {
         int k = 0;
@@ -119,9 +121,10 @@ static int build(struct builder *b, const cJSON *root, const struct memest_overr
     memset(b->ov_read, 0, (size_t)b->nov + 1);
     struct scope globals = {0};
     struct memest_strmap globals_index = {0};
-    if (mb_load_variables(b, cJSON_GetObjectItemCaseSensitive(root, "variables"), ov, nov,
-                          &globals) != 0 ||
-        mb_scope_index(b, &globals, &globals_index) != 0) {
+    if (mb_load_variables(b, cJSON_GetObjectItemCaseSensitive(root, "variables"),
+                          cJSON_GetObjectItemCaseSensitive(root, "let"), ov, nov, &globals) != 0 ||
+        mb_scope_index(b, &globals, &globals_index) != 0 ||
+        mb_run_checks(b, cJSON_GetObjectItemCaseSensitive(root, "checks"), &globals) != 0) {
         memest_strmap_free(&globals_index);
         return -1;
     }
@@ -177,6 +180,12 @@ int memest_model_build(const struct memest_model *m, const struct memest_overrid
     memset(g, 0, sizeof *g);
     g->file = m->file;
     memest_err_file(err, m->file);
+    /* Errors inside a template name the config and the template. */
+    char label[sizeof err->file];
+    if (m->arch) {
+        snprintf(label, sizeof label, "%s [template %s]", m->file, m->arch);
+        memest_err_file(err, label);
+    }
     struct builder b = {.m = m, .g = g, .err = err,
                         .max_nodes = m->max_nodes ? m->max_nodes : MEMEST_MAX_NODES};
     b.max_work = (uint64_t)b.max_nodes * WORK_PER_NODE;

@@ -227,6 +227,22 @@ int memest_out_like(struct memest_ictx *c, const struct memest_shape *sizes, int
     return push_value(c, &s, 0, st, dt);
 }
 
+int memest_out_new_strided(struct memest_ictx *c, const struct memest_shape *geom, uint64_t numel,
+                           enum memest_dtype dt)
+{
+    uint64_t n, extent = 1;
+    uint32_t st;
+    if (check_ndim(c, geom->ndim) != 0 || !memest_numel(c, geom->ndim, geom->size, &n))
+        return -1;
+    for (int d = 0; d < geom->ndim && n > 0; d++)
+        extent += (uint64_t)(geom->size[d] - 1) * (uint64_t)geom->stride[d];
+    if (n > 0 && extent > numel)
+        return memest_fail(c, "internal: an output's strides reach past its storage");
+    if (new_storage(c, geom->ndim, geom->size, numel, dt, MEMEST_ST_ACT, &st) != 0)
+        return -1;
+    return push_value(c, geom, 0, st, dt);
+}
+
 int memest_out_view(struct memest_ictx *c, int in, const struct memest_shape *geom, int64_t offset)
 {
     const struct memest_value v = c->r->values[c->in[in]];

@@ -1,5 +1,5 @@
-/* test_model_build.c - expansion of blocks, repeat, if, variables, weight
- * tying and freezing; figures are hand counts written out below. */
+/* test_model_build.c - expansion of blocks, repeat, if, variables, "let",
+ * "checks", weight tying and freezing; figures are hand counts written out below. */
 #include <string.h>
 
 #include "check.h"
@@ -203,6 +203,103 @@ int main(void)
         CHECK(!memest_model_has_variable(&m, "width", &near));
         CHECK(near == NULL);
         memest_model_free(&m);
+    }
+    /* "let": derived variables, in order, over variables (overrides
+     * applied) and earlier lets, usable in blocks and shapes; "checks".
+     * heads 4, kv 0 -> kv_heads = 4; head = 32 // 4 = 8; kv = 4 * 8 = 32:
+     * fc 32 -> 32: 32*32 + 32 = 1056; out [3, 32] */
+    {
+        const char *lm =
+            "{\"variables\": {\"d\": 32, \"heads\": 4, \"kv\": 0, \"len\": 3, \"maxlen\": 8},"
+            " \"let\": {\"kv_heads\": \"kv > 0 ? kv : heads\", \"head\": \"d // heads\","
+            "           \"kv_size\": \"kv_heads * head\", \"wide\": \"kv_size > d\"},"
+            " \"checks\": [{\"if\": \"len <= maxlen\", \"error\": \"len is longer than maxlen\"},"
+            "              {\"if\": \"heads % kv_heads == 0\", \"error\": \"kv must divide heads\"}],"
+            " \"inputs\": [{\"name\": \"x\", \"shape\": [\"len\", \"d\"]}],"
+            " \"blocks\": {\"b\": {\"layers\": [{\"name\": \"fc\", \"type\": \"linear\","
+            "   \"out_features\": \"kv_size\"}, {\"name\": \"r\", \"type\": \"relu\", \"if\": \"wide\"}]}},"
+            " \"layers\": [{\"name\": \"blk\", \"type\": \"b\"}]}";
+        build(&b, lm, NULL, 0, 2);
+        CHECK_EQ_INT(b.rc, 0);
+        CHECK_EQ_U64(b.p.total, 1056);
+        CHECK_EQ_INT(b.g.nnodes, 2); /* x, blk.fc: wide is false (32 > 32) */
+        if (b.rc == 0) {
+            const struct memest_value *o = memest_run_value(&b.r, b.g.outputs[0]);
+            CHECK_EQ_INT(o->shape.ndim, 3);
+            CHECK_EQ_INT(o->shape.size[1], 3);
+            CHECK_EQ_INT(o->shape.size[2], 32);
+        }
+        drop(&b);
+        /* --set kv=2: kv_heads 2, kv_size 2*8 = 16: 32*16 + 16 = 528 */
+        struct memest_override kv2[] = {{"kv", "2", NULL}};
+        build(&b, lm, kv2, 1, 1);
+        CHECK_EQ_INT(b.rc, 0);
+        CHECK_EQ_U64(b.p.total, 528);
+        drop(&b);
+        /* --set heads=8 kv=8 d=64: kv_heads 8, head 64 // 8 = 8, kv_size 64
+         * (wide: 64 > 64 is false): fc 64 -> 64: 64*64 + 64 = 4160 */
+        struct memest_override h8[] = {{"heads", "8", NULL}, {"kv", "8", NULL}, {"d", "64", NULL}};
+        build(&b, lm, h8, 3, 1);
+        CHECK_EQ_INT(b.rc, 0);
+        CHECK_EQ_U64(b.p.total, 4160);
+        drop(&b);
+        /* a failing check: the message, at checks[i]; from a --set: a usage
+         * error naming it */
+        struct memest_override kv3[] = {{"kv", "3", NULL}};
+        build(&b, lm, kv3, 1, 1);
+        CHECK_EQ_INT(b.rc, -1);
+        CHECK_EQ_INT(b.err.code, MEMEST_ERR_USAGE);
+        CHECK_STR_EQ(b.err.path, "checks[1]");
+        CHECK_CONTAINS(b.err.msg, "--set kv=3: kv must divide heads");
+        drop(&b);
+        struct memest_override len9[] = {{"len", "9", NULL}};
+        build(&b, lm, len9, 1, 1);
+        CHECK_EQ_INT(b.rc, -1);
+        CHECK_STR_EQ(b.err.path, "checks[0]");
+        CHECK_CONTAINS(b.err.msg, "len is longer than maxlen");
+        drop(&b);
+        /* a let cannot be set */
+        struct memest_override setlet[] = {{"head", "4", NULL}};
+        build(&b, lm, setlet, 1, 1);
+        CHECK_EQ_INT(b.rc, -1);
+        CHECK_EQ_INT(b.err.code, MEMEST_ERR_USAGE);
+        CHECK_CONTAINS(b.err.msg, "\"head\" is derived");
+        drop(&b);
+    }
+    /* let and checks errors: a later let, an unknown name, a let named like
+     * a variable, a condition that is not one, a check with no message, a
+     * false check without overrides (a model error) */
+    {
+        static const struct { const char *json, *path, *frag; } bad_cases[] = {
+            {"{\"variables\": {\"a\": 1}, \"let\": {\"b\": \"c + 1\", \"c\": \"a\"}",
+             "let.b", "\"c + 1\": unknown variable 'c' (a \"let\" is an expression over the variables and the lets before it)"},
+            {"{\"let\": {\"b\": \"b + 1\"}", "let.b", "unknown variable 'b'"},
+            {"{\"variables\": {\"a\": 1}, \"let\": {\"a\": \"2\"}", "let.a", "already a variable"},
+            {"{\"let\": {\"batch\": 2}", "let.batch", "reserved"},
+            {"{\"let\": {\"a-b\": 2}", "let.a-b", "letters, digits and '_'"},
+            {"{\"let\": [1]", "let", "must be an object"},
+            {"{\"let\": {\"a\": [1]}", "let.a", "expected an expression, a number or a boolean, got a list"},
+            {"{\"checks\": [{\"if\": \"1 + 1\", \"error\": \"x\"}]", "checks[0].if",
+             "expected a condition (true or false), got 2"},
+            {"{\"checks\": [{\"if\": true}]", "checks[0]", "non-empty message"},
+            {"{\"checks\": [{\"if\": true, \"error\": \"x\", \"iff\": 1}]", "checks[0].iff",
+             "unknown field"},
+            {"{\"checks\": {}", "checks", "must be a list"},
+            {"{\"variables\": {\"a\": 1}, \"let\": {\"two\": \"a * 2\"},"
+             " \"checks\": [{\"if\": \"two == 3\", \"error\": \"two is not 3\"}]",
+             "checks[0]", "two is not 3"},
+        };
+        for (size_t i = 0; i < sizeof bad_cases / sizeof *bad_cases; i++) {
+            char json[600];
+            snprintf(json, sizeof json, "%s, \"inputs\": [{\"name\": \"x\", \"shape\": [4]}],"
+                     " \"layers\": [{\"type\": \"relu\"}]}", bad_cases[i].json);
+            build(&b, json, NULL, 0, 1);
+            CHECK_EQ_INT(b.rc, -1);
+            CHECK_EQ_INT(b.err.code, MEMEST_ERR_SCHEMA);
+            CHECK_STR_EQ(b.err.path, bad_cases[i].path);
+            CHECK_CONTAINS(b.err.msg, bad_cases[i].frag);
+            drop(&b);
+        }
     }
     return CHECK_DONE();
 }

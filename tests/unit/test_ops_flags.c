@@ -7,7 +7,9 @@
  *   cuBLAS: nn.Linear (addmm / matmul), nn.Bilinear (at::_trilinear: bmm),
  *           torch.matmul, torch.bmm, nn.MultiheadAttention (in_proj addmm,
  *           the bmm of the scores), nn.LSTM/GRU/RNN on the non-cuDNN path
- *           memest models (the gates' mm);
+ *           memest models (the gates' mm), scaled_dot_product_attention
+ *           (its eager and math paths are matmuls; the fused kernels are
+ *           not, but a model reaches them after its cuBLAS projections);
  *   everything else (activations, norms, pools, embedding, views, elementwise
  *           and reductions): ATen's own kernels;
  *   eval identity: nn.Dropout and nn.Dropout2d only (F.dropout with
@@ -21,7 +23,8 @@
 static const char *const cudnn_ops[] = {"conv1d",          "conv2d",          "conv3d",
                                         "convtranspose1d", "convtranspose2d", "convtranspose3d"};
 static const char *const cublas_ops[] = {"linear", "bilinear", "matmul", "bmm",
-                                         "multiheadattention", "lstm", "gru", "rnn"};
+                                         "multiheadattention", "lstm", "gru", "rnn",
+                                         "scaled_dot_product_attention"};
 static const char *const eval_identity_ops[] = {"dropout", "dropout2d"};
 
 #define COUNT(a) (sizeof(a) / sizeof *(a))

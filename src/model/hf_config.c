@@ -1,0 +1,518 @@
+/* hf_config.c - a Hugging Face config.json as a model: the architecture
+ * template of its "model_type" (a model file with an "hf_config" section,
+ * models/README.md) and the values the config gives the template's
+ * variables.
+ *
+ * The template is DIR/<model_type>.json for the first directory DIR of the
+ * environment variable MEMEST_ARCH_PATH (colon-separated) that has one, else
+ * the one built in from models/arch/. Every key of the config must be known:
+ * in the template's "hf_config.keys", or one of the keys every transformers
+ * config has (PretrainedConfig, below); an unknown key is refused, as a
+ * setting memest would silently ignore could change the memory. */
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "memest/escape.h"
+#include "memest/format.h"
+#include "memest/suggest.h"
+
+#include "build_internal.h"
+#include "hf_internal.h"
+
+/* The keys every config has, which change nothing memest models: the
+ * attributes transformers v4.48.0 PretrainedConfig.__init__ sets
+ * (src/transformers/configuration_utils.py) and the generation defaults of
+ * its _get_global_generation_defaults(), which configs also carry. Left out
+ * on purpose: tie_word_embeddings (the templates map it: it changes the
+ * parameters), torch_dtype/dtype (read below), quantization_config (refused
+ * below) and gradient_checkpointing (PreTrainedModel.post_init turns it on
+ * for an old config that says true: templates map it if they model it). */
+static const char *const generic_keys[] = {
+    /* PretrainedConfig.__init__ */
+    "return_dict", "output_hidden_states", "output_attentions", "torchscript",
+    "use_bfloat16", "tf_legacy_loss", "pruned_heads", "chunk_size_feed_forward",
+    "is_encoder_decoder", "is_decoder", "cross_attention_hidden_size", "add_cross_attention",
+    "tie_encoder_decoder", "architectures", "finetuning_task", "id2label", "label2id",
+    "num_labels", "tokenizer_class", "prefix", "bos_token_id", "pad_token_id", "eos_token_id",
+    "sep_token_id", "decoder_start_token_id", "task_specific_params", "problem_type",
+    "_name_or_path", "_commit_hash", "_attn_implementation_autoset", "transformers_version",
+    /* class attributes written by to_dict() */
+    "model_type",
+    /* the kv cache of generation: no cache in a training step */
+    "use_cache",
+    /* _get_global_generation_defaults() */
+    "max_length", "min_length", "do_sample", "early_stopping", "num_beams", "num_beam_groups",
+    "diversity_penalty", "temperature", "top_k", "top_p", "typical_p", "repetition_penalty",
+    "length_penalty", "no_repeat_ngram_size", "encoder_no_repeat_ngram_size", "bad_words_ids",
+    "num_return_sequences", "output_scores", "return_dict_in_generate", "forced_bos_token_id",
+    "forced_eos_token_id", "remove_invalid_values", "exponential_decay_length_penalty",
+    "suppress_tokens", "begin_suppress_tokens",
+    /* PretrainedConfig.__init__ also keeps initializer_range-like model
+     * settings of the subclasses; initializer_range changes no memory */
+    "initializer_range",
+};
+#define NGENERIC ((int)(sizeof generic_keys / sizeof *generic_keys))
+
+#define MAX_MODEL_TYPE 64
+
+struct hf {
+    struct memest_model *m;
+    struct memest_error *err;
+    const char *cfgfile;           /* the config's path */
+    const char *model_type;
+    const char *arch;              /* the template, for messages */
+    const cJSON *vars;             /* the template's "variables" */
+    struct memest_override *ov;    /* the values found so far */
+    int n, cap;
+};
+
+bool mb_is_hf_config(const cJSON *root)
+{
+    return cJSON_GetObjectItemCaseSensitive(root, "model_type") &&
+           !cJSON_GetObjectItemCaseSensitive(root, "layers");
+}
+
+static int nomem(struct hf *h)
+{
+    return memest_errf(h->err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+}
+
+/* ---- finding the template ---- */
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* "a, b, c": the model types with a template (built in or on
+ * MEMEST_ARCH_PATH), sorted, each once; in buf. */
+static const char *supported_list(char *buf, size_t n)
+{
+    const char *names[256];
+    char keep[256][MAX_MODEL_TYPE + 1];
+    int k = 0;
+    for (size_t i = 0; i < mb_arch_builtin_count && k < 256; i++)
+        names[k++] = mb_arch_builtin[i].model_type;
+    const char *ap = getenv("MEMEST_ARCH_PATH");
+    char dirbuf[4096];
+    for (const char *p = ap ? ap : ""; *p && k < 256;) {
+        size_t len = strcspn(p, ":");
+        if (len > 0 && len < sizeof dirbuf) {
+            memcpy(dirbuf, p, len);
+            dirbuf[len] = '\0';
+            DIR *d = opendir(dirbuf);
+            for (struct dirent *e; d && k < 256 && (e = readdir(d));) {
+                size_t el = strlen(e->d_name);
+                if (el > 5 && el - 5 <= MAX_MODEL_TYPE && e->d_name[0] != '.' &&
+                    strcmp(e->d_name + el - 5, ".json") == 0) {
+                    memcpy(keep[k], e->d_name, el - 5);
+                    keep[k][el - 5] = '\0';
+                    names[k] = keep[k];
+                    k++;
+                }
+            }
+            if (d)
+                closedir(d);
+        }
+        p += len + (p[len] == ':');
+    }
+    qsort(names, (size_t)k, sizeof *names, cmp_str);
+    size_t pos = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < k; i++) {
+        if (i > 0 && strcmp(names[i], names[i - 1]) == 0)
+            continue;
+        int w = snprintf(buf + pos, n - pos, "%s%s", pos ? ", " : "", names[i]);
+        if (w < 0 || (size_t)w >= n - pos)
+            break;
+        pos += (size_t)w;
+    }
+    return pos ? buf : "none";
+}
+
+/* A model type names a file: letters, digits, '_', '-' and '.', not first. */
+static bool bad_model_type(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > MAX_MODEL_TYPE || s[0] == '.')
+        return true;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-' || c == '.'))
+            return true;
+    }
+    return false;
+}
+
+/* The template of h->model_type parsed into *out; h->arch names it. */
+static int load_template(struct hf *h, cJSON **out)
+{
+    const char *ap = getenv("MEMEST_ARCH_PATH");
+    for (const char *p = ap ? ap : ""; *p;) {
+        size_t len = strcspn(p, ":");
+        if (len > 0) {
+            char *path = memest_arena_printf(&h->m->arena, "%.*s/%s.json", (int)len, p,
+                                             h->model_type);
+            if (!path)
+                return nomem(h);
+            struct stat st;
+            if (stat(path, &st) == 0) {
+                h->arch = path;
+                return mb_json_read_file(path, out, h->err);
+            }
+        }
+        p += len + (p[len] == ':');
+    }
+    for (size_t i = 0; i < mb_arch_builtin_count; i++) {
+        const struct mb_arch_text *t = &mb_arch_builtin[i];
+        if (strcmp(t->model_type, h->model_type) != 0)
+            continue;
+        h->arch = memest_arena_concat(&h->m->arena, t->file, " (built in)", (char *)NULL);
+        if (!h->arch)
+            return nomem(h);
+        return mb_json_parse_text((const char *)t->text, *t->len, h->arch, out, h->err);
+    }
+    char list[400];
+    return memest_errf(h->err, MEMEST_ERR_SCHEMA, "model_type",
+                       "no architecture template for model_type \"%s\" (supported: %s; "
+                       "MEMEST_ARCH_PATH adds directories of templates)",
+                       h->model_type, supported_list(list, sizeof list));
+}
+
+/* ---- the template's "hf_config" ---- */
+
+/* A template error: the template is at fault, whatever the config says. */
+static int tmpl_err(struct hf *h, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int tmpl_err(struct hf *h, const char *path, const char *fmt, ...)
+{
+    char msg[sizeof h->err->msg];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    memest_err_file(h->err, h->arch);
+    return memest_errf(h->err, MEMEST_ERR_SCHEMA, path, "%s (in the architecture template for %s)",
+                       msg, h->cfgfile);
+}
+
+/* The template's variable `name` when it can take a config's value (a
+ * number, boolean or string), else NULL. */
+static const cJSON *settable(const struct hf *h, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(h->vars, name);
+    return v && (cJSON_IsNumber(v) || cJSON_IsBool(v) || cJSON_IsString(v)) ? v : NULL;
+}
+
+static int check_spec(struct hf *h, const cJSON *spec, const char *path);
+
+/* "values": {"TEXT": {"variable": value, ...}, ...} */
+static int check_values(struct hf *h, const cJSON *vals, const char *path)
+{
+    if (!cJSON_IsObject(vals) || !vals->child)
+        return tmpl_err(h, path, "\"values\" must be a non-empty object of value: "
+                        "{variable: value}");
+    for (const cJSON *c = vals->child; c; c = c->next) {
+        char *cp = memest_arena_concat(&h->m->arena, path, ".", c->string, (char *)NULL);
+        if (!cp)
+            return nomem(h);
+        if (!cJSON_IsObject(c))
+            return tmpl_err(h, cp, "an enumerated value sets variables: {variable: value}");
+        for (const cJSON *s = c->child; s; s = s->next) {
+            const cJSON *v = settable(h, s->string);
+            if (!v)
+                return tmpl_err(h, cp, "\"%s\" is not a number, boolean or string variable "
+                                "of the template", s->string);
+            if (cJSON_IsNumber(v) != cJSON_IsNumber(s) || cJSON_IsBool(v) != cJSON_IsBool(s) ||
+                cJSON_IsString(v) != cJSON_IsString(s) || (cJSON_IsNumber(s) &&
+                                                           !(fabs(s->valuedouble) < INT_LIMIT)))
+                return tmpl_err(h, cp, "the value of \"%s\" is not of the variable's kind (%s)",
+                                s->string, mb_json_type_name(v));
+        }
+    }
+    return 0;
+}
+
+/* A spec of "hf_config.keys" (models/README.md): null, a variable's name,
+ * {"values": ...} or {"fields": {key: spec}}. */
+static int check_spec(struct hf *h, const cJSON *spec, const char *path)
+{
+    if (cJSON_IsNull(spec))
+        return 0;
+    if (cJSON_IsString(spec))
+        return settable(h, spec->valuestring)
+                   ? 0
+                   : tmpl_err(h, path, "\"%s\" is not a number, boolean or string variable of "
+                              "the template", spec->valuestring);
+    const cJSON *vals = cJSON_GetObjectItemCaseSensitive(spec, "values");
+    const cJSON *fields = cJSON_GetObjectItemCaseSensitive(spec, "fields");
+    int nkeys = cJSON_IsObject(spec) ? cJSON_GetArraySize(spec) : 0;
+    if (!cJSON_IsObject(spec) || (vals != NULL) + (fields != NULL) != 1 ||
+        nkeys != 1 + (cJSON_GetObjectItemCaseSensitive(spec, "comment") != NULL))
+        return tmpl_err(h, path, "a key's spec is null (known, changes nothing), a variable's "
+                        "name, {\"values\": ...} or {\"fields\": ...} (and a \"comment\")");
+    if (vals) {
+        char *vp = memest_arena_concat(&h->m->arena, path, ".values", (char *)NULL);
+        return vp ? check_values(h, vals, vp) : nomem(h);
+    }
+    if (!cJSON_IsObject(fields))
+        return tmpl_err(h, path, "\"fields\" must be an object of key: spec");
+    for (const cJSON *c = fields->child; c; c = c->next) {
+        char *cp = memest_arena_concat(&h->m->arena, path, ".fields.", c->string, (char *)NULL);
+        if (!cp)
+            return nomem(h);
+        if (check_spec(h, c, cp) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* The template's "hf_config": {"model_type", "follows", "keys", "comment"};
+ * *keys gets "keys". */
+static int check_hf_section(struct hf *h, const cJSON *root, const cJSON **keys)
+{
+    const cJSON *sec = cJSON_GetObjectItemCaseSensitive(root, "hf_config");
+    if (!cJSON_IsObject(sec))
+        return tmpl_err(h, "hf_config", "an architecture template needs an \"hf_config\" "
+                        "object (models/README.md)");
+    for (const cJSON *c = sec->child; c; c = c->next)
+        if (strcmp(c->string, "model_type") != 0 && strcmp(c->string, "follows") != 0 &&
+            strcmp(c->string, "keys") != 0 && strcmp(c->string, "comment") != 0)
+            return tmpl_err(h, "hf_config", "unknown field \"%s\" (hf_config has model_type, "
+                            "follows, keys and comment)", c->string);
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(sec, "model_type");
+    if (!cJSON_IsString(mt) || strcmp(mt->valuestring, h->model_type) != 0)
+        return tmpl_err(h, "hf_config.model_type", "must be \"%s\", the model_type of the "
+                        "file's name", h->model_type);
+    const cJSON *fo = cJSON_GetObjectItemCaseSensitive(sec, "follows");
+    if (!cJSON_IsString(fo) || !fo->valuestring[0])
+        return tmpl_err(h, "hf_config.follows", "must name the modeling code the template "
+                        "follows (\"transformers v4.48.0 .../modeling_llama.py\")");
+    *keys = cJSON_GetObjectItemCaseSensitive(sec, "keys");
+    if (!cJSON_IsObject(*keys))
+        return tmpl_err(h, "hf_config.keys", "must be an object of config key: spec");
+    h->vars = cJSON_GetObjectItemCaseSensitive(root, "variables");
+    for (const cJSON *c = (*keys)->child; c; c = c->next) {
+        char *cp = memest_arena_concat(&h->m->arena, "hf_config.keys.", c->string, (char *)NULL);
+        if (!cp)
+            return nomem(h);
+        if (check_spec(h, c, cp) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* ---- the config's values ---- */
+
+static int add_override(struct hf *h, const char *var, const char *value, const char *key)
+{
+    if (h->n == h->cap) {
+        int ncap = h->cap ? h->cap * 2 : 16;
+        struct memest_override *nov = memest_arena_alloc(&h->m->arena, sizeof *nov * (size_t)ncap);
+        if (!nov)
+            return nomem(h);
+        if (h->n)
+            memcpy(nov, h->ov, sizeof *nov * (size_t)h->n);
+        h->ov = nov, h->cap = ncap;
+    }
+    const char *opt = memest_arena_strdup(&h->m->arena, key); /* the config's key, in messages */
+    const char *v = memest_arena_strdup(&h->m->arena, value);
+    if (!opt || !v)
+        return nomem(h);
+    h->ov[h->n++] = (struct memest_override){var, v, opt};
+    return 0;
+}
+
+/* A JSON scalar as an override's text: numbers written to read back as the
+ * same value (integers exactly), true/false/null as such, strings as they
+ * are. NULL for a list or an object, or a number of 2^53 or more. */
+static const char *scalar_text(const cJSON *j, char *buf, size_t n)
+{
+    if (cJSON_IsString(j))
+        return j->valuestring;
+    if (cJSON_IsBool(j))
+        return cJSON_IsTrue(j) ? "true" : "false";
+    if (cJSON_IsNull(j))
+        return "null";
+    if (!cJSON_IsNumber(j) || !(fabs(j->valuedouble) < INT_LIMIT))
+        return NULL;
+    if (j->valuedouble == floor(j->valuedouble))
+        snprintf(buf, n, "%lld", (long long)j->valuedouble);
+    else
+        memest_fmt_double(j->valuedouble, buf, n);
+    return buf;
+}
+
+/* The config's value val of `key` for the variable `var`: of its kind. */
+static int set_var(struct hf *h, const char *var, const cJSON *val, const char *key)
+{
+    const cJSON *v = settable(h, var);
+    char buf[32];
+    const char *text = scalar_text(val, buf, sizeof buf);
+    if (cJSON_IsNumber(val) && !text)
+        return memest_errf(h->err, MEMEST_ERR_SCHEMA, key, "%s is too large for model_type "
+                           "\"%s\" (numbers must be between -2^53 and 2^53, exclusive)",
+                           memest_fmt_double(val->valuedouble, buf, sizeof buf), h->model_type);
+    if (cJSON_IsNumber(v) != cJSON_IsNumber(val) || cJSON_IsBool(v) != cJSON_IsBool(val) ||
+        cJSON_IsString(v) != cJSON_IsString(val))
+        return memest_errf(h->err, MEMEST_ERR_SCHEMA, key, "expected %s for model_type \"%s\" "
+                           "(the template's variable \"%s\"), got %s", mb_json_type_name(v),
+                           h->model_type, var, mb_json_type_name(val));
+    return add_override(h, var, text, key);
+}
+
+static int walk(struct hf *h, const cJSON *spec, const cJSON *val, const char *key);
+
+/* An enumerated value: its text must be one the spec lists. */
+static int walk_values(struct hf *h, const cJSON *vals, const cJSON *val, const char *key)
+{
+    char buf[32];
+    const char *text = scalar_text(val, buf, sizeof buf);
+    const cJSON *set = text ? cJSON_GetObjectItemCaseSensitive(vals, text) : NULL;
+    if (!set) {
+        char list[300] = "";
+        size_t pos = 0;
+        for (const cJSON *c = vals->child; c; c = c->next) {
+            int w = snprintf(list + pos, sizeof list - pos, "%s%s", pos ? ", " : "", c->string);
+            if (w < 0 || (size_t)w >= sizeof list - pos)
+                break;
+            pos += (size_t)w;
+        }
+        char v[80];
+        if (text)
+            snprintf(v, sizeof v, "\"%.*s\"", memest_utf8_prefix(text, 60), text);
+        else
+            snprintf(v, sizeof v, "%s", mb_json_type_name(val));
+        return memest_errf(h->err, MEMEST_ERR_SCHEMA, key, "%s is not supported for model_type "
+                           "\"%s\" (supported: %s)", v, h->model_type, list);
+    }
+    for (const cJSON *s = set->child; s; s = s->next)
+        if (set_var(h, s->string, s, key) != 0)
+            return -1;
+    return 0;
+}
+
+/* The config's key `key` (a JSON path) with value val, under its spec. */
+static int walk(struct hf *h, const cJSON *spec, const cJSON *val, const char *key)
+{
+    if (cJSON_IsNull(spec))
+        return 0;
+    if (cJSON_IsString(spec))
+        return cJSON_IsNull(val) ? 0 : set_var(h, spec->valuestring, val, key);
+    const cJSON *vals = cJSON_GetObjectItemCaseSensitive(spec, "values");
+    if (vals)
+        return walk_values(h, vals, val, key);
+    const cJSON *fields = cJSON_GetObjectItemCaseSensitive(spec, "fields");
+    if (cJSON_IsNull(val))
+        return 0;
+    if (!cJSON_IsObject(val))
+        return memest_errf(h->err, MEMEST_ERR_SCHEMA, key, "expected an object or null for "
+                           "model_type \"%s\", got %s", h->model_type, mb_json_type_name(val));
+    for (const cJSON *c = val->child; c; c = c->next) {
+        char *cp = memest_arena_concat(&h->m->arena, key, ".", c->string, (char *)NULL);
+        if (!cp)
+            return nomem(h);
+        const cJSON *sub = cJSON_GetObjectItemCaseSensitive(fields, c->string);
+        if (!sub)
+            return memest_errf(h->err, MEMEST_ERR_SCHEMA, cp, "unknown key for model_type "
+                               "\"%s\" (the template %s does not list it)", h->model_type,
+                               h->arch);
+        if (walk(h, sub, c, cp) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* torch_dtype (dtype in newer transformers): the parameters' dtype of the
+ * checkpoint, which from_pretrained(torch_dtype="auto") loads. */
+static int read_dtype(struct hf *h, const cJSON *val, const char *key)
+{
+    if (cJSON_IsNull(val) || (cJSON_IsString(val) && strcmp(val->valuestring, "auto") == 0))
+        return 0;
+    static const struct { const char *name; enum memest_dtype t; } known[] = {
+        {"float32", MEMEST_F32}, {"float16", MEMEST_F16}, {"bfloat16", MEMEST_BF16}};
+    for (int i = 0; i < 3 && cJSON_IsString(val); i++)
+        if (strcmp(val->valuestring, known[i].name) == 0) {
+            h->m->has_dtype = true;
+            h->m->dtype = known[i].t;
+            return 0;
+        }
+    char v[80];
+    if (cJSON_IsString(val))
+        snprintf(v, sizeof v, "\"%.*s\"", memest_utf8_prefix(val->valuestring, 60),
+                 val->valuestring);
+    else
+        snprintf(v, sizeof v, "%s", mb_json_type_name(val));
+    return memest_errf(h->err, MEMEST_ERR_SCHEMA, key, "%s is not supported (float32, float16, "
+                       "bfloat16, \"auto\" or null)", v);
+}
+
+/* One top-level key of the config. */
+static int read_key(struct hf *h, const cJSON *keys, const cJSON *c)
+{
+    const cJSON *spec = cJSON_GetObjectItemCaseSensitive(keys, c->string);
+    if (spec)
+        return walk(h, spec, c, c->string);
+    if (strcmp(c->string, "torch_dtype") == 0 || strcmp(c->string, "dtype") == 0)
+        return read_dtype(h, c, c->string);
+    if (strcmp(c->string, "quantization_config") == 0)
+        return cJSON_IsNull(c) ? 0
+                               : memest_errf(h->err, MEMEST_ERR_SCHEMA, c->string,
+                                             "quantized weights are not modelled yet (memest "
+                                             "estimates the unquantized model without this key)");
+    for (int i = 0; i < NGENERIC; i++)
+        if (strcmp(c->string, generic_keys[i]) == 0)
+            return 0;
+    const char *cands[256];
+    int n = 0;
+    for (const cJSON *k = keys->child; k && n < 256; k = k->next)
+        cands[n++] = k->string;
+    char dym[sizeof h->err->msg];
+    return memest_errf(h->err, MEMEST_ERR_SCHEMA, c->string,
+                       "unknown key for model_type \"%s\" (neither in the template %s nor a "
+                       "generic PretrainedConfig key)%s", h->model_type, h->arch,
+                       memest_suggest_clause(memest_suggest(c->string, cands, n), dym, sizeof dym));
+}
+
+int mb_hf_load(struct memest_model *m, struct memest_error *err)
+{
+    struct hf h = {.m = m, .err = err, .cfgfile = m->file};
+    const cJSON *cfg = m->root;
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(cfg, "model_type");
+    if (!cJSON_IsString(mt) || bad_model_type(mt->valuestring))
+        return memest_errf(err, MEMEST_ERR_SCHEMA, "model_type",
+                           "a Hugging Face config's model_type must be a name of 1 to %d "
+                           "letters, digits, '_', '-' or '.'", MAX_MODEL_TYPE);
+    h.model_type = memest_arena_strdup(&m->arena, mt->valuestring);
+    if (!h.model_type)
+        return nomem(&h);
+    cJSON *tmpl = NULL;
+    if (load_template(&h, &tmpl) != 0)
+        return -1;
+    const cJSON *keys = NULL;
+    if (check_hf_section(&h, tmpl, &keys) != 0) {
+        cJSON_Delete(tmpl);
+        return -1;
+    }
+    memest_err_file(err, h.cfgfile);
+    for (const cJSON *c = cfg->child; c; c = c->next)
+        if (read_key(&h, keys, c) != 0) {
+            cJSON_Delete(tmpl);
+            return -1;
+        }
+    /* The overrides point into the template (variable names) and the arena;
+     * the config's strings were copied. */
+    cJSON_Delete(m->root);
+    m->root = tmpl;
+    m->arch = h.arch;
+    m->preset = h.ov;
+    m->npreset = h.n;
+    return 0;
+}

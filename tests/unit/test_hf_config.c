@@ -1,0 +1,170 @@
+/* test_hf_config.c - Hugging Face config.json files read through their
+ * architecture template (src/model/hf_config.c), with the test-only
+ * template tests/hf/arch/memest_test_lm.json on MEMEST_ARCH_PATH. The
+ * parameter counts are hand counts of that template, written out below. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "memest/calc.h"
+#include "memest/model.h"
+#include "memest/run.h"
+
+struct hf_built {
+    struct memest_model m;
+    struct memest_graph g;
+    struct memest_run r;
+    struct memest_param_totals p;
+    struct memest_error err;
+    int rc;
+};
+
+static void load(struct hf_built *b, const char *path, const struct memest_override *ov, int nov)
+{
+    memset(b, 0, sizeof *b);
+    struct memest_run_opts o = {.batch = 1, .dtype = MEMEST_F32};
+    b->rc = memest_model_read_file(path, &b->m, &b->err);
+    if (b->rc == 0)
+        b->rc = memest_model_build(&b->m, ov, nov, &b->g, &b->err);
+    if (b->rc == 0)
+        b->rc = memest_run_infer(&b->r, &b->g, &o, &b->err);
+    if (b->rc == 0)
+        b->rc = memest_calc_params(&b->r, &b->p, &b->err);
+    if (b->rc != 0) {
+        char msg[1200];
+        memest_error_format(&b->err, msg, sizeof msg);
+        fprintf(stderr, "(error) %s\n", msg);
+    }
+}
+
+static void unload(struct hf_built *b)
+{
+    memest_run_free(&b->r);
+    memest_graph_free(&b->g);
+    memest_model_free(&b->m);
+}
+
+/* The value the config gives the variable `name`, or NULL. */
+static const char *preset(const struct memest_model *m, const char *name)
+{
+    const char *v = NULL;
+    for (int i = 0; i < m->npreset; i++)
+        if (strcmp(m->preset[i].name, name) == 0)
+            v = m->preset[i].value;
+    return v;
+}
+
+static bool has_node(const struct memest_graph *g, const char *name)
+{
+    for (uint32_t i = 0; i < g->nnodes; i++)
+        if (strcmp(g->nodes[i].name, name) == 0)
+            return true;
+    return false;
+}
+
+int main(void)
+{
+    struct hf_built b;
+    CHECK_EQ_INT(setenv("MEMEST_ARCH_PATH", "tests/hf/no_such_dir::tests/hf/arch", 1), 0);
+
+    /* good.json: vocab 1000, hidden 64, intermediate 256, 3 layers, 8 heads,
+     * 2 kv heads, head_dim null (the template's 0: hidden // heads = 8),
+     * tied lm_head. Per layer: 2 layernorms 2*128, v_proj 64*(2*8) = 1024,
+     * o_proj 16*64 = 1024, gate/up/down 3*64*256 = 49152: 51456; 3 layers
+     * 154368, embedding 1000*64 = 64000, final norm 128, lm_head tied 0:
+     * 218496. */
+    load(&b, "tests/hf/good.json", NULL, 0);
+    CHECK_EQ_INT(b.rc, 0);
+    CHECK_EQ_U64(b.p.total, 218496);
+    CHECK(b.m.arch && strstr(b.m.arch, "tests/hf/arch/memest_test_lm.json"));
+    CHECK_STR_EQ(b.m.file, "tests/hf/good.json");
+    CHECK(b.m.has_dtype);
+    CHECK_EQ_INT(b.m.dtype, MEMEST_BF16);
+    CHECK_STR_EQ(preset(&b.m, "hidden_size"), "64");
+    CHECK_STR_EQ(preset(&b.m, "rms_norm_eps"), "1e-05");
+    CHECK_STR_EQ(preset(&b.m, "act_silu"), "true");        /* hidden_act "silu" */
+    CHECK(preset(&b.m, "head_dim") == NULL);               /* null: the default */
+    CHECK_STR_EQ(b.g.name, "memest_test_lm");
+    CHECK(has_node(&b.g, "model.layers.2.mlp.act_fn"));
+    unload(&b);
+
+    /* the command line wins over the config: --set tie_word_embeddings=false
+     * adds lm_head 64*1000 = 64000 -> 282496 */
+    struct memest_override untie[] = {{"tie_word_embeddings", "false", NULL}};
+    load(&b, "tests/hf/good.json", untie, 1);
+    CHECK_EQ_INT(b.rc, 0);
+    CHECK_EQ_U64(b.p.total, 282496);
+    unload(&b);
+
+    /* untied.json: gelu, untied, rope_scaling {"type": "linear"}, kv heads
+     * null (0: kv_heads = 8, v_proj 64*64 = 4096, o_proj 4096), dtype auto.
+     * Per layer 256 + 8192 + 49152 = 57600; 3 layers 172800, + 64000 +
+     * 128 + lm_head 64000 = 300928 */
+    load(&b, "tests/hf/untied.json", NULL, 0);
+    CHECK_EQ_INT(b.rc, 0);
+    CHECK_EQ_U64(b.p.total, 300928);
+    CHECK(!b.m.has_dtype);
+    CHECK(has_node(&b.g, "model.layers.0.mlp.act_gelu"));
+    CHECK(!has_node(&b.g, "model.layers.0.mlp.act_fn"));
+    unload(&b);
+
+    /* a directory stands for its config.json */
+    load(&b, "tests/hf/dir", NULL, 0);
+    CHECK_EQ_INT(b.rc, 0);
+    CHECK_STR_EQ(b.m.file, "tests/hf/dir/config.json");
+    CHECK_EQ_U64(b.p.total, 218496);
+    unload(&b);
+
+    /* errors: one per kind, each naming the key's JSON path */
+    static const struct { const char *file, *path, *frag; int code; } bad[] = {
+        {"unknown_key", "sliding_window", "unknown key for model_type \"memest_test_lm\"",
+         MEMEST_ERR_SCHEMA},
+        {"rope_type", "rope_scaling.rope_type", "\"yarn\" is not supported for model_type "
+         "\"memest_test_lm\" (supported: llama3, linear)", MEMEST_ERR_SCHEMA},
+        {"rope_unknown_field", "rope_scaling.beta_fast", "unknown key", MEMEST_ERR_SCHEMA},
+        {"model_type", "model_type", "(supported: memest_test_lm;", MEMEST_ERR_SCHEMA},
+        {"wrong_kind", "hidden_size", "expected a number", MEMEST_ERR_SCHEMA},
+        {"quantized", "quantization_config", "not modelled yet", MEMEST_ERR_SCHEMA},
+        {"hidden_act", "hidden_act", "\"relu\" is not supported", MEMEST_ERR_SCHEMA},
+        {"dtype", "torch_dtype", "\"float64\" is not supported", MEMEST_ERR_SCHEMA},
+        /* values that fail in the template: model errors naming the key */
+        {"bad_value", "layers[1].repeat", "the config's num_hidden_layers=0: must be an integer",
+         MEMEST_ERR_SCHEMA},
+        {"seq_check", "checks[0]", "the config's max_position_embeddings=8: seq_len is longer",
+         MEMEST_ERR_SCHEMA},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char path[200];
+        snprintf(path, sizeof path, "tests/hf/errors/%s.json", bad[i].file);
+        load(&b, path, NULL, 0);
+        CHECK_EQ_INT(b.rc, -1);
+        CHECK_EQ_INT(b.err.code, bad[i].code);
+        CHECK_STR_EQ(b.err.path, bad[i].path);
+        CHECK_CONTAINS(b.err.msg, bad[i].frag);
+        CHECK(strstr(b.err.file, path) == b.err.file);
+        unload(&b);
+    }
+
+    /* the template's faults name the template and the config */
+    CHECK_EQ_INT(setenv("MEMEST_ARCH_PATH", "tests/hf/badarch:tests/hf/arch", 1), 0);
+    load(&b, "tests/hf/good.json", NULL, 0);
+    CHECK_EQ_INT(b.rc, -1);
+    CHECK_STR_EQ(b.err.file, "tests/hf/badarch/memest_test_lm.json");
+    CHECK_STR_EQ(b.err.path, "hf_config.keys.hidden_size");
+    CHECK_CONTAINS(b.err.msg, "in the architecture template for tests/hf/good.json");
+    unload(&b);
+    load(&b, "tests/hf/errors/broken.json", NULL, 0);
+    CHECK_EQ_INT(b.rc, -1);
+    CHECK_STR_EQ(b.err.file,
+                 "tests/hf/errors/broken.json [template tests/hf/badarch/memest_test_broken.json]");
+    CHECK_CONTAINS(b.err.msg, "unknown variable 'kv_sizee'");
+    unload(&b);
+
+    /* no MEMEST_ARCH_PATH: the built-in templates only */
+    CHECK_EQ_INT(unsetenv("MEMEST_ARCH_PATH"), 0);
+    load(&b, "tests/hf/good.json", NULL, 0);
+    CHECK_EQ_INT(b.rc, -1);
+    CHECK_CONTAINS(b.err.msg, "no architecture template for model_type \"memest_test_lm\"");
+    unload(&b);
+    return CHECK_DONE();
+}
