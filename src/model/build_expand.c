@@ -173,6 +173,17 @@ static bool takes_no_input(struct builder *b, const struct scope *sc, const cJSO
     return op && op->max_in == 0;
 }
 
+/* Whether a node after obj in its list is called name. */
+static bool later_named(const cJSON *obj, const char *name)
+{
+    for (const cJSON *o = obj->next; o; o = o->next) {
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(o, "name");
+        if (cJSON_IsString(n) && strcmp(n->valuestring, name) == 0)
+            return true;
+    }
+    return false;
+}
+
 static int expand_node(struct builder *b, const cJSON *obj, const char *npath, const char *prefix,
                        const struct scope *sc, struct memest_strmap *names, struct memest_ref prev,
                        int index, bool trainable, struct memest_ref *out)
@@ -261,6 +272,12 @@ static int expand_node(struct builder *b, const cJSON *obj, const char *npath, c
                 return memest_errf(b->err, MEMEST_ERR_SCHEMA, npath,
                                    "a node that \"if\" can skip needs an input to pass through");
             *out = ins[0];
+            /* one of two alternatives of the same name (Python's `if tie: self.lm_head = ...
+             * else: ...`): the name is the present node's, so a left-out node does not claim
+             * a name an earlier node has or a later node of the same list takes */
+            int64_t old;
+            if (memest_strmap_get(names, name, strlen(name), &old) || later_named(obj, name))
+                return 0;
             return mb_add_name(b, names, name, ins[0], npath);
         }
     }
