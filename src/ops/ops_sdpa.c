@@ -354,6 +354,29 @@ static bool q_length_major(const struct memest_ictx *c, const struct operand *q)
     return s->size[1] > 1 && s->size[2] > 1 && s->stride[2] > s->stride[1];
 }
 
+/* The output of flash and cuDNN, saved when autograd records: [B, Hq, L, d]
+ * allocated with head dim dalloc and narrowed to d, laid out as
+ * empty_like(q.transpose(1, 2)).transpose(1, 2) lays it out: heads-major
+ * unless q is a transposed view of [B, L, Hq, D] memory. */
+static int output_like_q(struct memest_ictx *c, const struct sdpa *a, const struct operand *q,
+                         int64_t dalloc, int64_t d)
+{
+    bool lh = q_length_major(c, q);
+    int64_t osz[4] = {a->B, lh ? a->L : a->Hq, lh ? a->Hq : a->L, dalloc};
+    uint64_t n;
+    if (!memest_numel(c, 4, osz, &n))
+        return -1;
+    struct memest_shape og;
+    memest_shape_set(&og, 4, osz);
+    if (lh)
+        geom_transpose(&og, 1, 2);
+    og.size[3] = d;
+    if (memest_out_new_strided(c, &og, n, a->dt) < 0 ||
+        (memest_needs_grad(c) && memest_save_out(c, 0) != 0))
+        return -1;
+    return 0;
+}
+
 static int run_flash(struct memest_ictx *c, const struct sdpa *a, struct operand ops[3])
 {
     int64_t Dp = div_ceil(a->D, 8) * 8;
@@ -366,21 +389,8 @@ static int run_flash(struct memest_ictx *c, const struct sdpa *a, struct operand
         if (keep_operand(c, &ops[i], true) != 0)
             return -1;
     }
-    /* the output is empty_like(q.transpose(1, 2)).transpose(1, 2), q as the
-     * kernel gets it: heads-major unless q is a transposed view of
-     * [B, L, Hq, D] memory (a caller that skips .contiguous()) */
-    bool lh = q_length_major(c, &ops[0]);
-    int64_t osz[4] = {a->B, lh ? a->L : a->Hq, lh ? a->Hq : a->L, Dp};
-    uint64_t n;
-    if (!memest_numel(c, 4, osz, &n))
-        return -1;
-    struct memest_shape og;
-    memest_shape_set(&og, 4, osz);
-    if (lh)
-        geom_transpose(&og, 1, 2);
-    og.size[3] = a->D; /* post_process_flash_output: a narrow of the padded output */
-    if (memest_out_new_strided(c, &og, n, a->dt) < 0 || (memest_needs_grad(c) &&
-                                                         memest_save_out(c, 0) != 0))
+    /* post_process_flash_output: a narrow of the padded output */
+    if (output_like_q(c, a, &ops[0], Dp, a->D) != 0)
         return -1;
     int64_t lse[3] = {a->B, a->Hq, a->L};
     if (memest_needs_grad(c)) {
@@ -456,18 +466,8 @@ static int run_cudnn(struct memest_ictx *c, const struct sdpa *a, struct operand
     for (int i = 0; i < 3; i++)
         if (keep_operand(c, &ops[i], true) != 0)
             return -1;
-    bool lh = q_length_major(c, &ops[0]);
-    int64_t out[4] = {a->B, lh ? a->L : a->Hq, lh ? a->Hq : a->L, a->Dv},
-            lse[4] = {a->B, a->Hq, a->L, 1};
-    uint64_t n;
-    if (!memest_numel(c, 4, out, &n))
-        return -1;
-    struct memest_shape og;
-    memest_shape_set(&og, 4, out);
-    if (lh)
-        geom_transpose(&og, 1, 2);
-    if (memest_out_new_strided(c, &og, n, a->dt) < 0 || (memest_needs_grad(c) &&
-                                                         memest_save_out(c, 0) != 0))
+    int64_t lse[4] = {a->B, a->Hq, a->L, 1};
+    if (output_like_q(c, a, &ops[0], a->Dv, a->Dv) != 0)
         return -1;
     if (save_new_if(c, 4, lse, MEMEST_F32) != 0 || save_new_if(c, 0, NULL, MEMEST_I64) != 0 ||
         save_new_if(c, 0, NULL, MEMEST_I64) != 0 || sdpa_mask_memory(c, a, K_CUDNN) != 0)
