@@ -32,6 +32,8 @@
 
 #include "ops_common.h"
 
+#include "memest/run.h"
+
 /* True for a number with no fractional part (a Python int, as far as type
  * promotion is concerned). */
 static bool integral(double v) { return isfinite(v) && v == floor(v); }
