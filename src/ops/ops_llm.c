@@ -511,9 +511,10 @@ const struct memest_op_desc memest_ops_llm[] = {
            "tanh(x / cap) * cap (Gemma 2 logit soft-capping)", MEMEST_AMPP_ANY),
     LLM_OP("pow", 1, 1, pow_args, infer_pow, "Tensor.pow(exponent) with a number",
            MEMEST_AMPP_FP32),
-    LLM_OP("to", 1, 2, to_args, infer_to,
-           "Tensor.to(dtype), or type_as(input 1); the input itself when the dtype is the same",
-           MEMEST_AMPP_ANY),
+    /* the values of its input, cast (ops.h: same_data) */
+    {.name = "to", .min_in = 1, .max_in = 2, .args = to_args, .nargs = NARGS(to_args),
+     .infer = infer_to, .amp = MEMEST_AMPP_ANY, .same_data = true,
+     .doc = "Tensor.to(dtype), or type_as(input 1); the input itself when the dtype is the same"},
     LLM_OP("buffer", 0, 0, buffer_args, infer_buffer,
            "a module buffer (register_buffer): allocated with the model, no gradient",
            MEMEST_AMPP_ANY),
