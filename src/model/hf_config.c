@@ -332,9 +332,13 @@ static int add_override(struct hf *h, const char *var, const char *value, const 
 
 /* A JSON scalar as an override's text: numbers written to read back as the
  * same value (integers exactly), true/false/null as such, strings as they
- * are. NULL for a list or an object, or a number of 2^53 or more. */
+ * are, and an empty list as "[]" (an enumerated value such as Qwen2-MoE's
+ * mlp_only_layers: []). NULL for any other list or an object, or a number of
+ * 2^53 or more. */
 static const char *scalar_text(const cJSON *j, char *buf, size_t n)
 {
+    if (cJSON_IsArray(j) && !j->child)
+        return "[]";
     if (cJSON_IsString(j))
         return j->valuestring;
     if (cJSON_IsBool(j))
