@@ -38,6 +38,7 @@ struct memest_app {
     bool has_card;                 /* --gpu NAME or --mem (for --gpu auto: after the probe) */
     struct memest_card card;
     struct memest_step_cfg step;   /* the options' step, with the card's compute capability */
+    enum memest_dtype dtype;       /* --dtype; else a config's torch_dtype (without --amp); else fp32 */
     char mem_label[64];            /* the label of a --mem card */
     /* the command's work (cost.h), charged by memest_app_estimate and the
      * flows: spent so far, the budget (MEMEST_MAX_WORK), the costliest
@@ -89,7 +90,7 @@ int64_t memest_app_affordable(const struct memest_app *a);
 int memest_app_overrides_note(const struct memest_app *a, struct memest_error *err);
 
 /* The options the documents show (report.h), from the command line. */
-struct memest_report_opts memest_app_report_opts(const struct memest_cli *o);
+struct memest_report_opts memest_app_report_opts(const struct memest_app *a);
 
 /* The time-estimate options for the card at this step configuration; false
  * when the card has no preset (no throughput figures). *prec and *fallback

@@ -21,6 +21,7 @@ struct memest_cli {
     bool batch_set;
     struct memest_step_cfg step;   /* optimizer and step simulation */
     enum memest_dtype dtype;       /* --dtype */
+    bool dtype_set;                /* --dtype was given */
     struct memest_override sets[MEMEST_MAX_SETS];   /* --set, and --seq N (seq_len=N) */
     int nsets;
     /* --attention, --moe-imbalance, --fused, --torch: the fields of the run

@@ -9,7 +9,9 @@
  * (.amp), the math library its kernels call (.lib: the simulator allocates
  * the cuBLAS workspace at the first cuBLAS op), whether model.eval() makes
  * it return its input (.eval_identity: --inference drops dropout) and
- * whether it is the model-input op (.model_input). A new op sets them in
+ * whether it is the model-input op (.model_input), whether its output is its
+ * input's values unchanged (.same_data) and whether it is a linear layer a
+ * fused linear + cross-entropy can replace (.ce_head). A new op sets them in
  * its family file; left out, each means "none" / false. */
 #pragma once
 
@@ -89,6 +91,14 @@ struct memest_op_desc {
                                      input itself (nn.Dropout*: F.dropout with
                                      training=False), no output, no mask */
     bool model_input;             /* the op of the model inputs (one only) */
+    bool same_data;               /* the output holds its first input's values
+                                     unchanged: a view or reshape of it, or a
+                                     same-size copy (contiguous, a dtype cast);
+                                     --fused linear-ce looks through such ops
+                                     between the head and the loss */
+    bool ce_head;                 /* a linear layer (weight [V, H], optional
+                                     bias [V]) that --fused linear-ce can fuse
+                                     with the cross-entropy after it */
 };
 
 /* The op of the model inputs (the file's "inputs" list): not in the table

@@ -32,3 +32,27 @@ struct memest_peak_opts {
 int memest_sim_step(const struct memest_run *r, const struct memest_peak_opts *o,
                     struct memest_timeline *tl, struct memest_peak *out,
                     struct memest_error *err);
+
+/* --fused linear-ce (run option MEMEST_FUSED_LINEAR_CE): the model's last
+ * output is a linear layer's output (lm_head), seen through views, reshapes
+ * and dtype casts only, and the step's cross-entropy is computed by Liger-
+ * Kernel's LigerFusedLinearCrossEntropyFunction instead: the logits [BT, V]
+ * are never made, a chunk of rows at a time is (src/sim/sim_fused_ce.c). */
+struct memest_fused_ce {
+    bool on;            /* the fused function replaces the head and the loss */
+    uint32_t head;      /* the linear node (op->ce_head) */
+    uint32_t last;      /* the node making the last output (head when none follows) */
+    uint64_t rows;      /* BT: the loss's rows */
+    uint64_t hidden;    /* H: the head's in_features */
+    uint64_t vocab;     /* V: its out_features, the classes */
+    uint64_t chunk;     /* rows per chunk: next_power_of_2(cdiv(BT, cdiv(V, H))) */
+    uint64_t nchunks;   /* cdiv(BT, chunk) */
+};
+/* Whether a training step of run r with step configuration cfg (its loss
+ * resolved) uses the fused linear + cross-entropy, and its plan: off without
+ * the run option or for a no-grad pass (`inference`: no loss). 0, or -1 with
+ * a usage error when the option is set but the loss is not cross-entropy or
+ * the last output is not a linear layer's logits. */
+int memest_fused_ce_plan(const struct memest_run *r, const struct memest_step_cfg *cfg,
+                         bool inference, struct memest_fused_ce *out,
+                         struct memest_error *err);

@@ -46,7 +46,7 @@ static int eval(struct advisor *ad, int64_t batch, const struct memest_step_cfg 
     struct memest_error e1 = {0};
     struct memest_estimate e;
     res->batch = batch;
-    if (memest_app_estimate(a, batch, step, a->o->dtype, &e, NULL, NULL, &e1) != 0) {
+    if (memest_app_estimate(a, batch, step, a->dtype, &e, NULL, NULL, &e1) != 0) {
         if (e1.code != MEMEST_ERR_LIMIT) {
             *err = e1;
             return -1;
@@ -65,7 +65,7 @@ static int eval(struct advisor *ad, int64_t batch, const struct memest_step_cfg 
     res->saves = (int64_t)ad->base.needs - (int64_t)f.needs;
     struct memest_time_opts t;
     struct memest_time tm;
-    int rc = memest_app_time_opts(a, step, a->o->dtype, &t, NULL, NULL)
+    int rc = memest_app_time_opts(a, step, a->dtype, &t, NULL, NULL)
                  ? memest_roofline(&a->r, &e, &t, &tm, NULL) : -1;
     if (rc == -2)
         return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
@@ -410,7 +410,7 @@ int memest_flow_advise(struct memest_app *a)
     /* the current configuration; its run is the one in-place candidates are read from */
     struct memest_error e0 = {0};
     struct memest_estimate e;
-    if (memest_app_estimate(a, o->batch, &a->step, o->dtype, &e, NULL, NULL, &e0) != 0) {
+    if (memest_app_estimate(a, o->batch, &a->step, a->dtype, &e, NULL, NULL, &e0) != 0) {
         rc = memest_app_fail(o, &e0);
         goto end;
     }
@@ -419,7 +419,7 @@ int memest_flow_advise(struct memest_app *a)
         advise_inplace(ad, &err) != 0)
         goto fail;
     if (!o->inference) {
-        bool fp32 = o->dtype == MEMEST_F32 && a->step.amp == MEMEST_AMP_NONE;
+        bool fp32 = a->dtype == MEMEST_F32 && a->step.amp == MEMEST_AMP_NONE;
         struct memest_step_cfg s;
         if (fp32) {
             s = ad->a->step;
@@ -456,7 +456,7 @@ int memest_flow_advise(struct memest_app *a)
     qsort(ad->opts, (size_t)ad->n, sizeof *ad->opts, by_saves);
     struct memest_advice doc = {
         .model = a->g.name, .file = a->g.file, .batch = o->batch,
-        .optimizer = memest_optim_name(a->step.optim.kind), .dtype = memest_dtype_name(o->dtype),
+        .optimizer = memest_optim_name(a->step.optim.kind), .dtype = memest_dtype_name(a->dtype),
         .card = &a->card, .headroom_pct = o->headroom, .mfu = o->mfu,
         .has_time = ad->base.has_time, .now_samples_per_s = ad->base.samples_per_s,
         .opts = ad->opts, .nopts = ad->n,

@@ -49,6 +49,12 @@ int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct mem
         memest_model_build(&a->m, o->sets, o->nsets, &a->g, err) != 0 ||
         memest_step_cfg_resolve_loss(&a->step, a->g.loss, err) != 0)   /* once, here */
         return memest_error_exit(err);
+    /* a Hugging Face config's torch_dtype is the weights' type, as
+     * from_pretrained(torch_dtype="auto") loads them: the default unless
+     * --dtype or --amp (float32 parameters) says otherwise */
+    a->dtype = o->dtype;
+    if (!o->dtype_set && o->step.amp == MEMEST_AMP_NONE && a->m.has_dtype)
+        a->dtype = a->m.dtype;
     uint32_t unused, unused_at;
     if (memest_graph_unused_inputs(&a->g, &unused, &unused_at, err) != 0)
         return memest_error_exit(err);
@@ -88,6 +94,10 @@ int memest_app_estimate(struct memest_app *a, int64_t batch, const struct memest
     struct memest_run_opts ro = a->o->run;   /* --attention, --fused, ... */
     ro.batch = batch;
     ro.dtype = dtype;
+    /* --inference has no loss: the fused linear + cross-entropy is not used
+     * (nor checked against the model) */
+    if (a->o->inference)
+        ro.fused &= ~(uint32_t)MEMEST_FUSED_LINEAR_CE;
     struct memest_cost c;
     if (memest_app_charge(a, 0, err) != 0)   /* the budget may be spent already */
         return -1;
@@ -168,9 +178,10 @@ int memest_flow_list_gpus(const struct memest_cli *o)
     return MEMEST_EXIT_OK;
 }
 
-struct memest_report_opts memest_app_report_opts(const struct memest_cli *o)
+struct memest_report_opts memest_app_report_opts(const struct memest_app *a)
 {
+    const struct memest_cli *o = a->o;
     return (struct memest_report_opts){.inference = o->inference, .fit = o->fit,
-                                       .layers = o->layers, .dtype = o->dtype,
+                                       .layers = o->layers, .dtype = a->dtype,
                                        .headroom = o->headroom, .mfu = o->mfu};
 }

@@ -326,6 +326,7 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
             if (memest_dtype_parse(optarg, &o->dtype) != 0 || !memest_dtype_is_float(o->dtype) ||
                 o->dtype == MEMEST_F64)
                 return bad(err, "--dtype", optarg, "fp32, fp16 or bf16");
+            o->dtype_set = true;
             break;
         case OPT_AMP:
             if (memest_amp_parse(optarg, &o->step.amp) != 0)

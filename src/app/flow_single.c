@@ -54,14 +54,14 @@ int memest_flow_single(struct memest_app *a)
     struct memest_node_time *nodes = NULL;
     int rc = MEMEST_EXIT_OK;
     bool files = o->timeline_path || o->plot_path;
-    if (memest_app_estimate(a, o->batch, &a->step, o->dtype, &e, &tl,
+    if (memest_app_estimate(a, o->batch, &a->step, a->dtype, &e, &tl,
                             files && o->inference ? &itl : NULL, &err) != 0 ||
         memest_write_step_files(o->timeline_path, o->plot_path, o->inference, &a->r, &e,
                                 o->inference ? &itl : &tl, &err) != 0) {
         rc = memest_app_fail(o, &err);
         goto end;
     }
-    struct memest_report rep = {.opts = memest_app_report_opts(o), .step = &a->step, .g = &a->g, .r = &a->r, .e = &e};
+    struct memest_report rep = {.opts = memest_app_report_opts(a), .step = &a->step, .g = &a->g, .r = &a->r, .e = &e};
     if (o->probe) {
         rc = probe(o, &a->g, &tl, &pres, &perr);
         rep.probe = &pres;
@@ -75,7 +75,7 @@ int memest_flow_single(struct memest_app *a)
              * probe replayed the timeline of an unknown one) */
             if (a->has_card && a->card.gpu && a->card.gpu->compute_capability != a->step.gpu_arch) {
                 a->step.gpu_arch = a->card.gpu->compute_capability;
-                if (memest_app_estimate(a, o->batch, &a->step, o->dtype, &e, NULL, NULL,
+                if (memest_app_estimate(a, o->batch, &a->step, a->dtype, &e, NULL, NULL,
                                         &err) != 0) {
                     rc = memest_app_fail(o, &err);
                     goto end;
@@ -90,7 +90,7 @@ int memest_flow_single(struct memest_app *a)
             rc = memest_app_fail(o, &err);
             goto end;
         }
-        if (memest_app_card_report(a, &e, &a->step, o->dtype, &cr, nodes, &err) != 0) {
+        if (memest_app_card_report(a, &e, &a->step, a->dtype, &cr, nodes, &err) != 0) {
             rc = memest_app_fail(o, &err);
             goto end;
         }

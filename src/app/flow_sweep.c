@@ -30,7 +30,7 @@ static int eval_row(struct memest_app *a, int64_t batch, struct memest_sweep_row
     row->value = batch;
     row->batch = batch;
     row->has_fit = a->has_card;
-    if (memest_app_estimate(a, batch, &a->step, o->dtype, &e, NULL, NULL, &e1) != 0) {
+    if (memest_app_estimate(a, batch, &a->step, a->dtype, &e, NULL, NULL, &e1) != 0) {
         if (e1.code != MEMEST_ERR_LIMIT) {
             *err = e1;
             return -1;
@@ -52,7 +52,7 @@ static int eval_row(struct memest_app *a, int64_t batch, struct memest_sweep_row
         row->may_fit = row->lower <= f.usable;
     }
     struct memest_time_opts t;
-    int rc = memest_app_time_opts(a, &a->step, o->dtype, &t, NULL, NULL)
+    int rc = memest_app_time_opts(a, &a->step, a->dtype, &t, NULL, NULL)
                  ? memest_roofline(&a->r, &e, &t, &row->time, NULL) : -1;
     if (rc == -2)
         return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
@@ -68,14 +68,14 @@ static void report_init(const struct memest_app *a, struct memest_sweep_report *
     s->file = a->g.file;
     s->batch = o->batch;
     s->optimizer = memest_optim_name(a->step.optim.kind);
-    s->dtype = memest_dtype_name(o->dtype);
+    s->dtype = memest_dtype_name(a->dtype);
     s->inference = o->inference;
     s->card = a->has_card ? &a->card : NULL;
     s->headroom_pct = o->headroom;
     s->mfu = o->mfu;
     struct memest_time_opts t;
     enum memest_precision p;
-    if (memest_app_time_opts(a, &a->step, o->dtype, &t, &p, &s->peak_fallback)) {
+    if (memest_app_time_opts(a, &a->step, a->dtype, &t, &p, &s->peak_fallback)) {
         s->precision = memest_precision_name(s->peak_fallback ? MEMEST_PREC_FP32 : p);
         s->peak_flops = t.peak_flops;
     }
@@ -141,8 +141,8 @@ static int check_sweep_work(struct memest_app *a, const char *name,
     char b[3][32];
     if (!o->sweep_var) {
         uint64_t first, last;
-        if (memest_app_cost(a, list->v[0], &a->step, o->dtype, &first, err) != 0 ||
-            memest_app_cost(a, list->v[list->n - 1], &a->step, o->dtype, &last, err) != 0)
+        if (memest_app_cost(a, list->v[0], &a->step, a->dtype, &first, err) != 0 ||
+            memest_app_cost(a, list->v[list->n - 1], &a->step, a->dtype, &last, err) != 0)
             return -1;
         per = first > last ? first : last;
         if (per == 0 || per <= max / list->n)
@@ -159,7 +159,7 @@ static int check_sweep_work(struct memest_app *a, const char *name,
         uint64_t units;
         struct memest_cost rec;
         if (rebuild(a, name, list->v[i], err) != 0 ||
-            memest_app_cost(a, o->batch, &a->step, o->dtype, &units, err) != 0)
+            memest_app_cost(a, o->batch, &a->step, a->dtype, &units, err) != 0)
             return -1;
         uint64_t build = a->g.build_work * MEMEST_COST_PER_BUILD_STEP;
         memest_cost_records(&a->r, &rec);
@@ -297,7 +297,7 @@ int memest_flow_max_batch(struct memest_app *a)
             memest_fit_check(next.total_device, a->card.memory, o->headroom, &res.next_fit);
     }
     bool files = o->timeline_path || o->plot_path;
-    if (memest_app_estimate(a, at, &a->step, o->dtype, &e, files && !o->inference ? &tl : NULL,
+    if (memest_app_estimate(a, at, &a->step, a->dtype, &e, files && !o->inference ? &tl : NULL,
                             files && o->inference ? &tl : NULL, &err) != 0 ||
         memest_write_step_files(o->timeline_path, o->plot_path, o->inference, &a->r, &e, &tl,
                                 &err) != 0) {
@@ -311,7 +311,7 @@ int memest_flow_max_batch(struct memest_app *a)
         return memest_app_fail(o, &err);
     }
     struct memest_card_report cr;
-    if (memest_app_card_report(a, &e, &a->step, o->dtype, &cr, nodes, &err) != 0) {
+    if (memest_app_card_report(a, &e, &a->step, a->dtype, &cr, nodes, &err) != 0) {
         free(nodes);
         return memest_app_fail(o, &err);
     }
@@ -324,7 +324,7 @@ int memest_flow_max_batch(struct memest_app *a)
                 mb.scan_max < MEMEST_MAX_BATCH_SCAN ? ", what this command's work budget allows"
                                                     : "",
                 (long long)best);
-    struct memest_report rep = {.opts = memest_app_report_opts(o), .step = &a->step, .g = &a->g, .r = &a->r, .e = &e, .card = &cr,
+    struct memest_report rep = {.opts = memest_app_report_opts(a), .step = &a->step, .g = &a->g, .r = &a->r, .e = &e, .card = &cr,
                                 .max_batch = &res};
     memest_render_max_batch(stdout, o->format, &rep);
     free(nodes);

@@ -7,7 +7,9 @@
 #include <stdlib.h>
 
 #include "memest/calc.h"
+#include "memest/checked.h"
 #include "memest/optim.h"
+#include "memest/sim.h"
 
 /* ---- the event bound ----
  * Every allocation the simulator makes is freed once (by the teardown at
@@ -23,6 +25,17 @@
  *     recomputation [recompute] with --checkpoint: the forward again, at
  *       most once per node;
  *     loss [loss_step]: at most 8;
+ *     with --fused linear-ce [fused_ce_forward, _loss, _backward] (sim.h:
+ *       memest_fused_ce_plan), besides the above (the head's and later
+ *       nodes' storages are then not made, their bound stays): its
+ *       gradients, loss_1d, the target mask and its sum, the loss, the
+ *       seed and the 1.0 it is compared with (9: the loss's 8 and 8 more),
+ *       and per chunk at most 9 (the logits and their sum with the bias,
+ *       the bias gradient's sum, the grad_input temporary, and under
+ *       autocast the cast of the weight, the weight's uncached copy, the
+ *       cast of the input chunk, the logits promoted by a bias cast back
+ *       to autocast's dtype, the logits copied to the input's dtype for
+ *       grad_weight);
  *     backward [bwd_node, input_grad, deliver]: per node a contiguous copy
  *       of its incoming gradient (MEMEST_BWD_CONTIG_OUT) and its backward
  *       scratch (when not 0); per node input that takes a gradient, that
@@ -154,6 +167,10 @@ int memest_cost_count(const struct memest_run *r, const struct memest_step_cfg *
     uint64_t bwd = t.contig_nodes + t.scratch_nodes + t.grad_inputs + t.cast_inputs + t.sums +
                    t.trainable + t.param_casts;
     uint64_t batch = fwd + (cfg->checkpoint ? fwd : 0) + 8 + bwd;
+    struct memest_fused_ce f;
+    struct memest_error ignored = {0};   /* a step the simulator refuses: no events */
+    if (memest_fused_ce_plan(r, cfg, false, &f, &ignored) == 0 && f.on)
+        batch = memest_sat_add(batch, memest_sat_add(8, memest_sat_mul(9, f.nchunks)));
     /* the optimizer's (optim.h): its state and device step scalars, its
        temporaries per updated parameter */
     bool fused_steps = memest_optim_device_steps(cfg);

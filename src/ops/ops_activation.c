@@ -272,6 +272,7 @@ const struct memest_op_desc memest_ops_activation[] = {
     /* eval(): F.dropout / F.dropout2d with training=False return the input */
     DROPOUT_OP("dropout", infer_dropout, "nn.Dropout (training mode)"),
     DROPOUT_OP("dropout2d", infer_dropout2d, "nn.Dropout2d: zeroes whole channels (training mode)"),
-    ACT_OP0("identity", infer_identity, "nn.Identity: the input itself"),
+    {.name = "identity", .min_in = 1, .max_in = 1, .infer = infer_identity,
+     .doc = "nn.Identity: the input itself", .same_data = true},
 };
 const int memest_ops_activation_count = NOPS(memest_ops_activation);

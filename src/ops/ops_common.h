@@ -12,6 +12,7 @@
 #include "memest/checked.h"
 #include "memest/dtype.h"
 #include "memest/ops.h"
+#include "memest/run.h"
 #include "memest/shape.h"
 #include "ops_families.h"
 
@@ -37,6 +38,16 @@ static inline struct shp shp_sizes(int ndim, const int64_t *size)
     return shp_of(&t);
 }
 #define IN_STR(c, i) (shp_of(memest_in_shape((c), (i))).s)
+
+/* ---- PyTorch versions ----
+ * The run option torch (--torch) picks whose autograd rules apply: 0 (the
+ * default) PyTorch 2.x, 113 PyTorch 1.13, whose rules the catalog and the
+ * reference measurements of tests/reference/ (torch 1.13) follow. Where the
+ * two differ, an op asks: */
+static inline bool torch113(const struct memest_ictx *c)
+{
+    return memest_run_options(c)->torch == 113;
+}
 
 /* ---- dtypes ---- */
 

@@ -2,7 +2,7 @@
  * scalar), matmul, bmm, reductions (mean, sum), masked_fill with a causal
  * mask, and the tensor factories arange and zeros.
  *
- * Saved for backward (PyTorch 1.13, the catalog):
+ * Saved for backward (PyTorch 1.13, the catalog, and 2.x where not said):
  *   add, sub: nothing;
  *   mul: each operand whose partner requires grad (a * b saves b for
  *     grad(a) and a for grad(b));
@@ -20,14 +20,19 @@
  *     expanded to the broadcast batch and reshaped to 3-D (a copy when the
  *     expansion cannot be viewed that way). mm/bmm save each operand when
  *     the other requires grad;
- *   mean over dims: its input (1.13's MeanBackward1 keeps self; newer
- *     releases keep only sizes); a full mean(), sum: nothing;
+ *   mean over dims: nothing in PyTorch 2.x (MeanBackward1 keeps only
+ *     sym_sizes and sym_numel, derivatives.yaml mean.dim: mean_backward(grad,
+ *     self.sym_sizes(), dim, self.sym_numel(), keepdim); measured 0 bytes
+ *     with PyTorch 2.6); its input under --torch 1.13 (1.13's MeanBackward1
+ *     keeps self: the catalog); a full mean(), sum: nothing;
  *   masked_fill: only its bool mask, a buffer here, so nothing.
  * MACs: matmul/bmm only (m*n*k per product; backward: once more per operand
  * that requires grad). */
 #include <math.h>
 
 #include "ops_common.h"
+
+#include "memest/run.h"
 
 /* True for a number with no fractional part (a Python int, as far as type
  * promotion is concerned). */
@@ -367,7 +372,7 @@ static int infer_reduce(struct memest_ictx *c, bool mean)
     }
     if (memest_out_new(c, n, size, dt) < 0)
         return -1;
-    if (mean && !a->none)
+    if (mean && !a->none && torch113(c))
         return memest_save_in(c, 0);
     return 0;
 }

@@ -69,8 +69,11 @@ static int infer_linear(struct memest_ictx *c)
  *
  * at::bilinear reshapes both inputs to [rows, in_k] and calls _trilinear,
  * whose backward node (TrilinearBackward0) saves i1, i2 (the weight) and i3
- * whenever it records (1.13; 2.x saves only what the requested gradients
- * need). The intermediate [rows, out, in2] product is a transient. */
+ * whenever it records in 1.13 (--torch 1.13); 2.x saves each only when
+ * another one's gradient needs it (derivatives.yaml _trilinear:
+ * wrap_opt_if(i1, grad_input_mask[1] || grad_input_mask[2]), ...; measured
+ * with PyTorch 2.6: x1 alone requiring grad saves only x2). The
+ * intermediate [rows, out, in2] product is a transient. */
 
 enum { BIL_IN1, BIL_IN2, BIL_OUT, BIL_BIAS };
 
@@ -121,16 +124,17 @@ static int infer_bilinear(struct memest_ictx *c)
     if (memest_out_new(c, a->ndim, size, memest_in_dtype(c, 0)) < 0)
         return -1;
     int64_t f1[2] = {rows, in1}, f2[2] = {rows, in2};
-    if (save_geom_reshaped(c, 0, a, 2, f1, true) != 0 ||
-        save_geom_reshaped(c, 1, b, 2, f2, true) != 0)
+    bool rg1 = memest_in_requires_grad(c, 0), rg2 = memest_in_requires_grad(c, 1);
+    bool w_tr = memest_param_trainable(c, "weight"), all = torch113(c);
+    if (save_geom_reshaped(c, 0, a, 2, f1, all || rg2 || w_tr) != 0 ||
+        save_geom_reshaped(c, 1, b, 2, f2, all || rg1 || w_tr) != 0)
         return -1;
     int64_t mid[3] = {rows, out, in2};
     memest_workspace(c, sat_bytes(3, mid, memest_in_dtype(c, 0)));
 
     double fwd = (double)rows * (double)out * (double)in1 * (double)in2;
     memest_macs(c, fwd);
-    int nb = (memest_in_requires_grad(c, 0) ? 1 : 0) + (memest_in_requires_grad(c, 1) ? 1 : 0) +
-             (memest_param_trainable(c, "weight") ? 1 : 0);
+    int nb = (rg1 ? 1 : 0) + (rg2 ? 1 : 0) + (w_tr ? 1 : 0);
     memest_macs_bwd(c, fwd * nb);
     return 0;
 }
@@ -175,6 +179,7 @@ const struct memest_op_desc memest_ops_linear[] = {
         .doc = "nn.Linear: y = x W^T + b over the last dimension",
         .amp = MEMEST_AMPP_LOW,
         .lib = MEMEST_LIB_CUBLAS, /* addmm / matmul */
+        .ce_head = true,
     },
     {
         .name = "bilinear",

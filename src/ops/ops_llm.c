@@ -23,7 +23,6 @@
  * The fused kernels (impl "fused", or "auto" with the run's --fused bit) are
  * Liger-Kernel's (linkedin/Liger-Kernel, src/liger_kernel/ops/): their
  * autograd.Function forward saves only what its save_for_backward lists. */
-#include "memest/run.h"
 #include "ops_common.h"
 
 /* bytes of numel elements of dt, saturating (workspaces only) */
@@ -80,8 +79,10 @@ static bool want_fused(struct memest_ictx *c, int idx, uint32_t bit)
  * Fused (Liger LigerRMSNormFunction, ops/rms_norm.py): rms_norm_forward views
  * X as [rows, H], writes Y (X's dtype) and RSTD [rows] (float32 in the llama
  * and gemma casting modes), and saves X, W, RSTD. Its backward writes dX into
- * dY (in_place=True, LigerRMSNorm's default), so the input's gradient is the
- * output's, and sums a float32 [sm_count, H] partial dW (sm_count: the GPU's
+ * dY (in_place=True, the default of LigerRMSNorm and LigerRMSNormForGemma;
+ * Gemma 2's sets False and gets a new dX: not distinguished here), so the
+ * input's gradient is the output's, and sums a float32 [sm_count, H]
+ * partial dW (sm_count: the GPU's
  * multiprocessors, 132 on an H100 SXM, the figure used here). */
 
 enum { RMS_SHAPE, RMS_EPS, RMS_AFFINE, RMS_STYLE, RMS_IMPL };
@@ -111,35 +112,68 @@ struct rms {
     bool rg, wtr, affine;        /* x requires grad, the weight trains */
 };
 
+/* The statistics both styles compute, h = x.float() to r = rsqrt(mean(h^2)
+ * + eps): declares the saved h and r when x needs a gradient (keep_hr) and
+ * tracks the transients; the variance stays allocated when it is a Python
+ * local (Llama's `variance`), else it goes after the addition (Gemma). */
+static int rms_stats(struct memest_ictx *c, const struct rms *m, struct transient *t,
+                     bool keep_hr, bool variance_local)
+{
+    const uint64_t N32 = nbytes(m->n, MEMEST_F32), R = nbytes(m->rows, MEMEST_F32);
+    if (m->dt != MEMEST_F32) { /* h: a float32 copy (saved by pow and mul) */
+        if (keep_hr && memest_save_new(c, m->s.ndim, m->s.size, MEMEST_F32) != 0)
+            return -1;
+        if (!keep_hr)
+            tr_alloc(t, N32);
+    } else if (keep_hr && memest_save_in(c, 0) != 0) { /* h: x itself */
+        return -1;
+    }
+    tr_alloc(t, N32); /* h.pow(2) */
+    tr_alloc(t, R);   /* its mean */
+    tr_free(t, N32);
+    tr_alloc(t, R);   /* + eps */
+    if (!variance_local)
+        tr_free(t, R);
+    if (keep_hr && memest_save_new(c, m->s.ndim, m->stat, MEMEST_F32) != 0)
+        return -1;    /* r = rsqrt(...) */
+    if (!keep_hr)
+        tr_alloc(t, R);
+    tr_free(t, R);    /* + eps */
+    return 0;
+}
+
+/* After n32 = h * r: h (a copy) and r go when nothing saved them. */
+static void rms_drop_hr(struct transient *t, const struct rms *m, bool keep_hr)
+{
+    if (keep_hr)
+        return;
+    tr_free(t, m->dt == MEMEST_F32 ? 0 : nbytes(m->n, MEMEST_F32));
+    tr_free(t, nbytes(m->rows, MEMEST_F32));
+}
+
+/* Backward scratch of the eager styles: the float32 chain of h's gradient
+ * peaks at four [.., H] float32 tensors (mul's grad_h, mean's expanded
+ * gradient, pow_backward's self.pow(1) and 2 * that) before the input's
+ * gradient exists; with only the weight training, `weight_only`. */
+static void rms_bwd(struct memest_ictx *c, const struct rms *m, uint64_t weight_only)
+{
+    if (m->rg)
+        memest_bwd_workspace(c, sub_sat(memest_sat_mul(4, nbytes(m->n, MEMEST_F32)),
+                                        nbytes(m->n, m->dt)));
+    else if (m->affine && m->wtr)
+        memest_bwd_workspace(c, weight_only);
+}
+
 /* Eager LlamaRMSNorm. */
 static int rms_llama(struct memest_ictx *c, const struct rms *m)
 {
     const bool f32in = m->dt == MEMEST_F32, grad = memest_needs_grad(c);
     const bool keep_hr = grad && m->rg, keep_n = grad && m->affine && m->wtr;
-    const uint64_t N32 = nbytes(m->n, MEMEST_F32), Nd = nbytes(m->n, m->dt),
-                   R = nbytes(m->rows, MEMEST_F32);
+    const uint64_t N32 = nbytes(m->n, MEMEST_F32), Nd = nbytes(m->n, m->dt);
     enum memest_dtype out_dt = m->affine ? promote_dtypes(m->wdt, m->dt) : m->dt;
-    if (memest_out_like(c, &m->s, 0, out_dt) < 0)
-        return -1;
     struct transient t = {0};
-    /* h: x itself, or a float32 copy (saved by pow and mul) */
-    if (!f32in) {
-        if (keep_hr && memest_save_new(c, m->s.ndim, m->s.size, MEMEST_F32) != 0)
-            return -1;
-        if (!keep_hr)
-            tr_alloc(&t, N32);
-    } else if (keep_hr && memest_save_in(c, 0) != 0) {
+    if (memest_out_like(c, &m->s, 0, out_dt) < 0 || rms_stats(c, m, &t, keep_hr, true) != 0)
         return -1;
-    }
-    tr_alloc(&t, N32); /* h.pow(2) */
-    tr_alloc(&t, R);   /* variance (a local: lives to the end) */
-    tr_free(&t, N32);
-    tr_alloc(&t, R);   /* variance + eps */
-    if (keep_hr && memest_save_new(c, m->s.ndim, m->stat, MEMEST_F32) != 0)
-        return -1;     /* r = rsqrt(...) */
-    if (!keep_hr)
-        tr_alloc(&t, R);
-    tr_free(&t, R);    /* variance + eps */
     /* n32 = h * r: the output (float32 input, no weight), saved (float32
      * input, weight trains), else transient */
     bool n32_out = f32in && !m->affine, n32_saved = f32in && keep_n;
@@ -147,28 +181,16 @@ static int rms_llama(struct memest_ictx *c, const struct rms *m)
         return -1;
     if (!n32_out && !n32_saved)
         tr_alloc(&t, N32);
-    if (!keep_hr) { /* h and r go with the rebinding */
-        tr_free(&t, f32in ? 0 : N32);
-        tr_free(&t, R);
-    }
+    rms_drop_hr(&t, m, keep_hr);
     if (!f32in) { /* n = n32.to(input_dtype): the output, saved, or transient */
-        bool n_out = !m->affine;
         if (keep_n && memest_save_new(c, m->s.ndim, m->s.size, m->dt) != 0)
             return -1;
-        if (!n_out && !keep_n)
+        if (m->affine && !keep_n)
             tr_alloc(&t, Nd);
         tr_free(&t, N32); /* n32, a temporary of the expression */
     }
     memest_workspace(c, t.peak);
-    /* backward: the float32 chain of h's gradient peaks at four [.., H]
-     * float32 tensors (mul's grad_h, mean's expanded gradient, and
-     * pow_backward's self.pow(1) and 2 * that) before the input's gradient
-     * exists; with only the weight training, the product grad * n before
-     * its sum over rows */
-    if (m->rg)
-        memest_bwd_workspace(c, sub_sat(memest_sat_mul(4, N32), Nd));
-    else if (m->affine && m->wtr)
-        memest_bwd_workspace(c, nbytes(m->n, out_dt));
+    rms_bwd(c, m, nbytes(m->n, out_dt)); /* grad * n before its sum over rows */
     return 0;
 }
 
@@ -178,40 +200,18 @@ static int rms_gemma(struct memest_ictx *c, const struct rms *m)
     const bool f32in = m->dt == MEMEST_F32, grad = memest_needs_grad(c);
     const bool keep_hr = grad && m->rg, keep_n32 = grad && m->affine && m->wtr;
     const bool keep_w1 = grad && m->affine && m->rg;
-    const uint64_t N32 = nbytes(m->n, MEMEST_F32), Nd = nbytes(m->n, m->dt),
-                   R = nbytes(m->rows, MEMEST_F32);
+    const uint64_t N32 = nbytes(m->n, MEMEST_F32);
     const int64_t H = m->s.size[m->s.ndim - 1];
-    if (memest_out_like(c, &m->s, 0, m->dt) < 0)
-        return -1;
     struct transient t = {0};
-    if (!f32in) {
-        if (keep_hr && memest_save_new(c, m->s.ndim, m->s.size, MEMEST_F32) != 0)
-            return -1;
-        if (!keep_hr)
-            tr_alloc(&t, N32);
-    } else if (keep_hr && memest_save_in(c, 0) != 0) {
+    if (memest_out_like(c, &m->s, 0, m->dt) < 0 || rms_stats(c, m, &t, keep_hr, false) != 0)
         return -1;
-    }
-    tr_alloc(&t, N32); /* pow(2) */
-    tr_alloc(&t, R);   /* mean */
-    tr_free(&t, N32);
-    tr_alloc(&t, R);   /* + eps */
-    tr_free(&t, R);
-    if (keep_hr && memest_save_new(c, m->s.ndim, m->stat, MEMEST_F32) != 0)
-        return -1;     /* rsqrt */
-    if (!keep_hr)
-        tr_alloc(&t, R);
-    tr_free(&t, R);    /* mean, a temporary here */
     /* n32 = h * r: the output when there is no weight and x is float32 */
     bool n32_out = !m->affine && f32in;
     if (keep_n32 && memest_save_new(c, m->s.ndim, m->s.size, MEMEST_F32) != 0)
         return -1;
     if (!n32_out && !keep_n32)
         tr_alloc(&t, N32);
-    if (!keep_hr) {
-        tr_free(&t, f32in ? 0 : N32);
-        tr_free(&t, R);
-    }
+    rms_drop_hr(&t, m, keep_hr);
     if (m->affine) {
         /* weight.float() (a copy unless float32), 1.0 + that (saved) */
         uint64_t wcopy = m->wdt == MEMEST_F32 ? 0 : nbytes((uint64_t)H, MEMEST_F32);
@@ -225,11 +225,8 @@ static int rms_gemma(struct memest_ictx *c, const struct rms *m)
             tr_alloc(&t, N32);
     }
     memest_workspace(c, t.peak);
-    /* backward: as Llama's, after grad.to(float32) and its product with w1 */
-    if (m->rg)
-        memest_bwd_workspace(c, sub_sat(memest_sat_mul(4, N32), Nd));
-    else if (m->affine && m->wtr)
-        memest_bwd_workspace(c, memest_sat_mul(2, N32));
+    /* with only the weight training: grad.to(float32) and grad * n32 */
+    rms_bwd(c, m, memest_sat_mul(2, N32));
     return 0;
 }
 
@@ -357,9 +354,10 @@ static int infer_act_mul(struct memest_ictx *c)
  * Gemma 2's logit soft-capping (Gemma2ForCausalLM.forward, v4.48.0):
  *     logits = logits / cap; logits = torch.tanh(logits); logits = logits * cap
  * Division and product by a Python number save no tensor (PyTorch 2.6
- * measured: tests/tools/llm_ops_saved.py); TanhBackward0 saves its result y. Forward transient: x / cap (and y too
- * when nothing is saved). Backward: grad * cap, tanh_backward, / cap: one
- * tensor beyond the input's gradient at the peak. */
+ * measured: tests/tools/llm_ops_saved.py); TanhBackward0 saves its result
+ * y. Forward transient: x / cap (and y too when nothing is saved).
+ * Backward: grad * cap, tanh_backward, / cap: one tensor beyond the
+ * input's gradient at the peak. */
 
 enum { SC_CAP };
 

@@ -41,7 +41,6 @@
  * one: same bytes). The kernel rotates the whole head: a partial rotary dim
  * is eager only. Its backward rotates dq.transpose(1, 2).contiguous() in
  * place: counted as the usual new gradient of x. */
-#include "memest/run.h"
 #include "ops_common.h"
 
 /* ---- rotary_embedding ---- */

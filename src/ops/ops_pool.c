@@ -8,12 +8,14 @@
  * The 1-D ops are computed by ATen as their 2-D versions on x.unsqueeze(-2),
  * which changes no figure here.
  *
- * Saved for backward (PyTorch 1.13, device-independent):
+ * Saved for backward (PyTorch 1.13 and 2.x, device-independent):
  *   max pool: the input and the int64 indices (output-sized);
  *   avg pool: the input;
- *   adaptive avg pool: the input. For output 1 (x1) ATen computes
- *     x.mean((-1, -2), keepdim=True), and 1.13's MeanBackward1 saves its
- *     input too (the catalog); newer releases save only its sizes there;
+ *   adaptive avg pool: the input. For output 1 (x1; the 1-D op is the 2-D
+ *     one on x.unsqueeze(-2)) ATen's adaptive_avg_pool2d computes
+ *     x.mean((-1, -2), keepdim=True) instead, whose MeanBackward1 saves
+ *     nothing in 2.x (only sizes; measured with PyTorch 2.6) and the input
+ *     in 1.13 (the catalog): --torch 1.13;
  *   adaptive max pool: the input and the int64 indices. */
 #include "ops_common.h"
 
@@ -131,7 +133,7 @@ static int pool_sizes(struct memest_ictx *c, int D, const int64_t *k, const int6
  * input's leading dims and the given spatial sizes; saves what the op
  * saves. */
 static int pool_outputs(struct memest_ictx *c, int D, const int64_t *osz, bool indices,
-                        bool return_indices)
+                        bool return_indices, bool save_input)
 {
     const struct memest_shape s_in = *memest_in_shape(c, 0), *s = &s_in;
     int64_t size[MEMEST_MAX_DIMS];
@@ -142,7 +144,7 @@ static int pool_outputs(struct memest_ictx *c, int D, const int64_t *osz, bool i
         size[lead + i] = osz[i];
     if (memest_out_new(c, s->ndim, size, memest_in_dtype(c, 0)) < 0)
         return -1;
-    if (memest_save_in(c, 0) != 0)
+    if (save_input && memest_save_in(c, 0) != 0)
         return -1;
     if (!indices)
         return 0;
@@ -166,7 +168,7 @@ static int infer_maxpool(struct memest_ictx *c, int D)
     if (pool_sizes(c, D, k, st, memest_arg(c, MP_PADDING)->v, memest_arg(c, MP_DILATION)->v,
                    memest_arg_bool(c, MP_CEIL), osz) != 0)
         return -1;
-    return pool_outputs(c, D, osz, true, memest_arg_bool(c, MP_RETURN_INDICES));
+    return pool_outputs(c, D, osz, true, memest_arg_bool(c, MP_RETURN_INDICES), true);
 }
 
 static int infer_avgpool(struct memest_ictx *c, int D)
@@ -181,7 +183,7 @@ static int infer_avgpool(struct memest_ictx *c, int D)
     if (pool_sizes(c, D, k, st, memest_arg(c, AP_PADDING)->v, ones, memest_arg_bool(c, AP_CEIL),
                    osz) != 0)
         return -1;
-    return pool_outputs(c, D, osz, false, false);
+    return pool_outputs(c, D, osz, false, false, true);
 }
 
 static int infer_adaptive(struct memest_ictx *c, int D, bool max)
@@ -189,7 +191,11 @@ static int infer_adaptive(struct memest_ictx *c, int D, bool max)
     if (check_pool_input(c, D) != 0)
         return -1;
     const int64_t *osz = memest_arg(c, AD_OUTPUT_SIZE)->v;
-    return pool_outputs(c, D, osz, max, max && memest_arg_bool(c, AD_RETURN_INDICES));
+    bool ones = true; /* output 1 in every spatial dim: the mean */
+    for (int i = 0; i < D; i++)
+        ones = ones && osz[i] == 1;
+    bool save = max || !ones || torch113(c);
+    return pool_outputs(c, D, osz, max, max && memest_arg_bool(c, AD_RETURN_INDICES), save);
 }
 
 static int infer_maxpool1d(struct memest_ictx *c) { return infer_maxpool(c, 1); }

@@ -34,7 +34,9 @@
  * (integrations/sdpa_attention.py): repeat_kv on k and v (v4.48.0 always
  * repeats; enable_gqa true models a caller passing Hkv heads with
  * enable_gqa=True instead, as later transformers do), q, k, v .contiguous()
- * (copies of transformers' transposed views), then
+ * (copies of transformers' transposed views; contiguous false: the views as
+ * they are, as GPT2SdpaAttention, BertSdpaSelfAttention and OPTSdpaAttention
+ * pass them with PyTorch >= 2.2), then
  * F.scaled_dot_product_attention, whose C++ (aten/src/ATen/native/
  * transformers/attention.cpp, scaled_dot_product_attention) runs:
  *
@@ -55,7 +57,8 @@
  *   inputs) and the output is a narrow of the padded one. logsumexp is
  *   float32 [B, Hq, L] (flash_api.cpp mha_fwd: softmax_lse, unpadded).
  *   The output is empty_like(q.transpose(1, 2)).transpose(1, 2): q's
- *   layout, contiguous here. The philox seed and offset are 0-d int64 CPU
+ *   layout (contiguous after .contiguous(); [B, L, Hq, D] memory for a
+ *   transposed view passed as it is). The philox seed and offset are 0-d int64 CPU
  *   tensors outside CUDA graph capture: host memory, not counted. Dropout
  *   keeps no mask (the backward regenerates it from the seed); nothing
  *   L x S is saved. enable_gqa: k and v stay at Hkv heads (the kernel
@@ -111,6 +114,7 @@ enum {
     SD_SOFTCAP,
     SD_SOFTMAX_FP32,
     SD_BACKEND,
+    SD_CONTIGUOUS,
 };
 
 #define SDPA_BACKENDS "auto|eager|math|flash|efficient|cudnn"
@@ -130,6 +134,9 @@ static const struct memest_argspec sdpa_args[] = {
                          .doc = "eager: softmax in float32, then .to(dtype)"},
     [SD_BACKEND] = {"backend", MEMEST_ARG_STR, .sdef = "auto", .choices = SDPA_BACKENDS,
                     .doc = "--attention wins when given"},
+    [SD_CONTIGUOUS] = {"contiguous", MEMEST_ARG_BOOL, .idef = 1,
+                       .doc = "q, k, v .contiguous() before the kernel (sdpa_attention_forward); "
+                              "false: the caller's views as they are"},
 };
 
 /* The kernels, in enum memest_attention's order. */
@@ -142,6 +149,7 @@ struct sdpa {
     enum memest_dtype dt;
     double p;
     bool causal, gqa, softmax_fp32;
+    bool contiguous; /* sdpa_attention_forward's q, k, v .contiguous() */
     int64_t window;
     double softcap;
 };
@@ -315,7 +323,7 @@ static void sdpa_operands(struct memest_ictx *c, const struct sdpa *a, struct op
         int64_t h = i == 0 ? a->Hq : a->Hkv;
         if (i > 0 && repeat)
             ops[i] = op_copy(a->B, a->Hq, rows[i], dims[i], a->dt);
-        else if (memest_shape_is_contiguous(memest_in_shape(c, i)))
+        else if (!a->contiguous || memest_shape_is_contiguous(memest_in_shape(c, i)))
             ops[i] = op_input(i);
         else
             ops[i] = op_copy(a->B, h, rows[i], dims[i], a->dt);
@@ -333,6 +341,42 @@ static void fused_macs(struct memest_ictx *c, const struct sdpa *a)
     memest_macs_bwd(c, 3 * macs2(a, a->D) + 2 * macs2(a, a->Dv));
 }
 
+/* Whether q as the kernel reads it (an input, not a copy) is laid out as
+ * [B, L, H, D] memory seen transposed: its length stride exceeds its head
+ * stride. Flash and cuDNN allocate their output like q
+ * (empty_like(q.transpose(1, 2)) keeps the order of q's strides), so the
+ * caller's attn_output.transpose(1, 2).contiguous() then copies nothing. */
+static bool q_length_major(const struct memest_ictx *c, const struct operand *q)
+{
+    if (q->in < 0)
+        return false;
+    const struct memest_shape *s = memest_in_shape(c, q->in);
+    return s->size[1] > 1 && s->size[2] > 1 && s->stride[2] > s->stride[1];
+}
+
+/* The output of flash and cuDNN, saved when autograd records: [B, Hq, L, d]
+ * allocated with head dim dalloc and narrowed to d, laid out as
+ * empty_like(q.transpose(1, 2)).transpose(1, 2) lays it out: heads-major
+ * unless q is a transposed view of [B, L, Hq, D] memory. */
+static int output_like_q(struct memest_ictx *c, const struct sdpa *a, const struct operand *q,
+                         int64_t dalloc, int64_t d)
+{
+    bool lh = q_length_major(c, q);
+    int64_t osz[4] = {a->B, lh ? a->L : a->Hq, lh ? a->Hq : a->L, dalloc};
+    uint64_t n;
+    if (!memest_numel(c, 4, osz, &n))
+        return -1;
+    struct memest_shape og;
+    memest_shape_set(&og, 4, osz);
+    if (lh)
+        geom_transpose(&og, 1, 2);
+    og.size[3] = d;
+    if (memest_out_new_strided(c, &og, n, a->dt) < 0 ||
+        (memest_needs_grad(c) && memest_save_out(c, 0) != 0))
+        return -1;
+    return 0;
+}
+
 static int run_flash(struct memest_ictx *c, const struct sdpa *a, struct operand ops[3])
 {
     int64_t Dp = div_ceil(a->D, 8) * 8;
@@ -345,15 +389,8 @@ static int run_flash(struct memest_ictx *c, const struct sdpa *a, struct operand
         if (keep_operand(c, &ops[i], true) != 0)
             return -1;
     }
-    int64_t osz[4] = {a->B, a->Hq, a->L, Dp};
-    uint64_t n;
-    if (!memest_numel(c, 4, osz, &n))
-        return -1;
-    struct memest_shape og;
-    memest_shape_set(&og, 4, osz);
-    og.size[3] = a->D; /* post_process_flash_output: a narrow of the padded output */
-    if (memest_out_new_strided(c, &og, n, a->dt) < 0 || (memest_needs_grad(c) &&
-                                                         memest_save_out(c, 0) != 0))
+    /* post_process_flash_output: a narrow of the padded output */
+    if (output_like_q(c, a, &ops[0], Dp, a->D) != 0)
         return -1;
     int64_t lse[3] = {a->B, a->Hq, a->L};
     if (memest_needs_grad(c)) {
@@ -429,9 +466,8 @@ static int run_cudnn(struct memest_ictx *c, const struct sdpa *a, struct operand
     for (int i = 0; i < 3; i++)
         if (keep_operand(c, &ops[i], true) != 0)
             return -1;
-    int64_t out[4] = {a->B, a->Hq, a->L, a->Dv}, lse[4] = {a->B, a->Hq, a->L, 1};
-    if (memest_out_new(c, 4, out, a->dt) < 0 || (memest_needs_grad(c) &&
-                                                 memest_save_out(c, 0) != 0))
+    int64_t lse[4] = {a->B, a->Hq, a->L, 1};
+    if (output_like_q(c, a, &ops[0], a->Dv, a->Dv) != 0)
         return -1;
     if (save_new_if(c, 4, lse, MEMEST_F32) != 0 || save_new_if(c, 0, NULL, MEMEST_I64) != 0 ||
         save_new_if(c, 0, NULL, MEMEST_I64) != 0 || sdpa_mask_memory(c, a, K_CUDNN) != 0)
@@ -528,7 +564,8 @@ static int infer_sdpa(struct memest_ictx *c)
                      .gqa = memest_arg_bool(c, SD_GQA),
                      .softmax_fp32 = memest_arg_bool(c, SD_SOFTMAX_FP32),
                      .window = memest_arg_int(c, SD_WINDOW),
-                     .softcap = memest_arg_float(c, SD_SOFTCAP)};
+                     .softcap = memest_arg_float(c, SD_SOFTCAP),
+                     .contiguous = memest_arg_bool(c, SD_CONTIGUOUS)};
     if (k->size[0] != a.B || v->size[0] != a.B)
         return memest_fail(c, "q, k and v must have the same batch size, got %s, %s and %s",
                            IN_STR(c, 0), IN_STR(c, 1), IN_STR(c, 2));

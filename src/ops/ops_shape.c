@@ -630,19 +630,27 @@ static int infer_stack(struct memest_ictx *c)
         .name = nm, .min_in = 1, .max_in = 1, .args = argv, .nargs = NARGS(argv), .infer = fn, \
         .doc = text,                                                                            \
     }
+/* the ops whose output is their input's values, rearranged into other
+ * sizes only (ops.h: same_data) */
+#define SAME_DATA_OP(nm, argv, fn, text)                                                        \
+    {                                                                                           \
+        .name = nm, .min_in = 1, .max_in = 1, .args = argv, .nargs = NARGS(argv), .infer = fn, \
+        .doc = text, .same_data = true,                                                         \
+    }
 
 const struct memest_op_desc memest_ops_shape[] = {
-    SHAPE_OP("flatten", flatten_args, infer_flatten,
+    SAME_DATA_OP("flatten", flatten_args, infer_flatten,
              "nn.Flatten / torch.flatten: merges dims start_dim..end_dim (view when possible)"),
     SHAPE_OP("unflatten", unflatten_args, infer_unflatten, "nn.Unflatten: splits one dim (view)"),
-    SHAPE_OP("reshape", reshape_args, infer_reshape, "Tensor.reshape (view when possible)"),
-    SHAPE_OP("view", reshape_args, infer_view, "Tensor.view (error when not viewable)"),
+    SAME_DATA_OP("reshape", reshape_args, infer_reshape, "Tensor.reshape (view when possible)"),
+    SAME_DATA_OP("view", reshape_args, infer_view, "Tensor.view (error when not viewable)"),
     SHAPE_OP("permute", permute_args, infer_permute, "Tensor.permute (view)"),
     SHAPE_OP("transpose", transpose_args, infer_transpose, "Tensor.transpose (view)"),
     {.name = "contiguous", .min_in = 1, .max_in = 1, .args = NULL, .nargs = 0,
-     .infer = infer_contiguous, .doc = "Tensor.contiguous (copies a non-contiguous input)"},
-    SHAPE_OP("squeeze", squeeze_args, infer_squeeze, "Tensor.squeeze (view)"),
-    SHAPE_OP("unsqueeze", unsqueeze_args, infer_unsqueeze, "Tensor.unsqueeze (view)"),
+     .infer = infer_contiguous, .doc = "Tensor.contiguous (copies a non-contiguous input)",
+     .same_data = true},
+    SAME_DATA_OP("squeeze", squeeze_args, infer_squeeze, "Tensor.squeeze (view)"),
+    SAME_DATA_OP("unsqueeze", unsqueeze_args, infer_unsqueeze, "Tensor.unsqueeze (view)"),
     SHAPE_OP("expand", expand_args, infer_expand, "Tensor.expand (view, stride 0)"),
     SHAPE_OP("select", select_args, infer_select, "Tensor.select / x[:, i] (view)"),
     SHAPE_OP("narrow", narrow_args, infer_narrow, "Tensor.narrow / a slice (view)"),

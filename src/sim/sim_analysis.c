@@ -190,8 +190,8 @@ void sim_analyze_release(struct sim *S)
     const struct memest_run *r = S->r;
     for (uint32_t n = 0; n < S->nn; n++) {
         const struct memest_nodeinfo *ni = &r->nodes[n];
-        if (!ni->needs_grad || !S->reach[n])
-            continue;
+        if (!ni->needs_grad || !S->reach[n] || fused_node(S, n))
+            continue;   /* (the fused linear-ce's nodes save nothing) */
         for (uint32_t k = ni->save_first; k < ni->save_first + ni->nsave; k++) {
             uint32_t s = r->saves[k];
             if (persistent_kind(r->storages[s].kind))

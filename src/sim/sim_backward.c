@@ -90,6 +90,8 @@ static int bwd_node(struct sim *S, uint32_t n, const struct ckpt *inner)
     const struct memest_run *r = S->r;
     const struct memest_nodeinfo *ni = &r->nodes[n];
     const struct memest_node *node = &S->g->nodes[n];
+    if (fused_node(S, n))
+        return sim_fused_ce_backward(S, n);
     bool any = false;
     for (uint32_t k = 0; k < ni->nout; k++)
         any |= S->vg[ni->out_first + k] != NONE;

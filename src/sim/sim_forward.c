@@ -39,7 +39,12 @@ int sim_forward_node(struct sim *S, uint32_t n, enum fmode m, const struct ckpt 
     /* the storages this node makes: casts, outputs, saved op-internal tensors */
     while (*sfirst < S->ns && r->storages[*sfirst].node < n)
         ++*sfirst;
-    for (uint32_t s = *sfirst; s < S->ns && r->storages[s].node == n; s++) {
+    /* --fused linear-ce: the head and the nodes after it make none; the
+     * fused function runs at the head */
+    bool fused = fused_node(S, n);
+    if (fused && n == S->fce.head && sim_fused_ce_forward(S, n) != 0)
+        return -1;
+    for (uint32_t s = *sfirst; !fused && s < S->ns && r->storages[s].node == n; s++) {
         const struct memest_storage *st = &r->storages[s];
         if (persistent_kind(st->kind) || S->sid[s] != NONE || S->alias[s] != NONE)
             continue;
@@ -56,7 +61,7 @@ int sim_forward_node(struct sim *S, uint32_t n, enum fmode m, const struct ckpt 
         if (sim_alloc_storage(S, s, saved ? MEMEST_CAT_SAVED : MEMEST_CAT_TRANSIENT, n) != 0)
             return -1;
     }
-    if (sim_ev_transient(S, MEMEST_CAT_TRANSIENT, n, r->nodes[n].work_bytes) != 0)
+    if (!fused && sim_ev_transient(S, MEMEST_CAT_TRANSIENT, n, r->nodes[n].work_bytes) != 0)
         return -1;
     for (uint32_t s = S->fhead[n]; s != NONE; s = S->fnext[s]) {
         if (param_cast(r, s))

@@ -29,6 +29,9 @@
  *             until its last node (a module's forward() arguments live until
  *             it returns). The first matrix product allocates the cuBLAS
  *             workspace, kept for good;
+ *             With --fused linear-ce the head linear and the nodes after it
+ *             make nothing: the fused linear + cross-entropy runs at the
+ *             head's place instead (sim_fused_ce.c);
  *   loss      the loss's forward and its backward down to the gradient of
  *             the model's last output (cross-entropy: log_softmax output
  *             [N, C] saved, nll_loss's scalar and total_weight; backward: the
@@ -89,6 +92,7 @@
  *   sim_analysis.c  static analysis: reach, checkpointed blocks, liveness, release
  *   sim_forward.c   the forward pass
  *   sim_loss.c      the loss
+ *   sim_fused_ce.c  --fused linear-ce: the head linear and the loss fused
  *   sim_backward.c  the backward pass and checkpointed recomputation
  *   sim_optimizer.c the optimizer step
  *   sim_step.c      the step driver and the entry point, memest_sim_step()
@@ -157,6 +161,13 @@ struct sim {
     uint32_t nheld, capheld;
     uint32_t cublas;      /* cuBLAS workspace id */
     bool in_recompute;
+
+    /* --fused linear-ce (sim_fused_ce.c) */
+    struct memest_fused_ce fce;
+    uint8_t *fused;       /* node: replaced by the fused function (the head and the
+                             nodes after it up to the last output); NULL when off */
+    uint32_t fce_gi, fce_gw, fce_gb;   /* its saved grad_input, grad_weight, grad_bias */
+    uint32_t fce_seed;    /* loss.backward()'s seed, its grad_output */
 
     /* every allocation: alive, bytes, category (teardown, checks) */
     uint8_t *alive;
@@ -252,6 +263,17 @@ int sim_forward(struct sim *S, enum fmode m);
 
 int sim_remember_held(struct sim *S, uint32_t id);
 int sim_loss_step(struct sim *S);
+
+/* ---- sim_fused_ce.c ---- */
+
+static inline bool fused_node(const struct sim *S, uint32_t n)
+{
+    return S->fused && S->fused[n];
+}
+int sim_fused_ce_setup(struct sim *S);
+int sim_fused_ce_forward(struct sim *S, uint32_t n);
+int sim_fused_ce_loss(struct sim *S);
+int sim_fused_ce_backward(struct sim *S, uint32_t n);
 
 /* ---- sim_backward.c ---- */
 

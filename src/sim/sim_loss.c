@@ -18,6 +18,8 @@ int sim_remember_held(struct sim *S, uint32_t id)
 int sim_loss_step(struct sim *S)
 {
     const struct memest_run *r = S->r;
+    if (S->fce.on)   /* the fused function computed the loss in the forward */
+        return sim_fused_ce_loss(S);
     S->ph = (uint8_t)((S->ph & WARM) | MEMEST_PH_LOSS);
     uint32_t v = root_value(S);
     const struct memest_value *o = &r->values[v];

@@ -183,6 +183,7 @@ static void sim_free(struct sim *S)
     free(S->held_ids);
     free(S->pids);
     free(S->alive);
+    free(S->fused);
 }
 
 /* The first storage of each node (storages are made in node order), with
@@ -261,7 +262,7 @@ int memest_sim_step(const struct memest_run *r, const struct memest_peak_opts *o
     }
     if (!S.inference && sim_analyze_reach(&S, vreach) != 0)
         goto end;
-    if (sim_analyze_checkpoint(&S) != 0)
+    if (sim_analyze_checkpoint(&S) != 0 || sim_fused_ce_setup(&S) != 0)
         goto end;
     sim_analyze_lastuse(&S);
     sim_analyze_release(&S);

@@ -226,7 +226,8 @@ static bool run_batch(struct memest_run *r, const struct memest_graph *g, int64_
             bug("the options for the reports do not parse: %s", cerr.msg);
         o.step = step;
         o.dtype = dt;
-        struct memest_report rep = {.opts = memest_app_report_opts(&o), .step = &step, .g = g, .r = r, .e = e};
+        struct memest_app app = {.o = &o, .dtype = dt};
+        struct memest_report rep = {.opts = memest_app_report_opts(&app), .step = &step, .g = g, .r = r, .e = e};
         memest_report_text(f, &rep);
         check_json_output(write_report_json, &rep, "the --json report");
     }

@@ -25,8 +25,11 @@ logits.float().view(-1, V); module names are transformers' (model.layers.N.block
 ...experts.E.w1, model.layers.N.mlp.shared_expert.gate_proj, ...). balanced=True forces round-robin
 routing: token t picks experts (t*k + j) % E, j < k, by adding a constant to the router logits (an add,
 which saves nothing for backward), so that every expert gets floor(T*k/E) or one more token, the lowest
-experts the extra ones - the split memest assumes (src/ops/ops_moe.c).
+experts the extra ones - the split memest assumes (src/ops/ops_moe.c); balanced=F > 1 forces the split of
+--moe-imbalance F instead.
 """
+import math
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -60,12 +63,27 @@ MIXTRAL_NAMES = ("w1", "w3", "w2")
 QWEN_NAMES = ("gate_proj", "up_proj", "down_proj")
 
 
-def round_robin_bias(T, E, k, dtype):
-    """A [T, E] constant whose top k per row are the experts (t*k + j) % E."""
+def round_robin_bias(T, E, k, dtype, imbalance=1.0):
+    """A [T, E] constant whose top k per row are the experts (t*k + j) % E; with imbalance F > 1, expert 0
+    is among the picks of the first min(T, ceil(F*T*k/E)) tokens and the other picks go round-robin to
+    experts 1 .. E-1 (memest's --moe-imbalance split; needs k < E)."""
     bias = torch.zeros(T, E, dtype=dtype)
+    if imbalance <= 1:
+        for t in range(T):
+            for j in range(k):
+                bias[t, (t * k + j) % E] = 1e4
+        return bias
+    assert k < E
+    n0 = min(T, math.ceil(imbalance * T * k / E))
+    c = 0
     for t in range(T):
-        for j in range(k):
-            bias[t, (t * k + j) % E] = 1e4
+        picks = k
+        if t < n0:
+            bias[t, 0] = 1e4
+            picks -= 1
+        for _ in range(picks):
+            bias[t, 1 + c % (E - 1)] = 1e4
+            c += 1
     return bias
 
 
@@ -96,7 +114,7 @@ class SparseMoeBlock(nn.Module):
         router_logits = self.gate(hidden_states)
         if self.balanced:
             router_logits = router_logits + round_robin_bias(router_logits.shape[0], self.num_experts,
-                                                             self.top_k, router_logits.dtype)
+                                                             self.top_k, router_logits.dtype, self.balanced)
         routing_weights = F.softmax(router_logits, dim=1, dtype=torch.float)
         routing_weights, selected_experts = torch.topk(routing_weights, self.top_k, dim=-1)
         if self.norm_topk_prob:
@@ -105,6 +123,8 @@ class SparseMoeBlock(nn.Module):
         final_hidden_states = torch.zeros((batch_size * sequence_length, hidden_dim),
                                           dtype=hidden_states.dtype, device=hidden_states.device)
         expert_mask = torch.nn.functional.one_hot(selected_experts, num_classes=self.num_experts).permute(2, 1, 0)
+        # not in transformers: the tokens each expert got, for the reference's record (integers, no grad)
+        self.tokens_per_expert = expert_mask.sum(dim=(1, 2)).tolist()
         for expert_idx in range(self.num_experts):
             expert_layer = self.experts[expert_idx]
             idx, top_x = torch.where(expert_mask[expert_idx])

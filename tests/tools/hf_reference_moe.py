@@ -15,6 +15,9 @@ for the models of tests/tools/hf_models_moe.py (transformers v4.48.0, op by op):
   one forward of input_ids [B, S] to logits.float().view(-1, V), in float32 and bfloat16, attention
   "eager" and "sdpa": saved activations by saved_tensors_hooks, storages de-duplicated, parameters and
   buffers excluded, with hf_reference.py's CUDA corrections.
+* "block": MixtralSparseMoeBlock alone after a linear (tests/hf/moe_block.json, a memest model file whose
+  variables give the sizes), balanced routing, float32 and bfloat16: the MoE ops checked without the
+  attention and norm ops.
 """
 import json
 import os
@@ -23,13 +26,14 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hf_models_moe import BUILDERS  # noqa: E402
+from hf_models_moe import BUILDERS, SparseMoeBlock  # noqa: E402
 from hf_reference import TINY_BATCH, TINY_SEQ, here, load, measure, static_info  # noqa: E402
 
 torch.set_num_threads(2)
 
 CONFIGS = ["mixtral-8x7b", "qwen1.5-moe-a2.7b"]
 TINY = ["mixtral", "qwen2_moe"]
+IMBALANCE = 1.5  # one more run of tiny mixtral (bfloat16, sdpa) with this --moe-imbalance split
 
 
 def mixtral_8x7b():
@@ -95,7 +99,54 @@ def tiny_figures():
                 del r["storages"]  # per-storage lines: long, and in by_grad_fn already
                 entry["runs"]["%s/%s" % (str(dtype).replace("torch.", ""), attn)] = r
         out[name] = entry
+    # memest's --moe-imbalance split (expert 0 gets min(T, ceil(F*T*k/E)) tokens), forced likewise: the
+    # same saved bytes in total (each expert's scale with its tokens), and the tokens per expert
+    cfg = load(here("tests", "hf", "tiny", "mixtral.json"))
+    torch.manual_seed(0)
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(torch.bfloat16)
+    try:
+        model = BUILDERS["mixtral"](cfg, "sdpa", balanced=IMBALANCE)
+    finally:
+        torch.set_default_dtype(old)
+    torch.manual_seed(0)
+    ids = torch.randint(0, cfg["vocab_size"], (TINY_BATCH, TINY_SEQ))
+    r = measure(model, ids)
+    del r["storages"]
+    out["mixtral"]["runs"]["bfloat16/sdpa/imbalance"] = r
+    out["mixtral"]["imbalance"] = IMBALANCE
+    out["mixtral"]["imbalance_tokens_per_expert"] = model.model.layers[0].block_sparse_moe.tokens_per_expert
     return out
+
+
+class BlockModel(torch.nn.Module):
+    """tests/hf/moe_block.json: pre = Linear(H, H, bias=False), then MixtralSparseMoeBlock."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.pre = torch.nn.Linear(cfg["hidden_size"], cfg["hidden_size"], bias=False)
+        self.block_sparse_moe = SparseMoeBlock(cfg, False, True)
+
+    def forward(self, x):
+        return self.block_sparse_moe(self.pre(x))[0]
+
+
+def block_figures():
+    var = load(here("tests", "hf", "moe_block.json"))["variables"]
+    assert var["norm_topk_prob"] is True  # Mixtral's block always renormalises
+    cfg = {"model_type": "mixtral", "hidden_size": var["hidden"], "intermediate_size": var["intermediate"],
+           "num_local_experts": var["experts"], "num_experts_per_tok": var["top_k"], "hidden_act": "silu"}
+    entry = {"model": "tests/hf/moe_block.json", "batch": TINY_BATCH, "seq_len": var["seq"],
+             "routing": "balanced (round-robin)", "runs": {}}
+    for dtype in (torch.float32, torch.bfloat16):
+        torch.manual_seed(0)
+        model = BlockModel(cfg).to(dtype)
+        entry.setdefault("params_total", static_info(model)["params_total"])
+        x = torch.randn(TINY_BATCH, var["seq"], var["hidden"], dtype=dtype)
+        r = measure(model, x)
+        del r["storages"]
+        entry["runs"][str(dtype).replace("torch.", "")] = r
+    return entry
 
 
 def main(argv):
@@ -106,6 +157,7 @@ def main(argv):
         "device": "cpu",
         "configs": config_figures(),
         "tiny": tiny_figures(),
+        "block": block_figures(),
     }
     text = json.dumps(result, indent=1, sort_keys=True) + "\n"
     if len(argv) > 1:
@@ -116,6 +168,9 @@ def main(argv):
     for name, e in result["configs"].items():
         sys.stderr.write("%-18s %14d params  published %s  buffers %d\n" % (
             name, e["params_total"], e.get("published_params"), e["buffers_count"]))
+    for k, r in result["block"]["runs"].items():
+        sys.stderr.write("%-18s %-16s %10d saved (cuda %d)\n" % ("block", k, r["saved_activation_bytes"],
+                                                                 r["saved_activation_bytes_cuda_corrected"]))
     for name, e in result["tiny"].items():
         for k, r in e["runs"].items():
             sys.stderr.write("%-18s %-16s %10d saved (cuda %d)\n" % (name, k, r["saved_activation_bytes"],

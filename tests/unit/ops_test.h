@@ -215,11 +215,12 @@ static inline double t_bwd(const struct t_model *t, const char *name)
     return t_info(t, name)->bwd_macs;
 }
 
-/* Loads `json` or, on failure, reports it and returns from the calling
- * (void) test function. */
-#define LOAD(t, json, batch)                                                                    \
+/* LOAD with full run options: LOAD_OPTS(&t, json, .batch = 2, .dtype =
+ * MEMEST_F32, .torch = 113, ...). */
+#define LOAD_OPTS(t, json, ...)                                                                 \
     do {                                                                                        \
-        int load_rc_ = t_load((t), (json), (batch));                                            \
+        struct memest_run_opts load_o_ = {__VA_ARGS__};                                         \
+        int load_rc_ = t_load_opts((t), (json), &load_o_);                                      \
         if (load_rc_ != 0)                                                                      \
             fprintf(stderr, "%s:%d: load failed: %s\n", __FILE__, __LINE__, (t)->msg);          \
         CHECK(load_rc_ == 0);                                                                   \
@@ -228,3 +229,7 @@ static inline double t_bwd(const struct t_model *t, const char *name)
             return;                                                                             \
         }                                                                                       \
     } while (0)
+
+/* Loads `json` (float32, batch size `batch`) or, on failure, reports it and
+ * returns from the calling (void) test function. */
+#define LOAD(t, json, nbatch) LOAD_OPTS((t), (json), .batch = (nbatch), .dtype = MEMEST_F32)

@@ -199,25 +199,36 @@ static void test_bmm(void)
     t_free(&t);
 }
 
-/* mean over dims (2, 3) of [2, 8, 4, 4]: [2, 8]; 1.13 saves the input
- * (1024 bytes); keepdim: [2, 8, 1, 1]; a full mean(): [] and nothing
- * saved; sum saves nothing and keeps integer inputs int64. */
+/* mean over dims (2, 3) of [2, 8, 4, 4]: [2, 8]; 2.x's MeanBackward1
+ * keeps only sizes (derivatives.yaml: mean_backward(grad, self.sym_sizes(),
+ * dim, self.sym_numel(), keepdim)), 1.13's saves the input (1024 bytes);
+ * keepdim: [2, 8, 1, 1]; a full mean(): [] and nothing saved; sum saves
+ * nothing and keeps integer inputs int64. */
+#define REDUCTIONS                                                                           \
+    AB "{'name': 'm', 'type': 'mean', 'inputs': ['a'], 'dim': [2, 3]},"                     \
+       "{'name': 'mk', 'type': 'mean', 'inputs': ['a'], 'dim': -1, 'keepdim': true},"        \
+       "{'name': 'ma', 'type': 'mean', 'inputs': ['a']},"                                    \
+       "{'name': 's', 'type': 'sum', 'inputs': ['a'], 'dim': 1}]}"
 static void test_reductions(void)
 {
     struct t_model t;
-    LOAD(&t,
-         AB "{'name': 'm', 'type': 'mean', 'inputs': ['a'], 'dim': [2, 3]},"
-            "{'name': 'mk', 'type': 'mean', 'inputs': ['a'], 'dim': -1, 'keepdim': true},"
-            "{'name': 'ma', 'type': 'mean', 'inputs': ['a']},"
-            "{'name': 's', 'type': 'sum', 'inputs': ['a'], 'dim': 1}]}",
-         2);
-    CHECK_STR_EQ(t_shape(&t, "m", 0), "[2, 8]");
+    struct memest_run_opts o113 = {.batch = 2, .dtype = MEMEST_F32, .torch = 113};
+    CHECK(t_load_opts(&t, REDUCTIONS, &o113) == 0);
     CHECK_EQ_U64(t_saved(&t, "m"), 1024);
+    t_free(&t);
+    LOAD(&t, REDUCTIONS, 2);
+    CHECK_STR_EQ(t_shape(&t, "m", 0), "[2, 8]");
+    CHECK_EQ_U64(t_nsaved(&t, "m"), 0);
     CHECK_STR_EQ(t_shape(&t, "mk", 0), "[2, 8, 4, 1]");
     CHECK_STR_EQ(t_shape(&t, "ma", 0), "[]");
     CHECK_EQ_U64(t_nsaved(&t, "ma"), 0);
     CHECK_STR_EQ(t_shape(&t, "s", 0), "[2, 4, 4]");
     CHECK_EQ_U64(t_nsaved(&t, "s"), 0);
+    t_free(&t);
+    LOAD_OPTS(&t, AB "{'name': 'm', 'type': 'mean', 'inputs': ['a'], 'dim': [2, 3]}]}",
+              .batch = 2, .dtype = MEMEST_F32, .torch = 113);
+    CHECK_EQ_U64(t_saved(&t, "m"), 1024);
+    CHECK(t_saves_storage(&t, "m", t_storage(&t, "a", 0)));
     t_free(&t);
     CHECK_CONTAINS(t_error(&t, AB "{'type': 'sum', 'dim': [1, -3]}]}", 2),
                    "dim 1 appears multiple times in the list of dims");

@@ -124,6 +124,19 @@ static void test_bilinear(void)
     CHECK_EQ_U64(t_saved(&t, "bl"), 108);
     CHECK(t_fwd(&t, "bl") == 360.0);
     t_free(&t);
+    /* frozen weight, only x1 requiring grad: PyTorch 2.x saves i2 (x2, 60
+     * bytes: x1's gradient needs it) and not x1 (48); 1.13 both (108) */
+    const char *fx = "{'inputs': [{'name': 'x1', 'shape': [4], 'requires_grad': true},"
+                     "            {'name': 'x2', 'shape': [5]}],"
+                     " 'layers': [{'name': 'bl', 'type': 'bilinear', 'inputs': ['x1', 'x2'],"
+                     "             'out_features': 6, 'trainable': false}]}";
+    LOAD(&t, fx, 3);
+    CHECK_EQ_U64(t_saved(&t, "bl"), 60);
+    CHECK(t_saves_storage(&t, "bl", t_storage(&t, "x2", 0)));
+    t_free(&t);
+    LOAD_OPTS(&t, fx, .batch = 3, .dtype = MEMEST_F32, .torch = 113);
+    CHECK_EQ_U64(t_saved(&t, "bl"), 108);
+    t_free(&t);
 }
 
 /* A bare parameter [1, 1, 768]: 768 elements, no batch dim; the output is

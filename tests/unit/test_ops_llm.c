@@ -11,20 +11,6 @@
 #define F32 MEMEST_F32
 #define BF16 MEMEST_BF16
 
-/* Loads with full run options, or reports and returns. */
-#define LOAD_O(t, json, ...)                                                                    \
-    do {                                                                                        \
-        struct memest_run_opts o_ = {__VA_ARGS__};                                              \
-        int load_rc_ = t_load_opts((t), (json), &o_);                                           \
-        if (load_rc_ != 0)                                                                      \
-            fprintf(stderr, "%s:%d: load failed: %s\n", __FILE__, __LINE__, (t)->msg);          \
-        CHECK(load_rc_ == 0);                                                                   \
-        if (load_rc_ != 0) {                                                                    \
-            t_free(t);                                                                          \
-            return;                                                                             \
-        }                                                                                       \
-    } while (0)
-
 static uint64_t t_work(const struct t_model *t, const char *name)
 {
     return t_info(t, name)->work_bytes;
@@ -84,12 +70,7 @@ static void test_rmsnorm_llama_f32(void)
 static void test_rmsnorm_llama_bf16(void)
 {
     struct t_model t;
-    if (t_load_dt(&t, RMS_JSON("llama", "eager"), 2, BF16) != 0) {
-        fprintf(stderr, "%s\n", t.msg);
-        CHECK(!"load");
-        t_free(&t);
-        return;
-    }
+    LOAD_OPTS(&t, RMS_JSON("llama", "eager"), .batch = 2, .dtype = BF16);
     CHECK_EQ_INT(t_dtype(&t, "n", 0), BF16);
     CHECK_EQ_U64(t_saved(&t, "n"), 1024 + 64 + 512);
     CHECK(!t_saves_storage(&t, "n", t_storage(&t, "x", 0)));
@@ -160,12 +141,7 @@ static void test_rmsnorm_gemma(void)
     CHECK_EQ_U64(t_saved(&t, "n"), 1024 + 64 + 1024 + 64);
     CHECK(t_saves_storage(&t, "n", t_storage(&t, "x", 0)));
     t_free(&t);
-    if (t_load_dt(&t, RMS_JSON("gemma", "eager"), 2, BF16) != 0) {
-        fprintf(stderr, "%s\n", t.msg);
-        CHECK(!"load");
-        t_free(&t);
-        return;
-    }
+    LOAD_OPTS(&t, RMS_JSON("gemma", "eager"), .batch = 2, .dtype = BF16);
     CHECK_EQ_INT(t_dtype(&t, "n", 0), BF16);
     CHECK_EQ_U64(t_saved(&t, "n"), 2176);
     CHECK(!t_saves_storage(&t, "n", t_storage(&t, "x", 0)));
@@ -188,18 +164,18 @@ static void test_rmsnorm_fused(void)
     CHECK_EQ_U64(t_bwork(&t, "n"), 8448);
     CHECK_EQ_INT(t_grad_kind(&t, "n", 0), MEMEST_GRAD_SAME);
     t_free(&t);
-    LOAD_O(&t, RMS_JSON("gemma", "auto"), .batch = 2, .dtype = BF16,
+    LOAD_OPTS(&t, RMS_JSON("gemma", "auto"), .batch = 2, .dtype = BF16,
            .fused = MEMEST_FUSED_RMSNORM);
     CHECK_EQ_U64(t_saved(&t, "n"), 512 + 64);
     CHECK_EQ_INT(t_dtype(&t, "n", 0), BF16);
     t_free(&t);
     /* the bit for another kernel leaves it eager (llama bf16: 1600) */
-    LOAD_O(&t, RMS_JSON("llama", "auto"), .batch = 2, .dtype = BF16,
+    LOAD_OPTS(&t, RMS_JSON("llama", "auto"), .batch = 2, .dtype = BF16,
            .fused = MEMEST_FUSED_SWIGLU);
     CHECK_EQ_U64(t_saved(&t, "n"), 1600);
     t_free(&t);
     /* impl eager wins over the bit */
-    LOAD_O(&t, RMS_JSON("llama", "eager"), .batch = 2, .dtype = F32,
+    LOAD_OPTS(&t, RMS_JSON("llama", "eager"), .batch = 2, .dtype = F32,
            .fused = MEMEST_FUSED_RMSNORM);
     CHECK_EQ_U64(t_saved(&t, "n"), 2112);
     t_free(&t);
@@ -256,20 +232,16 @@ static void test_act_mul(void)
     LOAD(&t, ACT_JSON("gelu_tanh", "fused"), 2);
     CHECK_EQ_U64(t_saved(&t, "m"), 4096);
     t_free(&t);
-    LOAD_O(&t, ACT_JSON("silu", "auto"), .batch = 2, .dtype = BF16,
+    LOAD_OPTS(&t, ACT_JSON("silu", "auto"), .batch = 2, .dtype = BF16,
            .fused = MEMEST_FUSED_SWIGLU);
     CHECK_EQ_U64(t_saved(&t, "m"), 2048);
     CHECK_EQ_INT(t_dtype(&t, "m", 0), BF16);
     t_free(&t);
-    if (t_load_dt(&t, ACT_JSON("gelu", "eager"), 2, BF16) != 0) {
-        CHECK(!"load");
-        t_free(&t);
-        return;
-    }
+    LOAD_OPTS(&t, ACT_JSON("gelu", "eager"), .batch = 2, .dtype = BF16);
     CHECK_EQ_U64(t_saved(&t, "m"), 3072);
     t_free(&t);
     /* auto with the bit keeps the exact GELU eager (Liger has only tanh) */
-    LOAD_O(&t, ACT_JSON("gelu", "auto"), .batch = 2, .dtype = F32, .fused = MEMEST_FUSED_SWIGLU);
+    LOAD_OPTS(&t, ACT_JSON("gelu", "auto"), .batch = 2, .dtype = F32, .fused = MEMEST_FUSED_SWIGLU);
     CHECK_EQ_U64(t_saved(&t, "m"), 6144);
     t_free(&t);
     CHECK_CONTAINS(t_error(&t, ACT_JSON("gelu", "fused"), 2), "tanh approximation");
@@ -334,11 +306,7 @@ static void test_rotary_embedding(void)
     CHECK_EQ_INT(t_grad_kind(&t, "rope", 0), MEMEST_GRAD_NONE);
     CHECK_EQ_U64(t_work(&t, "rope"), 1824);
     t_free(&t);
-    if (t_load_dt(&t, ROPE_JSON, 2, BF16) != 0) {
-        CHECK(!"load");
-        t_free(&t);
-        return;
-    }
+    LOAD_OPTS(&t, ROPE_JSON, .batch = 2, .dtype = BF16);
     CHECK_EQ_INT(t_dtype(&t, "rope", 0), BF16);
     CHECK_EQ_U64(t_work(&t, "rope"), 2336);
     /* the buffer stays float32 */
@@ -396,7 +364,7 @@ static void test_apply_rotary_partial(void)
         " 'layers': [{'name': 'rope', 'type': 'rotary_embedding', 'inputs': ['x'], 'dim': 8},"
         "            {'name': 'qe', 'type': 'apply_rotary', 'inputs': ['q', 'rope:0', 'rope:1'],"
         "             'rotary_dim': 8, 'impl': 'auto'}]}";
-    LOAD_O(&t, json, .batch = 2, .dtype = F32, .fused = MEMEST_FUSED_ROTARY);
+    LOAD_OPTS(&t, json, .batch = 2, .dtype = F32, .fused = MEMEST_FUSED_ROTARY);
     CHECK_STR_EQ(t_shape(&t, "qe", 0), "[2, 4, 8, 16]");
     CHECK_EQ_U64(t_saved(&t, "qe"), 512);
     CHECK_EQ_U64(t_work(&t, "qe"), 6144);
@@ -431,7 +399,7 @@ static void test_apply_rotary_partial(void)
 static void test_apply_rotary_fused(void)
 {
     struct t_model t;
-    LOAD_O(&t,
+    LOAD_OPTS(&t,
            "{'inputs': [{'name': 'x', 'shape': [8, 64]},"
            "            {'name': 'p', 'shape': [8, 4, 16], 'requires_grad': true}],"
            " 'layers': [{'name': 'rope', 'type': 'rotary_embedding', 'inputs': ['x'], 'dim': 16},"
@@ -445,7 +413,7 @@ static void test_apply_rotary_fused(void)
     CHECK_EQ_U64(t_saved(&t, "qe"), 1024);
     CHECK_EQ_U64(t_work(&t, "qe"), 0);
     t_free(&t);
-    LOAD_O(&t, ROPE_JSON, .batch = 2, .dtype = F32, .fused = MEMEST_FUSED_ROTARY);
+    LOAD_OPTS(&t, ROPE_JSON, .batch = 2, .dtype = F32, .fused = MEMEST_FUSED_ROTARY);
     CHECK(t_storage(&t, "qe", 0) != t_storage(&t, "q", 0));
     CHECK_EQ_U64(t_saved(&t, "qe"), 1024);
     t_free(&t);
@@ -510,7 +478,7 @@ static void test_pow(void)
     CHECK_EQ_INT(t_dtype(&t, "pf", 0), F32);
     t_free(&t);
     CHECK_EQ_INT(memest_op_find("pow")->amp, MEMEST_AMPP_FP32);
-    LOAD_O(&t,
+    LOAD_OPTS(&t,
            "{'inputs': [{'name': 'x', 'shape': [8], 'requires_grad': true}],"
            " 'layers': [{'name': 'b', 'type': 'to', 'dtype': 'bfloat16'},"
            "            {'name': 'p', 'type': 'pow', 'exponent': 2}]}",
@@ -557,17 +525,11 @@ static void test_softcap(void)
 static void test_buffer(void)
 {
     struct t_model t;
-    if (t_load_dt(&t,
+    LOAD_OPTS(&t,
                   "{'inputs': [{'name': 'x', 'shape': [8]}],"
                   " 'layers': [{'name': 'b', 'type': 'buffer', 'shape': [4, 16]},"
                   "            {'name': 'f', 'type': 'buffer', 'shape': [3], 'dtype': 'float',"
-                  "             'persistent': false}]}",
-                  2, BF16) != 0) {
-        fprintf(stderr, "%s\n", t.msg);
-        CHECK(!"load");
-        t_free(&t);
-        return;
-    }
+                  "             'persistent': false}]}", .batch = 2, .dtype = BF16);
     CHECK_STR_EQ(t_shape(&t, "b", 0), "[4, 16]");
     CHECK_EQ_U64(t_buffer(&t, "b", "buffer"), 64);
     CHECK_EQ_INT(t_dtype(&t, "b", 0), F32);
@@ -595,22 +557,14 @@ static void test_softmax_dtype(void)
     const char *json = "{'inputs': [{'name': 'x', 'shape': [8], 'requires_grad': true}],"
                        " 'layers': [{'name': 's', 'type': 'softmax', 'dim': -1,"
                        "             'dtype': 'float32'}]}";
-    if (t_load_dt(&t, json, 2, BF16) != 0) {
-        CHECK(!"load");
-        t_free(&t);
-        return;
-    }
+    LOAD_OPTS(&t, json, .batch = 2, .dtype = BF16);
     CHECK_EQ_INT(t_dtype(&t, "s", 0), F32);
     CHECK_EQ_U64(t_saved(&t, "s"), 64);
     CHECK(t_saves_storage(&t, "s", t_storage(&t, "s", 0)));
     CHECK_EQ_U64(t_work(&t, "s"), 64);
     CHECK_EQ_U64(t_bwork(&t, "s"), 64);
     t_free(&t);
-    if (t_load_dt(&t, json, 2, MEMEST_F16) != 0) {
-        CHECK(!"load");
-        t_free(&t);
-        return;
-    }
+    LOAD_OPTS(&t, json, .batch = 2, .dtype = MEMEST_F16);
     CHECK_EQ_U64(t_saved(&t, "s"), 64);
     CHECK_EQ_U64(t_work(&t, "s"), 0);
     t_free(&t);

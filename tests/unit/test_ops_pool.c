@@ -98,9 +98,11 @@ static void test_avgpool2d(void)
 }
 
 /* Adaptive pools: the output size is the argument. AdaptiveAvgPool2d((7,7))
- * and (1) on [2, 4, 14, 14] both save the input (6272 bytes; 1.13 computes
- * the 1x1 case as mean(), whose backward keeps the input too).
- * AdaptiveMaxPool2d(1) also saves int64 indices [2, 4, 1, 1] = 64 bytes. */
+ * on [2, 4, 14, 14] saves the input (6272 bytes); (1) is computed as
+ * mean(), which saves nothing in PyTorch 2.x and the input (6272) in 1.13,
+ * as does AdaptiveAvgPool1d(1) (the 2-D op on x.unsqueeze(-2)).
+ * AdaptiveMaxPool2d(1) saves the input and int64 indices [2, 4, 1, 1] =
+ * 64 bytes in both. */
 static void test_adaptive(void)
 {
     struct t_model t;
@@ -115,8 +117,28 @@ static void test_adaptive(void)
     CHECK_STR_EQ(t_shape(&t, "a7", 0), "[2, 4, 7, 7]");
     CHECK_STR_EQ(t_shape(&t, "a1", 0), "[2, 4, 1, 1]");
     CHECK_EQ_U64(t_saved(&t, "a7"), 6272);
-    CHECK_EQ_U64(t_saved(&t, "a1"), 6272);
+    CHECK_EQ_U64(t_saved(&t, "a1"), 0);
     CHECK_EQ_U64(t_saved(&t, "m1"), 6272 + 64);
+    t_free(&t);
+    LOAD_OPTS(&t,
+              "{'inputs': [{'name': 'x', 'shape': [4, 14, 14], 'requires_grad': true}],"
+              " 'layers': [{'name': 'a1', 'type': 'adaptiveavgpool2d', 'output_size': [1, 1]}]}",
+              .batch = 2, .dtype = MEMEST_F32, .torch = 113);
+    CHECK_EQ_U64(t_saved(&t, "a1"), 6272);
+    t_free(&t);
+    /* 1-D on [2, 4, 14] (448 bytes): output 1 is the mean (2.x: nothing;
+     * 1.13: the input), output 2 the pool (the input) */
+    const char *one = "{'inputs': [{'name': 'x', 'shape': [4, 14], 'requires_grad': true}],"
+                      " 'layers': [{'name': 'l1', 'type': 'adaptiveavgpool1d', 'output_size': 1},"
+                      "            {'name': 'l2', 'type': 'adaptiveavgpool1d', 'inputs': ['x'],"
+                      "             'output_size': 2}]}";
+    LOAD(&t, one, 2);
+    CHECK_EQ_U64(t_saved(&t, "l1"), 0);
+    CHECK_EQ_U64(t_saved(&t, "l2"), 448);
+    t_free(&t);
+    LOAD_OPTS(&t, one, .batch = 2, .dtype = MEMEST_F32, .torch = 113);
+    CHECK_EQ_U64(t_saved(&t, "l1"), 448);
+    CHECK_EQ_U64(t_saved(&t, "l2"), 448);
     t_free(&t);
     /* a 1-d pool takes (N, C, L) or (C, L): 4-D is too many dims */
     CHECK_CONTAINS(t_error(&t,

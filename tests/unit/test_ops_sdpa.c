@@ -259,6 +259,39 @@ static void test_cudnn(void)
     t_free(&t);
 }
 
+/* contiguous false (GPT2SdpaAttention, BertSdpaSelfAttention and
+ * OPTSdpaAttention pass their transposed views as they are): flash, fp16,
+ * saves the inputs xq, xk, xv themselves (2048 each), its output (2048)
+ * and logsumexp (256): 8448 as before, but the output is allocated like
+ * q, [2, 8, 4, 16] memory seen transposed (strides [512, 16, 64, 1]), so
+ * the caller's transpose(1, 2).contiguous() is the output's storage.
+ * cuDNN allocates like q too (8464 as in test_cudnn). */
+#define MERGE                                                                                  \
+    "{'name': 'att', 'type': 'scaled_dot_product_attention', 'inputs': ['q', 'k', 'v'], "      \
+    "'is_causal': true, 'contiguous': false},"                                                  \
+    "{'name': 'tr', 'type': 'transpose', 'dim0': 1, 'dim1': 2},"                               \
+    "{'name': 'merged', 'type': 'contiguous'}]}"
+static void test_no_contiguous(void)
+{
+    struct t_model t;
+    LOADK(&t, MHA MERGE, MEMEST_F16, MEMEST_ATTN_AUTO);
+    CHECK_EQ_U64(t_saved(&t, "att"), 8448);
+    CHECK(t_saves_storage(&t, "att", t_storage(&t, "xq", 0)));
+    CHECK(t_saves_storage(&t, "att", t_storage(&t, "xv", 0)));
+    CHECK_STR_EQ(t_strides(&t, "att", 0), "[512, 16, 64, 1]");
+    CHECK(t_storage(&t, "merged", 0) == t_storage(&t, "att", 0));
+    t_free(&t);
+    LOADK(&t, MHA MERGE, MEMEST_F16, MEMEST_ATTN_CUDNN);
+    CHECK_EQ_U64(t_saved(&t, "att"), 8464);
+    CHECK(t_storage(&t, "merged", 0) == t_storage(&t, "att", 0));
+    t_free(&t);
+    /* with .contiguous() (the default), flash's output is contiguous and
+     * the merge copies it */
+    LOADK(&t, MHA ATT("'is_causal': true"), MEMEST_F16, MEMEST_ATTN_AUTO);
+    CHECK(!t_saves_storage(&t, "att", t_storage(&t, "xq", 0)));
+    t_free(&t);
+}
+
 /* Without gradients (inputs that do not require grad) nothing is saved. */
 static void test_no_grad(void)
 {
@@ -326,6 +359,7 @@ int main(void)
     test_math();
     test_math_variants();
     test_cudnn();
+    test_no_contiguous();
     test_no_grad();
     test_errors();
     return CHECK_DONE();

@@ -66,7 +66,8 @@ static void check_model(struct stats *st, const char *name, const cJSON *entry)
     const cJSON *batches = cJSON_GetObjectItemCaseSensitive(entry, "batches");
     const cJSON *b;
     cJSON_ArrayForEach(b, batches) {
-        struct memest_run_opts ro = {.batch = atoll(b->string), .dtype = MEMEST_F32};
+        struct memest_run_opts ro = {.batch = atoll(b->string), .dtype = MEMEST_F32,
+                                      .torch = 113};
         if (memest_run_infer(&r, &g, &ro, &err) != 0) {
             fprintf(stderr, "%s: %s\n", path, err.msg);
             CHECK(0);

@@ -11,6 +11,7 @@
 #include "memest/cuda_overhead.h"
 #include "memest/model.h"
 #include "memest/run.h"
+#include "memest/sim.h"
 
 static const char *const tiny =
     "{\"name\": \"tiny\", \"inputs\": [{\"name\": \"x\", \"shape\": [8]}],"
@@ -24,13 +25,14 @@ struct fixture {
     struct memest_run r;
 };
 
-static int open_model(struct fixture *t, const char *text, const char *file, int64_t batch)
+/* The model (text, else file) with run options o (batch, dtype, fused...). */
+static int open_model_opts(struct fixture *t, const char *text, const char *file,
+                           struct memest_run_opts o)
 {
     struct memest_error err = {0};
     memset(t, 0, sizeof *t);
     int rc = text ? memest_model_read_string(text, strlen(text), "tiny", &t->m, &err)
                   : memest_model_read_file(file, &t->m, &err);
-    struct memest_run_opts o = {.batch = batch, .dtype = MEMEST_F32};
     if (rc == 0)
         rc = memest_model_build(&t->m, NULL, 0, &t->g, &err);
     if (rc == 0)
@@ -38,6 +40,12 @@ static int open_model(struct fixture *t, const char *text, const char *file, int
     if (rc != 0)
         fprintf(stderr, "%s\n", err.msg);
     return rc;
+}
+
+static int open_model(struct fixture *t, const char *text, const char *file, int64_t batch)
+{
+    return open_model_opts(t, text, file, (struct memest_run_opts){.batch = batch,
+                                                                   .dtype = MEMEST_F32});
 }
 
 static void close_model(struct fixture *t)
@@ -341,6 +349,192 @@ static void test_lstm_33_layers(void)
     close_model(&t);
 }
 
+/* ---- --fused linear-ce ----
+ * A language model cut to its ends: token ids [B, S] int64 -> embedding
+ * (V, H) -> lm_head linear(H, V, no bias) -> view [-1, V], cross-entropy,
+ * fp32, B = 2, S = 12: BT = 24 rows, H = 16. */
+static int open_lm(struct fixture *t, int64_t vocab, bool fused)
+{
+    char text[512];
+    snprintf(text, sizeof text,
+             "{\"inputs\": [{\"name\": \"ids\", \"shape\": [12], \"dtype\": \"int64\"}],"
+             " \"layers\": [{\"name\": \"embed\", \"type\": \"embedding\","
+             "   \"num_embeddings\": %lld, \"embedding_dim\": 16},"
+             "  {\"name\": \"lm_head\", \"type\": \"linear\", \"out_features\": %lld,"
+             "   \"bias\": false},"
+             "  {\"name\": \"flat\", \"type\": \"view\", \"shape\": [-1, %lld]}]}",
+             (long long)vocab, (long long)vocab, (long long)vocab);
+    struct memest_run_opts o = {.batch = 2, .dtype = MEMEST_F32,
+                                .fused = fused ? MEMEST_FUSED_LINEAR_CE : 0};
+    return open_model_opts(t, text, NULL, o);
+}
+
+/* The most live tensor bytes over the events of one phase of tl (the
+ * workspace left out, as the peaks leave it), and the largest allocation
+ * outside the setup. */
+static uint64_t phase_max(const struct memest_timeline *tl, uint8_t phase, uint64_t *largest)
+{
+    uint64_t *bytes = calloc(tl->next_id ? tl->next_id : 1, sizeof *bytes);
+    uint64_t live = 0, best = 0;
+    *largest = 0;
+    for (size_t i = 0; bytes && i < tl->n; i++) {
+        const struct memest_event *e = &tl->ev[i];
+        if (e->category == MEMEST_CAT_WORKSPACE || e->id >= tl->next_id)
+            continue;
+        if (e->kind == MEMEST_EV_ALLOC) {
+            bytes[e->id] = e->bytes;
+            live += e->bytes;
+            if (e->phase != MEMEST_PH_SETUP && e->bytes > *largest)
+                *largest = e->bytes;
+        } else {
+            live -= bytes[e->id];
+        }
+        if (e->phase == phase && live > best)
+            best = live;
+    }
+    free(bytes);
+    return best;
+}
+
+/* V = 100. Liger (v0.5.10): inc_factor = cdiv(V, H) = cdiv(100, 16) = 7,
+ * chunk_size = next_power_of_2(cdiv(24, 7) = 4) = 4, 6 chunks. Bytes:
+ * ids 2 x 12 x 8 = 192, target 24 x 8 = 192, each weight P = 100 x 16 x 4
+ * = 6,400 (12,800): setup 13,184. The embedding's output E = 24 x 16 x 4 =
+ * 1,536 (read by the fused function only: nobody saves it).
+ *   forward, the fused function: grad_weight P, grad_input E, loss_1d
+ *     24 x 4 = 96, the target mask 24 (bool): 13,184 + 1,536 + 6,400 +
+ *     1,536 + 96 + 24 = 22,776; per chunk the logits chunk 4 x 100 x 4 =
+ *     1,600 (the previous one still alive until the CE kernel has run: two)
+ *     and the grad_input chunk 4 x 16 x 4 = 256 (one logits chunk then):
+ *     max 22,776 + 2 x 1,600 = 25,976;
+ *     at its end: the loss 4 stays, the rest of its locals go, and E goes
+ *     (its last reader): 13,184 + 6,400 + 1,536 + 4 = 21,124;
+ *   backward: the seed and the 1.0 compared (4 each); grad_input goes to
+ *     the embedding, grad_weight to lm_head.weight's .grad; the embedding
+ *     makes its weight's gradient P: 21,124 + 6,400 = 27,524, the peak
+ *     (SGD, for-loop, makes no temporaries).
+ * The logits [24, 100] (9,600 bytes) are never made: the largest tensor
+ * after the setup is a weight gradient, 6,400. */
+static void test_fused_ce_small(void)
+{
+    struct fixture t;
+    if (open_lm(&t, 100, true) != 0) {
+        CHECK(0);
+        return;
+    }
+    struct memest_step_cfg cfg;
+    memest_step_cfg_default(&cfg);
+    struct memest_fused_ce f;
+    struct memest_error err = {0};
+    CHECK_EQ_INT(memest_fused_ce_plan(&t.r, &cfg, false, &f, &err), 0);
+    CHECK(f.on);
+    CHECK_STR_EQ(node_of(&t, f.head), "lm_head");
+    CHECK_STR_EQ(node_of(&t, f.last), "flat");
+    CHECK_EQ_U64(f.rows, 24);
+    CHECK_EQ_U64(f.hidden, 16);
+    CHECK_EQ_U64(f.vocab, 100);
+    CHECK_EQ_U64(f.chunk, 4);
+    CHECK_EQ_U64(f.nchunks, 6);
+    CHECK_EQ_INT(memest_fused_ce_plan(&t.r, &cfg, true, &f, &err), 0);
+    CHECK(!f.on);   /* --inference: no loss, nothing fused */
+
+    struct memest_estimate e;
+    struct memest_timeline tl = {0};
+    CHECK_EQ_INT(sgd_step(&t, &e, &tl), 0);
+    uint64_t largest;
+    CHECK_EQ_U64(phase_max(&tl, MEMEST_PH_FORWARD, &largest), 25976);
+    CHECK_EQ_U64(largest, 6400);
+    CHECK_EQ_U64(e.train_peak.tensor_bytes, 27524);
+    CHECK_STR_EQ(node_of(&t, tl.ev[e.train_peak.tensor_event].node), "embed");
+    CHECK_EQ_INT(tl.ev[e.train_peak.tensor_event].phase, MEMEST_PH_BACKWARD);
+    CHECK(e.train_peak.sim_events <= e.cost.train_events);
+    check_contract(&tl);
+    /* the no-grad pass is the same with and without the option */
+    struct fixture plain;
+    struct memest_estimate e0;
+    if (open_lm(&plain, 100, false) == 0) {
+        CHECK_EQ_INT(sgd_step(&plain, &e0, NULL), 0);
+        CHECK_EQ_U64(e.infer_peak.tensor_bytes, e0.infer_peak.tensor_bytes);
+        CHECK(e.flops.fwd_macs == e0.flops.fwd_macs);
+        CHECK(e.flops.bwd_macs == e0.flops.bwd_macs);
+        close_model(&plain);
+    } else {
+        CHECK(0);
+    }
+    memest_timeline_dispose(&tl);
+    close_model(&t);
+}
+
+/* V = 5,000: logits O = 24 x 5,000 x 4 = 480,000 bytes, each weight
+ * P = 5,000 x 16 x 4 = 320,000, E = 1,536; setup 192 + 2P + 192 = 640,384.
+ *   without the option the peak is the loss's: E (saved by lm_head), `out`
+ *     O, log_softmax's saved O, the loss 4, nll_loss_backward's zeros O and
+ *     log_softmax's gradient O: 640,384 + 1,536 + 4 x 480,000 + 4 =
+ *     2,561,924 (lm_head's backward, 2 O + 2 E + P, and the embedding's,
+ *     O + E + 2 P, stay below);
+ *   with it: chunk_size = next_power_of_2(cdiv(24, cdiv(5000, 16) = 313))
+ *     = 1, 24 chunks of 1 x 5,000 x 4 = 20,000; the forward's most is
+ *     E + P + E + 96 + 24 + 2 x 20,000 above the setup (363,712), the
+ *     embedding's backward 2 P + E + 4 (641,540): 1,281,924.
+ * The option saves 4 O - 2 P = 1,280,000 bytes. */
+static void test_fused_ce_large(void)
+{
+    const uint64_t O = 24 * 5000 * 4, P = 5000 * 16 * 4, E = 24 * 16 * 4, setup = 192 + 2 * P + 192;
+    struct fixture t[2];
+    struct memest_estimate e[2];
+    for (int k = 0; k < 2; k++) {
+        if (open_lm(&t[k], 5000, k == 1) != 0 || sgd_step(&t[k], &e[k], NULL) != 0) {
+            CHECK(0);
+            return;
+        }
+    }
+    CHECK_EQ_U64(e[0].train_peak.tensor_bytes, setup + E + 4 * O + 4);
+    CHECK_EQ_U64(e[0].train_peak.tensor_bytes, 2561924);
+    CHECK_EQ_U64(e[1].train_peak.tensor_bytes, setup + 2 * P + E + 4);
+    CHECK_EQ_U64(e[0].train_peak.tensor_bytes - e[1].train_peak.tensor_bytes, 4 * O - 2 * P);
+    close_model(&t[0]);
+    close_model(&t[1]);
+}
+
+/* A last output that is not a linear layer's: a usage error naming it; a
+ * linear with a bias (tiny's fc2) and autocast keep the events paired and
+ * under their bound. */
+static void test_fused_ce_refused(void)
+{
+    struct fixture t;
+    struct memest_run_opts o = {.batch = 4, .dtype = MEMEST_F32, .fused = MEMEST_FUSED_LINEAR_CE};
+    if (open_model_opts(&t,
+                        "{\"inputs\": [{\"name\": \"x\", \"shape\": [8]}],"
+                        " \"layers\": [{\"name\": \"fc\", \"type\": \"linear\", \"out_features\": 4},"
+                        "  {\"name\": \"act\", \"type\": \"relu\"}]}",
+                        NULL, o) != 0) {
+        CHECK(0);
+        return;
+    }
+    struct memest_step_cfg cfg;
+    memest_step_cfg_default(&cfg);
+    struct memest_estimate e;
+    struct memest_error err = {0};
+    CHECK_EQ_INT(memest_estimate(&t.r, &cfg, &e, NULL, NULL, &err), -1);
+    CHECK_EQ_INT(err.code, MEMEST_ERR_USAGE);
+    CHECK(strstr(err.msg, "node \"act\" (relu)") != NULL);
+    close_model(&t);
+
+    if (open_model_opts(&t, tiny, NULL, o) != 0) {
+        CHECK(0);
+        return;
+    }
+    struct memest_timeline tl = {0};
+    for (int amp = 0; amp < 2; amp++) {
+        cfg.amp = amp ? MEMEST_AMP_BF16 : MEMEST_AMP_NONE;
+        CHECK_EQ_INT(step(&t, &cfg, &e, &tl), 0);
+        check_contract(&tl);
+        CHECK(e.train_peak.sim_events <= e.cost.train_events);
+    }
+    memest_timeline_dispose(&tl);
+    close_model(&t);
+}
+
 int main(void)
 {
     test_lstm_33_layers();
@@ -348,5 +542,8 @@ int main(void)
     test_tiny_sgd();
     test_tiny_adam();
     test_options_contract();
+    test_fused_ce_small();
+    test_fused_ce_large();
+    test_fused_ce_refused();
     return CHECK_DONE();
 }

@@ -1,0 +1,80 @@
+# The gpt2, bert, opt, gpt_neox and t5 templates (models/arch/) against
+# PyTorch (tests/group_hf_b.cmake):
+#   cmake -DMEMEST=path -DSRC=source-dir -DCHECK=params -DCONFIG=models/hf/x.json -DWANT=N -P check_b.cmake
+#     memest's parameter count of a shipped example config equals WANT (the
+#     published figure) and the model built on torch.device("meta") by
+#     tests/tools/hf_reference_b.py (tests/reference/hf_figures_b.json), and
+#     its buffer elements equal the meta-built model's.
+#   cmake -DMEMEST=path -DSRC=source-dir -DCHECK=activations -DCASE=key -P check_b.cmake
+#     the bytes saved for backward (memory.activations) of a tiny config equal
+#     hf_figures_b.json's activations.<key>.saved_activation_bytes_cuda_corrected
+#     within 1%, and its parameters exactly.
+cmake_minimum_required(VERSION 3.25)
+
+file(READ ${SRC}/tests/reference/hf_figures_b.json ref)
+
+function(memest_json out_var)
+  execute_process(COMMAND ${MEMEST} ${ARGN} --json WORKING_DIRECTORY ${SRC} RESULT_VARIABLE rc
+                  OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "memest ${ARGN}: exit code ${rc}\n${out}\n${err}")
+  endif()
+  set(${out_var} "${out}" PARENT_SCOPE)
+endfunction()
+
+if(CHECK STREQUAL "params")
+  get_filename_component(base ${CONFIG} NAME)
+  string(JSON meta GET "${ref}" params ${base} params)
+  string(JSON meta_buffers GET "${ref}" params ${base} buffers)
+  memest_json(json ${CONFIG} --batch 1 --set seq_len=8)
+  string(JSON total GET "${json}" params total)
+  string(JSON buffers GET "${json}" params buffers)
+  message(STATUS "${CONFIG}: memest ${total}, published ${WANT}, meta-built ${meta}; buffers memest ${buffers}, meta-built ${meta_buffers}")
+  if(NOT total EQUAL WANT OR NOT total EQUAL meta)
+    message(FATAL_ERROR "${CONFIG}: ${total} parameters, expected ${WANT} (published) and ${meta} (meta-built)")
+  endif()
+  if(NOT buffers EQUAL meta_buffers)
+    message(FATAL_ERROR "${CONFIG}: ${buffers} buffer elements, the meta-built model has ${meta_buffers}")
+  endif()
+elseif(CHECK STREQUAL "activations")
+  string(JSON c GET "${ref}" activations ${CASE})
+  string(JSON config GET "${c}" config)
+  string(JSON impl GET "${c}" attn_implementation)
+  string(JSON dtype GET "${c}" dtype)
+  string(JSON batch GET "${c}" batch)
+  string(JSON seq GET "${c}" seq_len)
+  string(JSON want GET "${c}" saved_activation_bytes_cuda_corrected)
+  string(JSON want_params GET "${c}" params)
+  # transformers' "sdpa" is memest's auto kernel choice (its sdpa_attention_forward and PyTorch's
+  # dispatcher); "eager" its eager attention
+  if(impl STREQUAL "sdpa")
+    set(impl auto)
+  endif()
+  set(args ${config} --batch ${batch} --set seq_len=${seq} --attention ${impl})
+  if(dtype STREQUAL "bfloat16")
+    list(APPEND args --dtype bf16)
+  else()
+    list(APPEND args --dtype fp32)
+  endif()
+  string(JSON dec ERROR_VARIABLE no_dec GET "${c}" decoder_seq_len)
+  if(NOT no_dec)
+    list(APPEND args --set decoder_seq_len=${dec})
+  endif()
+  memest_json(json ${args})
+  string(JSON got GET "${json}" memory activations)
+  string(JSON params GET "${json}" params total)
+  math(EXPR diff "${got} - ${want}")
+  if(diff LESS 0)
+    math(EXPR diff "-(${diff})")
+  endif()
+  message(STATUS "${CASE}: memest ${got} bytes, PyTorch ${want} (difference ${diff}); parameters ${params}, PyTorch ${want_params}")
+  if(NOT params EQUAL want_params)
+    message(FATAL_ERROR "${CASE}: ${params} parameters, PyTorch has ${want_params}")
+  endif()
+  math(EXPR tol "${want} / 100")
+  if(diff GREATER tol)
+    message(FATAL_ERROR "${CASE}: saved activations ${got} bytes, PyTorch ${want}: more than 1% apart")
+  endif()
+else()
+  message(FATAL_ERROR "unknown CHECK ${CHECK}")
+endif()

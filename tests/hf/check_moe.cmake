@@ -1,0 +1,124 @@
+# The mixtral and qwen2_moe templates (models/arch/) and the MoE ops against
+# PyTorch 2.6 (tests/tools/hf_reference_moe.py -> tests/reference/hf_figures_moe.json;
+# tests/group_hf_moe.cmake registers the cases):
+#   -DCHECK=params -DCONFIG=name -DWANT=N
+#     `memest models/hf/<name>.json` counts WANT parameters (the published figure,
+#     written in group_hf_moe.cmake), as many as the model built on
+#     torch.device("meta") has, and as many buffer elements;
+#   -DCHECK=tiny -DCASE=<config>/<dtype>/<eager|sdpa>
+#     the bytes saved for backward (memory.activations) of tests/hf/tiny/<config>.json
+#     equal PyTorch's (CUDA-corrected) exactly, routing balanced in both;
+#   -DCHECK=imbalance
+#     tiny mixtral (bfloat16, SDPA) with --moe-imbalance F and PyTorch's routing
+#     forced to that split: the same saved bytes, and the tokens layer 0's
+#     experts get (moe_gather's output rows) are PyTorch's;
+#   -DCHECK=block -DCASE=<dtype>
+#     tests/hf/moe_block.json (MixtralSparseMoeBlock alone) saves exactly what
+#     PyTorch saves, and has its parameters.
+cmake_minimum_required(VERSION 3.25)
+
+file(READ ${SRC}/tests/reference/hf_figures_moe.json ref)
+
+function(memest_json out_var)
+  execute_process(COMMAND ${MEMEST} ${ARGN} --json WORKING_DIRECTORY ${SRC} RESULT_VARIABLE rc
+                  OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "memest ${ARGN}: exit code ${rc}\n${out}\n${err}")
+  endif()
+  set(${out_var} "${out}" PARENT_SCOPE)
+endfunction()
+
+# memest's saved activations and parameters of `args` equal PyTorch's `want`
+# and `want_params`
+function(compare_activations name want want_params)
+  memest_json(json ${ARGN})
+  string(JSON got GET "${json}" memory activations)
+  string(JSON params GET "${json}" params total)
+  message(STATUS "${name}: memest ${got} bytes, PyTorch ${want}; parameters ${params}, PyTorch ${want_params}")
+  if(NOT params EQUAL want_params)
+    message(FATAL_ERROR "${name}: ${params} parameters, PyTorch has ${want_params}")
+  endif()
+  if(NOT got EQUAL want)
+    message(FATAL_ERROR "${name}: saved activations ${got} bytes, PyTorch ${want}")
+  endif()
+endfunction()
+
+if(CHECK STREQUAL "params")
+  string(JSON meta GET "${ref}" configs ${CONFIG} params_total)
+  string(JSON meta_buffers GET "${ref}" configs ${CONFIG} buffers_count)
+  memest_json(json models/hf/${CONFIG}.json --batch 1 --set seq_len=8)
+  string(JSON total GET "${json}" params total)
+  string(JSON buffers GET "${json}" params buffers)
+  message(STATUS "${CONFIG}: memest ${total}, published ${WANT}, meta-built ${meta}; buffers memest ${buffers}, meta-built ${meta_buffers}")
+  if(NOT total EQUAL WANT OR NOT total EQUAL meta)
+    message(FATAL_ERROR "${CONFIG}: ${total} parameters, expected ${WANT} (published) and ${meta} (meta-built)")
+  endif()
+  if(NOT buffers EQUAL meta_buffers)
+    message(FATAL_ERROR "${CONFIG}: ${buffers} buffer elements, the meta-built model has ${meta_buffers}")
+  endif()
+elseif(CHECK STREQUAL "tiny")
+  string(REPLACE "/" ";" parts ${CASE})
+  list(GET parts 0 config)
+  list(GET parts 1 dtype)
+  list(GET parts 2 attn)
+  string(JSON t GET "${ref}" tiny ${config})
+  string(JSON batch GET "${t}" batch)
+  string(JSON seq GET "${t}" seq_len)
+  string(JSON want_params GET "${t}" params_total)
+  string(JSON want GET "${t}" runs "${dtype}/${attn}" saved_activation_bytes_cuda_corrected)
+  # transformers' "sdpa" is memest's auto kernel choice, "eager" its eager attention
+  set(kernel ${attn})
+  if(attn STREQUAL "sdpa")
+    set(kernel auto)
+  endif()
+  set(dt fp32)
+  if(dtype STREQUAL "bfloat16")
+    set(dt bf16)
+  endif()
+  compare_activations(${CASE} ${want} ${want_params} tests/hf/tiny/${config}.json --batch ${batch}
+                      --set seq_len=${seq} --attention ${kernel} --dtype ${dt})
+elseif(CHECK STREQUAL "imbalance")
+  string(JSON t GET "${ref}" tiny mixtral)
+  string(JSON batch GET "${t}" batch)
+  string(JSON seq GET "${t}" seq_len)
+  string(JSON f GET "${t}" imbalance)
+  string(JSON want_params GET "${t}" params_total)
+  string(JSON want GET "${t}" runs "bfloat16/sdpa/imbalance" saved_activation_bytes_cuda_corrected)
+  set(args tests/hf/tiny/mixtral.json --batch ${batch} --set seq_len=${seq} --attention auto --dtype bf16
+      --moe-imbalance ${f})
+  compare_activations(imbalance ${want} ${want_params} ${args})
+  memest_json(json ${args})
+  string(JSON nexperts LENGTH "${t}" imbalance_tokens_per_expert)
+  string(JSON nlayers LENGTH "${json}" layers)
+  math(EXPR last "${nlayers} - 1")
+  set(seen 0)
+  foreach(i RANGE ${last})
+    string(JSON name GET "${json}" layers ${i} name)
+    if(name MATCHES "^model\\.layers\\.0\\.block_sparse_moe\\.experts\\.([0-9]+)\\.current_state$")
+      set(e ${CMAKE_MATCH_1})
+      string(JSON rows GET "${json}" layers ${i} output_shape 0)
+      string(JSON want_rows GET "${t}" imbalance_tokens_per_expert ${e})
+      message(STATUS "expert ${e}: memest ${rows} tokens, PyTorch ${want_rows}")
+      if(NOT rows EQUAL want_rows)
+        message(FATAL_ERROR "expert ${e} of layer 0: memest routes ${rows} tokens to it, PyTorch ${want_rows}")
+      endif()
+      math(EXPR seen "${seen} + 1")
+    endif()
+  endforeach()
+  if(NOT seen EQUAL nexperts)
+    message(FATAL_ERROR "found ${seen} experts of layer 0 in memest's layers, PyTorch has ${nexperts}")
+  endif()
+elseif(CHECK STREQUAL "block")
+  string(JSON b GET "${ref}" block)
+  string(JSON batch GET "${b}" batch)
+  string(JSON want_params GET "${b}" params_total)
+  string(JSON want GET "${b}" runs ${CASE} saved_activation_bytes_cuda_corrected)
+  set(dt fp32)
+  if(CASE STREQUAL "bfloat16")
+    set(dt bf16)
+  endif()
+  compare_activations(block/${CASE} ${want} ${want_params} tests/hf/moe_block.json --batch ${batch}
+                      --dtype ${dt})
+else()
+  message(FATAL_ERROR "unknown CHECK ${CHECK}")
+endif()
