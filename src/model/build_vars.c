@@ -30,7 +30,7 @@ int mb_check_held(struct builder *b, double d, const char *path)
 /* Notes that the expansion read the override ov (for graph.h's overrides). */
 void mb_note_read(struct builder *b, const struct memest_override *ov)
 {
-    if (ov && ov >= b->ov && ov < b->ov + b->nov)
+    if (ov && b->nov > 0 && ov >= b->ov && ov < b->ov + b->nov)
         b->ov_read[ov - b->ov] = true;
 }
 
