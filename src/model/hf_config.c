@@ -41,7 +41,9 @@ static const char *const generic_keys[] = {
     "tie_encoder_decoder", "architectures", "finetuning_task", "id2label", "label2id",
     "num_labels", "tokenizer_class", "prefix", "bos_token_id", "pad_token_id", "eos_token_id",
     "sep_token_id", "decoder_start_token_id", "task_specific_params", "problem_type",
-    "_name_or_path", "_commit_hash", "_attn_implementation_autoset", "transformers_version",
+    "_name_or_path", "_commit_hash", "transformers_version",
+    /* written by save_pretrained of v4.48-era models: attention dispatch, set at load time */
+    "_attn_implementation_autoset",
     /* class attributes written by to_dict() */
     "model_type",
     /* the kv cache of generation: no cache in a training step */
@@ -53,8 +55,8 @@ static const char *const generic_keys[] = {
     "num_return_sequences", "output_scores", "return_dict_in_generate", "forced_bos_token_id",
     "forced_eos_token_id", "remove_invalid_values", "exponential_decay_length_penalty",
     "suppress_tokens", "begin_suppress_tokens",
-    /* PretrainedConfig.__init__ also keeps initializer_range-like model
-     * settings of the subclasses; initializer_range changes no memory */
+    /* not PretrainedConfig's but set by nearly every subclass (LlamaConfig,
+     * ...): the std of the initial weights, no memory */
     "initializer_range",
 };
 #define NGENERIC ((int)(sizeof generic_keys / sizeof *generic_keys))
