@@ -255,11 +255,17 @@ static int check_spec(struct hf *h, const cJSON *spec, const char *path)
                               "the template", spec->valuestring);
     const cJSON *vals = cJSON_GetObjectItemCaseSensitive(spec, "values");
     const cJSON *fields = cJSON_GetObjectItemCaseSensitive(spec, "fields");
+    const cJSON *var = cJSON_GetObjectItemCaseSensitive(spec, "var");
     int nkeys = cJSON_IsObject(spec) ? cJSON_GetArraySize(spec) : 0;
-    if (!cJSON_IsObject(spec) || (vals != NULL) + (fields != NULL) != 1 ||
-        nkeys != 1 + (cJSON_GetObjectItemCaseSensitive(spec, "comment") != NULL))
+    if (!cJSON_IsObject(spec) || (vals != NULL || var != NULL) + (fields != NULL) != 1 ||
+        nkeys != (vals != NULL) + (var != NULL) + (fields != NULL) +
+                     (cJSON_GetObjectItemCaseSensitive(spec, "comment") != NULL))
         return tmpl_err(h, path, "a key's spec is null (known, changes nothing), a variable's "
-                        "name, {\"values\": ...} or {\"fields\": ...} (and a \"comment\")");
+                        "name, {\"values\": ...}, {\"var\": name, \"values\": ...} or "
+                        "{\"fields\": ...} (and a \"comment\")");
+    if (var && (!cJSON_IsString(var) || !settable(h, var->valuestring)))
+        return tmpl_err(h, path, "\"var\" must name a number, boolean or string variable of "
+                        "the template");
     if (vals) {
         char *vp = memest_arena_concat(&h->m->arena, path, ".values", (char *)NULL);
         return vp ? check_values(h, vals, vp) : nomem(h);
@@ -413,6 +419,14 @@ static int walk(struct hf *h, const cJSON *spec, const cJSON *val, const char *k
     if (cJSON_IsString(spec))
         return cJSON_IsNull(val) ? 0 : set_var(h, spec->valuestring, val, key);
     const cJSON *vals = cJSON_GetObjectItemCaseSensitive(spec, "values");
+    const cJSON *var = cJSON_GetObjectItemCaseSensitive(spec, "var");
+    if (var) { /* a variable, with special values (null: None) of its own */
+        char buf[32];
+        const char *text = scalar_text(val, buf, sizeof buf);
+        if (vals && text && cJSON_GetObjectItemCaseSensitive(vals, text))
+            return walk_values(h, vals, val, key);
+        return cJSON_IsNull(val) ? 0 : set_var(h, var->valuestring, val, key);
+    }
     if (vals)
         return walk_values(h, vals, val, key);
     const cJSON *fields = cJSON_GetObjectItemCaseSensitive(spec, "fields");
