@@ -13,14 +13,7 @@ cmake_minimum_required(VERSION 3.25)
 
 file(READ ${SRC}/tests/reference/hf_figures_b.json ref)
 
-function(memest_json out_var)
-  execute_process(COMMAND ${MEMEST} ${ARGN} --json WORKING_DIRECTORY ${SRC} RESULT_VARIABLE rc
-                  OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "memest ${ARGN}: exit code ${rc}\n${out}\n${err}")
-  endif()
-  set(${out_var} "${out}" PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/memest_json.cmake)
 
 if(CHECK STREQUAL "params")
   get_filename_component(base ${CONFIG} NAME)
