@@ -41,15 +41,16 @@ kernel-internal temporaries (allocated and freed inside one op: oneDNN reorders,
 buffers), 0-d "wrapped number" tensors made from Python scalars outside any op, and Adam's state['step']
 (a CPU tensor unless capturable or fused).
 
-CPU versus CUDA: the tiny configs have dropout 0 (CUDA's bool masks do not arise). SDPA on the CPU runs
-_scaled_dot_product_flash_attention_for_cpu, which saves what CUDA's flash kernel saves (q, k, v, out, a
-float32 logsumexp [B, H, L]); in bfloat16 those cases are compared with memest --attention flash. CUDA
-runs float32 (and masked: Mistral's window 8 is shorter than the sequence) SDPA with the memory-efficient
-kernel instead, which memest --attention auto picks there: its log_sumexp is [B, H, ceil(L/32)*32], 512
-bytes more per layer here than the CPU's, a difference far below the 3% checked. peak_tensors is the CUDA
-figure: peak_tensors_cpu (what the CPU run holds) with, where CUDA runs flash, its backward's softmax_d
-and dq_accum added during that op (flash_bwd_scratch). The float32 cases get no such correction for the
-memory-efficient kernel's backward (its peak lies in the MLP's backward, far from it).
+CPU versus CUDA: peak_tensors is the CUDA figure, peak_tensors_cpu what the CPU run holds (both in the
+output, with the op each peak follows). The tiny configs have dropout 0 (CUDA's bool masks do not arise).
+SDPA on the CPU runs _scaled_dot_product_flash_attention_for_cpu, which saves what CUDA's flash kernel
+saves (q, k, v, out, a float32 logsumexp [B, H, L]); the corrections (cuda_efficient, Recorder):
+  * CUDA's flash kernel (bfloat16, no mask; memest --attention flash): its backward also allocates
+    softmax_d and dq_accum while dq, dk, dv are live (flash_bwd_scratch), added during that op;
+  * CUDA's memory-efficient kernel (float32, or a mask: Mistral's window 8 is shorter than the sequence;
+    memest --attention auto picks it there): log_sumexp [B, H, ceil(L/32)*32] instead of [B, H, L], and the
+    output's transpose(1, 2).contiguous() in transformers copies nothing (0 bytes for the CPU's copy). Its
+    backward's own buffers are not added (the float32 peaks lie in the MLP's backward, away from it).
 """
 import json
 import os
@@ -74,27 +75,29 @@ def here(*p):
 
 
 class Live:
-    """The live storages counted, their bytes, and the peak of their sum."""
+    """The live storages counted, their bytes (as the CPU run holds them, and as CUDA would), and the peaks
+    of their sums."""
 
     def __init__(self):
         self.by_ptr = {}    # data_ptr -> token of the live storage at that address
-        self.bytes = {}     # token -> nbytes
-        self.cur = 0
-        self.peak = 0
-        self.peak_at = ""
+        self.bytes = {}     # token -> (nbytes, bytes on CUDA)
+        self.cur = self.cur_cuda = 0
+        self.peak = self.peak_cuda = 0
+        self.peak_at = self.peak_cuda_at = ""
+        self.cuda_extra = 0  # CUDA-only scratch of the op being recorded (flash backward)
         self.next = 0
         self.phase = ""
-        self.cuda_extra = 0  # see Recorder: CUDA flash backward's scratch, during that op only
-        self.peak_cuda = 0
-        self.peak_cuda_at = ""
 
     def _gone(self, token, ptr):
-        self.cur -= self.bytes.pop(token)
+        n, nc = self.bytes.pop(token)
+        self.cur -= n
+        self.cur_cuda -= nc
         if self.by_ptr.get(ptr) == token:
             del self.by_ptr[ptr]
 
-    def add(self, t, where):
-        """Counts t's storage unless it is live already (a view, an in-place result)."""
+    def add(self, t, cuda_bytes=None):
+        """Counts t's storage unless it is live already (a view, an in-place result); cuda_bytes: its size
+        on CUDA where that differs."""
         st = t.untyped_storage()
         ptr, n = st.data_ptr(), st.nbytes()
         if n == 0 or ptr in self.by_ptr:
@@ -102,38 +105,22 @@ class Live:
         token = self.next
         self.next += 1
         self.by_ptr[ptr] = token
-        self.bytes[token] = n
+        self.bytes[token] = (n, n if cuda_bytes is None else cuda_bytes)
         self.cur += n
+        self.cur_cuda += self.bytes[token][1]
         weakref.finalize(st, self._gone, token, ptr)
+
+    def check(self, where):
+        at = "%s %s" % (self.phase, where)
         if self.cur > self.peak:
-            self.peak = self.cur
-            self.peak_at = "%s %s" % (self.phase, where)
-        self.check_cuda(where)
-
-    def check_cuda(self, where):
-        if self.cur + self.cuda_extra > self.peak_cuda:
-            self.peak_cuda = self.cur + self.cuda_extra
-            self.peak_cuda_at = "%s %s" % (self.phase, where)
+            self.peak, self.peak_at = self.cur, at
+        if self.cur_cuda + self.cuda_extra > self.peak_cuda:
+            self.peak_cuda, self.peak_cuda_at = self.cur_cuda + self.cuda_extra, at
 
 
-class Recorder(TorchDispatchMode):
-    def __init__(self, live):
-        super().__init__()
-        self.live = live
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        if func is FLASH_BWD and self.live.cuda_flash:
-            self.live.cuda_extra = flash_bwd_scratch(args[1])
-        for t in tree_flatten(out)[0]:
-            if isinstance(t, torch.Tensor):
-                self.live.add(t, str(func))
-        self.live.check_cuda(str(func))
-        self.live.cuda_extra = 0
-        return out
-
-
+FLASH_FWD = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default
 FLASH_BWD = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward.default
+CLONE = torch.ops.aten.clone.default
 
 
 def flash_bwd_scratch(q):
@@ -147,6 +134,45 @@ def flash_bwd_scratch(q):
     Lr = -(-L // 128) * 128
     Dr = -(-D // 32) * 32 if D <= 192 else 256
     return 4 * Bq * H * Lr + 4 * Bq * Lr * H * Dr
+
+
+def cuda_efficient(query, kwargs):
+    """Whether CUDA would run this SDPA call with the memory-efficient kernel rather than flash: flash
+    takes neither float32 nor a mask (PyTorch 2.6 sdp_utils.cpp, check_tensor_dtype and
+    check_for_attn_mask), and the memory-efficient kernel is next in the priority order."""
+    return query.dtype == torch.float32 or kwargs.get("attn_mask") is not None
+
+
+class Recorder(TorchDispatchMode):
+    def __init__(self, live):
+        super().__init__()
+        self.live = live
+        self.efficient_out = set()  # data_ptrs of SDPA outputs CUDA's memory-efficient kernel would make
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        where = str(func)
+        outs = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
+        cuda = [None] * len(outs)
+        if func is FLASH_FWD and cuda_efficient(args[0], kwargs):
+            # CUDA's memory-efficient kernel (PyTorch 2.6 aten/src/ATen/native/transformers/cuda/
+            # attention.cu): log_sumexp float32 [B, H, ceil(L / 32) * 32] (kAlignLSE), and an output
+            # [B, L, H, D] in memory, returned transposed: transformers' transpose(1, 2).contiguous() of it
+            # is the same storage, so the CPU's copy (the next clone of this output) is 0 bytes on CUDA.
+            Bq, H, L, _ = args[0].shape
+            cuda[1] = 4 * Bq * H * (-(-L // 32) * 32)
+            self.efficient_out.add(outs[0].untyped_storage().data_ptr())
+        elif func is CLONE and args[0].untyped_storage().data_ptr() in self.efficient_out:
+            self.efficient_out.discard(args[0].untyped_storage().data_ptr())
+            cuda[0] = 0
+        elif func is FLASH_BWD and not cuda_efficient(args[1], kwargs):
+            self.live.cuda_extra = flash_bwd_scratch(args[1])
+        for t, c in zip(outs, cuda):
+            self.live.add(t, c)
+        self.live.check(where)
+        self.live.cuda_extra = 0
+        return out
 
 
 def state_tensors(opt):
@@ -177,17 +203,15 @@ def measure(cfg, attn, dtype, optim):
     else:
         opt = torch.optim.Adam(model.parameters(), lr=1e-3, foreach=True)
     live = Live()
-    # CUDA runs SDPA with its flash kernel only in half precision without a mask
-    live.cuda_flash = attn == "sdpa" and dtype != torch.float32
     for step in (1, 2):
         if step == 2:
+            live.phase = "setup"
             for t in list(model.parameters()) + list(model.buffers()) + list(state_tensors(opt)) + [x, target]:
-                live.add(t, "setup")
+                live.add(t)
             for p in model.parameters():
                 if p.grad is not None:
-                    live.add(p.grad, "setup")
-            live.peak = live.peak_cuda = live.cur
-            live.peak_at = live.peak_cuda_at = "setup"
+                    live.add(p.grad)
+            live.check("")
             setup = live.cur
             mode = Recorder(live)
             mode.__enter__()
@@ -208,9 +232,8 @@ def measure(cfg, attn, dtype, optim):
             "peak_cpu_at": live.peak_at, "setup_bytes": setup}
 
 
-# tiny config, attention, dtype, memest --attention; "auto" in float32 is CUDA's memory-efficient kernel
-# (float32 rules flash out), whose log_sumexp is [B, H, ceil(L/32)*32] where the CPU flash kernel's is
-# [B, H, L]; in bfloat16 the CPU kernel is the one memest's --attention flash models.
+# tiny config, attention, dtype, memest --attention: the kernel CUDA would run (see "CPU versus CUDA": auto
+# picks the memory-efficient one for float32 or a mask; flash refuses float32)
 CASES = [
     ("llama", "eager", "float32", "eager"),
     ("llama", "sdpa", "float32", "auto"),
