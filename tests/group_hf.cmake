@@ -24,3 +24,23 @@ foreach(cfg ${MEMEST_HF_TINY})
     set_tests_properties(hf.layers.${name}.${dtype} PROPERTIES LABELS hf)
   endforeach()
 endforeach()
+
+# The training-step peak (memory.peak_tensors) of the tiny configs against
+# PyTorch 2.6 running the same step (tests/tools/hf_peak.py ->
+# tests/reference/hf_peaks.json), within 3% (tests/hf/peaks.cmake): one test
+# per measured case.
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
+             ${PROJECT_SOURCE_DIR}/tests/reference/hf_peaks.json)
+file(READ ${PROJECT_SOURCE_DIR}/tests/reference/hf_peaks.json MEMEST_HF_PEAKS)
+string(JSON n LENGTH "${MEMEST_HF_PEAKS}" cases)
+math(EXPR last "${n} - 1")
+foreach(i RANGE ${last})
+  foreach(key config attn dtype optim)
+    string(JSON ${key} GET "${MEMEST_HF_PEAKS}" cases ${i} ${key})
+  endforeach()
+  set(name hf.peaks.${config}.${attn}.${dtype}.${optim})
+  add_test(NAME ${name}
+           COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR} -DCASE=${i}
+                   -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/peaks.cmake)
+  set_tests_properties(${name} PROPERTIES LABELS hf)
+endforeach()

@@ -1,0 +1,41 @@
+# peaks.cmake - memest's training-step peak of live tensor bytes
+# (`memory.peak_tensors`) for a tiny Hugging Face config against PyTorch 2.6
+# running the same step (tests/tools/hf_peak.py: transformers v4.48.0's code
+# op by op, the second step of zero_grad, forward, cross-entropy, backward,
+# opt.step(); every op output storage counted from its creation until it is
+# freed; tests/reference/hf_peaks.json "cases"), within 3% (issue 12).
+#   cmake -DMEMEST=... -DSRC=<source dir> -DCASE=<index into cases> -P peaks.cmake
+file(READ ${SRC}/tests/reference/hf_peaks.json text)
+string(JSON seq GET "${text}" seq)
+string(JSON batch GET "${text}" batch)
+foreach(key config dtype memest_attention optim impl peak_tensors)
+  string(JSON ${key} GET "${text}" cases ${CASE} ${key})
+endforeach()
+if(dtype STREQUAL "float32")
+  set(flag fp32)
+elseif(dtype STREQUAL "bfloat16")
+  set(flag bf16)
+else()
+  message(FATAL_ERROR "case ${CASE}: unknown dtype ${dtype}")
+endif()
+set(cmd ${MEMEST} tests/hf/tiny/${config}.json --json --batch ${batch} --seq ${seq} --dtype ${flag}
+        --attention ${memest_attention} --optim ${optim} --optim-impl ${impl})
+execute_process(COMMAND ${cmd} WORKING_DIRECTORY ${SRC} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "${cmd}: exit ${rc}: ${err}")
+endif()
+string(JSON got GET "${out}" memory peak_tensors)
+# |got - want| <= 3% of want, in whole numbers: 100 * |got - want| <= 3 * want
+math(EXPR diff "${got} - ${peak_tensors}")
+if(diff LESS 0)
+  math(EXPR diff "-${diff}")
+endif()
+math(EXPR lhs "100 * ${diff}")
+math(EXPR rhs "3 * ${peak_tensors}")
+math(EXPR permille "1000 * (${got} - ${peak_tensors}) / ${peak_tensors}")
+if(lhs GREATER rhs)
+  message(FATAL_ERROR "${config} ${dtype} ${memest_attention} ${optim} ${impl}: memest peak_tensors ${got}, "
+                      "PyTorch ${peak_tensors} (${permille} per mille off; 3% allowed)")
+endif()
+message(STATUS "${config} ${dtype} ${memest_attention} ${optim} ${impl}: memest ${got}, PyTorch ${peak_tensors} "
+               "(${permille} per mille)")
