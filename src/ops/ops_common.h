@@ -49,6 +49,28 @@ static inline bool torch113(const struct memest_ictx *c)
     return memest_run_options(c)->torch == 113;
 }
 
+/* ---- dims ---- */
+
+/* Wraps `dim` for an ndim-D tensor (maybe_wrap_dim: a 0-d tensor takes -1
+ * and 0), failing with PyTorch's range. 0 / -1 after memest_fail. */
+static inline int wrap_dim(struct memest_ictx *c, int64_t dim, int ndim, int *out)
+{
+    int w = memest_wrap_dim(dim, ndim);
+    *out = 0;
+    if (w < 0) {
+        int n = ndim > 0 ? ndim : 1;
+        return memest_fail(c, "dimension out of range (expected to be in range of [%d, %d], "
+                              "but got %lld)",
+                           -n, n - 1, (long long)dim);
+    }
+    *out = w;
+    return 0;
+}
+
+/* The most outputs an op that splits a tensor (split, chunk, unbind,
+ * tensor_split) may make. */
+#define MAX_SPLITS 255
+
 /* ---- dtypes ---- */
 
 /* at::toAccumulateType(t, is_cuda=true): half and bfloat16 accumulate in
