@@ -4,6 +4,7 @@
  * static inline; nothing is exported. */
 #pragma once
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -64,6 +65,40 @@ static inline int wrap_dim(struct memest_ictx *c, int64_t dim, int ndim, int *ou
                            -n, n - 1, (long long)dim);
     }
     *out = w;
+    return 0;
+}
+
+/* The sizes of a reduction of s over the dims `dims` lists (None or an
+ * empty list: every dim), kept as 1s when `keep` (mean, sum, norm). 0 /
+ * -1 after memest_fail. */
+static inline int reduced_sizes(struct memest_ictx *c, const struct memest_shape *s,
+                                const struct memest_argval *dims, bool keep, int64_t *size,
+                                int *n)
+{
+    bool red[MEMEST_MAX_DIMS] = {false};
+    if (dims->none || dims->n == 0) {
+        for (int d = 0; d < s->ndim; d++)
+            red[d] = true;
+    } else {
+        for (int i = 0; i < dims->n; i++) {
+            int d = memest_wrap_dim(dims->v[i], s->ndim);
+            if (d < 0)
+                return memest_fail(c, "dim %lld is out of range for a %d-D input",
+                                   (long long)dims->v[i], s->ndim);
+            if (s->ndim == 0)
+                continue;
+            if (red[d])
+                return memest_fail(c, "dim %d appears multiple times in the list of dims", d);
+            red[d] = true;
+        }
+    }
+    *n = 0;
+    for (int d = 0; d < s->ndim; d++) {
+        if (!red[d])
+            size[(*n)++] = s->size[d];
+        else if (keep)
+            size[(*n)++] = 1;
+    }
     return 0;
 }
 
@@ -133,6 +168,13 @@ static inline int arg_dtype_exact(struct memest_ictx *c, const char *s, enum mem
         return memest_fail(c, "unknown dtype \"%s\" (one of %s, or \"float\")", s,
                            memest_dtype_names());
     return 0;
+}
+
+/* True for a number with no fractional part (a Python int, as far as type
+ * promotion is concerned). */
+static inline bool integral(double v)
+{
+    return isfinite(v) && v == floor(v);
 }
 
 static inline int need_float(struct memest_ictx *c, int i)
