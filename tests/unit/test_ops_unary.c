@@ -139,8 +139,36 @@ static void test_factories(void)
     t_free(&t);
 }
 
+/* torch.pow(x, y) with a tensor exponent saves x, y and the result
+ * whichever requires grad: 3 * 384 = 1152 bytes; y a model input (no
+ * grad): still 1152 (PyTorch's "exponent frozen" case); a [6] exponent
+ * broadcast (PyTorch's 384 + 24 + 384 = 792 for an activation; here a
+ * parameter, not counted): 768. */
+static void test_pow_tensor(void)
+{
+    struct t_model t;
+    LOAD(&t,
+         "{'inputs': [{'name': 'a', 'shape': [8, 6]}, {'name': 'b', 'shape': [8, 6]}],"
+         " 'layers': [{'name': 'x', 'type': 'linear', 'inputs': ['a'], 'out_features': 6},"
+         "            {'name': 'y', 'type': 'linear', 'inputs': ['a'], 'out_features': 6},"
+         "            {'name': 'e', 'type': 'parameter', 'shape': [6]},"
+         "            {'name': 'p', 'type': 'pow', 'inputs': ['x', 'y']},"
+         "            {'name': 'pb', 'type': 'pow', 'inputs': ['x', 'e']},"
+         "            {'name': 'pf', 'type': 'pow', 'inputs': ['x', 'b']}]}",
+         2);
+    CHECK_STR_EQ(t_shape(&t, "p", 0), "[2, 8, 6]");
+    CHECK_EQ_U64(t_saved(&t, "p"), 1152);
+    CHECK_EQ_U64(t_saved(&t, "pb"), 384 + 384); /* the [6] exponent is a parameter */
+    CHECK_EQ_U64(t_saved(&t, "pf"), 1152);
+    t_free(&t);
+    CHECK_CONTAINS(t_error(&t, X_MODEL("{'type': 'pow', 'inputs': ['x']}"), 2),
+                   "needs a number \"exponent\" or a second input");
+    t_free(&t);
+}
+
 int main(void)
 {
+    test_pow_tensor();
     test_saves();
     test_clamp();
     test_compare();
