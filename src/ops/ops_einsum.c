@@ -86,7 +86,7 @@ static int parse_lhs(struct memest_ictx *c, const char *eq, size_t len, struct p
             continue;
         if (ch == ',') {
             if (++op >= memest_in_count(c))
-                return memest_fail(c, "einsum(): fewer operands were provided than specified in "
+                return memest_fail(c, "fewer operands were provided than specified in "
                                       "the equation");
             ell = false;
             continue;
@@ -94,11 +94,11 @@ static int parse_lhs(struct memest_ictx *c, const char *eq, size_t len, struct p
         int lab;
         if (ch == '.') {
             if (ell)
-                return memest_fail(c, "einsum(): found '.' for operand %d for which an ellipsis "
+                return memest_fail(c, "found '.' for operand %d for which an ellipsis "
                                       "was already found",
                                    op);
             if (!(i + 2 < len && eq[i + 1] == '.' && eq[i + 2] == '.'))
-                return memest_fail(c, "einsum(): found '.' for operand %d that is not part of "
+                return memest_fail(c, "found '.' for operand %d that is not part of "
                                       "any ellipsis",
                                    op);
             i += 2;
@@ -107,16 +107,16 @@ static int parse_lhs(struct memest_ictx *c, const char *eq, size_t len, struct p
         } else if (isalpha(ch) && ch < 128) {
             lab = label_index(ch);
         } else {
-            return memest_fail(c, "einsum(): invalid subscript given at index %zu in the "
+            return memest_fail(c, "invalid subscript given at index %zu in the "
                                   "equation string, subscripts must be in [a-zA-Z]",
                                i);
         }
         if (p->nlab[op] > MEMEST_MAX_DIMS)
-            return memest_fail(c, "einsum(): operand %d has more subscripts than dimensions", op);
+            return memest_fail(c, "operand %d has more subscripts than dimensions", op);
         p->labels[op][p->nlab[op]++] = lab;
     }
     if (op != memest_in_count(c) - 1)
-        return memest_fail(c, "einsum(): more operands were provided than specified in the "
+        return memest_fail(c, "more operands were provided than specified in the "
                               "equation");
     return 0;
 }
@@ -130,10 +130,10 @@ static int parse_rhs(struct memest_ictx *c, const char *rhs, size_t off, struct 
             continue;
         if (ch == '.') {
             if (p->ell_out)
-                return memest_fail(c, "einsum(): found '.' for output but an ellipsis (...) was "
+                return memest_fail(c, "found '.' for output but an ellipsis (...) was "
                                       "already found");
             if (!(rhs[i + 1] == '.' && rhs[i + 1] && rhs[i + 2] == '.'))
-                return memest_fail(c, "einsum(): found '.' for output that is not part of any "
+                return memest_fail(c, "found '.' for output that is not part of any "
                                       "ellipsis (...)");
             i += 2;
             p->ell_index = perm;
@@ -142,16 +142,16 @@ static int parse_rhs(struct memest_ictx *c, const char *rhs, size_t off, struct 
             continue;
         }
         if (!(isalpha(ch) && ch < 128))
-            return memest_fail(c, "einsum(): invalid subscript given at index %zu in the "
+            return memest_fail(c, "invalid subscript given at index %zu in the "
                                   "equation string, subscripts must be in [a-zA-Z]",
                                off + i);
         int lab = label_index(ch);
         if (p->count[lab] == 0)
-            return memest_fail(c, "einsum(): output subscript %c does not appear in the "
+            return memest_fail(c, "output subscript %c does not appear in the "
                                   "equation for any input operand",
                                ch);
         if (p->perm_index[lab] >= 0)
-            return memest_fail(c, "einsum(): output subscript %c appears more than once in the "
+            return memest_fail(c, "output subscript %c appears more than once in the "
                                   "output",
                                ch);
         p->perm_index[lab] = perm++;
@@ -180,7 +180,7 @@ static int parse(struct memest_ictx *c, const char *eq, struct parsed *p)
             }
         }
         if (ell ? n > ndim : n != ndim)
-            return memest_fail(c, "einsum(): the number of subscripts in the equation (%d) %s "
+            return memest_fail(c, "the number of subscripts in the equation (%d) %s "
                                   "the number of dimensions (%d) for operand %d%s",
                                n, ell ? "is more than" : "does not match", ndim, i,
                                ell ? "" : " and no ellipsis was given");
@@ -207,7 +207,7 @@ static int parse(struct memest_ictx *c, const char *eq, struct parsed *p)
             p->perm_index[l] = perm++;
     p->perm = perm;
     if (p->out_dims > MEMEST_MAX_DIMS)
-        return memest_fail(c, "einsum(): the output would have %d dimensions; memest supports at "
+        return memest_fail(c, "the output would have %d dimensions; memest supports at "
                               "most %d",
                            p->out_dims, MEMEST_MAX_DIMS);
     return 0;
@@ -246,7 +246,7 @@ static int align(struct memest_ictx *c, const struct parsed *p, int i, int64_t *
             for (int j = p->ell_dims - n; j < p->ell_dims; j++) {
                 if (g.size[dim] != 1) {
                     if (ell_size[j] != 1 && ell_size[j] != g.size[dim])
-                        return memest_fail(c, "einsum(): dimension %d covered by ellipsis in "
+                        return memest_fail(c, "dimension %d covered by ellipsis in "
                                               "operand %d has size %lld which does not "
                                               "broadcast with previously seen ellipsis with "
                                               "size %lld for the respective dimension",
@@ -260,7 +260,7 @@ static int align(struct memest_ictx *c, const struct parsed *p, int i, int64_t *
         } else if (permutation[p->perm_index[lab]] == -1) {
             if (g.size[dim] != 1) {
                 if (label_size[lab] != 1 && label_size[lab] != g.size[dim])
-                    return memest_fail(c, "einsum(): subscript %c has size %lld for operand %d "
+                    return memest_fail(c, "subscript %c has size %lld for operand %d "
                                           "which does not broadcast with previously seen size "
                                           "%lld",
                                        lab < 26 ? 'A' + lab : 'a' + lab - 26,
@@ -272,7 +272,7 @@ static int align(struct memest_ictx *c, const struct parsed *p, int i, int64_t *
         } else { /* repeated label: diagonal(prev, dim).movedim(-1, prev) */
             int prev = permutation[p->perm_index[lab]];
             if (g.size[dim] != g.size[prev])
-                return memest_fail(c, "einsum(): subscript %c is repeated for operand %d but the "
+                return memest_fail(c, "subscript %c is repeated for operand %d but the "
                                       "sizes don't match, %lld != %lld",
                                    lab < 26 ? 'A' + lab : 'a' + lab - 26, i,
                                    (long long)g.size[dim], (long long)g.size[prev]);
@@ -481,13 +481,13 @@ static int infer_einsum(struct memest_ictx *c)
 {
     int nops = memest_in_count(c);
     if (nops > MAX_OPERANDS)
-        return memest_fail(c, "einsum(): memest supports at most %d operands", MAX_OPERANDS);
+        return memest_fail(c, "memest supports at most %d operands", MAX_OPERANDS);
     enum memest_dtype dt = memest_in_dtype(c, 0);
     for (int i = 0; i < nops; i++) {
         if (need_float(c, i) != 0)
             return -1;
         if (memest_in_dtype(c, i) != dt)
-            return memest_fail(c, "einsum(): expected all operands to have the same dtype, got "
+            return memest_fail(c, "expected all operands to have the same dtype, got "
                                   "%s and %s",
                                memest_dtype_name(dt), memest_dtype_name(memest_in_dtype(c, i)));
     }

@@ -42,7 +42,7 @@ static int infer_gather(struct memest_ictx *c)
     if (wrap_dim(c, memest_arg_int(c, GA_DIM), s.ndim, &d) != 0)
         return -1;
     if (memest_in_dtype(c, 1) != MEMEST_I64)
-        return memest_fail(c, "gather(): Expected dtype int64 for index, got %s",
+        return memest_fail(c, "Expected dtype int64 for index, got %s",
                            memest_dtype_name(memest_in_dtype(c, 1)));
     int sd = s.ndim > 0 ? s.ndim : 1, id = ix.ndim > 0 ? ix.ndim : 1;
     if (sd != id)
@@ -71,10 +71,10 @@ static int infer_index_select(struct memest_ictx *c)
     if (wrap_dim(c, memest_arg_int(c, GA_DIM), s.ndim, &d) != 0)
         return -1;
     if (!is_index_dtype(memest_in_dtype(c, 1)))
-        return memest_fail(c, "index_select(): Expected dtype int32 or int64 for index, got %s",
+        return memest_fail(c, "Expected dtype int32 or int64 for index, got %s",
                            memest_dtype_name(memest_in_dtype(c, 1)));
     if (ix.ndim > 1)
-        return memest_fail(c, "index_select(): Index is supposed to be a vector, got %s",
+        return memest_fail(c, "Index is supposed to be a vector, got %s",
                            IN_STR(c, 1));
     int64_t size[MEMEST_MAX_DIMS];
     for (int k = 0; k < s.ndim; k++)
