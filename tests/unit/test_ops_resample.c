@@ -7,6 +7,22 @@
 
 #define X4 "{'inputs': [{'name': 'x', 'shape': [3, 5, 7], 'requires_grad': true}], 'layers': ["
 
+/* A layer list after X4 and the message its error must contain. */
+struct err_case {
+    const char *layers, *message;
+};
+
+static void check_errors(const struct err_case *cases, size_t n)
+{
+    struct t_model t;
+    for (size_t i = 0; i < n; i++) {
+        char json[600];
+        snprintf(json, sizeof json, "%s%s", X4, cases[i].layers);
+        CHECK_CONTAINS(t_error(&t, json, 2), cases[i].message);
+        t_free(&t);
+    }
+}
+
 /* On [2, 3, 5, 7]: scale 2 -> [10, 14]; scale 1.5 -> floor(7.5) = 7,
  * floor(10.5) = 10; size (9, 4) as given; size 11 broadcast to every
  * spatial dim. No upsample mode saves anything; every output is a new
@@ -84,10 +100,7 @@ static void test_interpolate_area(void)
 
 static void test_interpolate_errors(void)
 {
-    struct t_model t;
-    static const struct {
-        const char *layers, *message;
-    } cases[] = {
+    static const struct err_case cases[] = {
         {"{'type': 'interpolate'}]}", "either size or scale_factor should be defined"},
         {"{'type': 'interpolate', 'size': 4, 'scale_factor': 2}]}",
          "only one of size or scale_factor should be defined"},
@@ -114,12 +127,7 @@ static void test_interpolate_errors(void)
          "pixel_unshuffle expects height (5) and width (7) to be divisible by "
          "downscale_factor (5)"},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        char json[600];
-        snprintf(json, sizeof json, "%s%s", X4, cases[i].layers);
-        CHECK_CONTAINS(t_error(&t, json, 2), cases[i].message);
-        t_free(&t);
-    }
+    check_errors(cases, sizeof cases / sizeof *cases);
 }
 
 /* PixelShuffle(2) on [2, 8, 3, 5] -> [2, 2, 6, 10]; PixelUnshuffle(2) on
@@ -213,9 +221,7 @@ static void test_pad(void)
 static void test_pad_errors(void)
 {
     struct t_model t;
-    static const struct {
-        const char *layers, *message;
-    } cases[] = {
+    static const struct err_case cases[] = {
         {"{'type': 'pad', 'pad': [1]}]}", "padding length must be divisible by 2"},
         {"{'type': 'pad', 'pad': [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]}]}",
          "padding length should be at most twice the input's dimensions"},
@@ -234,12 +240,7 @@ static void test_pad_errors(void)
         {"{'type': 'pad', 'pad': [1, 1, 1, 1], 'mode': 'reflect', 'value': 1}]}",
          "padding mode \"reflect\" doesn't take a value argument"},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        char json[600];
-        snprintf(json, sizeof json, "%s%s", X4, cases[i].layers);
-        CHECK_CONTAINS(t_error(&t, json, 2), cases[i].message);
-        t_free(&t);
-    }
+    check_errors(cases, sizeof cases / sizeof *cases);
     /* cropping to 0 is allowed for constant; value 0 is allowed for reflect */
     LOAD(&t,
          X4 "{'name': 'z', 'type': 'pad', 'pad': [-3, -4]},"
