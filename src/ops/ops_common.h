@@ -50,6 +50,13 @@ static inline bool torch113(const struct memest_ictx *c)
     return memest_run_options(c)->torch == 113;
 }
 
+/* A table entry for an op of one input and the arguments `argv`. */
+#define OP1(nm, argv, fn, text)                                                                 \
+    {                                                                                           \
+        .name = nm, .min_in = 1, .max_in = 1, .args = argv, .nargs = NARGS(argv), .infer = fn, \
+        .doc = text,                                                                            \
+    }
+
 /* ---- dims ---- */
 
 /* Wraps `dim` for an ndim-D tensor (maybe_wrap_dim: a 0-d tensor takes -1
