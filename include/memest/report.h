@@ -32,6 +32,7 @@
 #include "memest/output.h"
 #include "memest/probe.h"
 #include "memest/run.h"
+#include "memest/step.h"
 #include "memest/sweep.h"
 
 #define MEMEST_SCHEMA_VERSION 1
