@@ -13,10 +13,12 @@
  * declared without grad, and its Python locals alive together are the op's
  * forward workspace, counted from the code named at each op (index tensors
  * int64, boxes in the features' dtype). What autograd saves was measured
- * under PyTorch 1.13 / torchvision 0.14 (tests/tools/frcnn_reference.py,
- * tests/reference/frcnn_figures.json); the 0-d wrapped numbers that
- * `loss / n` saves stay on the CPU under CUDA and are not counted (as
- * tests/tools/torch_reference.py's wrapped_scalar_cpu). */
+ * under PyTorch 1.13 / torchvision 0.14 and 2.6 / 0.21, the same in both
+ * (tests/tools/frcnn_reference.py, tests/reference/frcnn_figures*.json;
+ * per op: tests/reference/saved_tensors_catalog.md), except the 0-d
+ * wrapped number that `loss / n` saves in 1.13, which stays on the CPU
+ * under CUDA and is not counted (tests/tools/torch_reference.py's
+ * wrapped_scalar_cpu). */
 #include "ops_common.h"
 
 /* Fails unless input i has `ndim` dims and, when last >= 0, last dim `last`. */
@@ -349,7 +351,10 @@ static int infer_rpnloss(struct memest_ictx *c)
     if (s.all > a)
         return memest_fail(c, "num_sampled %lld: more than the %lld anchors per image",
                            (long long)s.all, (long long)a);
-    int64_t N = memest_in_shape(c, 2)->size[0], P = N * s.pos, S = N * s.all, p4[2] = {P, 4};
+    int64_t N = memest_in_shape(c, 2)->size[0], P, S;
+    if (!mul_i64(N, s.pos, &P) || !mul_i64(N, s.all, &S))
+        return memest_fail(c, "too many samples");
+    int64_t p4[2] = {P, 4};
     enum memest_dtype dt = memest_in_dtype(c, 1), ot = memest_in_dtype(c, 0);
     if (two_losses(c, dt) != 0 || save_new_if(c, 1, &P, MEMEST_I64) != 0 ||
         save_new_if(c, 2, p4, dt) != 0 || save_new_if(c, 2, p4, dt) != 0 ||

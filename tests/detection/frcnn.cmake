@@ -1,6 +1,7 @@
 # frcnn.cmake - models/fasterrcnn_resnet50_fpn.json against torchvision's
-# model measured in PyTorch 1.13 (tests/reference/frcnn_figures.json, made
-# by tests/tools/frcnn_reference.py: a training forward of 2 identical
+# model measured in PyTorch (FIGURES: tests/reference/frcnn_figures.json for
+# 1.13, frcnn_figures_torch26.json for 2.6, made by
+# tests/tools/frcnn_reference.py: a training forward of 2 identical
 # images with the same ground truth, so that every data-dependent count is
 # the same per image). memest replays that step: --batch and the image size
 # from the figures, the proposals NMS kept and the samplers' counts through
@@ -8,10 +9,13 @@
 #   parameters (total and trainable): exact;
 #   forward MACs of the convolutions and linear layers: exact, in all and
 #     per part (backbone body, FPN, RPN head, box head, box predictor);
-#   saved activations: within 1% of the CUDA-corrected figure (the 0-d
-#     wrapped numbers of `loss / n` stay on the CPU).
-#   cmake -DMEMEST=... -DSRC=<source dir> -P frcnn.cmake
-file(READ ${SRC}/tests/reference/frcnn_figures.json ref)
+#   saved activations: within 1% of the CUDA-corrected figure (1.13 saves
+#     the 0-d wrapped numbers of `loss / n`, which stay on the CPU under
+#     CUDA; 2.6 saves none).
+# memest runs with --torch TORCH (1.13 or 2: the autograd rules of that
+# release).
+#   cmake -DMEMEST=... -DSRC=<source dir> -DFIGURES=<file under SRC> -DTORCH=1.13 -P frcnn.cmake
+file(READ ${SRC}/${FIGURES} ref)
 string(JSON batch GET "${ref}" batch)
 string(JSON H GET "${ref}" image 1)
 string(JSON W GET "${ref}" image 2)
@@ -24,7 +28,7 @@ function(per_image out)
   foreach(i RANGE ${last})
     string(JSON vi GET "${ref}" counts ${ARGN} ${i})
     if(NOT vi STREQUAL v)
-      message(FATAL_ERROR "frcnn_figures.json: counts ${ARGN} differ between the images: ${vi} != ${v}")
+      message(FATAL_ERROR "${FIGURES}: counts ${ARGN} differ between the images: ${vi} != ${v}")
     endif()
   endforeach()
   set(${out} ${v} PARENT_SCOPE)
@@ -38,7 +42,7 @@ foreach(pair rpn_sampler_pos_total_per_image roi_sampler_pos_total_per_image)
   foreach(i RANGE ${last})
     string(JSON vi GET "${ref}" counts ${pair} ${i})
     if(NOT vi STREQUAL first)
-      message(FATAL_ERROR "frcnn_figures.json: counts ${pair} differ between the images")
+      message(FATAL_ERROR "${FIGURES}: counts ${pair} differ between the images")
     endif()
   endforeach()
 endforeach()
@@ -49,10 +53,10 @@ string(JSON box_all GET "${ref}" counts roi_sampler_pos_total_per_image 0 1)
 string(JSON tb GET "${ref}" counts transformed_batch)
 string(REGEX REPLACE "[][ \n]" "" tb "${tb}")
 if(NOT tb STREQUAL "${batch},3,${H},${W}")
-  message(FATAL_ERROR "frcnn_figures.json: the transformed batch ${tb} is not the input ${batch}x3x${H}x${W}")
+  message(FATAL_ERROR "${FIGURES}: the transformed batch ${tb} is not the input ${batch}x3x${H}x${W}")
 endif()
 
-set(cmd ${MEMEST} models/fasterrcnn_resnet50_fpn.json --json --batch ${batch} --set H=${H} --set W=${W}
+set(cmd ${MEMEST} models/fasterrcnn_resnet50_fpn.json --json --torch ${TORCH} --batch ${batch} --set H=${H} --set W=${W}
         --set rpn_proposals=${proposals} --set rpn_positives=${rpn_pos} --set rpn_sampled=${rpn_all}
         --set box_positives=${box_pos} --set box_sampled=${box_all})
 execute_process(COMMAND ${cmd} WORKING_DIRECTORY ${SRC} RESULT_VARIABLE rc OUTPUT_VARIABLE out
@@ -114,5 +118,5 @@ if(lhs GREATER want)
   set(failed "${failed}\n  saved activations: memest ${got}, PyTorch ${want}: more than 1% apart")
 endif()
 if(failed)
-  message(FATAL_ERROR "fasterrcnn_resnet50_fpn against frcnn_figures.json:${failed}")
+  message(FATAL_ERROR "fasterrcnn_resnet50_fpn against ${FIGURES}:${failed}")
 endif()

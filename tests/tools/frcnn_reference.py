@@ -1,9 +1,12 @@
 #!/usr/bin/python3
 """Reference figures of torchvision's Faster R-CNN ResNet-50 FPN in training mode (PyTorch 1.13).
 
-How to run (Debian's PyTorch 1.13 / torchvision 0.14, CPU only; ~1 minute and ~6 GiB on 2 cores):
+How to run (CPU only; a few minutes and ~6 GiB on 2 cores): Debian 12's PyTorch 1.13 / torchvision 0.14,
+and Debian 13's PyTorch 2.6 / torchvision 0.21 (the counts and figures are the same but for the two 0-d
+wrapped numbers 1.13 saves):
 
     /usr/bin/python3 tests/tools/frcnn_reference.py tests/reference/frcnn_figures.json
+    ../shared/tools/torch2-chroot python3 tests/tools/frcnn_reference.py tests/reference/frcnn_figures_torch26.json
 
 The model is the one torchvision trains: fasterrcnn_resnet50_fpn(weights_backbone=IMAGENET1K_V1)
 (the reference training recipe), i.e. resnet50(norm_layer=FrozenBatchNorm2d), _resnet_fpn_extractor
