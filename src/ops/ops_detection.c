@@ -18,7 +18,10 @@
  * per op: tests/reference/saved_tensors_catalog.md), except the 0-d
  * wrapped number that `loss / n` saves in 1.13, which stays on the CPU
  * under CUDA and is not counted (tests/tools/torch_reference.py's
- * wrapped_scalar_cpu). */
+ * wrapped_scalar_cpu). Under autocast the losses' small saved tensors keep
+ * their inputs' dtype here, where PyTorch's float32 autocast of
+ * smooth_l1_loss, binary_cross_entropy_with_logits and log_softmax saves
+ * float32 copies (a few kilobytes for the default counts). */
 #include "ops_common.h"
 
 /* Fails unless input i has `ndim` dims and, when last >= 0, last dim `last`. */
