@@ -676,6 +676,47 @@ def _mha_drop():
 op_case("MHA(16,2,dropout=0.1) self-attention, need_weights=True", _mha_drop)
 
 
+# ---- Detection (torchvision is imported by these cases only)
+section("Detection (torchvision 0.14: FrozenBatchNorm2d, MultiScaleRoIAlign, fastrcnn_loss)")
+DET_NOTE = ("The parts of Faster R-CNN's training step that save tensors outside nn.Conv2d/nn.Linear/ReLU "
+            "(src/ops/ops_detection.c; the whole model: tests/tools/frcnn_reference.py). roi_align is "
+            "torchvision's C++ autograd function: its saved rois show as (unnamed).")
+
+
+def _frozen_bn():
+    from torchvision.ops.misc import FrozenBatchNorm2d
+    m = FrozenBatchNorm2d(4)
+    return dict(op=lambda x: m(x), inputs=[act(2, 4, 5, 5)], modules=[m])
+
+
+def _msroi(levels):
+    def mk():
+        from torchvision.ops import MultiScaleRoIAlign
+        names = [str(i) for i in range(levels)]
+        m = MultiScaleRoIAlign(names, 7, 2)
+        feats = [act(2, 4, 64 >> i, 64 >> i) for i in range(levels)]
+        # image 256x256: scales 1/4, 1/8; the 100x100 boxes map to level 0, the 250x250 one to level 1
+        boxes = [torch.tensor([[0.0, 0.0, 100.0, 100.0], [0.0, 0.0, 250.0, 250.0]]),
+                 torch.tensor([[10.0, 10.0, 110.0, 110.0]])]
+        return dict(op=lambda *fs: m(dict(zip(names, fs)), boxes, [(256, 256)] * 2), inputs=feats, modules=[m])
+    return mk
+
+
+def _fastrcnn_loss():
+    from torchvision.models.detection.roi_heads import fastrcnn_loss
+    labels = [torch.tensor([1, 0, 3, 0]), torch.tensor([0, 2, 0, 0])]
+    targets = [torch.randn(4, 4), torch.randn(4, 4)]
+    return dict(op=lambda c, b: fastrcnn_loss(c, b, labels, targets), inputs=[act(8, 5), act(8, 20)])
+
+
+op_case("FrozenBatchNorm2d(4) on x[2,4,5,5]", _frozen_bn, DET_NOTE)
+op_case("MultiScaleRoIAlign(['0'], 7, 2) on x[2,4,64,64], 3 boxes", _msroi(1))
+op_case("MultiScaleRoIAlign(['0', '1'], 7, 2) on x[2,4,64,64], x[2,4,32,32], 3 boxes (2 + 1 per level)",
+        _msroi(2))
+op_case("fastrcnn_loss(class_logits[8,5], box_regression[8,20], labels 2x[4], targets 2x[4,4]), 3 positives",
+        _fastrcnn_loss)
+
+
 # --------------------------------------------------------------------------- findings
 # Hand-written summary of the tables that follow (every statement is backed by a case below;
 # re-check it whenever torch changes). "a" = activation (non-param) storage.

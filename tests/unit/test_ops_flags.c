@@ -3,7 +3,8 @@
  * return its input, whether it is the model-input op. The expectations are
  * written here from PyTorch's sources, not read from the table:
  *   cuDNN:  nn.Conv{1,2,3}d and nn.ConvTranspose{1,2,3}d (at::_convolution
- *           picks ConvBackend::Cudnn / CudnnTranspose on CUDA);
+ *           picks ConvBackend::Cudnn / CudnnTranspose on CUDA), and
+ *           torchvision's RPNHead (its nn.Conv2d layers);
  *   cuBLAS: nn.Linear (addmm / matmul), nn.Bilinear (at::_trilinear: bmm),
  *           torch.matmul, torch.bmm, nn.MultiheadAttention (in_proj addmm,
  *           the bmm of the scores), nn.LSTM/GRU/RNN on the non-cuDNN path
@@ -33,7 +34,8 @@
 #include "memest/ops.h"
 
 static const char *const cudnn_ops[] = {"conv1d",          "conv2d",          "conv3d",
-                                        "convtranspose1d", "convtranspose2d", "convtranspose3d"};
+                                        "convtranspose1d", "convtranspose2d", "convtranspose3d",
+                                        "rpnhead"};
 static const char *const cublas_ops[] = {"linear", "bilinear", "matmul", "bmm",
                                          "multiheadattention", "lstm", "gru", "rnn",
                                          "scaled_dot_product_attention", "einsum"};
