@@ -49,6 +49,21 @@ static inline bool torch113(const struct memest_ictx *c)
     return memest_run_options(c)->torch == 113;
 }
 
+/* Whether adaptive average pooling (adaptive_avg_pool{1,2,3}d, and
+ * F.interpolate's mode "area") to the spatial sizes osz[0..D) saves its
+ * input. To an all-ones size ATen takes x.mean(spatial dims, keepdim=True)
+ * instead (AdaptiveAveragePooling.cpp, AdaptiveAveragePooling3d.cpp), whose
+ * MeanBackward1 saves nothing in 2.x (only sizes) and the input in 1.13
+ * (tests/reference/vision_ops_saved_*.md, saved_tensors_catalog.md). */
+static inline bool adaptive_avg_saves_input(const struct memest_ictx *c, int D,
+                                            const int64_t *osz)
+{
+    for (int i = 0; i < D; i++)
+        if (osz[i] != 1)
+            return true;
+    return torch113(c);
+}
+
 /* ---- dtypes ---- */
 
 /* at::toAccumulateType(t, is_cuda=true): half and bfloat16 accumulate in
