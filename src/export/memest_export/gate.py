@@ -26,15 +26,27 @@ class _Tracer(torch.fx.Tracer):
     def is_leaf_module(self, m, qualname):
         return leaves.leaf_entry(m) is not None or super().is_leaf_module(m, qualname)
 
-    def iter(self, obj):
-        """`n, c, h, w = x.shape`: PyTorch 1.13's Proxy.__iter__ finds the
-        UNPACK_SEQUENCE at f_lasti // 2 in the instruction list, which Python
-        3.11's inline caches break (torch/fx/proxy.py); look it up by offset."""
-        frame = inspect.currentframe().f_back.f_back      # Proxy.__iter__, then the model's code
-        for inst in dis.get_instructions(frame.f_code):
-            if inst.offset == frame.f_lasti and inst.opname == "UNPACK_SEQUENCE":
-                return iter([obj[i] for i in range(inst.argval)])
-        return super().iter(obj)
+
+
+def _proxy_iter(self):
+    """`n, c, h, w = x.shape` under fx: PyTorch 1.13's Proxy.__iter__ finds the
+    UNPACK_SEQUENCE at index f_lasti // 2 of the instruction list, which
+    Python 3.11's inline caches break (torch/fx/proxy.py); this looks it up by
+    its offset (used while the gate traces)."""
+    frame = inspect.currentframe().f_back
+    for inst in dis.get_instructions(frame.f_code):
+        if inst.offset == frame.f_lasti and inst.opname == "UNPACK_SEQUENCE":
+            return (self[i] for i in range(inst.argval))
+    return self.tracer.iter(self)
+
+
+def _fx_trace(model):
+    orig = torch.fx.proxy.Proxy.__iter__
+    torch.fx.proxy.Proxy.__iter__ = _proxy_iter
+    try:
+        _Tracer().trace(model)
+    finally:
+        torch.fx.proxy.Proxy.__iter__ = orig
 
 
 def _user_line(exc):
@@ -57,7 +69,7 @@ def _reason(exc):
 def check(model, inputs):
     """Return 'fx' or 'torch.export' (how the model traced), or raise ExportError."""
     try:
-        _Tracer().trace(model)
+        _fx_trace(model)
         return "fx"
     except Exception as e:  # fx raises TraceError, TypeError, NotImplementedError, ...
         fx_reason = _reason(e)
