@@ -185,7 +185,7 @@ def conv_linear(c):
     if b is not None:
         _param_owner(c, b, "bias")
     return c.emit("linear", [c.v["input"]], {"in_features": w.shape[1], "out_features": w.shape[0],
-                                             "bias": b is not None}, name=owner)
+                                             "bias": b is not None}, name=owner, weight=w, params=[b])
 
 
 def conv_convnd(nd):
@@ -201,7 +201,7 @@ def conv_convnd(nd):
             "kernel_size": collapse(list(w.shape[2:])), "stride": collapse(c.v.get("stride", 1)),
             "padding": pad if isinstance(pad, str) else collapse(pad),
             "dilation": collapse(c.v.get("dilation", 1)), "groups": groups,
-            "bias": b is not None}, name=owner)
+            "bias": b is not None}, name=owner, weight=w, params=[b])
     return conv
 
 
@@ -214,7 +214,7 @@ def conv_layer_norm(c):
     if w is None and b is not None:
         c.fail("a bias without a weight has no memest form")
     owner = _param_owner(c, w, "weight") if w is not None else None
-    return c.emit("layernorm", [c.v["input"]], a, name=owner)
+    return c.emit("layernorm", [c.v["input"]], a, name=owner, weight=w, params=[b])
 
 
 def conv_group_norm(c):
@@ -223,7 +223,7 @@ def conv_group_norm(c):
     owner = _param_owner(c, w, "weight") if w is not None else None
     return c.emit("groupnorm", [x], {"num_groups": c.v["num_groups"], "num_channels": x.shape[1],
                                      "eps": c.v.get("eps", 1e-5), "affine": w is not None},
-                  name=owner)
+                  name=owner, weight=w, params=[c.v.get("bias")])
 
 
 def conv_batch_norm(c):
@@ -244,7 +244,7 @@ def conv_batch_norm(c):
     return c.emit("batchnorm%dd" % nd, [x], {
         "num_features": x.shape[1], "eps": c.v.get("eps", 1e-5),
         "momentum": c.v.get("momentum", 0.1), "affine": w is not None,
-        "track_running_stats": rm is not None}, name=owner)
+        "track_running_stats": rm is not None}, name=owner, weight=w, params=[c.v.get("bias")])
 
 
 def conv_embedding(c):
@@ -257,7 +257,7 @@ def conv_embedding(c):
     for k in ("scale_grad_by_freq", "sparse"):
         if c.v.get(k):
             a[k] = True
-    return c.emit("embedding", [c.v["input"]], a, name=owner)
+    return c.emit("embedding", [c.v["input"]], a, name=owner, weight=w)
 
 
 def conv_pool(typ, names):

@@ -93,8 +93,8 @@ class Call:
     def fail(self, why):
         self.rec.fail_op(self.name, why)
 
-    def emit(self, typ, inputs, args, name=None):
-        return self.rec.emit(typ, inputs, args, name)
+    def emit(self, typ, inputs, args, name=None, weight=None, params=()):
+        return self.rec.emit(typ, inputs, args, name, weight, params)
 
     def alias(self, t):
         return self.rec.ref(t)
@@ -123,6 +123,7 @@ class Recorder:
                     self.consts[id(v)] = ((mname + "." if mname else "") + k, v)
                     self.keep.append(v)
         self.in_getitem = False
+        self.owner = {}         # id(parameter) -> the node holding it (memest counts it there)
 
     # ---- names -------------------------------------------------------------
     def unique(self, base):
@@ -180,11 +181,16 @@ class Recorder:
             return r
         pname = self.param_name(t)
         if pname is not None:
+            held = self.owner.get(id(t))
+            if held is not None:
+                raise ExportError("parameter '%s' of layer '%s' used directly %s: memest would count it "
+                                  "twice" % (pname, held, self.where()))
             args = {"shape": list(t.shape)}
             node = self._add(Node(self.unique(pname), "parameter", [], args))
             if not t.requires_grad:
                 node.args["trainable"] = False
             self.bind(t, node.name)
+            self.owner[id(t)] = node.name
             return node.name
         bname = self.buffer_name(t)
         if bname is not None:
@@ -207,7 +213,25 @@ class Recorder:
         self.nodes.append(node)
         return node
 
-    def emit(self, typ, inputs, args, name=None):
+    def hold(self, node_name, weight, others):
+        """The node node_name holds parameters: its weight and the others
+        (None for none). A weight another node holds is shared through
+        tie_weight; any other parameter held twice would count twice: an
+        error (a module with a bias called twice, for instance)."""
+        tie = None
+        if weight is not None and id(weight) in self.owner:
+            tie = self.owner[id(weight)]
+        for p in others:
+            if p is not None and id(p) in self.owner:
+                raise ExportError("layer '%s' uses parameter '%s' of layer '%s' %s: memest shares only a "
+                                  "weight between layers (tie_weight), it would count this one twice"
+                                  % (node_name, self.param_name(p), self.owner[id(p)], self.where()))
+        for p in [weight] + list(others):
+            if p is not None:
+                self.owner.setdefault(id(p), node_name)
+        return tie
+
+    def emit(self, typ, inputs, args, name=None, weight=None, params=()):
         refs = []
         for t in inputs:
             refs.append(t if isinstance(t, str) else self.ref(t))
@@ -216,6 +240,10 @@ class Recorder:
         except ValueError as e:
             raise ExportError("cannot write an argument of %s %s: %s" % (typ, self.where(), e))
         node = self._add(Node(self.unique(name if name else self.in_module(typ)), typ, refs, args))
+        if weight is not None or params:
+            tie = self.hold(node.name, weight, params)
+            if tie is not None:
+                node.args["tie_weight"] = tie
         return node.name
 
     def bind_outputs(self, out, ref):
@@ -278,7 +306,9 @@ class Recorder:
             if typ in ("lstm", "gru", "rnn") and len(inputs) > 1:
                 raise ExportError("module '%s' (%s) called with an initial state: memest's %s starts "
                                   "from zeros" % (path, type(mod).__name__, typ))
-        ref = self.emit(typ, inputs, margs, name=path or typ)
+        own = dict(mod.named_parameters())
+        weight = own.pop("weight", None)
+        ref = self.emit(typ, inputs, margs, name=path or typ, weight=weight, params=list(own.values()))
         self.bind_outputs(out, ref)
 
     def _mha_inputs(self, mod, args, kwargs, margs):
