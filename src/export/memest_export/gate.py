@@ -42,7 +42,8 @@ def _proxy_iter(self):
 
 def _fx_trace(model):
     orig = torch.fx.proxy.Proxy.__iter__
-    torch.fx.proxy.Proxy.__iter__ = _proxy_iter
+    if int(torch.__version__.split(".")[0]) < 2:     # 2.x finds it by offset itself
+        torch.fx.proxy.Proxy.__iter__ = _proxy_iter
     try:
         _Tracer().trace(model)
     finally:

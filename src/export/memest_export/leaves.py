@@ -80,6 +80,16 @@ def _upsample(m):
     return a
 
 
+def _embedding(m):
+    a = _get(m, "num_embeddings", "embedding_dim", "padding_idx", "max_norm")
+    if m.max_norm is not None and m.norm_type != 2.0:
+        a["norm_type"] = m.norm_type
+    for k in ("scale_grad_by_freq", "sparse"):
+        if getattr(m, k):
+            a[k] = True
+    return a
+
+
 def _mha(m):
     return {"embed_dim": m.embed_dim, "num_heads": m.num_heads, "dropout": m.dropout,
             "bias": m.in_proj_bias is not None, "add_bias_kv": m.bias_k is not None,
@@ -128,9 +138,7 @@ LEAVES = {
     nn.AdaptiveMaxPool1d: ("adaptivemaxpool1d", lambda m: _get(m, "output_size", "return_indices")),
     nn.AdaptiveMaxPool2d: ("adaptivemaxpool2d", lambda m: _get(m, "output_size", "return_indices")),
     nn.AdaptiveMaxPool3d: ("adaptivemaxpool3d", lambda m: _get(m, "output_size", "return_indices")),
-    nn.Embedding: ("embedding", lambda m: _get(m, "num_embeddings", "embedding_dim", "padding_idx",
-                                               "max_norm", "norm_type", "scale_grad_by_freq",
-                                               "sparse")),
+    nn.Embedding: ("embedding", _embedding),
     nn.LSTM: ("lstm", _rnn("lstm")), nn.GRU: ("gru", _rnn("gru")), nn.RNN: ("rnn", _rnn("rnn")),
     nn.MultiheadAttention: ("multiheadattention", _mha),
     nn.Upsample: ("upsample", _upsample),

@@ -236,7 +236,8 @@ class Recorder:
         for t in inputs:
             refs.append(t if isinstance(t, str) else self.ref(t))
         try:
-            args = {k: jsonable(v) for k, v in args.items()}
+            # inplace=False is every op's default: left out
+            args = {k: jsonable(v) for k, v in args.items() if not (k == "inplace" and v is False)}
         except ValueError as e:
             raise ExportError("cannot write an argument of %s %s: %s" % (typ, self.where(), e))
         node = self._add(Node(self.unique(name if name else self.in_module(typ)), typ, refs, args))
