@@ -463,6 +463,13 @@ def conv_pow(c):
     return c.emit("pow", [c.v["input"]], {"exponent": e})
 
 
+def conv_contiguous(c):
+    fmt = c.v.get("memory_format")
+    if fmt is not None and fmt != torch.contiguous_format:
+        c.fail("memory_format=%s has no memest form" % fmt)
+    return c.emit("contiguous", [c.v["input"]], {})
+
+
 def conv_mha_forward(c):
     c.fail("call nn.MultiheadAttention as a module")
 
@@ -578,7 +585,7 @@ _add({"Tensor.view": ("input *shape", shaped("view", "shape")),
       "Tensor.expand_as": ("input other", conv_expand_as),
       "Tensor.permute": ("input *dims", conv_permute),
       "torch.permute": ("input dims", conv_permute),
-      "Tensor.contiguous": simple("contiguous", "input memory_format"),
+      "Tensor.contiguous": ("input memory_format", conv_contiguous),
       "Tensor.__getitem__": ("input indices", conv_getitem),
       "Tensor.repeat": ("input *sizes", conv_tile),
       "torch.tile": ("input dims", lambda c: c.emit("tile", [c.v["input"]], {"dims": list(c.v["dims"])})),
