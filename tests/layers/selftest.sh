@@ -55,7 +55,8 @@ expect "a header no layer owns" "orphan.h belongs to 0 layers"
 
 fresh
 mkdir "$tmp/t/src/extra"
-expect "a folder that is no layer" "src/extra/ is not a layer"
+printf 'int extra;\n' > "$tmp/t/src/extra/extra.c"
+expect "a folder of C sources that is no layer" "src/extra/ is not a layer"
 
 fresh
 printf '#include "memest/sim.h"\n' >> "$tmp/t/src/report/report_fit.c"
