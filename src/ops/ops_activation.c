@@ -1,4 +1,5 @@
-/* ops_activation.c - activations, softmax, dropout and identity.
+/* ops_activation.c - activations, softmax, dropout, stochastic depth and
+ * identity.
  *
  * What autograd saves (PyTorch 1.13, the catalog; device-independent unless
  * noted):
@@ -11,7 +12,12 @@
  *     clones the input before overwriting it and saves the clone (a new
  *     tensor of the input's size);
  *   dropout: see dropout_saves() in ops_common.h (CUDA's native_dropout
- *     saves a bool mask; the CPU saves a float one).
+ *     saves a bool mask; the CPU saves a float one);
+ *   stochastic depth (torchvision.ops.stochastic_depth, training, p > 0):
+ *     noise = empty([N, 1, ...] for "row", [1, ...] for "batch")
+ *     .bernoulli_(1 - p).div_(1 - p) in the input's dtype, then input *
+ *     noise: MulBackward0 saves the noise (1.13 and 2.6 alike,
+ *     tests/reference/vision_ops_saved_*.md); p == 0 returns the input.
  * Backward: a new gradient of the input's size (threshold_backward,
  * softmax_backward, the mask product...); identity and dropout with p = 0
  * pass theirs through.
@@ -224,6 +230,40 @@ static int infer_dropout_any(struct memest_ictx *c, bool feature)
 static int infer_dropout(struct memest_ictx *c) { return infer_dropout_any(c, false); }
 static int infer_dropout2d(struct memest_ictx *c) { return infer_dropout_any(c, true); }
 
+enum { SD_P, SD_MODE };
+static const struct memest_argspec stochasticdepth_args[] = {
+    [SD_P] = {"p", MEMEST_ARG_FLOAT, .required = true, .flo = 0, .fhi = 1,
+              .doc = "probability of zeroing a row (a sample) or the whole batch"},
+    [SD_MODE] = {"mode", MEMEST_ARG_STR, .required = true, .choices = "row|batch",
+                 .doc = "row: one draw per sample; batch: one for the whole input"},
+};
+
+static int infer_stochasticdepth(struct memest_ictx *c)
+{
+    const struct memest_shape s_in = *memest_in_shape(c, 0), *s = &s_in;
+    bool row = strcmp(memest_arg(c, SD_MODE)->s, "row") == 0;
+    if (row && s->ndim < 1)
+        return memest_fail(c, "mode \"row\" needs an input with a batch dimension, got %s",
+                           IN_STR(c, 0));
+    if (need_float(c, 0) != 0)
+        return -1;
+    if (memest_arg_float(c, SD_P) <= 0) { /* `if not training or p == 0.0: return input` */
+        memest_grad_same(c, 0, 0);
+        return out_alias_view(c, 0);
+    }
+    enum memest_dtype dt = memest_in_dtype(c, 0);
+    int64_t noise[MEMEST_MAX_DIMS];
+    for (int d = 0; d < s->ndim; d++)
+        noise[d] = row && d == 0 ? s->size[0] : 1;
+    if (memest_needs_grad(c)) { /* the noise, then input * noise */
+        if (memest_save_new(c, s->ndim, noise, dt) != 0)
+            return -1;
+    } else {
+        memest_workspace(c, sat_bytes(s->ndim, noise, dt));
+    }
+    return memest_out_like(c, s, 0, dt) < 0 ? -1 : 0;
+}
+
 static int infer_identity(struct memest_ictx *c)
 {
     memest_grad_same(c, 0, 0);
@@ -272,6 +312,10 @@ const struct memest_op_desc memest_ops_activation[] = {
     /* eval(): F.dropout / F.dropout2d with training=False return the input */
     DROPOUT_OP("dropout", infer_dropout, "nn.Dropout (training mode)"),
     DROPOUT_OP("dropout2d", infer_dropout2d, "nn.Dropout2d: zeroes whole channels (training mode)"),
+    {.name = "stochasticdepth", .min_in = 1, .max_in = 1, .args = stochasticdepth_args,
+     .nargs = NARGS(stochasticdepth_args), .infer = infer_stochasticdepth,
+     .doc = "torchvision.ops.StochasticDepth: drops whole samples (training mode)",
+     .eval_identity = true},
     {.name = "identity", .min_in = 1, .max_in = 1, .infer = infer_identity,
      .doc = "nn.Identity: the input itself", .same_data = true},
 };

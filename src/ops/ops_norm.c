@@ -2,14 +2,26 @@
  * mode: batch statistics, running statistics updated).
  *
  * Saved for backward, as PyTorch 1.13 / 2.x on CUDA:
- *   batchnorm: the input, plus save_mean and save_invstd [C] in the
- *     accumulate type (float32 for half/bfloat16 inputs), with the native
- *     kernel and with cuDNN alike (cuDNN's reserve space is 0 bytes for a
- *     plain batch norm and is not modelled). Weight and running stats are
- *     parameters/buffers.
+ *   batchnorm (1d, 2d, 3d): the input, plus save_mean and save_invstd [C]
+ *     in the accumulate type (float32 for half/bfloat16 inputs), with the
+ *     native kernel and with cuDNN alike (cuDNN's reserve space is 0 bytes
+ *     for a plain batch norm and is not modelled). Weight and running stats
+ *     are parameters/buffers. On a non-contiguous input the cuDNN path
+ *     (_batch_norm_impl_index in aten/src/ATen/native/Normalization.cpp,
+ *     taken on CUDA for a >= 3-D input with weight and bias) passes
+ *     input.contiguous(input.suggest_memory_format()) to cudnn_batch_norm,
+ *     so that copy is what is saved (a channels-last input is not copied);
+ *     the CPU kernel takes the input as it is (the measurement of
+ *     tests/reference/vision_ops_saved_*.md saves the permuted view).
  *   layernorm: the input, plus mean and rstd of shape [outer..., 1...] in
  *     the accumulate type (layer_norm_cuda; the CPU kernel uses the input's
  *     dtype for half/bfloat16, the catalog's bf16 figures differ there).
+ *     On a non-contiguous input (ConvNeXt's x.permute(0, 2, 3, 1) before
+ *     its LayerNorm) native_layer_norm computes on X = input.expect_contiguous(),
+ *     a copy freed when the op returns, and autograd saves the input itself,
+ *     the permuted view (measured, 1.13 and 2.6: vision_ops_saved_*.md);
+ *     the output is a new contiguous tensor; the backward copies the input
+ *     again (layer_norm_backward_cuda: input.expect_contiguous()).
  *   groupnorm: the input made contiguous (a copy when it is not), plus mean
  *     and rstd [N, G] in the input's dtype.
  *   instancenorm: computed by ATen as batch_norm on the input viewed as
@@ -17,6 +29,19 @@
  *     copy), save_mean/save_invstd [N*C], and the weight and running stats
  *     repeated N times ([N*C] each: new tensors, not parameters). */
 #include "ops_common.h"
+
+/* Saves input 0 as x.contiguous() sees it. */
+static int save_contiguous_in(struct memest_ictx *c)
+{
+    const struct memest_shape s_in = *memest_in_shape(c, 0), *s = &s_in;
+    if (memest_shape_is_contiguous(s))
+        return memest_save_in(c, 0);
+    if (!memest_needs_grad(c)) {
+        memest_workspace(c, sat_bytes(s->ndim, s->size, memest_in_dtype(c, 0)));
+        return 0;
+    }
+    return memest_save_new(c, s->ndim, s->size, memest_in_dtype(c, 0));
+}
 
 /* ---- batchnorm ---- */
 
@@ -47,13 +72,43 @@ static int norm_params(struct memest_ictx *c, int64_t ch, bool affine, bool trac
     return 0;
 }
 
-static int infer_batchnorm(struct memest_ictx *c, bool two_d)
+/* True when x.contiguous(x.suggest_memory_format()) makes no copy: the
+ * input is contiguous, or channels-last (4-D) / channels-last-3d (5-D):
+ * the channel stride 1, then the spatial dims from the last outwards, then
+ * the batch (c10/core/MemoryFormat.h is_channels_last_strides_*). */
+static bool contiguous_in_suggested_format(const struct memest_shape *s)
+{
+    if (memest_shape_is_contiguous(s))
+        return true;
+    if (s->ndim != 4 && s->ndim != 5)
+        return false;
+    int64_t expect = 1;
+    int order[5] = {1, 0, 0, 0, 0}, n = 1; /* C, then W, H, (D), then N */
+    for (int d = s->ndim - 1; d >= 2; d--)
+        order[n++] = d;
+    order[n++] = 0;
+    for (int i = 0; i < n; i++) {
+        int d = order[i];
+        if (s->size[d] != 1 && s->stride[d] != expect)
+            return false;
+        if (!mul_i64(expect, s->size[d], &expect))
+            return false;
+    }
+    return true;
+}
+
+/* spatial: 1 for BatchNorm1d ((N, C) or (N, C, L)), 2 or 3 for the 4-D and
+ * 5-D ones (F.batch_norm itself takes any (N, C, *)). */
+static int infer_batchnorm(struct memest_ictx *c, int spatial)
 {
     const struct memest_shape s_in = *memest_in_shape(c, 0), *s = &s_in;
-    if (two_d ? s->ndim != 4 : (s->ndim != 2 && s->ndim != 3))
-        return memest_fail(c, two_d ? "expects a 4-D (N, C, H, W) input, got %s"
-                                    : "expects a 2-D (N, C) or 3-D (N, C, L) input, got %s",
-                           IN_STR(c, 0));
+    if (spatial == 1 ? (s->ndim != 2 && s->ndim != 3) : s->ndim != spatial + 2) {
+        if (spatial == 1)
+            return memest_fail(c, "expects a 2-D (N, C) or 3-D (N, C, L) input, got %s",
+                               IN_STR(c, 0));
+        return memest_fail(c, "expects a %d-D %s input, got %s", spatial + 2,
+                           spatial == 2 ? "(N, C, H, W)" : "(N, C, D, H, W)", IN_STR(c, 0));
+    }
     if (need_float(c, 0) != 0)
         return -1;
     int64_t ch = s->size[1];
@@ -67,17 +122,30 @@ static int infer_batchnorm(struct memest_ictx *c, bool two_d)
     if (per_channel == 1)
         return memest_fail(c, "expected more than 1 value per channel when training, got %s",
                            IN_STR(c, 0));
-    if (norm_params(c, ch, memest_arg_bool(c, BN_AFFINE), memest_arg_bool(c, BN_TRACK)) != 0)
+    bool affine = memest_arg_bool(c, BN_AFFINE);
+    if (norm_params(c, ch, affine, memest_arg_bool(c, BN_TRACK)) != 0)
         return -1;
     enum memest_dtype dt = memest_in_dtype(c, 0);
-    if (memest_out_like(c, s, 0, dt) < 0 || memest_save_in(c, 0) != 0 ||
-        save_new_if(c, 1, &ch, acc_dtype(dt)) != 0 || save_new_if(c, 1, &ch, acc_dtype(dt)) != 0)
+    /* cuDNN's conditions that a shape decides (the 32-bit index limit, the
+     * batch limit in training); the input is copied only when not dense in
+     * its own memory format */
+    uint64_t numel = 0;
+    memest_shape_numel(s, &numel);
+    bool cudnn = s->ndim >= 3 && affine && numel < INT32_MAX && s->size[0] <= 880801;
+    if (cudnn && !contiguous_in_suggested_format(s)) { /* the copy, then the output */
+        if (save_contiguous_in(c) != 0 || memest_out_new(c, s->ndim, s->size, dt) < 0)
+            return -1;
+    } else if (memest_out_like(c, s, 0, dt) < 0 || memest_save_in(c, 0) != 0) {
+        return -1;
+    }
+    if (save_new_if(c, 1, &ch, acc_dtype(dt)) != 0 || save_new_if(c, 1, &ch, acc_dtype(dt)) != 0)
         return -1;
     return 0;
 }
 
-static int infer_batchnorm1d(struct memest_ictx *c) { return infer_batchnorm(c, false); }
-static int infer_batchnorm2d(struct memest_ictx *c) { return infer_batchnorm(c, true); }
+static int infer_batchnorm1d(struct memest_ictx *c) { return infer_batchnorm(c, 1); }
+static int infer_batchnorm2d(struct memest_ictx *c) { return infer_batchnorm(c, 2); }
+static int infer_batchnorm3d(struct memest_ictx *c) { return infer_batchnorm(c, 3); }
 
 /* ---- layernorm ---- */
 
@@ -129,6 +197,12 @@ static int infer_layernorm(struct memest_ictx *c)
     enum memest_dtype dt = memest_in_dtype(c, 0);
     if (memest_out_new(c, s->ndim, s->size, dt) < 0 || memest_save_in(c, 0) != 0)
         return -1;
+    if (!memest_shape_is_contiguous(s)) { /* X = input.expect_contiguous(), both ways */
+        uint64_t copy = sat_bytes(s->ndim, s->size, dt);
+        memest_workspace(c, copy);
+        if (memest_needs_grad(c))
+            memest_bwd_workspace(c, copy);
+    }
     int64_t stat[MEMEST_MAX_DIMS];
     for (int d = 0; d < s->ndim; d++)
         stat[d] = d < s->ndim - nn ? s->size[d] : 1;
@@ -148,19 +222,6 @@ static const struct memest_argspec groupnorm_args[] = {
     [GN_EPS] = {"eps", MEMEST_ARG_FLOAT, .fdef = 1e-5},
     [GN_AFFINE] = {"affine", MEMEST_ARG_BOOL, .idef = 1},
 };
-
-/* Saves input 0 as x.contiguous() sees it. */
-static int save_contiguous_in(struct memest_ictx *c)
-{
-    const struct memest_shape s_in = *memest_in_shape(c, 0), *s = &s_in;
-    if (memest_shape_is_contiguous(s))
-        return memest_save_in(c, 0);
-    if (!memest_needs_grad(c)) {
-        memest_workspace(c, sat_bytes(s->ndim, s->size, memest_in_dtype(c, 0)));
-        return 0;
-    }
-    return memest_save_new(c, s->ndim, s->size, memest_in_dtype(c, 0));
-}
 
 static int infer_groupnorm(struct memest_ictx *c)
 {
@@ -256,6 +317,8 @@ const struct memest_op_desc memest_ops_norm[] = {
             "nn.BatchNorm1d on (N, C) or (N, C, L)", MEMEST_AMPP_ANY),
     NORM_OP("batchnorm2d", batchnorm_args, infer_batchnorm2d, "nn.BatchNorm2d on (N, C, H, W)",
             MEMEST_AMPP_ANY),
+    NORM_OP("batchnorm3d", batchnorm_args, infer_batchnorm3d,
+            "nn.BatchNorm3d on (N, C, D, H, W)", MEMEST_AMPP_ANY),
     NORM_OP("layernorm", layernorm_args, infer_layernorm, "nn.LayerNorm over the trailing dims",
             MEMEST_AMPP_FP32),
     NORM_OP("groupnorm", groupnorm_args, infer_groupnorm, "nn.GroupNorm on (N, C, *)",

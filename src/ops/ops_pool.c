@@ -1,4 +1,5 @@
-/* ops_pool.c - max, average and adaptive pooling (1-D and 2-D).
+/* ops_pool.c - max, average and adaptive pooling (1-D, 2-D and 3-D: one
+ * implementation over the number of spatial dims D).
  *
  * Output sizes follow ATen's pooling_output_shape:
  *   out = floor_or_ceil((in + 2p - d(k-1) - 1) / s) + 1, and in ceil_mode
@@ -6,7 +7,9 @@
  *   inside the input or the left padding);
  * with PyTorch's checks (padding at most half the kernel, output >= 1).
  * The 1-D ops are computed by ATen as their 2-D versions on x.unsqueeze(-2),
- * which changes no figure here.
+ * which changes no figure here; the 3-D ops (max_pool3d_with_indices,
+ * avg_pool3d, adaptive_{avg,max}_pool3d: aten/src/ATen/native/Pool.h
+ * pool3d_shape_check) apply the same rules per spatial dim.
  *
  * Saved for backward (PyTorch 1.13 and 2.x, device-independent):
  *   max pool: the input and the int64 indices (output-sized);
@@ -15,7 +18,9 @@
  *     one on x.unsqueeze(-2)) ATen's adaptive_avg_pool2d computes
  *     x.mean((-1, -2), keepdim=True) instead, whose MeanBackward1 saves
  *     nothing in 2.x (only sizes; measured with PyTorch 2.6) and the input
- *     in 1.13 (the catalog): --torch 1.13;
+ *     in 1.13 (the catalog): --torch 1.13; adaptive_avg_pool3d to (1, 1, 1)
+ *     likewise takes x.mean((-1, -2, -3), keepdim=True)
+ *     (tests/reference/vision_ops_saved_*.md);
  *   adaptive max pool: the input and the int64 indices. */
 #include "ops_common.h"
 
@@ -34,6 +39,7 @@ enum { MP_KERNEL, MP_STRIDE, MP_PADDING, MP_DILATION, MP_RETURN_INDICES, MP_CEIL
 
 static const struct memest_argspec maxpool1d_args[] = {MAXPOOL_ARGS(1)};
 static const struct memest_argspec maxpool2d_args[] = {MAXPOOL_ARGS(2)};
+static const struct memest_argspec maxpool3d_args[] = {MAXPOOL_ARGS(3)};
 
 enum { AP_KERNEL, AP_STRIDE, AP_PADDING, AP_CEIL, AP_COUNT_PAD, AP_DIVISOR };
 
@@ -46,37 +52,35 @@ enum { AP_KERNEL, AP_STRIDE, AP_PADDING, AP_CEIL, AP_COUNT_PAD, AP_DIVISOR };
     [AP_CEIL] = {"ceil_mode", MEMEST_ARG_BOOL, .idef = 0},                                      \
     [AP_COUNT_PAD] = {"count_include_pad", MEMEST_ARG_BOOL, .idef = 1}
 
+#define DIVISOR_ARG                                                                             \
+    [AP_DIVISOR] = {"divisor_override", MEMEST_ARG_INT, .optional = true, .lo = 1, .hi = ARG_MAX}
+
 static const struct memest_argspec avgpool1d_args[] = {AVGPOOL_ARGS(1)};
-static const struct memest_argspec avgpool2d_args[] = {
-    AVGPOOL_ARGS(2),
-    [AP_DIVISOR] = {"divisor_override", MEMEST_ARG_INT, .optional = true, .lo = 1,
-                    .hi = ARG_MAX},
-};
+static const struct memest_argspec avgpool2d_args[] = {AVGPOOL_ARGS(2), DIVISOR_ARG};
+static const struct memest_argspec avgpool3d_args[] = {AVGPOOL_ARGS(3), DIVISOR_ARG};
 
 enum { AD_OUTPUT_SIZE, AD_RETURN_INDICES };
 
-static const struct memest_argspec adaptiveavg1d_args[] = {
-    [AD_OUTPUT_SIZE] = {"output_size", MEMEST_ARG_INTS, .required = true, .n = 1, .lo = 1,
-                        .hi = ARG_MAX},
-};
-static const struct memest_argspec adaptiveavg2d_args[] = {
-    [AD_OUTPUT_SIZE] = {"output_size", MEMEST_ARG_INTS, .required = true, .n = 2, .lo = 1,
-                        .hi = ARG_MAX},
-};
-static const struct memest_argspec adaptivemax1d_args[] = {
-    [AD_OUTPUT_SIZE] = {"output_size", MEMEST_ARG_INTS, .required = true, .n = 1, .lo = 1,
-                        .hi = ARG_MAX},
-    [AD_RETURN_INDICES] = {"return_indices", MEMEST_ARG_BOOL, .idef = 0,
-                           .doc = "output 1 is the int64 indices"},
-};
-static const struct memest_argspec adaptivemax2d_args[] = {
-    [AD_OUTPUT_SIZE] = {"output_size", MEMEST_ARG_INTS, .required = true, .n = 2, .lo = 1,
-                        .hi = ARG_MAX},
-    [AD_RETURN_INDICES] = {"return_indices", MEMEST_ARG_BOOL, .idef = 0,
-                           .doc = "output 1 is the int64 indices"},
-};
+#define ADAPTIVE_SIZE_ARG(D)                                                                    \
+    [AD_OUTPUT_SIZE] = {"output_size", MEMEST_ARG_INTS, .required = true, .n = D, .lo = 1,     \
+                        .hi = ARG_MAX}
+#define ADAPTIVE_INDICES_ARG                                                                    \
+    [AD_RETURN_INDICES] = {"return_indices", MEMEST_ARG_BOOL, .idef = 0,                        \
+                           .doc = "output 1 is the int64 indices"}
 
-static const char *const pool_layout[] = {"", "(N, C, L) or (C, L)", "(N, C, H, W) or (C, H, W)"};
+static const struct memest_argspec adaptiveavg1d_args[] = {ADAPTIVE_SIZE_ARG(1)};
+static const struct memest_argspec adaptiveavg2d_args[] = {ADAPTIVE_SIZE_ARG(2)};
+static const struct memest_argspec adaptiveavg3d_args[] = {ADAPTIVE_SIZE_ARG(3)};
+static const struct memest_argspec adaptivemax1d_args[] = {ADAPTIVE_SIZE_ARG(1),
+                                                           ADAPTIVE_INDICES_ARG};
+static const struct memest_argspec adaptivemax2d_args[] = {ADAPTIVE_SIZE_ARG(2),
+                                                           ADAPTIVE_INDICES_ARG};
+static const struct memest_argspec adaptivemax3d_args[] = {ADAPTIVE_SIZE_ARG(3),
+                                                           ADAPTIVE_INDICES_ARG};
+
+#define MAX_SPATIAL 3
+static const char *const pool_layout[MAX_SPATIAL + 1] = {
+    "", "(N, C, L) or (C, L)", "(N, C, H, W) or (C, H, W)", "(N, C, D, H, W) or (C, D, H, W)"};
 
 /* Checks that the input has D spatial dims plus channels and an optional
  * batch, all non-empty. */
@@ -164,7 +168,7 @@ static int infer_maxpool(struct memest_ictx *c, int D)
     const int64_t *k = memest_arg(c, MP_KERNEL)->v;
     const struct memest_argval *as = memest_arg(c, MP_STRIDE);
     const int64_t *st = as->none ? k : as->v;
-    int64_t osz[2];
+    int64_t osz[MAX_SPATIAL];
     if (pool_sizes(c, D, k, st, memest_arg(c, MP_PADDING)->v, memest_arg(c, MP_DILATION)->v,
                    memest_arg_bool(c, MP_CEIL), osz) != 0)
         return -1;
@@ -178,8 +182,8 @@ static int infer_avgpool(struct memest_ictx *c, int D)
     const int64_t *k = memest_arg(c, AP_KERNEL)->v;
     const struct memest_argval *as = memest_arg(c, AP_STRIDE);
     const int64_t *st = as->none ? k : as->v;
-    static const int64_t ones[2] = {1, 1};
-    int64_t osz[2];
+    static const int64_t ones[MAX_SPATIAL] = {1, 1, 1};
+    int64_t osz[MAX_SPATIAL];
     if (pool_sizes(c, D, k, st, memest_arg(c, AP_PADDING)->v, ones, memest_arg_bool(c, AP_CEIL),
                    osz) != 0)
         return -1;
@@ -191,21 +195,25 @@ static int infer_adaptive(struct memest_ictx *c, int D, bool max)
     if (check_pool_input(c, D) != 0)
         return -1;
     const int64_t *osz = memest_arg(c, AD_OUTPUT_SIZE)->v;
-    bool ones = true; /* output 1 in every spatial dim: the mean */
-    for (int i = 0; i < D; i++)
-        ones = ones && osz[i] == 1;
-    bool save = max || !ones || torch113(c);
+    bool save = max || adaptive_avg_saves_input(c, D, osz);
     return pool_outputs(c, D, osz, max, max && memest_arg_bool(c, AD_RETURN_INDICES), save);
 }
 
-static int infer_maxpool1d(struct memest_ictx *c) { return infer_maxpool(c, 1); }
-static int infer_maxpool2d(struct memest_ictx *c) { return infer_maxpool(c, 2); }
-static int infer_avgpool1d(struct memest_ictx *c) { return infer_avgpool(c, 1); }
-static int infer_avgpool2d(struct memest_ictx *c) { return infer_avgpool(c, 2); }
-static int infer_adaptiveavg1d(struct memest_ictx *c) { return infer_adaptive(c, 1, false); }
-static int infer_adaptiveavg2d(struct memest_ictx *c) { return infer_adaptive(c, 2, false); }
-static int infer_adaptivemax1d(struct memest_ictx *c) { return infer_adaptive(c, 1, true); }
-static int infer_adaptivemax2d(struct memest_ictx *c) { return infer_adaptive(c, 2, true); }
+/* One infer function per op and D (the table takes plain function pointers). */
+#define POOL_INFERS(D)                                                                          \
+    static int infer_maxpool##D##d(struct memest_ictx *c) { return infer_maxpool(c, D); }      \
+    static int infer_avgpool##D##d(struct memest_ictx *c) { return infer_avgpool(c, D); }      \
+    static int infer_adaptiveavg##D##d(struct memest_ictx *c)                                  \
+    {                                                                                           \
+        return infer_adaptive(c, D, false);                                                     \
+    }                                                                                           \
+    static int infer_adaptivemax##D##d(struct memest_ictx *c)                                  \
+    {                                                                                           \
+        return infer_adaptive(c, D, true);                                                      \
+    }
+POOL_INFERS(1)
+POOL_INFERS(2)
+POOL_INFERS(3)
 
 #define POOL_OP(nm, argv, fn, text)                                                     \
     {                                                                                           \
@@ -213,18 +221,14 @@ static int infer_adaptivemax2d(struct memest_ictx *c) { return infer_adaptive(c,
         .doc = text,                                                                            \
     }
 
-const struct memest_op_desc memest_ops_pool[] = {
-    POOL_OP("maxpool1d", maxpool1d_args, infer_maxpool1d, "nn.MaxPool1d"),
-    POOL_OP("maxpool2d", maxpool2d_args, infer_maxpool2d, "nn.MaxPool2d"),
-    POOL_OP("avgpool1d", avgpool1d_args, infer_avgpool1d, "nn.AvgPool1d"),
-    POOL_OP("avgpool2d", avgpool2d_args, infer_avgpool2d, "nn.AvgPool2d"),
-    POOL_OP("adaptiveavgpool1d", adaptiveavg1d_args, infer_adaptiveavg1d,
-            "nn.AdaptiveAvgPool1d"),
-    POOL_OP("adaptiveavgpool2d", adaptiveavg2d_args, infer_adaptiveavg2d,
-            "nn.AdaptiveAvgPool2d"),
-    POOL_OP("adaptivemaxpool1d", adaptivemax1d_args, infer_adaptivemax1d,
-            "nn.AdaptiveMaxPool1d"),
-    POOL_OP("adaptivemaxpool2d", adaptivemax2d_args, infer_adaptivemax2d,
-            "nn.AdaptiveMaxPool2d"),
-};
+/* The four pools of spatial rank D, documented as their nn classes. */
+#define POOL_OPS(D)                                                                             \
+    POOL_OP("maxpool" #D "d", maxpool##D##d_args, infer_maxpool##D##d, "nn.MaxPool" #D "d"),     \
+    POOL_OP("avgpool" #D "d", avgpool##D##d_args, infer_avgpool##D##d, "nn.AvgPool" #D "d"),     \
+    POOL_OP("adaptiveavgpool" #D "d", adaptiveavg##D##d_args, infer_adaptiveavg##D##d,          \
+            "nn.AdaptiveAvgPool" #D "d"),                                                       \
+    POOL_OP("adaptivemaxpool" #D "d", adaptivemax##D##d_args, infer_adaptivemax##D##d,          \
+            "nn.AdaptiveMaxPool" #D "d")
+
+const struct memest_op_desc memest_ops_pool[] = {POOL_OPS(1), POOL_OPS(2), POOL_OPS(3)};
 const int memest_ops_pool_count = NOPS(memest_ops_pool);

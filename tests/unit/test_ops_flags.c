@@ -9,7 +9,8 @@
  *           the bmm of the scores), nn.LSTM/GRU/RNN on the non-cuDNN path
  *           memest models (the gates' mm), scaled_dot_product_attention
  *           (its eager and math paths are matmuls; the fused kernels are
- *           not, but a model reaches them after its cuBLAS projections);
+ *           not, but a model reaches them after its cuBLAS projections),
+ *           torch.einsum (sumproduct_pair's at::bmm, Linear.cpp);
  *   everything else (activations, norms, pools, embedding, views, elementwise
  *           and reductions): ATen's own kernels;
  *   eval identity: nn.Dropout and nn.Dropout2d only (F.dropout with
@@ -24,7 +25,7 @@ static const char *const cudnn_ops[] = {"conv1d",          "conv2d",          "c
                                         "convtranspose1d", "convtranspose2d", "convtranspose3d"};
 static const char *const cublas_ops[] = {"linear", "bilinear", "matmul", "bmm",
                                          "multiheadattention", "lstm", "gru", "rnn",
-                                         "scaled_dot_product_attention"};
+                                         "scaled_dot_product_attention", "einsum"};
 static const char *const eval_identity_ops[] = {"dropout", "dropout2d"};
 
 #define COUNT(a) (sizeof(a) / sizeof *(a))
