@@ -1,0 +1,172 @@
+"""export(model, inputs) -> the memest model document (a dict)."""
+
+import inspect
+import json
+
+import torch
+
+from . import batchexpr, gate, recorder
+from .errors import EXIT_OUTPUT, ExportError, UsageError
+from .values import dtype_name
+
+# the two batch sizes the model is recorded at (2, not 1: BatchNorm refuses one
+# value per channel in training)
+BATCHES = (2, 3)
+
+
+def input_names(model, n):
+    """The names of forward()'s first n parameters (x, input_ids, ...)."""
+    try:
+        params = [p for p in inspect.signature(model.forward).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    names = [p.name for p in params[:n]]
+    if len(names) < n or len(set(names)) < n:
+        names = ["x"] if n == 1 else ["x%d" % i for i in range(n)]
+    return names
+
+
+def at_batch(t, batch_dim, b):
+    """The example tensor with b samples: its samples repeated in turn."""
+    n = t.shape[batch_dim]
+    idx = torch.arange(b) % n
+    return t.index_select(batch_dim, idx).contiguous()
+
+
+def _outputs(rec, out):
+    ts = recorder.tensors_in(out, [])
+    if not ts:
+        raise ExportError("forward() returned no tensor")
+    refs = []
+    for t in ts:
+        r = rec.refs.get(id(t))
+        if r is None:
+            raise ExportError("an output of forward() depends on neither the inputs nor the parameters")
+        refs.append(r)
+    return refs
+
+
+def _node_json(node, prev):
+    d = {"name": node.name, "type": node.type}
+    if node.inputs and node.inputs != [prev]:
+        d["inputs"] = node.inputs[0] if len(node.inputs) == 1 else list(node.inputs)
+    for k, v in node.args.items():
+        if k in ("trainable", "tie_weight"):
+            d[k] = v
+        else:
+            d[k] = v
+    return d
+
+
+def export(model, inputs, *, name=None, batch_dim=0, train=True):
+    """The memest model document of `model` called on `inputs`.
+
+    inputs: the example tensors forward() takes, in order, each WITH its batch
+    dimension at batch_dim (their values are used: token ids must be valid).
+    The model is recorded in training mode (train=True) or eval mode at two
+    batch sizes; its mode, buffers and the random state are restored after.
+    Raises ExportError (message, .code) when it cannot be exported."""
+    if isinstance(inputs, torch.Tensor):
+        inputs = [inputs]
+    inputs = list(inputs)
+    if not inputs or not all(isinstance(t, torch.Tensor) for t in inputs):
+        raise UsageError("inputs must be a non-empty list of example tensors")
+    for t in inputs:
+        if not -t.dim() <= batch_dim < t.dim():
+            raise UsageError("an input of shape %s has no batch dimension %d" % (list(t.shape), batch_dim))
+        dtype_name(t.dtype)
+    bd = batch_dim % inputs[0].dim()
+    names = input_names(model, len(inputs))
+
+    was_training = model.training
+    saved = {n: b.detach().clone() for n, b in model.named_buffers()}
+    rng = torch.get_rng_state()
+    model.train(train)
+    try:
+        how = gate.check(model, inputs)
+        recs = []
+        for b in BATCHES:
+            xs = [at_batch(t, batch_dim, b) for t in inputs]
+            torch.manual_seed(0)
+            try:
+                rec, out = recorder.record(model, xs, names)
+            except ExportError:
+                raise
+            except Exception as e:
+                raise ExportError("forward() failed on the example inputs at batch %d: %s: %s"
+                                  % (b, type(e).__name__, str(e).splitlines()[0] if str(e) else ""))
+            recs.append((rec, out))
+    finally:
+        model.train(was_training)
+        with torch.no_grad():
+            for n, b in model.named_buffers():
+                if n in saved:
+                    b.copy_(saved[n])
+        torch.set_rng_state(rng)
+
+    (rec1, out1), (rec2, out2) = recs
+    nodes = batchexpr.merge(rec1.nodes, rec2.nodes, BATCHES[0], BATCHES[1])
+    outs1, outs2 = _outputs(rec1, out1), _outputs(rec2, out2)
+    if outs1 != outs2:
+        raise ExportError("data-dependent behaviour: forward() returns %s at batch %d, %s at batch %d"
+                          % (outs1, BATCHES[0], outs2, BATCHES[1]))
+    if not nodes:
+        raise ExportError("forward() records no node")
+
+    doc = {"name": name or type(model).__name__}
+    doc["description"] = ("exported by memest-export from %s (torch %s, %s mode, traced by %s)"
+                          % (type(model).__module__ + "." + type(model).__name__, torch.__version__,
+                             "training" if train else "eval", how))
+    doc["inputs"] = []
+    for n, t in zip(names, inputs):
+        shape = [s for i, s in enumerate(t.shape) if i != bd % t.dim()]
+        d = {"name": n, "shape": shape, "dtype": dtype_name(t.dtype)}
+        if bd != 0:
+            d["batch_dim"] = bd
+        doc["inputs"].append(d)
+    layers = []
+    prev = names[0]
+    for node in nodes:
+        layers.append(_node_json(node, prev))
+        prev = node.name
+    doc["layers"] = layers
+    if not (len(outs1) == 1 and outs1[0] == nodes[-1].name):
+        doc["outputs"] = outs1
+    return doc
+
+
+def dumps(doc):
+    """The document as text: one node per line."""
+    head = {k: v for k, v in doc.items() if k != "layers" and k != "outputs"}
+    lines = ["{"]
+    for k, v in head.items():
+        lines.append("  %s: %s," % (json.dumps(k), json.dumps(v)))
+    lines.append('  "layers": [')
+    for i, node in enumerate(doc["layers"]):
+        lines.append("    " + json.dumps(node) + ("," if i + 1 < len(doc["layers"]) else ""))
+    lines.append("  ]" + ("," if "outputs" in doc else ""))
+    if "outputs" in doc:
+        lines.append('  "outputs": %s' % json.dumps(doc["outputs"]))
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def export_to_file(model, inputs, path, **kwargs):
+    """export() written to path ("-": standard output); returns the document."""
+    doc = export(model, inputs, **kwargs)
+    text = dumps(doc)
+    try:
+        if path == "-":
+            import sys
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        else:
+            tmp = path + ".tmp"
+            with open(tmp, "w") as f:
+                f.write(text)
+            import os
+            os.replace(tmp, path)
+    except OSError as e:
+        raise ExportError("cannot write %s: %s" % (path, e.strerror or e), EXIT_OUTPUT)
+    return doc

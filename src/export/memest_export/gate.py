@@ -1,0 +1,89 @@
+"""The gate: a model is exported only when it can be traced as a graph.
+
+The recording (recorder.py) runs forward() once per batch size on real
+tensors, so Python control flow takes the branch those tensors choose; the
+gate makes sure there is no such choice to take. torch.fx symbolic tracing
+(the memest leaf modules kept as leaves) fails on control flow that reads
+tensor values; on PyTorch 2.x torch.export (non-strict where it exists) is
+tried next, as it handles more Python; when both fail the model has dynamic
+control flow, an error (exit 3) that says so."""
+
+import dis
+import inspect
+import os
+import traceback
+
+import torch
+import torch.fx
+
+from . import leaves
+from .errors import ExportError
+
+_TORCH_DIR = os.path.dirname(torch.__file__)
+
+
+class _Tracer(torch.fx.Tracer):
+    def is_leaf_module(self, m, qualname):
+        return leaves.leaf_entry(m) is not None or super().is_leaf_module(m, qualname)
+
+
+
+def _proxy_iter(self):
+    """`n, c, h, w = x.shape` under fx: PyTorch 1.13's Proxy.__iter__ finds the
+    UNPACK_SEQUENCE at index f_lasti // 2 of the instruction list, which
+    Python 3.11's inline caches break (torch/fx/proxy.py); this looks it up by
+    its offset (used while the gate traces)."""
+    frame = inspect.currentframe().f_back
+    for inst in dis.get_instructions(frame.f_code):
+        if inst.offset == frame.f_lasti and inst.opname == "UNPACK_SEQUENCE":
+            return (self[i] for i in range(inst.argval))
+    return self.tracer.iter(self)
+
+
+def _fx_trace(model):
+    orig = torch.fx.proxy.Proxy.__iter__
+    torch.fx.proxy.Proxy.__iter__ = _proxy_iter
+    try:
+        _Tracer().trace(model)
+    finally:
+        torch.fx.proxy.Proxy.__iter__ = orig
+
+
+def _user_line(exc):
+    """file:line of the innermost frame of the model's code in a traceback."""
+    best = None
+    for fs in traceback.extract_tb(exc.__traceback__):
+        fn = os.path.abspath(fs.filename)
+        if not fn.startswith(_TORCH_DIR) and not fn.startswith(os.path.dirname(os.path.abspath(__file__))):
+            best = "%s:%d" % (fn, fs.lineno)
+    return best
+
+
+def _reason(exc):
+    msg = str(exc).strip().splitlines()
+    first = msg[0] if msg else type(exc).__name__
+    line = _user_line(exc)
+    return "%s: %s%s" % (type(exc).__name__, first[:300], " (at %s)" % line if line else "")
+
+
+def check(model, inputs):
+    """Return 'fx' or 'torch.export' (how the model traced), or raise ExportError."""
+    try:
+        _fx_trace(model)
+        return "fx"
+    except Exception as e:  # fx raises TraceError, TypeError, NotImplementedError, ...
+        fx_reason = _reason(e)
+    export = getattr(torch, "export", None)
+    if export is not None and hasattr(export, "export"):
+        try:
+            try:
+                export.export(model, tuple(inputs), strict=False)
+            except TypeError as e:  # a 2.x without strict=
+                if "strict" not in str(e):
+                    raise
+                export.export(model, tuple(inputs))
+            return "torch.export"
+        except Exception as e:
+            raise ExportError("dynamic control flow: fx cannot trace %s (%s), nor can torch.export (%s)"
+                              % (type(model).__name__, fx_reason, _reason(e)))
+    raise ExportError("dynamic control flow: fx cannot trace %s (%s)" % (type(model).__name__, fx_reason))

@@ -1,0 +1,404 @@
+"""Recording one forward pass as memest nodes.
+
+The model runs on real example tensors under a TorchFunctionMode (which sees
+every torch function, Tensor method and operator the Python code calls, but
+not the calls those make in turn) while nn.Module.__call__ is wrapped (to know
+which module each call comes from, and to record the modules memest has a
+type for as one node each, named by their qualified name; calls inside them
+are not recorded).
+
+Every tensor a recorded node produces is mapped (by id; the recorder keeps it
+alive, so the id stays unique) to its node reference. A tensor that is not
+mapped and is not a parameter or a buffer depends on neither the inputs nor
+the parameters: a constant (torch.zeros, x.new_zeros, torch.arange and what is
+computed from them); operations on constants are run but not recorded, and a
+constant an operation on the recorded graph uses becomes one `zeros` node of
+its final shape and dtype. Parameters and buffers used directly become
+`parameter` and `buffer` nodes named by their qualified names."""
+
+import os
+import sys
+
+import torch
+import torch.nn as nn
+from torch.overrides import TorchFunctionMode
+
+from . import leaves, names, opmap
+from .errors import ExportError
+from .values import dtype_name, jsonable
+
+_TORCH_DIR = os.path.dirname(torch.__file__)
+_OWN_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+class Node:
+    __slots__ = ("name", "type", "inputs", "args")
+
+    def __init__(self, name, typ, inputs, args):
+        self.name, self.type, self.inputs, self.args = name, typ, inputs, args
+
+    def key(self):
+        return (self.name, self.type, tuple(self.inputs))
+
+
+def tensors_in(v, out):
+    """Every tensor in a nested value (lists, tuples, dicts), in order."""
+    if isinstance(v, torch.Tensor):
+        out.append(v)
+    elif isinstance(v, (list, tuple)):
+        for x in v:
+            tensors_in(x, out)
+    elif isinstance(v, dict):
+        for x in v.values():
+            tensors_in(x, out)
+    return out
+
+
+def source_line():
+    """file:line of the innermost frame of the model's code: the first frame
+    outside torch and outside this package."""
+    f = sys._getframe(1)
+    while f is not None:
+        fn = os.path.abspath(f.f_code.co_filename)
+        if not fn.startswith(_TORCH_DIR) and not fn.startswith(_OWN_DIR):
+            return "%s:%d" % (fn, f.f_lineno)
+        f = f.f_back
+    return "?"
+
+
+class Call:
+    """One function call being converted: its arguments bound to the names of
+    the op table's signature (c.v), and what a converter emits through."""
+
+    def __init__(self, rec, name, sig, args, kwargs, out):
+        self.rec, self.name, self.out = rec, name, out
+        self.v = {}
+        params = sig.split()
+        i = 0
+        for p in params:
+            if p.startswith("*"):
+                self.v[p[1:]] = tuple(args[i:])
+                i = len(args)
+            elif i < len(args):
+                self.v[p] = args[i]
+                i += 1
+        if i < len(args):
+            self.fail("more positional arguments than the op table knows (%d)" % len(args))
+        self.v.update(kwargs)
+
+    def force(self, k, v):
+        self.v[k] = v
+        return self
+
+    def fail(self, why):
+        self.rec.fail_op(self.name, why)
+
+    def emit(self, typ, inputs, args, name=None, weight=None, params=()):
+        return self.rec.emit(typ, inputs, args, name, weight, params)
+
+    def alias(self, t):
+        return self.rec.ref(t)
+
+
+class Recorder:
+    def __init__(self, model, input_names):
+        self.model = model
+        self.nodes = []
+        self.refs = {}          # id(tensor) -> reference
+        self.keep = []          # every tensor whose id is a key somewhere
+        self.used = set(input_names)
+        self.counts = {}
+        self.stack = [""]       # the module paths being run (non-leaf modules)
+        self.leaf_depth = 0
+        self.calls = {}         # id(module) -> times called
+        self.paths = {id(m): n for n, m in model.named_modules()}
+        self.params = {id(p): (n, p) for n, p in model.named_parameters()}
+        self.buffers = {id(b): (n, b) for n, b in model.named_buffers()}
+        self.consts = {}        # id(constant tensor) -> (function that made it, tensor)
+        # tensors held by the modules before forward() (plain attributes, not
+        # buffers): constants too
+        for mname, m in model.named_modules():
+            for k, v in vars(m).items():
+                if isinstance(v, torch.Tensor) and self.param_name(v) is None and self.buffer_name(v) is None:
+                    self.consts[id(v)] = ((mname + "." if mname else "") + k, v)
+                    self.keep.append(v)
+        self.in_getitem = False
+        self.owner = {}         # id(parameter) -> the node holding it (memest counts it there)
+
+    # ---- names -------------------------------------------------------------
+    def unique(self, base):
+        """fx's naming: base, then base_1, base_2, ... for later uses."""
+        if base not in self.used:
+            self.used.add(base)
+            return base
+        k = self.counts.get(base, 0)
+        while True:
+            k += 1
+            cand = "%s_%d" % (base, k)
+            if cand not in self.used:
+                self.counts[base] = k
+                self.used.add(cand)
+                return cand
+
+    def in_module(self, leaf):
+        path = self.stack[-1]
+        return path + "." + leaf if path else leaf
+
+    # ---- errors ------------------------------------------------------------
+    def where(self):
+        path = self.stack[-1]
+        mod = self.model.get_submodule(path) if path else self.model
+        return "in module '%s' (%s) at %s" % (path or "<top>", type(mod).__name__, source_line())
+
+    def fail_op(self, fname, why):
+        raise ExportError("unsupported op %s %s: %s" % (names.public(fname), self.where(), why))
+
+    # ---- tensors -----------------------------------------------------------
+    def param_name(self, t):
+        hit = self.params.get(id(t))
+        return hit[0] if hit is not None and hit[1] is t else None
+
+    def buffer_name(self, t):
+        hit = self.buffers.get(id(t))
+        return hit[0] if hit is not None and hit[1] is t else None
+
+    def is_live(self, t):
+        return id(t) in self.refs or self.param_name(t) is not None or self.buffer_name(t) is not None
+
+    def is_const(self, t):
+        made = self.consts.get(id(t))
+        return made is not None and made[1] is t
+
+    def bind(self, t, ref):
+        self.refs[id(t)] = ref
+        self.keep.append(t)
+
+    def ref(self, t):
+        """The reference of a tensor an emitted node reads; a parameter, a buffer
+        or a constant seen for the first time becomes its node first."""
+        r = self.refs.get(id(t))
+        if r is not None:
+            return r
+        pname = self.param_name(t)
+        if pname is not None:
+            held = self.owner.get(id(t))
+            if held is not None:
+                raise ExportError("parameter '%s' of layer '%s' used directly %s: memest would count it "
+                                  "twice" % (pname, held, self.where()))
+            args = {"shape": list(t.shape)}
+            node = self._add(Node(self.unique(pname), "parameter", [], args))
+            if not t.requires_grad:
+                node.args["trainable"] = False
+            self.bind(t, node.name)
+            self.owner[id(t)] = node.name
+            return node.name
+        bname = self.buffer_name(t)
+        if bname is not None:
+            args = {"shape": list(t.shape), "dtype": dtype_name(t.dtype)}
+            node = self._add(Node(self.unique(bname), "buffer", [], args))
+            self.bind(t, node.name)
+            return node.name
+        if not self.is_const(t):
+            raise ExportError("a tensor of unknown origin %s: made by a call the recorder does not see"
+                              % self.where())
+        base = self.consts[id(t)][0]
+        args = {"size": list(t.shape)}
+        if not t.dtype.is_floating_point:
+            args["dtype"] = dtype_name(t.dtype)
+        node = self._add(Node(self.unique(self.in_module(base)), "zeros", [], args))
+        self.bind(t, node.name)
+        return node.name
+
+    def _add(self, node):
+        self.nodes.append(node)
+        return node
+
+    def hold(self, node_name, weight, others):
+        """The node node_name holds parameters: its weight and the others
+        (None for none). A weight another node holds is shared through
+        tie_weight; any other parameter held twice would count twice: an
+        error (a module with a bias called twice, for instance)."""
+        tie = None
+        if weight is not None and id(weight) in self.owner:
+            tie = self.owner[id(weight)]
+        for p in others:
+            if p is not None and id(p) in self.owner:
+                raise ExportError("layer '%s' uses parameter '%s' of layer '%s' %s: memest shares only a "
+                                  "weight between layers (tie_weight), it would count this one twice"
+                                  % (node_name, self.param_name(p), self.owner[id(p)], self.where()))
+        for p in [weight] + list(others):
+            if p is not None:
+                self.owner.setdefault(id(p), node_name)
+        return tie
+
+    def emit(self, typ, inputs, args, name=None, weight=None, params=()):
+        refs = []
+        for t in inputs:
+            refs.append(t if isinstance(t, str) else self.ref(t))
+        try:
+            args = {k: jsonable(v) for k, v in args.items()}
+        except ValueError as e:
+            raise ExportError("cannot write an argument of %s %s: %s" % (typ, self.where(), e))
+        node = self._add(Node(self.unique(name if name else self.in_module(typ)), typ, refs, args))
+        if weight is not None or params:
+            tie = self.hold(node.name, weight, params)
+            if tie is not None:
+                node.args["tie_weight"] = tie
+        return node.name
+
+    def bind_outputs(self, out, ref):
+        ts = tensors_in(out, [])
+        if len(ts) == 1:
+            self.bind(ts[0], ref)
+        else:
+            for k, t in enumerate(ts):
+                self.bind(t, "%s:%d" % (ref, k))
+
+    # ---- the two hooks -----------------------------------------------------
+    def on_function(self, func, args, kwargs, out):
+        fname = names.canonical(func)
+        ins = tensors_in(args, [])
+        tensors_in(kwargs, ins)
+        live = [t for t in ins if self.is_live(t)]
+        for t in ins:
+            if not live or fname in opmap.FACTORIES:
+                break
+            if not self.is_live(t) and not self.is_const(t):
+                self.fail_op(fname, "an input tensor of unknown origin (made by a call the recorder "
+                             "does not see)")
+        outs = tensors_in(out, [])
+        if fname in opmap.FACTORIES or not live:
+            short = fname.rsplit(".", 1)[-1].strip("_") or "constant"
+            for t in outs:
+                self.consts[id(t)] = (short, t)
+                self.keep.append(t)
+            return
+        if not outs:
+            if fname.endswith("__setitem__") or fname.endswith("__set__"):
+                self.fail_op(fname, "an in-place assignment into a tensor of the graph")
+            return  # x.size(), x.dim(), x.shape: metadata, nothing to record
+        spec = opmap.OPS.get(fname)
+        if spec is None:
+            self.fail_op(fname, "memest has no type for it")
+        sig, conv = spec
+        ref = conv(Call(self, fname, sig, args, kwargs, out))
+        if isinstance(out, torch.Tensor):
+            self.bind(out, ref)
+        else:
+            self.bind_outputs(out, ref)
+
+    def on_leaf(self, mod, path, args, kwargs, out):
+        typ, margs = leaves.leaf_args(mod)
+        inputs = []
+        if typ == "multiheadattention":
+            inputs = self._mha_inputs(mod, args, kwargs, margs)
+        else:
+            for a in args:
+                if isinstance(a, torch.Tensor):
+                    inputs.append(a)
+                elif a is not None:
+                    raise ExportError("module '%s' (%s) called with a non-tensor argument %r: memest's %s "
+                                      "takes tensors only" % (path, type(mod).__name__, a, typ))
+            for k, a in kwargs.items():
+                if a is not None:
+                    raise ExportError("module '%s' (%s) called with %s=: memest's %s has no such input"
+                                      % (path, type(mod).__name__, k, typ))
+            if typ in ("lstm", "gru", "rnn") and len(inputs) > 1:
+                raise ExportError("module '%s' (%s) called with an initial state: memest's %s starts "
+                                  "from zeros" % (path, type(mod).__name__, typ))
+        own = dict(mod.named_parameters())
+        weight = own.pop("weight", None)
+        ref = self.emit(typ, inputs, margs, name=path or typ, weight=weight, params=list(own.values()))
+        self.bind_outputs(out, ref)
+
+    def _mha_inputs(self, mod, args, kwargs, margs):
+        names_ = ["query", "key", "value", "key_padding_mask", "need_weights", "attn_mask",
+                  "average_attn_weights", "is_causal"]
+        v = dict(zip(names_, args))
+        v.update(kwargs)
+        for k in ("key_padding_mask", "attn_mask"):
+            if v.get(k) is not None:
+                raise ExportError("nn.MultiheadAttention '%s' called with %s: memest's "
+                                  "multiheadattention takes no mask tensor" % (self.in_module(""), k))
+        if v.get("is_causal"):
+            raise ExportError("nn.MultiheadAttention called with is_causal=True: not mapped")
+        need = v.get("need_weights", True)
+        margs["need_weights"] = bool(need)
+        if need and not v.get("average_attn_weights", True):
+            margs["average_attn_weights"] = False
+        q, k, val = v["query"], v["key"], v["value"]
+        return [q] if (k is q and val is q) else [q, k, val]
+
+
+class _Mode(TorchFunctionMode):
+    def __init__(self, rec):
+        super().__init__()
+        self.rec = rec
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if self.rec.leaf_depth == 0 and not self.rec.in_getitem:
+            self.rec.on_function(func, args, kwargs, out)
+        return out
+
+
+def _indexing(rec, which):
+    """PyTorch 1.13 indexes with one int, slice or None (x[0], x[1:]) without
+    asking the function mode: Tensor.__getitem__/__setitem__ are wrapped
+    while recording, and the mode leaves the calls they make to them."""
+    orig = getattr(torch.Tensor, which)
+
+    def wrapper(self, *args):
+        if rec.in_getitem:
+            return orig(self, *args)
+        rec.in_getitem = True
+        try:
+            out = orig(self, *args)
+        finally:
+            rec.in_getitem = False
+        if rec.leaf_depth == 0:
+            rec.on_function(orig, (self,) + args, {}, out)
+        return out
+    return orig, wrapper
+
+
+def record(model, inputs, input_names):
+    """Run model(*inputs) once and return (recorder, output)."""
+    rec = Recorder(model, input_names)
+    for t, n in zip(inputs, input_names):
+        rec.bind(t, n)
+    orig_call = nn.Module.__call__
+
+    def call(mod, *args, **kwargs):
+        if rec.leaf_depth:
+            return orig_call(mod, *args, **kwargs)
+        path = rec.paths.get(id(mod))
+        if path is None:  # a module made in forward(): named by its class, inside the caller
+            path = rec.in_module(type(mod).__name__.lower())
+        if leaves.leaf_entry(mod) is not None:
+            rec.leaf_depth += 1
+            try:
+                out = orig_call(mod, *args, **kwargs)
+            finally:
+                rec.leaf_depth -= 1
+            rec.on_leaf(mod, path, args, kwargs, out)
+            return out
+        rec.stack.append(path)
+        try:
+            return orig_call(mod, *args, **kwargs)
+        finally:
+            rec.stack.pop()
+
+    patched = [_indexing(rec, "__getitem__"), _indexing(rec, "__setitem__")]
+    nn.Module.__call__ = call
+    torch.Tensor.__getitem__ = patched[0][1]
+    torch.Tensor.__setitem__ = patched[1][1]
+    try:
+        with _Mode(rec):
+            out = model(*inputs)
+    finally:
+        nn.Module.__call__ = orig_call
+        torch.Tensor.__getitem__ = patched[0][0]
+        torch.Tensor.__setitem__ = patched[1][0]
+    return rec, out

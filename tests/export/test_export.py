@@ -1,0 +1,252 @@
+#!/usr/bin/env python3
+"""test_export.py CASE MEMEST: the tests of memest-export (src/export/).
+
+Each case exports a model with the library or the command and checks what
+memest reads in the file against figures computed here from the module
+itself (parameters from model.parameters(), MACs from the conv and linear
+layers' shapes, output shapes from running it), never against memest's own
+output. Exit 77 (ctest SKIP) when PyTorch cannot be imported; the case
+`batchexpr` needs no PyTorch."""
+
+import inspect
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "src", "export"))
+LAUNCHER = os.path.join(ROOT, "src", "export", "memest-export")
+SKIP = 77
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL: " + what)
+
+
+def memest_json(memest, path, batch, *extra):
+    p = subprocess.run([memest, path, "--batch", str(batch), "--json"] + list(extra),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    doc = json.loads(p.stdout.decode())
+    if "error" in doc:
+        raise AssertionError("memest refuses %s: %s" % (path, doc["error"]["message"]))
+    return doc
+
+
+def import_torch():
+    try:
+        import torch  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
+def forward_macs(model, x):
+    """Multiply-accumulates of the conv and linear layers, from their shapes:
+    a conv output element takes in_channels/groups * kernel products, a linear
+    one in_features (matmul-like ops are the only MACs memest counts)."""
+    import torch
+    total = [0]
+
+    def hook(m, inp, out):
+        if isinstance(m, torch.nn.modules.conv._ConvNd):
+            k = 1
+            for s in m.kernel_size:
+                k *= s
+            total[0] += out.numel() * (m.in_channels // m.groups) * k
+        elif isinstance(m, torch.nn.Linear):
+            total[0] += out.numel() * m.in_features
+    hs = [m.register_forward_hook(hook) for m in model.modules()]
+    with torch.no_grad():
+        model(x)
+    for h in hs:
+        h.remove()
+    return total[0]
+
+
+def export_and_load(model, x, memest, batch, **kw):
+    from memest_export import export_to_file
+    fd, path = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    try:
+        doc = export_to_file(model, [x], path, **kw)
+        res = memest_json(memest, path, batch)
+    finally:
+        os.unlink(path)
+    return doc, res
+
+
+def case_torchvision(memest, builder):
+    import torch
+    import torchvision
+    torch.manual_seed(0)
+    model = getattr(torchvision.models, builder)()
+    x = torch.randn(2, 3, 224, 224)
+    doc, res = export_and_load(model, x, memest, 2, name=builder)
+    want = sum(p.numel() for p in model.parameters())
+    check(res["params"]["total"] == want, "%s: memest %d parameters, PyTorch %d"
+          % (builder, res["params"]["total"], want))
+    model.eval()
+    macs = forward_macs(model, x)
+    check(res["flops"]["forward_macs"] == macs, "%s: memest %d forward MACs at batch 2, the layers' shapes %d"
+          % (builder, res["flops"]["forward_macs"], macs))
+    last = res["layers"][-1]
+    check(last["output_shape"] == [2, 1000], "%s: output %s" % (builder, last["output_shape"]))
+    # names are the modules' qualified names
+    names = {n["name"] for n in doc["layers"]}
+    leaves = [n for n, m in model.named_modules() if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear))]
+    missing = [n for n in leaves if n not in names]
+    check(not missing, "%s: modules without their node: %s" % (builder, missing[:5]))
+
+
+def case_resnet18(memest):
+    case_torchvision(memest, "resnet18")
+
+
+def case_mobilenet_v3_small(memest):
+    case_torchvision(memest, "mobilenet_v3_small")
+
+
+def custom_model():
+    import torch
+    import torch.nn as nn
+
+    class Tokens(nn.Module):
+        """Token ids -> embeddings, a class token and a position embedding used
+        in forward(), a view on the batch and a residual."""
+
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(100, 16)
+            self.cls = nn.Parameter(torch.zeros(1, 1, 16))
+            self.pos = nn.Parameter(torch.zeros(1, 9, 16))
+            self.fc = nn.Linear(16, 16)
+            self.head = nn.Linear(9 * 16, 5)
+
+        def forward(self, ids):
+            x = self.embed(ids)
+            x = torch.cat([self.cls.expand(x.shape[0], -1, -1), x], dim=1) + self.pos
+            x = x + torch.relu(self.fc(x))
+            return self.head(x.view(x.size(0), -1))
+    return Tokens()
+
+
+def case_custom(memest):
+    import torch
+    model = custom_model()
+    ids = torch.randint(0, 100, (2, 8))
+    doc, res = export_and_load(model, ids, memest, 4)
+    want = sum(p.numel() for p in model.parameters())
+    check(res["params"]["total"] == want, "custom: memest %d parameters, PyTorch %d" % (res["params"]["total"], want))
+    check(doc["inputs"] == [{"name": "ids", "shape": [8], "dtype": "int64"}], "custom: inputs %s" % doc["inputs"])
+    by = {n["name"]: n for n in doc["layers"]}
+    check(by.get("cls", {}).get("type") == "parameter" and by["cls"]["shape"] == [1, 1, 16],
+          "custom: the class token is a parameter node: %s" % by.get("cls"))
+    check(by.get("pos", {}).get("type") == "parameter", "custom: the position embedding is a parameter node")
+    check(by.get("expand", {}).get("size") == ["batch", -1, -1], "custom: expand %s" % by.get("expand"))
+    check(by.get("view", {}).get("shape") == ["batch", -1], "custom: view %s" % by.get("view"))
+    with torch.no_grad():
+        out = model(torch.randint(0, 100, (4, 8)))
+    check(res["layers"][-1]["output_shape"] == list(out.shape),
+          "custom: output %s, PyTorch %s" % (res["layers"][-1]["output_shape"], list(out.shape)))
+    macs = 4 * 9 * 16 * 16 + 4 * 9 * 16 * 5       # fc on 4 x 9 tokens, head on 4 x 144
+    check(res["flops"]["forward_macs"] == macs, "custom: MACs %d, want %d" % (res["flops"]["forward_macs"], macs))
+
+
+def run_cli(args):
+    p = subprocess.run([sys.executable, LAUNCHER] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       cwd=HERE)
+    return p.returncode, p.stdout.decode(), p.stderr.decode()
+
+
+def case_unsupported(memest):
+    rc, out, err = run_cli(["export_models:Unsupported", "--input", "4,8", "-o", "-"])
+    import export_models
+    line = inspect.getsourcelines(export_models.Block.forward)
+    src = [i for i, t in enumerate(line[0]) if "cumsum" in t][0] + line[1]
+    check(rc == 3, "unsupported: exit %d, want 3 (%s)" % (rc, err.strip()))
+    check("torch.cumsum" in err and "'block'" in err and "export_models.py:%d" % src in err,
+          "unsupported: the message names the op, the module and the line: %s" % err.strip())
+    check(err.count("\n") == 1, "unsupported: one line: %r" % err)
+
+
+def case_untraceable(memest):
+    rc, out, err = run_cli(["export_models:Branchy", "--input", "4", "-o", "-"])
+    check(rc == 3, "untraceable: exit %d, want 3 (%s)" % (rc, err.strip()))
+    check("dynamic control flow" in err and "Branchy" in err, "untraceable: %s" % err.strip())
+
+
+def case_cli(memest):
+    rc, out, err = run_cli(["export_models:Unsupported"])
+    check(rc == 2 and "--input" in err, "cli: no --input: exit %d %s" % (rc, err.strip()))
+    rc, out, err = run_cli(["export_models:Nope", "--input", "4"])
+    check(rc == 2 and "Nope" in err, "cli: unknown model: exit %d %s" % (rc, err.strip()))
+    rc, out, err = run_cli(["export_models:Tiny", "--input", "4", "--kwargs", '{"width": 6}'])
+    doc = json.loads(out) if rc == 0 else {}
+    check(rc == 0 and doc.get("layers", [{}])[0].get("out_features") == 6, "cli: -o -: exit %d %s" % (rc, err))
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "tiny.json")
+        rc, out, err = run_cli(["export_models:Tiny", "--input", "4", "-o", path, "--check", "--memest", memest])
+        check(rc == 0 and "matches" in err, "cli: --check: exit %d %s" % (rc, err.strip()))
+        # a file memest reads differently: the check says so (exit 4)
+        from memest_export import check as chk
+        import export_models
+        model = export_models.Tiny(width=6)
+        doc = json.load(open(path))
+        doc["layers"][0]["out_features"] = 7
+        with open(path, "w") as f:
+            json.dump(doc, f)
+        import torch
+        diffs = chk.compare(model, doc, path, [torch.zeros(2, 4)], 0, 2, memest, True)
+        check(any("parameters" in x for x in diffs), "cli: a wrong file passes the check: %s" % diffs)
+
+
+def case_batchexpr(memest):
+    from memest_export.batchexpr import merge_shape
+    # view(B, -1): the batch entry
+    check(merge_shape([2, -1], [3, -1], 2, 3, True) == ["batch", -1], "batchexpr: view(B, -1)")
+    # Swin: reshape(B * nW, 49, C) -> -1; view(B, nW, ...) -> batch
+    check(merge_shape([128, 49, 96], [192, 49, 96], 2, 3, True) == [-1, 49, 96], "batchexpr: B*nW")
+    check(merge_shape([2, 64, 3], [3, 64, 3], 2, 3, True) == ["batch", 64, 3], "batchexpr: B, nW")
+    # two entries that are not the batch, or one beside an explicit -1: not writable
+    check(merge_shape([4, 6], [6, 9], 2, 3, True) is None, "batchexpr: two inferred entries")
+    check(merge_shape([4, -1], [6, -1], 2, 3, True) is None, "batchexpr: beside -1")
+    # expand and zeros take no -1 for a batch multiple
+    check(merge_shape([4, 5], [6, 5], 2, 3, False) is None, "batchexpr: expand(2B)")
+    check(merge_shape([2, 5], [3, 5], 2, 3, False) == ["batch", 5], "batchexpr: zeros(B, 5)")
+    check(merge_shape([2, 5], [3, 5, 1], 2, 3, True) is None, "batchexpr: rank differs")
+
+
+CASES = {"resnet18": case_resnet18, "mobilenet_v3_small": case_mobilenet_v3_small, "custom": case_custom,
+         "unsupported": case_unsupported, "untraceable": case_untraceable, "cli": case_cli,
+         "batchexpr": case_batchexpr}
+NEEDS_TORCHVISION = {"resnet18", "mobilenet_v3_small"}
+
+
+def main():
+    case, memest = sys.argv[1], os.path.abspath(sys.argv[2])
+    if case != "batchexpr":
+        if not import_torch():
+            print("SKIP: PyTorch cannot be imported by %s" % sys.executable)
+            return SKIP
+        if case in NEEDS_TORCHVISION:
+            try:
+                import torchvision  # noqa: F401
+            except ImportError:
+                print("SKIP: torchvision cannot be imported by %s" % sys.executable)
+                return SKIP
+    sys.path.insert(0, HERE)
+    CASES[case](memest)
+    if failures:
+        return 1
+    print("ok: %s" % case)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
