@@ -963,7 +963,9 @@ def measure(model, inputs):
             names[i] = (gname, a)
             if gname == "MulBackward0" and a == "_saved_other":
                 lstm_cands.append(i)
-    assert len(names) == len(packs), (len(names), len(packs))
+    # a node an in-place op on a view wrapped in CopySlices (EfficientNet's inplace dropout on the flattened
+    # features) is not reachable through next_functions: its packs stay unnamed, but are counted
+    assert len(names) <= len(packs), (len(names), len(packs))
 
     # LSTM-internal inter-layer dropout masks
     lstm_mods = [m for m in model.modules() if isinstance(m, nn.LSTM)]

@@ -570,9 +570,18 @@ def load_ref():
         return None
 
 
-def save_ref(ref):
+def save_ref(ref, changed=()):
+    """Writes ref; with changed ((model, stage) pairs), only those entries over the file's current
+    content (another run of this tool may be writing other models' stages at the same time)."""
+    if changed:
+        cur = load_ref() or ref
+        for m, st in changed:
+            cur["models"].setdefault(m, {k: v for k, v in ref["models"][m].items() if k in ("family", "input")})
+            if st in ref["models"][m]:
+                cur["models"][m][st] = ref["models"][m][st]
+        ref = cur
     ref["models"] = dict(sorted(ref["models"].items()))
-    tmp = ref_path() + ".tmp"
+    tmp = ref_path() + ".%d.tmp" % os.getpid()
     with open(tmp, "w") as f:
         json.dump(ref, f, indent=1, sort_keys=False)
         f.write("\n")
@@ -607,7 +616,9 @@ def parent(a):
     redo = set(a.redo.split(",")) if a.redo else set()
     if a.verify_stubs or "stub_verification" not in ref:
         ref["stub_verification"] = verify_stubs()
-        save_ref(ref)
+        cur = load_ref() or ref
+        cur["stub_verification"] = ref["stub_verification"]
+        save_ref(cur)
     todo = []
     for n in names:
         e = ref["models"].setdefault(n, {"family": family(n), "input": [[B] + s for s in sample_shapes(n)]})
@@ -616,7 +627,7 @@ def parent(a):
         st = [s for s in stages if s in redo or s not in e or (a.retry_errors and "error" in e[s])]
         if st:
             todo.append((n, st))
-    save_ref(ref)
+    save_ref(ref, [(n, "family") for n in names])
     tmpdir = os.path.join(REPO, "build", "zoo-tmp")
     os.makedirs(tmpdir, exist_ok=True)
     log("%d models to measure (%s)" % (len(todo), TAG))
@@ -653,7 +664,7 @@ def parent(a):
                 elif (ln["model"], ln["stage"]) not in done:
                     done.add((ln["model"], ln["stage"]))
                     ref["models"][ln["model"]][ln["stage"]] = ln["result"]
-                    save_ref(ref)
+                    save_ref(ref, [(ln["model"], ln["stage"])])
             if rc is None and current is not None and time.time() - started > a.timeout:
                 p.send_signal(signal.SIGKILL)
                 p.wait()
@@ -667,7 +678,7 @@ def parent(a):
                     why = ("timed out after %d s" % a.timeout if rc == "timeout" else
                            "the process died (exit %s; out of memory under the %g GiB limit?)" % (rc, a.mem_gib))
                     ref["models"][current][s] = {"error": why}
-            save_ref(ref)
+                    save_ref(ref, [(current, s)])
         left = [(n, s) for n, s in chunk if n != current and any((n, x) not in done for x in s)]
         if rc != 0:
             todo = left + todo
