@@ -838,11 +838,17 @@ def optimizer_state_storages(opt):
     return d, cpu_scalars
 
 
-def measure_train(model, model_name, x, target, optim, impl, trace_dir, B, stub=True, literal_step1=False):
+def measure_train(model, model_name, x, target, optim, impl, trace_dir, B, stub=True, literal_step1=False,
+                  loss_fn=None):
     """One steady-state step (step 2), see the module docstring. Step 1 (default): the optimizer state is
     created by a real opt.step() on stand-in gradients before profiling starts (its storages are then counted
     as constants); inside the profiled region, step 1's gradients are allocated with torch.empty_like (same
-    sizes as the real ones; they are only freed by zero_grad). literal_step1: a real step 1, all profiled."""
+    sizes as the real ones; they are only freed by zero_grad). literal_step1: a real step 1, all profiled.
+    loss_fn(out, target): the loss (default: cross-entropy over out's last dimension, see the docstring;
+    tests/tools/torchvision_zoo.py passes segmentation's classes-along-dim-1 one)."""
+    if loss_fn is None:
+        def loss_fn(o, t):
+            return F.cross_entropy(o.reshape(-1, o.shape[-1]), t.reshape(-1))
     model.train()
     reset_grads(model)
     gc.collect()
@@ -869,7 +875,7 @@ def measure_train(model, model_name, x, target, optim, impl, trace_dir, B, stub=
                     if literal_step1:
                         opt.zero_grad(set_to_none=True)
                         o1 = last_output(model(x))
-                        l1 = F.cross_entropy(o1.reshape(-1, o1.shape[-1]), target.reshape(-1))
+                        l1 = loss_fn(o1, target)
                         l1.backward()
                         opt.step()
                         del o1, l1
@@ -893,7 +899,7 @@ def measure_train(model, model_name, x, target, optim, impl, trace_dir, B, stub=
                     info["out_shape"] = list(out.shape)
                     info["saved_all"] = saved
                 with rec.phase("loss"):
-                    loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), target.reshape(-1))
+                    loss = loss_fn(out, target)
                 with rec.phase("backward"):
                     loss.backward()
                 with rec.pause():
