@@ -18,6 +18,7 @@ struct memest_argval {
     bool given;        /* written in the file (else the default) */
     bool none;         /* optional argument left unset (PyTorch's None) */
     int n;             /* number of list elements (1 for scalars) */
+    bool list;         /* INTS written as a JSON list (tensor_split tells [k] from k) */
     int64_t *v;        /* INT, BOOL, INTS, SHAPE elements */
     double f;          /* FLOAT */
     const char *s;     /* STR, NAME */

@@ -147,6 +147,7 @@ static int eval_list(struct builder *b, const struct memest_argspec *spec, const
                            "shape has %d dimensions; memest supports at most %d", n,
                            MEMEST_MAX_DIMS);
     av->n = n;
+    av->list = true;
     av->v = memest_arena_alloc(&b->g->arena, sizeof *av->v * (size_t)(n ? n : 1));
     if (!av->v)
         return mb_nomem(b);

@@ -29,7 +29,7 @@ static cJSON *float_json(double v)
 }
 
 /* One argument value, as the builder reads it back: scalars for INT, BOOL,
- * FLOAT and single-element INTS, lists for the rest, "batch" in shapes,
+ * FLOAT and single-element INTS not written as a list, lists for the rest, "batch" in shapes,
  * null for an optional argument set to None. */
 static cJSON *arg_json(const struct memest_argspec *spec, const struct memest_argval *av)
 {
@@ -46,7 +46,7 @@ static cJSON *arg_json(const struct memest_argspec *spec, const struct memest_ar
     case MEMEST_ARG_NAME:
         return cJSON_CreateString(av->s ? av->s : "");
     case MEMEST_ARG_INTS:
-        if (av->n == 1)
+        if (av->n == 1 && !av->list)
             return int_json(av->v[0]);
         /* fall through */
     case MEMEST_ARG_SHAPE: {

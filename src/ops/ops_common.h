@@ -4,6 +4,7 @@
  * static inline; nothing is exported. */
 #pragma once
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -63,6 +64,62 @@ static inline bool adaptive_avg_saves_input(const struct memest_ictx *c, int D,
             return true;
     return torch113(c);
 }
+
+/* ---- dims ---- */
+
+/* Wraps `dim` for an ndim-D tensor (maybe_wrap_dim: a 0-d tensor takes -1
+ * and 0), failing with PyTorch's range. 0 / -1 after memest_fail. */
+static inline int wrap_dim(struct memest_ictx *c, int64_t dim, int ndim, int *out)
+{
+    int w = memest_wrap_dim(dim, ndim);
+    *out = 0;
+    if (w < 0) {
+        int n = ndim > 0 ? ndim : 1;
+        return memest_fail(c, "dimension out of range (expected to be in range of [%d, %d], "
+                              "but got %lld)",
+                           -n, n - 1, (long long)dim);
+    }
+    *out = w;
+    return 0;
+}
+
+/* The sizes of a reduction of s over the dims `dims` lists (None or an
+ * empty list: every dim), kept as 1s when `keep` (mean, sum, norm). 0 /
+ * -1 after memest_fail. */
+static inline int reduced_sizes(struct memest_ictx *c, const struct memest_shape *s,
+                                const struct memest_argval *dims, bool keep, int64_t *size,
+                                int *n)
+{
+    bool red[MEMEST_MAX_DIMS] = {false};
+    if (dims->none || dims->n == 0) {
+        for (int d = 0; d < s->ndim; d++)
+            red[d] = true;
+    } else {
+        for (int i = 0; i < dims->n; i++) {
+            int d = memest_wrap_dim(dims->v[i], s->ndim);
+            if (d < 0)
+                return memest_fail(c, "dim %lld is out of range for a %d-D input",
+                                   (long long)dims->v[i], s->ndim);
+            if (s->ndim == 0)
+                continue;
+            if (red[d])
+                return memest_fail(c, "dim %d appears multiple times in the list of dims", d);
+            red[d] = true;
+        }
+    }
+    *n = 0;
+    for (int d = 0; d < s->ndim; d++) {
+        if (!red[d])
+            size[(*n)++] = s->size[d];
+        else if (keep)
+            size[(*n)++] = 1;
+    }
+    return 0;
+}
+
+/* The most outputs an op that splits a tensor (split, chunk, unbind,
+ * tensor_split) may make. */
+#define MAX_SPLITS 255
 
 /* ---- dtypes ---- */
 
@@ -126,6 +183,13 @@ static inline int arg_dtype_exact(struct memest_ictx *c, const char *s, enum mem
         return memest_fail(c, "unknown dtype \"%s\" (one of %s, or \"float\")", s,
                            memest_dtype_names());
     return 0;
+}
+
+/* True for a number with no fractional part (a Python int, as far as type
+ * promotion is concerned). */
+static inline bool integral(double v)
+{
+    return isfinite(v) && v == floor(v);
 }
 
 static inline int need_float(struct memest_ictx *c, int i)

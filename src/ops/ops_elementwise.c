@@ -1,6 +1,6 @@
 /* ops_elementwise.c - arithmetic (add, sub, mul, div with broadcasting or a
  * scalar), matmul, bmm, reductions (mean, sum), masked_fill with a causal
- * mask, and the tensor factories arange and zeros.
+ * mask, and the tensor factory arange (zeros, ones, full: ops_factory.c).
  *
  * Saved for backward (PyTorch 1.13, the catalog, and 2.x where not said):
  *   add, sub: nothing;
@@ -33,10 +33,6 @@
 #include "ops_common.h"
 
 #include "memest/run.h"
-
-/* True for a number with no fractional part (a Python int, as far as type
- * promotion is concerned). */
-static bool integral(double v) { return isfinite(v) && v == floor(v); }
 
 /* ---- add, sub, mul, div ---- */
 
@@ -344,32 +340,10 @@ static int infer_reduce(struct memest_ictx *c, bool mean)
     if (!mean && !memest_dtype_is_float(dt))
         dt = MEMEST_I64;
     const struct memest_argval *a = memest_arg(c, RED_DIM);
-    bool keep = memest_arg_bool(c, RED_KEEPDIM);
-    bool red[MEMEST_MAX_DIMS] = {false};
-    if (a->none || a->n == 0) {
-        for (int d = 0; d < s->ndim; d++)
-            red[d] = true;
-    } else {
-        for (int i = 0; i < a->n; i++) {
-            int d = memest_wrap_dim(a->v[i], s->ndim);
-            if (d < 0)
-                return memest_fail(c, "dim %lld is out of range for a %d-D input",
-                                   (long long)a->v[i], s->ndim);
-            if (s->ndim == 0)
-                continue;
-            if (red[d])
-                return memest_fail(c, "dim %d appears multiple times in the list of dims", d);
-            red[d] = true;
-        }
-    }
     int64_t size[MEMEST_MAX_DIMS];
     int n = 0;
-    for (int d = 0; d < s->ndim; d++) {
-        if (!red[d])
-            size[n++] = s->size[d];
-        else if (keep)
-            size[n++] = 1;
-    }
+    if (reduced_sizes(c, s, a, memest_arg_bool(c, RED_KEEPDIM), size, &n) != 0)
+        return -1;
     if (memest_out_new(c, n, size, dt) < 0)
         return -1;
     if (mean && !a->none && torch113(c))
@@ -424,7 +398,7 @@ static int infer_masked_fill(struct memest_ictx *c)
     return k < 0 ? -1 : 0;
 }
 
-/* ---- arange, zeros ---- */
+/* ---- arange (the other factories: ops_factory.c) ---- */
 
 enum { AR_START, AR_END, AR_STEP, AR_DTYPE };
 static const struct memest_argspec arange_args[] = {
@@ -462,32 +436,6 @@ static int infer_arange(struct memest_ictx *c)
     return 0;
 }
 
-enum { ZE_SIZE, ZE_DTYPE };
-static const struct memest_argspec zeros_args[] = {
-    [ZE_SIZE] = {"size", MEMEST_ARG_SHAPE, .required = true,
-                 .doc = "sizes (\"batch\" is the batch size)"},
-    [ZE_DTYPE] = {"dtype", MEMEST_ARG_STR, .optional = true, .doc = "default: float"},
-};
-
-static int infer_zeros(struct memest_ictx *c)
-{
-    const struct memest_argval *a = memest_arg(c, ZE_SIZE);
-    int64_t size[MEMEST_MAX_DIMS];
-    for (int i = 0; i < a->n; i++) {
-        size[i] = a->v[i] == MEMEST_SHAPE_BATCH ? memest_batch(c) : a->v[i];
-        if (size[i] < 0)
-            return memest_fail(c, "negative dimension %lld", (long long)size[i]);
-    }
-    enum memest_dtype dt = memest_float_dtype(c);
-    const struct memest_argval *ad = memest_arg(c, ZE_DTYPE);
-    if (!ad->none && arg_dtype(c, ad->s, &dt) != 0)
-        return -1;
-    if (memest_out_new(c, a->n, size, dt) < 0)
-        return -1;
-    memest_out_set_requires_grad(c, 0, false);
-    return 0;
-}
-
 #define EW_OP(nm, lo, hi, argv, fn, text)                                                      \
     {                                                                                           \
         .name = nm, .min_in = lo, .max_in = hi, .args = argv, .nargs = NARGS(argv),            \
@@ -516,6 +464,5 @@ const struct memest_op_desc memest_ops_elementwise[] = {
           "Tensor.masked_fill with a causal mask over the last two dims"),
     EW_OP("arange", 0, 0, arange_args, infer_arange,
           "torch.arange (no batch dim, no gradient)"),
-    EW_OP("zeros", 0, 0, zeros_args, infer_zeros, "torch.zeros (no gradient)"),
 };
 const int memest_ops_elementwise_count = NOPS(memest_ops_elementwise);

@@ -393,16 +393,42 @@ static int infer_softcap(struct memest_ictx *c)
  * type for an integral exponent and becomes the default float type
  * otherwise (bool becomes int64). Autocast: fp32 policy (AT_FORALL_FP32).
  * Backward: pow_backward computes grad * (exponent * self.pow(exponent - 1)):
- * one tensor beyond the input's gradient at the peak. */
+ * one tensor beyond the input's gradient at the peak.
+ * With a tensor exponent (torch.pow(x, y), pow.Tensor_Tensor, 2 inputs):
+ * broadcast, the promoted dtype; PowBackward1 saves self, exponent and the
+ * result whichever of the two requires grad (measured under 1.13 and 2.6:
+ * tests/reference/ops_b_saved_*.txt). */
 
 enum { PW_EXP };
 
 static const struct memest_argspec pow_args[] = {
-    [PW_EXP] = {"exponent", MEMEST_ARG_FLOAT, .required = true},
+    [PW_EXP] = {"exponent", MEMEST_ARG_FLOAT, .optional = true,
+                .doc = "a number; unset with 2 inputs: the second is the exponent"},
 };
+
+static int infer_pow_tensor(struct memest_ictx *c)
+{
+    struct memest_shape out;
+    if (!memest_shape_broadcast(memest_in_shape(c, 0), memest_in_shape(c, 1), &out))
+        return memest_fail(c, "shapes %s and %s are not broadcastable", IN_STR(c, 0),
+                           IN_STR(c, 1));
+    int like = memest_shape_equal(&out, memest_in_shape(c, 0)) ? 0 : 1;
+    int k = memest_out_like(c, &out, like,
+                            promote_dtypes(memest_in_dtype(c, 0), memest_in_dtype(c, 1)));
+    if (k < 0 || memest_save_in(c, 0) != 0 || memest_save_in(c, 1) != 0)
+        return -1;
+    return memest_save_out(c, k);
+}
 
 static int infer_pow(struct memest_ictx *c)
 {
+    bool num = !memest_arg(c, PW_EXP)->none;
+    if (memest_in_count(c) == 2 && num)
+        return memest_fail(c, "give either a second input or a number \"exponent\", not both");
+    if (memest_in_count(c) == 1 && !num)
+        return memest_fail(c, "needs a number \"exponent\" or a second input");
+    if (!num)
+        return infer_pow_tensor(c);
     const struct memest_shape s = *memest_in_shape(c, 0);
     enum memest_dtype dt = memest_in_dtype(c, 0);
     double e = memest_arg_float(c, PW_EXP);
@@ -509,7 +535,7 @@ const struct memest_op_desc memest_ops_llm[] = {
            MEMEST_AMPP_ANY),
     LLM_OP("softcap", 1, 1, softcap_args, infer_softcap,
            "tanh(x / cap) * cap (Gemma 2 logit soft-capping)", MEMEST_AMPP_ANY),
-    LLM_OP("pow", 1, 1, pow_args, infer_pow, "Tensor.pow(exponent) with a number",
+    LLM_OP("pow", 1, 2, pow_args, infer_pow, "Tensor.pow(exponent): a number or a tensor",
            MEMEST_AMPP_FP32),
     /* the values of its input, cast (ops.h: same_data) */
     {.name = "to", .min_in = 1, .max_in = 2, .args = to_args, .nargs = NARGS(to_args),

@@ -25,8 +25,8 @@
  *
  * Pixel shuffle (aten/src/ATen/native/PixelShuffle.cpp): (*, C*r*r, H, W)
  * -> (*, C, H*r, W*r) and back; CUDA runs math_pixel_shuffle, which
- * reshapes the input (a copy when it cannot view), permutes and clones into
- * the new contiguous output. Nothing saved (the backward is the inverse
+ * reshapes the input (splitting dims only: always a view), permutes and
+ * clones into the new contiguous output. Nothing saved (the backward is the inverse
  * shuffle of the gradient, a new tensor of the input's size). */
 #include "ops_common.h"
 
@@ -217,19 +217,6 @@ static int infer_shuffle(struct memest_ictx *c, bool up)
         size[n - 2] = h / r;
         size[n - 1] = w / r;
     }
-    /* math_pixel_shuffle's first reshape splits the factor out of C (up) or
-     * out of H and W (down): a transient copy when the input cannot view */
-    int64_t split[MEMEST_MAX_DIMS + 2];
-    int k = 0;
-    for (int d = 0; d < n - 3; d++)
-        split[k++] = s->size[d];
-    if (up) {
-        split[k++] = ch / r2, split[k++] = r, split[k++] = r, split[k++] = h, split[k++] = w;
-    } else {
-        split[k++] = ch, split[k++] = h / r, split[k++] = r, split[k++] = w / r, split[k++] = r;
-    }
-    if (k <= MEMEST_MAX_DIMS && !geom_viewable(s, k, split))
-        memest_workspace(c, sat_bytes(n, s->size, memest_in_dtype(c, 0)));
     return memest_out_new(c, n, size, memest_in_dtype(c, 0)) < 0 ? -1 : 0;
 }
 

@@ -19,21 +19,6 @@
  * sum_to, or the cat of the outputs' gradients). */
 #include "ops_common.h"
 
-/* Wraps `dim` for an ndim-D tensor, failing with PyTorch's range. */
-static int wrap(struct memest_ictx *c, int64_t dim, int ndim, int *out)
-{
-    int w = memest_wrap_dim(dim, ndim);
-    *out = 0;
-    if (w < 0) {
-        int n = ndim > 0 ? ndim : 1;
-        return memest_fail(c, "dimension out of range (expected to be in range of [%d, %d], "
-                              "but got %lld)",
-                           -n, n - 1, (long long)dim);
-    }
-    *out = w;
-    return 0;
-}
-
 /* "[2, -1, batch]" for a SHAPE argument. */
 static struct shp shape_arg_str(const struct memest_argval *a)
 {
@@ -121,8 +106,8 @@ static int infer_flatten(struct memest_ictx *c)
 {
     const struct memest_shape s_in = *memest_in_shape(c, 0), *s = &s_in;
     int a, b;
-    if (wrap(c, memest_arg_int(c, FL_START), s->ndim, &a) != 0 ||
-        wrap(c, memest_arg_int(c, FL_END), s->ndim, &b) != 0)
+    if (wrap_dim(c, memest_arg_int(c, FL_START), s->ndim, &a) != 0 ||
+        wrap_dim(c, memest_arg_int(c, FL_END), s->ndim, &b) != 0)
         return -1;
     memest_grad_reshape(c, 0, 0);
     if (s->ndim == 0) {
@@ -158,7 +143,7 @@ static int infer_unflatten(struct memest_ictx *c)
     if (s->ndim == 0)
         return memest_fail(c, "cannot unflatten a 0-d tensor");
     int dim;
-    if (wrap(c, memest_arg_int(c, UF_DIM), s->ndim, &dim) != 0)
+    if (wrap_dim(c, memest_arg_int(c, UF_DIM), s->ndim, &dim) != 0)
         return -1;
     const struct memest_argval *us = memest_arg(c, UF_SIZES);
     if (us->n < 1)
@@ -227,7 +212,7 @@ static int infer_permute(struct memest_ictx *c)
     int inverse[MEMEST_MAX_DIMS];
     for (int i = 0; i < a->n; i++) {
         int d;
-        if (wrap(c, a->v[i], s->ndim, &d) != 0)
+        if (wrap_dim(c, a->v[i], s->ndim, &d) != 0)
             return -1;
         if (seen[d])
             return memest_fail(c, "repeated dim %d in permute", d);
@@ -250,8 +235,8 @@ static int infer_transpose(struct memest_ictx *c)
 {
     const struct memest_shape s_in = *memest_in_shape(c, 0), *s = &s_in;
     int a, b;
-    if (wrap(c, memest_arg_int(c, TR_DIM0), s->ndim, &a) != 0 ||
-        wrap(c, memest_arg_int(c, TR_DIM1), s->ndim, &b) != 0)
+    if (wrap_dim(c, memest_arg_int(c, TR_DIM0), s->ndim, &a) != 0 ||
+        wrap_dim(c, memest_arg_int(c, TR_DIM1), s->ndim, &b) != 0)
         return -1;
     struct memest_shape g = *s;
     int perm[MEMEST_MAX_DIMS];
@@ -294,7 +279,7 @@ static int infer_squeeze(struct memest_ictx *c)
     } else {
         for (int i = 0; i < a->n; i++) {
             int d;
-            if (wrap(c, a->v[i], s->ndim, &d) != 0)
+            if (wrap_dim(c, a->v[i], s->ndim, &d) != 0)
                 return -1;
             if (s->ndim > 0 && s->size[d] == 1)
                 drop[d] = true;
@@ -396,7 +381,7 @@ static int infer_select(struct memest_ictx *c)
     if (s->ndim == 0)
         return memest_fail(c, "select() cannot be applied to a 0-d tensor");
     int d;
-    if (wrap(c, memest_arg_int(c, SEL_DIM), s->ndim, &d) != 0)
+    if (wrap_dim(c, memest_arg_int(c, SEL_DIM), s->ndim, &d) != 0)
         return -1;
     int64_t idx = memest_arg_int(c, SEL_INDEX), size = s->size[d];
     if (idx < -size || idx >= size)
@@ -423,7 +408,7 @@ static int infer_narrow(struct memest_ictx *c)
     if (s->ndim == 0)
         return memest_fail(c, "narrow() cannot be applied to a 0-d tensor");
     int d;
-    if (wrap(c, memest_arg_int(c, NW_DIM), s->ndim, &d) != 0)
+    if (wrap_dim(c, memest_arg_int(c, NW_DIM), s->ndim, &d) != 0)
         return -1;
     int64_t size = s->size[d], start = memest_arg_int(c, NW_START),
             len = memest_arg_int(c, NW_LENGTH);
@@ -459,7 +444,6 @@ static int split_views(struct memest_ictx *c, int d, int n, const int64_t *lens)
     return 0;
 }
 
-#define MAX_SPLITS 255
 
 /* Tensor.split(split_size, d): pieces of split_size, the last smaller. */
 static int split_even(struct memest_ictx *c, int d, int64_t split)
@@ -496,7 +480,7 @@ static int infer_split(struct memest_ictx *c)
     if (s->ndim == 0)
         return memest_fail(c, "split expects at least a 1-dimensional tensor");
     int d;
-    if (wrap(c, memest_arg_int(c, SP_DIM), s->ndim, &d) != 0)
+    if (wrap_dim(c, memest_arg_int(c, SP_DIM), s->ndim, &d) != 0)
         return -1;
     const struct memest_argval *a = memest_arg(c, SP_SIZES);
     if (a->n == 1)
@@ -524,7 +508,7 @@ static int infer_chunk(struct memest_ictx *c)
     if (s->ndim == 0)
         return memest_fail(c, "chunk expects at least a 1-dimensional tensor");
     int d;
-    if (wrap(c, memest_arg_int(c, CH_DIM), s->ndim, &d) != 0)
+    if (wrap_dim(c, memest_arg_int(c, CH_DIM), s->ndim, &d) != 0)
         return -1;
     int64_t chunks = memest_arg_int(c, CH_CHUNKS), size = s->size[d];
     if (size == 0) { /* `chunks` empty pieces */
@@ -570,7 +554,7 @@ static int infer_cat(struct memest_ictx *c)
     if (r->ndim == 0)
         return memest_fail(c, "zero-dimensional tensor (input %d) cannot be concatenated", ref);
     int d;
-    if (wrap(c, memest_arg_int(c, CAT_DIM), r->ndim, &d) != 0)
+    if (wrap_dim(c, memest_arg_int(c, CAT_DIM), r->ndim, &d) != 0)
         return -1;
     int64_t size[MEMEST_MAX_DIMS];
     for (int k = 0; k < r->ndim; k++)

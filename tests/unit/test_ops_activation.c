@@ -147,6 +147,41 @@ static void test_activation_errors(void)
     t_free(&t);
 }
 
+/* torchvision.ops.StochasticDepth on [4, 8, 5, 5] (vision_ops_saved_*.md,
+ * 1.13 and 2.6): "row" saves the noise [4, 1, 1, 1] fp32 = 16 bytes (also
+ * for p = 1), "batch" [1, 1, 1, 1] = 4; the output is new; p = 0 returns
+ * the input itself; without grad nothing is saved. */
+static void test_stochasticdepth(void)
+{
+    struct t_model t;
+    LOAD(&t,
+         "{'inputs': [{'name': 'x', 'shape': [8, 5, 5], 'requires_grad': true},"
+         "            {'name': 'y', 'shape': [6, 10]}],"
+         " 'layers': [{'name': 'row', 'type': 'stochasticdepth', 'p': 0.2, 'mode': 'row'},"
+         "            {'name': 'b', 'type': 'stochasticdepth', 'inputs': ['x'], 'p': 0.2,"
+         "             'mode': 'batch'},"
+         "            {'name': 'p1', 'type': 'stochasticdepth', 'inputs': ['x'], 'p': 1,"
+         "             'mode': 'row'},"
+         "            {'name': 'p0', 'type': 'stochasticdepth', 'inputs': ['x'], 'p': 0,"
+         "             'mode': 'row'},"
+         "            {'name': 'ng', 'type': 'stochasticdepth', 'inputs': ['y'], 'p': 0.5,"
+         "             'mode': 'row'}]}",
+         4);
+    CHECK_STR_EQ(t_shape(&t, "row", 0), "[4, 8, 5, 5]");
+    CHECK(t_storage(&t, "row", 0) != t_storage(&t, "x", 0));
+    CHECK_EQ_U64(t_saved(&t, "row"), 16);
+    CHECK_EQ_U64(t_saved(&t, "b"), 4);
+    CHECK_EQ_U64(t_saved(&t, "p1"), 16);
+    CHECK(t_storage(&t, "p0", 0) == t_storage(&t, "x", 0));
+    CHECK_EQ_U64(t_nsaved(&t, "p0"), 0);
+    CHECK_EQ_U64(t_nsaved(&t, "ng"), 0);
+    CHECK_STR_EQ(t_shape(&t, "ng", 0), "[4, 6, 10]");
+    t_free(&t);
+    CHECK_CONTAINS(t_error(&t, X_RG "{'type': 'stochasticdepth', 'p': 0.1, 'mode': 'col'}]}", 2),
+                   "row|batch");
+    t_free(&t);
+}
+
 int main(void)
 {
     test_relu();
@@ -155,5 +190,6 @@ int main(void)
     test_dropout();
     test_identity_and_no_grad();
     test_activation_errors();
+    test_stochasticdepth();
     return CHECK_DONE();
 }

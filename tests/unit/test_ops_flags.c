@@ -10,12 +10,15 @@
  *           the bmm of the scores), nn.LSTM/GRU/RNN on the non-cuDNN path
  *           memest models (the gates' mm), scaled_dot_product_attention
  *           (its eager and math paths are matmuls; the fused kernels are
- *           not, but a model reaches them after its cuBLAS projections);
+ *           not, but a model reaches them after its cuBLAS projections),
+ *           torch.einsum (sumproduct_pair's at::bmm, Linear.cpp);
  *   everything else (activations, norms, pools, embedding, views, elementwise
  *           and reductions): ATen's own kernels;
- *   eval identity: nn.Dropout and nn.Dropout2d only (F.dropout with
- *           training=False returns its input); nn.Identity returns its input
- *           in both modes, so eval() changes nothing there. */
+ *   eval identity: nn.Dropout and nn.Dropout2d (F.dropout with
+ *           training=False returns its input) and torchvision's
+ *           StochasticDepth (stochastic_depth: `if not training or p == 0.0:
+ *           return input`) only; nn.Identity returns its input in both
+ *           modes, so eval() changes nothing there. */
 #include <string.h>
 
 #include "check.h"
@@ -26,8 +29,8 @@ static const char *const cudnn_ops[] = {"conv1d",          "conv2d",          "c
                                         "rpnhead"};
 static const char *const cublas_ops[] = {"linear", "bilinear", "matmul", "bmm",
                                          "multiheadattention", "lstm", "gru", "rnn",
-                                         "scaled_dot_product_attention"};
-static const char *const eval_identity_ops[] = {"dropout", "dropout2d"};
+                                         "scaled_dot_product_attention", "einsum"};
+static const char *const eval_identity_ops[] = {"dropout", "dropout2d", "stochasticdepth"};
 
 #define COUNT(a) (sizeof(a) / sizeof *(a))
 
@@ -74,7 +77,7 @@ static void test_named_ops(void)
 
 /* Every op of the table: the library and eval identity it has are the ones
  * listed above, or none; no node type is the model-input op; the dropout
- * family, and only it, is an eval identity. Each op is found by its name
+ * family and stochastic depth, and only they, are eval identities. Each op is found by its name
  * (none left out of the lookup, none listed twice: the names are sorted
  * strictly). */
 static void test_every_op(void)
@@ -93,7 +96,8 @@ static void test_every_op(void)
             fprintf(stderr, "op %s\n", op->name);
         CHECK_EQ_INT(op->lib, lib);
         CHECK(op->eval_identity == listed(eval_identity_ops, COUNT(eval_identity_ops), op->name));
-        CHECK(op->eval_identity == (strncmp(op->name, "dropout", 7) == 0));
+        CHECK(op->eval_identity == (strncmp(op->name, "dropout", 7) == 0 ||
+                                    strcmp(op->name, "stochasticdepth") == 0));
         CHECK(!op->model_input);
         CHECK(memest_op_find(op->name) == op);
         if (i > 0)

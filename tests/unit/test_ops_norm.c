@@ -182,6 +182,79 @@ static void test_instancenorm(void)
     t_free(&t);
 }
 
+/* BatchNorm3d(4) on [2, 4, 3, 6, 6]: weight 4 + bias 4; saves the input
+ * 2*4*3*6*6*4 = 3456 bytes + save_mean and save_invstd [4] fp32 = 16 + 16:
+ * 3488 (tests/reference/vision_ops_saved_*.md, 1.13 and 2.6). */
+static void test_batchnorm3d(void)
+{
+    struct t_model t;
+    LOAD(&t,
+         "{'inputs': [{'name': 'x', 'shape': [4, 3, 6, 6], 'requires_grad': true}],"
+         " 'layers': [{'name': 'bn', 'type': 'batchnorm3d', 'num_features': 4}]}",
+         2);
+    CHECK_STR_EQ(t_shape(&t, "bn", 0), "[2, 4, 3, 6, 6]");
+    CHECK_EQ_U64(t_params_total(&t, "bn"), 8);
+    CHECK_EQ_U64(t_buffer(&t, "bn", "running_var"), 4);
+    CHECK_EQ_U64(t_saved(&t, "bn"), 3488);
+    CHECK(t_saves_storage(&t, "bn", t_storage(&t, "x", 0)));
+    t_free(&t);
+    CHECK_CONTAINS(t_error(&t,
+                           "{'inputs': [{'name': 'x', 'shape': [4, 6, 6]}],"
+                           " 'layers': [{'type': 'batchnorm3d'}]}",
+                           2),
+                   "expects a 5-D (N, C, D, H, W) input, got [2, 4, 6, 6]");
+    t_free(&t);
+}
+
+/* Norms on a permuted input, as vision_ops_saved_*.md measures them:
+ *   LayerNorm(6) on x[2, 6, 4, 5].permute(0, 2, 3, 1) (ConvNeXt): saves the
+ *     permuted input itself (x's storage, 2*6*4*5*4 = 960 bytes) and mean
+ *     and rstd [2, 4, 5, 1] (160 + 160): 1280; the output is a new
+ *     contiguous [2, 4, 5, 6]; native_layer_norm's contiguous copy of the
+ *     input (960 bytes) lives only inside the forward, and again inside
+ *     the backward;
+ *   BatchNorm2d(6) on x[2, 5, 6, 4].permute(0, 2, 1, 3): 960 + 24 + 24 =
+ *     1008 bytes, as measured; on CUDA cuDNN gets the input's contiguous
+ *     copy, which is what it saves (not x's storage; the CPU saves the
+ *     view). A channels-last input (x[2, 5, 4, 6].permute(0, 3, 1, 2)) is
+ *     no copy: x's storage is saved. */
+static void test_norms_permuted(void)
+{
+    struct t_model t;
+    LOAD(&t,
+         "{'inputs': [{'name': 'x', 'shape': [6, 4, 5], 'requires_grad': true}],"
+         " 'layers': [{'name': 'p', 'type': 'permute', 'dims': [0, 2, 3, 1]},"
+         "            {'name': 'ln', 'type': 'layernorm', 'normalized_shape': 6}]}",
+         2);
+    CHECK_EQ_U64(t_saved(&t, "ln"), 1280);
+    CHECK(t_saves_storage(&t, "ln", t_storage(&t, "x", 0)));
+    CHECK_STR_EQ(t_strides(&t, "ln", 0), "[120, 30, 6, 1]");
+    CHECK_EQ_U64(t_info(&t, "ln")->work_bytes, 960);
+    CHECK_EQ_U64(t_info(&t, "ln")->bwd_work_bytes, 960);
+    t_free(&t);
+    /* contiguous: no copy either way */
+    LOAD(&t,
+         "{'inputs': [{'name': 'x', 'shape': [4, 5, 6], 'requires_grad': true}],"
+         " 'layers': [{'name': 'ln', 'type': 'layernorm', 'normalized_shape': 6}]}",
+         2);
+    CHECK_EQ_U64(t_info(&t, "ln")->work_bytes, 0);
+    CHECK_EQ_U64(t_info(&t, "ln")->bwd_work_bytes, 0);
+    t_free(&t);
+    LOAD(&t,
+         "{'inputs': [{'name': 'x', 'shape': [5, 6, 4], 'requires_grad': true},"
+         "            {'name': 'y', 'shape': [5, 4, 6], 'requires_grad': true}],"
+         " 'layers': [{'name': 'p', 'type': 'permute', 'inputs': ['x'], 'dims': [0, 2, 1, 3]},"
+         "            {'name': 'bn', 'type': 'batchnorm2d'},"
+         "            {'name': 'q', 'type': 'permute', 'inputs': ['y'], 'dims': [0, 3, 1, 2]},"
+         "            {'name': 'cl', 'type': 'batchnorm2d'}]}",
+         2);
+    CHECK_EQ_U64(t_saved(&t, "bn"), 1008);
+    CHECK(!t_saves_storage(&t, "bn", t_storage(&t, "x", 0)));
+    CHECK_EQ_U64(t_saved(&t, "cl"), 1008);
+    CHECK(t_saves_storage(&t, "cl", t_storage(&t, "y", 0)));
+    t_free(&t);
+}
+
 int main(void)
 {
     test_batchnorm2d();
@@ -191,5 +264,7 @@ int main(void)
     test_layernorm_half();
     test_groupnorm();
     test_instancenorm();
+    test_batchnorm3d();
+    test_norms_permuted();
     return CHECK_DONE();
 }

@@ -149,6 +149,73 @@ static void test_adaptive(void)
     t_free(&t);
 }
 
+/* The 3-D pools on [2, 4, 3, 6, 6] (input 2*4*3*6*6*4 = 3456 bytes; the
+ * figures of tests/reference/vision_ops_saved_*.md, 1.13 and 2.6):
+ *   MaxPool3d((1,3,3), (1,2,2), (0,1,1)) (the video ResNets' stem):
+ *     D floor((3 - 0 - 1)/1) + 1 = 3, H = W floor((6 + 2 - 2 - 1)/2) + 1 = 3;
+ *     saves the input + int64 indices 2*4*3*3*3*8 = 1728: 5184;
+ *   MaxPool3d(3, 2, ceil_mode): D ceil((3 - 2 - 1)/2) + 1 = 1, H = W
+ *     ceil((6 - 3)/2) + 1 = 3 (last window at 4 < 6); 3456 + 2*4*9*8 = 4032;
+ *   AvgPool3d(2): [2, 4, 1, 3, 3], saves the input: 3456;
+ *   AdaptiveAvgPool3d((1,2,2)): the input, 3456; to 1: the mean, nothing in
+ *     2.x and the input in 1.13;
+ *   AdaptiveMaxPool3d((1,2,2)): 3456 + indices 2*4*1*2*2*8 = 256: 3712. */
+static void test_pool3d(void)
+{
+    struct t_model t;
+    const char *json =
+        "{'inputs': [{'name': 'x', 'shape': [4, 3, 6, 6], 'requires_grad': true}],"
+        " 'layers': [{'name': 'stem', 'type': 'maxpool3d', 'kernel_size': [1, 3, 3],"
+        "             'stride': [1, 2, 2], 'padding': [0, 1, 1]},"
+        "            {'name': 'ceil', 'type': 'maxpool3d', 'inputs': ['x'], 'kernel_size': 3,"
+        "             'stride': 2, 'ceil_mode': true},"
+        "            {'name': 'avg', 'type': 'avgpool3d', 'inputs': ['x'], 'kernel_size': 2},"
+        "            {'name': 'aa', 'type': 'adaptiveavgpool3d', 'inputs': ['x'],"
+        "             'output_size': [1, 2, 2]},"
+        "            {'name': 'a1', 'type': 'adaptiveavgpool3d', 'inputs': ['x'],"
+        "             'output_size': 1},"
+        "            {'name': 'am', 'type': 'adaptivemaxpool3d', 'inputs': ['x'],"
+        "             'output_size': [1, 2, 2]}]}";
+    LOAD(&t, json, 2);
+    CHECK_STR_EQ(t_shape(&t, "stem", 0), "[2, 4, 3, 3, 3]");
+    CHECK_EQ_U64(t_saved(&t, "stem"), 5184);
+    CHECK_STR_EQ(t_shape(&t, "ceil", 0), "[2, 4, 1, 3, 3]");
+    CHECK_EQ_U64(t_saved(&t, "ceil"), 4032);
+    CHECK_STR_EQ(t_shape(&t, "avg", 0), "[2, 4, 1, 3, 3]");
+    CHECK_EQ_U64(t_saved(&t, "avg"), 3456);
+    CHECK_STR_EQ(t_shape(&t, "aa", 0), "[2, 4, 1, 2, 2]");
+    CHECK_EQ_U64(t_saved(&t, "aa"), 3456);
+    CHECK_STR_EQ(t_shape(&t, "a1", 0), "[2, 4, 1, 1, 1]");
+    CHECK_EQ_U64(t_saved(&t, "a1"), 0);
+    CHECK_EQ_U64(t_saved(&t, "am"), 3712);
+    CHECK(t_fwd(&t, "stem") == 0 && t_fwd(&t, "am") == 0);
+    t_free(&t);
+    LOAD_OPTS(&t, json, .batch = 2, .dtype = MEMEST_F32, .torch = 113);
+    CHECK_EQ_U64(t_saved(&t, "a1"), 3456);
+    CHECK_EQ_U64(t_saved(&t, "stem"), 5184);
+    t_free(&t);
+    /* unbatched (C, D, H, W) */
+    LOAD(&t,
+         "{'inputs': [{'name': 'x', 'shape': [3, 6, 6]}],"
+         " 'layers': [{'name': 'p', 'type': 'maxpool3d', 'kernel_size': 3, 'padding': 1}]}",
+         4);
+    CHECK_STR_EQ(t_shape(&t, "p", 0), "[4, 1, 2, 2]");
+    t_free(&t);
+    CHECK_CONTAINS(t_error(&t,
+                           "{'inputs': [{'name': 'x', 'shape': [6, 6]}],"
+                           " 'layers': [{'type': 'avgpool3d', 'kernel_size': 2}]}",
+                           2),
+                   "expects a 5-D or 4-D (N, C, D, H, W) or (C, D, H, W) input, got [2, 6, 6]");
+    t_free(&t);
+    CHECK_CONTAINS(t_error(&t,
+                           "{'inputs': [{'name': 'x', 'shape': [4, 3, 6, 6]}],"
+                           " 'layers': [{'type': 'maxpool3d', 'kernel_size': [1, 2, 2],"
+                           "             'padding': [0, 0, 2]}]}",
+                           2),
+                   "padding 2 should be at most half of kernel_size 2 (spatial dim 2)");
+    t_free(&t);
+}
+
 static void test_pool_errors(void)
 {
     struct t_model t;
@@ -175,6 +242,7 @@ int main(void)
     test_pool1d();
     test_avgpool2d();
     test_adaptive();
+    test_pool3d();
     test_pool_errors();
     return CHECK_DONE();
 }
