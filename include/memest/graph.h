@@ -61,6 +61,8 @@ struct memest_graph {
     struct memest_block_inst *blocks;  /* in the order their expansion ends */
     uint32_t nblocks, cap_blocks;
     const char *loss;       /* the file's "loss" type (lower case), or NULL */
+    int loss_class_dim;     /* its "class_dim": MEMEST_CLASS_DIM_* (step.h), 0 = not
+                               given (PyTorch's dim 1); kept when --loss replaces the type */
     const char *overrides;  /* the command-line overrides the expansion read, as
                                "--set seq_len=512, --sweep-var n=3"; NULL: none */
     uint64_t max_cost;      /* the most one estimate may cost (cost.h); 0: MEMEST_MAX_COST */
@@ -87,3 +89,8 @@ int64_t memest_graph_find(const struct memest_graph *g, const char *name);
  * memory (err set). */
 int memest_graph_unused_inputs(const struct memest_graph *g, uint32_t *count, uint32_t *first,
                                struct memest_error *err);
+/* The same for the nodes that are not model inputs: a node whose outputs
+ * no node reads and that is no model output, likely a mistake (a result
+ * forward() throws away, a left-over layer), so the tool warns. 0, or -1. */
+int memest_graph_unused_nodes(const struct memest_graph *g, uint32_t *count, uint32_t *first,
+                              struct memest_error *err);

@@ -10,8 +10,9 @@
  * the cuBLAS workspace at the first cuBLAS op), whether model.eval() makes
  * it return its input (.eval_identity: --inference drops dropout) and
  * whether it is the model-input op (.model_input), whether its output is its
- * input's values unchanged (.same_data) and whether it is a linear layer a
- * fused linear + cross-entropy can replace (.ce_head). A new op sets them in
+ * input's values unchanged (.same_data), whether it is a linear layer a
+ * fused linear + cross-entropy can replace (.ce_head) and whether it is a
+ * module's registered tensor (.module_state). A new op sets them in
  * its family file; left out, each means "none" / false. */
 #pragma once
 
@@ -47,6 +48,9 @@ struct memest_argspec {
     const char *sdef;    /* default for STR */
     const char *choices; /* STR: "a|b|c" */
     const char *doc;
+    bool forward;        /* an argument of the module's forward() call, not of its
+                            constructor (nn.MultiheadAttention's need_weights):
+                            --list-ops marks it "(forward)" */
 };
 
 /* In a SHAPE argument, the batch size. */
@@ -99,6 +103,10 @@ struct memest_op_desc {
     bool ce_head;                 /* a linear layer (weight [V, H], optional
                                      bias [V]) that --fused linear-ce can fuse
                                      with the cross-entropy after it */
+    bool module_state;            /* a module's registered tensor (nn.Parameter,
+                                     register_buffer): it takes memory whether
+                                     forward() reads it or not, so an unread
+                                     one is no unused node (graph.h) */
 };
 
 /* The op of the model inputs (the file's "inputs" list): not in the table
@@ -108,8 +116,17 @@ extern const struct memest_op_desc memest_op_input;
 
 /* Looks an op up by its "type" name; NULL when unknown. */
 const struct memest_op_desc *memest_op_find(const char *name);
-/* The known op name nearest to `name` (for "did you mean"), or NULL. */
+/* The known op name nearest to `name` (for "did you mean"): the type a
+ * PyTorch user means by it (memest_op_alias), else the nearest look-alike;
+ * NULL when none. */
 const char *memest_op_suggest(const char *name);
+/* The registered type that `name` (any case) is another spelling of
+ * (ops_alias.c: swish -> silu, dense -> linear, sdpa ->
+ * scaled_dot_product_attention), or NULL. */
+const char *memest_op_alias(const char *name);
+/* The argument of `op` that `name` (any case) is another spelling of
+ * (epsilon -> eps, axis -> dim), or NULL when op has no such argument. */
+const char *memest_op_arg_alias(const struct memest_op_desc *op, const char *name);
 /* All ops, for listings. */
 const struct memest_op_desc *const *memest_op_all(int *count);
 /* Index of the argument called `name` in op->args, or -1. */

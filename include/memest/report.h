@@ -32,6 +32,7 @@
 #include "memest/output.h"
 #include "memest/probe.h"
 #include "memest/run.h"
+#include "memest/step.h"
 #include "memest/sweep.h"
 
 #define MEMEST_SCHEMA_VERSION 1
@@ -131,9 +132,15 @@ void memest_report_text(FILE *f, const struct memest_report *rep);
  * otherwise memest_report_text and the card section; then the probe's
  * lines when a probe ran. */
 void memest_report_estimate_text(FILE *f, const struct memest_report *rep);
-/* The per-layer table (--layers) of run r: name, type, output shape,
- * parameters, saved bytes, forward MACs. */
-void memest_report_layers(FILE *f, const struct memest_graph *g, const struct memest_run *r);
+/* The per-layer table (--layers) of the report's run: name, type, output
+ * shape, parameters, saved bytes, forward MACs; then, for a training step
+ * with a loss, the loss's row (name "loss") and its input and target. */
+void memest_report_layers(FILE *f, const struct memest_report *rep);
+/* The loss row of --layers: false when the report has none (--inference,
+ * loss none, no output); else the loss's shapes (step.h) and the value it
+ * reads (the model's last output). */
+bool memest_report_loss(const struct memest_report *rep, struct memest_loss_shapes *ls,
+                        const struct memest_value **in);
 void memest_report_json(FILE *f, const struct memest_report *rep);
 /* {"schema_version": 1, "error": {"code", "message", "file", "path", "node", "line", "col"}} */
 void memest_report_error_json(FILE *f, const struct memest_error *err);

@@ -11,8 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "memest/dtype.h"
 #include "memest/error.h"
 #include "memest/optim.h"
+#include "memest/shape.h"
 
 /* How the optimizer's update runs (torch.optim's foreach= and fused=). */
 enum memest_optim_impl {
@@ -45,7 +47,7 @@ const char *memest_zero_grad_name(enum memest_zero_grad z);
  * "loss", or --loss): PyTorch's loss modules, by class name in lower case. */
 enum memest_loss {
     MEMEST_LOSS_CROSSENTROPY = 0,  /* crossentropyloss: log_softmax + nll_loss
-                                      over the last dimension (the default) */
+                                      over the classes' dim (the default) */
     MEMEST_LOSS_NLL,               /* nllloss: the output already holds log-probabilities */
     MEMEST_LOSS_MSE,               /* mseloss, against a float target of the output's shape */
     MEMEST_LOSS_L1,
@@ -63,6 +65,39 @@ const char *memest_loss_name(enum memest_loss l);
  * buf (cut at n - 1 bytes); returns buf. */
 const char *memest_loss_names(char *buf, size_t n);
 #define MEMEST_LOSS_NAMES_LEN 256   /* room for them all (test_step checks it) */
+
+/* Where a class-index loss (crossentropyloss, nllloss) finds the classes:
+ * the model file's loss "class_dim". */
+enum {
+    MEMEST_CLASS_DIM_TORCH = 1,    /* PyTorch's own: dim 1 of (N, C, d1, ...), target
+                                      [N, d1, ...]; (N, C) is the same either way */
+    MEMEST_CLASS_DIM_LAST = -1,    /* the language model's flattening:
+                                      loss(out.view(-1, V), target.view(-1)) */
+};
+
+/* What the loss reads, for a model output of shape `out` and dtype `dt`:
+ * the target the step makes, and for the class-index losses the classes
+ * and the rows (numel / C). class_dim 0 (not given) is PyTorch's, 1. */
+struct memest_loss_shapes {
+    bool class_index;              /* crossentropyloss, nllloss */
+    int class_dim;                 /* the output's dim holding the classes (class_index) */
+    int64_t classes;               /* C (class_index) */
+    uint64_t rows;                 /* numel / C (class_index), else numel */
+    struct memest_shape target;    /* contiguous */
+    enum memest_dtype target_dtype;  /* int64 class indices, else the output's dtype */
+};
+
+/* The shapes of loss `l` with class_dim (MEMEST_CLASS_DIM_*) on an output
+ * of shape `out`: PyTorch's nll_loss_nd (aten/src/ATen/native/LossNLL.cpp)
+ * takes an input (N, C) or (N, C, d1, ..., dk) with a target (N) or
+ * (N, d1, ..., dk) of int64 class indices; the elementwise losses a target
+ * of the output's shape and dtype. 0, or -1 with a schema error (path
+ * "loss.class_dim") when the output has no dim for the classes: a 0-d
+ * output, or a 1-d one with class_dim 1 (memest's outputs count the batch
+ * dim, so a 1-d output is a batch of scalars, not one sample's classes). */
+int memest_loss_shapes(enum memest_loss l, int class_dim, const struct memest_shape *out,
+                       enum memest_dtype dt, struct memest_loss_shapes *s,
+                       struct memest_error *err);
 
 #define MEMEST_MAX_CHECKPOINT_NAMES 64
 

@@ -9,6 +9,7 @@
 
 #include "memest/escape.h"
 #include "memest/format.h"
+#include "memest/ops.h"
 #include "memest/report.h"
 
 int memest_app_fail(const struct memest_cli *o, const struct memest_error *err)
@@ -64,6 +65,16 @@ int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct mem
                 memest_esc_text(a->g.file, file, sizeof file), a->g.nodes[unused_at].path,
                 memest_esc_text(a->g.nodes[unused_at].name, name, sizeof name),
                 unused > 1 ? " (nor are other inputs)" : "");
+    }
+    if (memest_graph_unused_nodes(&a->g, &unused, &unused_at, err) != 0)
+        return memest_error_exit(err);
+    if (unused) { /* the same for a node: no node reads it, and it is no output */
+        char file[MEMEST_ESC_NAME], name[MEMEST_ESC_NAME];
+        fprintf(stderr, "memest: warning: %s: %s: node \"%s\" (%s) is never used: no node reads "
+                        "it and it is no model output%s\n",
+                memest_esc_text(a->g.file, file, sizeof file), a->g.nodes[unused_at].path,
+                memest_esc_text(a->g.nodes[unused_at].name, name, sizeof name),
+                a->g.nodes[unused_at].op->name, unused > 1 ? " (nor are other nodes)" : "");
     }
     return MEMEST_EXIT_OK;
 }

@@ -307,10 +307,11 @@ int mb_parse_args(struct builder *b, const struct memest_op_desc *op, const cJSO
             for (int i = 0; i < N_NODE_KEYS; i++)
                 cands[n++] = node_keys[i];
             char dym[sizeof b->err->msg];
+            const char *near = memest_op_arg_alias(op, c->string);   /* epsilon -> eps */
             return memest_errf(b->err, MEMEST_ERR_SCHEMA, ap, "unknown argument \"%s\" for %s%s",
                                c->string, op->name,
-                               memest_suggest_clause(memest_suggest(c->string, cands, n), dym,
-                                                     sizeof dym));
+                               memest_suggest_clause(near ? near : memest_suggest(c->string, cands, n),
+                                                     dym, sizeof dym));
         }
         if (eval_arg(b, &op->args[idx], c, sc, &ajp, &av[idx]) != 0)
             return -1;

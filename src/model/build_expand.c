@@ -28,9 +28,15 @@ static struct memest_ref unpack(int64_t v)
     return (struct memest_ref){(uint32_t)(v >> 16), (uint16_t)(v & 0xFFFF)};
 }
 
-/* Resolves "name" or "name:K" in `names`. */
-int mb_resolve_ref(struct builder *b, const struct memest_strmap *names, const char *s,
-                   const struct jp *jpath, struct memest_ref *out)
+/* The node a name stands for when "if" left out a node that takes no
+ * input (zeros, parameter, buffer, arange): none, an error to refer to. */
+#define LEFT_OUT (UINT32_MAX - 1)
+
+/* Resolves "name" or "name:K" in `names`; a name "if" left out for nothing
+ * (LEFT_OUT) is an error unless `left_out_ok` (an input of a node "if" also
+ * leaves out). */
+static int resolve(struct builder *b, const struct memest_strmap *names, const char *s,
+                   const struct jp *jpath, bool left_out_ok, struct memest_ref *out)
 {
     size_t len = strlen(s);
     const char *colon = strrchr(s, ':');
@@ -57,6 +63,15 @@ int mb_resolve_ref(struct builder *b, const struct memest_strmap *names, const c
                            s, memest_suggest_clause(memest_suggest(s, cands, n), dym, sizeof dym));
     }
     struct memest_ref r = unpack(v);
+    if (r.node == LEFT_OUT && left_out_ok) {
+        *out = r;
+        return 0;
+    }
+    if (r.node == LEFT_OUT)
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_jp_str(b, jpath),
+                           "\"%.*s\" is left out (its \"if\" is false) and, taking no input, "
+                           "stands for nothing here (give the nodes that use it the same \"if\", "
+                           "or it an alternative of the same name)", (int)len, s);
     if (k) {
         if (r.out != 0)
             return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_jp_str(b, jpath),
@@ -68,6 +83,12 @@ int mb_resolve_ref(struct builder *b, const struct memest_strmap *names, const c
 }
 
 /* Adds a local name to `names` (a duplicate is an error at path). */
+int mb_resolve_ref(struct builder *b, const struct memest_strmap *names, const char *s,
+                   const struct jp *jpath, struct memest_ref *out)
+{
+    return resolve(b, names, s, jpath, false, out);
+}
+
 int mb_add_name(struct builder *b, struct memest_strmap *names, const char *name,
                 struct memest_ref r, const char *path)
 {
@@ -141,8 +162,10 @@ static int unknown_type(struct builder *b, const char *type, const char *path)
     for (const cJSON *c = b->blocks ? b->blocks->child : NULL; c && n < nops + 256; c = c->next)
         cands[n++] = c->string;
     char dym[sizeof b->err->msg];
+    const char *near = memest_op_alias(type);   /* what a PyTorch user means, first */
     memest_errf(b->err, MEMEST_ERR_SCHEMA, path, "unknown layer type \"%s\"%s", type,
-                memest_suggest_clause(memest_suggest(type, cands, n), dym, sizeof dym));
+                memest_suggest_clause(near ? near : memest_suggest(type, cands, n), dym,
+                                      sizeof dym));
     free(cands);
     return -1;
 }
@@ -229,13 +252,23 @@ static int expand_node(struct builder *b, const cJSON *obj, const char *npath, c
     const struct memest_override *type_ov;
     const char *type = resolve_type(sc, jtype, &type_ov);
     mb_note_read(b, type_ov);
+    /* if: evaluated first, so that a node it leaves out may read nodes it
+     * leaves out too */
+    bool skip = false;
+    if (jif) {
+        struct memest_expr_val cond;
+        const struct jp ifp = {npath, "if", -1};
+        if (mb_eval_number(b, jif, sc, &ifp, &cond) != 0)
+            return -1;
+        skip = memest_expr_real(&cond) == 0;
+    }
     /* inputs */
     struct memest_ref ins[MEMEST_MAX_NODE_INPUTS];
     int nin = 0;
     if (jin) {
         if (cJSON_IsString(jin)) {
             const struct jp ip = {npath, "inputs", -1};
-            if (mb_resolve_ref(b, names, jin->valuestring, &ip, &ins[0]) != 0)
+            if (resolve(b, names, jin->valuestring, &ip, skip, &ins[0]) != 0)
                 return -1;
             nin = 1;
         } else if (cJSON_IsArray(jin)) {
@@ -249,7 +282,7 @@ static int expand_node(struct builder *b, const cJSON *obj, const char *npath, c
                     return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_jp_str(b, &ip),
                                        "an input must be a node name, got %s",
                                        mb_json_type_name(e));
-                if (mb_resolve_ref(b, names, e->valuestring, &ip, &ins[i]) != 0)
+                if (resolve(b, names, e->valuestring, &ip, skip, &ins[i]) != 0)
                     return -1;
             }
             nin = i;
@@ -262,24 +295,21 @@ static int expand_node(struct builder *b, const cJSON *obj, const char *npath, c
         nin = 1;
     }
     /* if */
-    if (jif) {
-        struct memest_expr_val cond;
-        const struct jp ifp = {npath, "if", -1};
-        if (mb_eval_number(b, jif, sc, &ifp, &cond) != 0)
-            return -1;
-        if (memest_expr_real(&cond) == 0) { /* skipped: the node passes its first input through */
-            if (nin < 1)
-                return memest_errf(b->err, MEMEST_ERR_SCHEMA, npath,
-                                   "a node that \"if\" can skip needs an input to pass through");
-            *out = ins[0];
-            /* one of two alternatives of the same name (Python's `if tie: self.lm_head = ...
-             * else: ...`): the name is the present node's, so a left-out node does not claim
-             * a name an earlier node has or a later node of the same list takes */
-            int64_t old;
-            if (memest_strmap_get(names, name, strlen(name), &old) || later_named(obj, name))
-                return 0;
-            return mb_add_name(b, names, name, ins[0], npath);
-        }
+    if (skip) {
+        /* skipped: the node passes its first input through; one that
+         * takes no input (a zeros, a parameter, as Python's `if cond:
+         * self.bias = nn.Parameter(...)`) is absent: the next node reads
+         * the one before it, and its name stands for nothing */
+        bool nothing = nin == 0 || ins[0].node == LEFT_OUT;
+        *out = nothing ? prev : ins[0];
+        /* one of two alternatives of the same name (Python's `if tie: self.lm_head = ...
+         * else: ...`): the name is the present node's, so a left-out node does not claim
+         * a name an earlier node has or a later node of the same list takes */
+        int64_t old;
+        if (memest_strmap_get(names, name, strlen(name), &old) || later_named(obj, name))
+            return 0;
+        return mb_add_name(b, names, name,
+                           nothing ? (struct memest_ref){LEFT_OUT, 0} : ins[0], npath);
     }
     if (jtrain) {
         if (!cJSON_IsBool(jtrain))

@@ -145,7 +145,8 @@ cJSON *memest_graph_to_json(const struct memest_graph *g)
         ok = append(outputs, ref_json(g, g->outputs[o]));
     if (ok && g->loss) {
         cJSON *loss = cJSON_AddObjectToObject(root, "loss");
-        ok = loss && cJSON_AddStringToObject(loss, "type", g->loss);
+        ok = loss && cJSON_AddStringToObject(loss, "type", g->loss) &&
+             (!g->loss_class_dim || cJSON_AddNumberToObject(loss, "class_dim", g->loss_class_dim));
     }
     if (!ok) {
         cJSON_Delete(root);

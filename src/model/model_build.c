@@ -64,10 +64,19 @@ static int parse_loss(struct builder *b, const cJSON *j)
         return memest_errf(b->err, MEMEST_ERR_SCHEMA, "loss",
                            "\"loss\" must be an object such as {\"type\": \"crossentropyloss\"}");
     for (const cJSON *c = j->child; c; c = c->next)
-        if (strcmp(c->string, "type") != 0 && strcmp(c->string, "comment") != 0)
+        if (strcmp(c->string, "type") != 0 && strcmp(c->string, "comment") != 0 &&
+            strcmp(c->string, "class_dim") != 0)
             return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, "loss", c->string),
-                               "unknown field \"%s\" (a loss has \"type\" and \"comment\")",
-                               c->string);
+                               "unknown field \"%s\" (a loss has \"type\", \"class_dim\" and "
+                               "\"comment\")", c->string);
+    /* class_dim: where crossentropyloss and nllloss find the classes (step.h) */
+    const cJSON *cd = cJSON_GetObjectItemCaseSensitive(j, "class_dim");
+    if (cd && (!cJSON_IsNumber(cd) ||
+               (cd->valuedouble != MEMEST_CLASS_DIM_TORCH && cd->valuedouble != MEMEST_CLASS_DIM_LAST)))
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, "loss.class_dim",
+                           "\"class_dim\" must be 1 (PyTorch's: (N, C, d1, ...), the default) or "
+                           "-1 (the last dim: out.view(-1, C), as a language model's loss)");
+    b->g->loss_class_dim = cd ? (int)cd->valuedouble : 0;
     enum memest_loss l;
     char names[MEMEST_LOSS_NAMES_LEN];
     if (memest_loss_parse(t->valuestring, &l) != 0)

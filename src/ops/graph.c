@@ -25,28 +25,42 @@ int64_t memest_graph_find(const struct memest_graph *g, const char *name)
     return -1;
 }
 
-int memest_graph_unused_inputs(const struct memest_graph *g, uint32_t *count, uint32_t *first,
-                               struct memest_error *err)
+/* The model inputs (inputs) or the other nodes (!inputs) whose outputs no
+ * node reads and that are no model output; a parameter or buffer node is
+ * the module's state, used or not. */
+static int unused(const struct memest_graph *g, bool inputs, uint32_t *count, uint32_t *first,
+                  struct memest_error *err)
 {
     uint32_t ninputs = 0; /* the inputs are the first nodes */
     while (ninputs < g->nnodes && g->nodes[ninputs].op->model_input)
         ninputs++;
-    bool *used = calloc(ninputs ? ninputs : 1, sizeof *used);
+    bool *used = calloc(g->nnodes ? g->nnodes : 1, sizeof *used);
     if (!used)
         return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
     for (uint32_t o = 0; o < g->noutputs; o++)
-        if (g->outputs[o].node < ninputs)
-            used[g->outputs[o].node] = true;
+        used[g->outputs[o].node] = true;
     for (uint32_t n = ninputs; n < g->nnodes; n++)
         for (uint32_t k = 0; k < g->nodes[n].nin; k++)
-            if (g->nodes[n].in[k].node < ninputs)
-                used[g->nodes[n].in[k].node] = true;
+            used[g->nodes[n].in[k].node] = true;   /* any of its outputs */
     *count = 0;
-    for (uint32_t i = ninputs; i-- > 0;)
-        if (!used[i]) {
+    uint32_t lo = inputs ? 0 : ninputs, hi = inputs ? ninputs : g->nnodes;
+    for (uint32_t i = hi; i-- > lo;)
+        if (!used[i] && !g->nodes[i].op->module_state) {
             ++*count;
             *first = i;
         }
     free(used);
     return 0;
+}
+
+int memest_graph_unused_inputs(const struct memest_graph *g, uint32_t *count, uint32_t *first,
+                               struct memest_error *err)
+{
+    return unused(g, true, count, first, err);
+}
+
+int memest_graph_unused_nodes(const struct memest_graph *g, uint32_t *count, uint32_t *first,
+                              struct memest_error *err)
+{
+    return unused(g, false, count, first, err);
 }

@@ -85,6 +85,9 @@ const struct memest_op_desc *const *memest_op_all(int *count)
 const char *memest_op_suggest(const char *name)
 {
     init();
+    const char *alias = memest_op_alias(name);
+    if (alias)
+        return alias;
     const char *names[MAX_OPS];
     for (int i = 0; i < nsorted; i++)
         names[i] = sorted[i]->name;

@@ -63,10 +63,13 @@ static const struct memest_argspec mha_args[] = {
     [MHA_VDIM] = {"vdim", MEMEST_ARG_INT, .optional = true, .lo = 1, .hi = ARG_MAX,
                   .doc = "value features (default embed_dim)"},
     [MHA_BATCH_FIRST] = {"batch_first", MEMEST_ARG_BOOL, .idef = 0},
+    /* arguments of forward(query, key, value, ..., need_weights, attn_mask,
+     * average_attn_weights), not of the constructor */
     [MHA_NEED_WEIGHTS] = {"need_weights", MEMEST_ARG_BOOL, .idef = 1,
-                          .doc = "output 1 is the attention weights"},
-    [MHA_AVERAGE] = {"average_attn_weights", MEMEST_ARG_BOOL, .idef = 1},
-    [MHA_MASK] = {"attn_mask", MEMEST_ARG_STR, .sdef = "none", .choices = "none|causal"},
+                          .doc = "output 1 is the attention weights", .forward = true},
+    [MHA_AVERAGE] = {"average_attn_weights", MEMEST_ARG_BOOL, .idef = 1, .forward = true},
+    [MHA_MASK] = {"attn_mask", MEMEST_ARG_STR, .sdef = "none", .choices = "none|causal",
+                  .forward = true},
 };
 
 /* Geometry of input i as the (len, N, E_x) tensor the forward works on, and

@@ -64,6 +64,12 @@ static inline bool adaptive_avg_saves_input(const struct memest_ictx *c, int D,
             return true;
     return torch113(c);
 }
+/* A table entry for an op of one input and the arguments `argv`. */
+#define OP1(nm, argv, fn, text)                                                                 \
+    {                                                                                           \
+        .name = nm, .min_in = 1, .max_in = 1, .args = argv, .nargs = NARGS(argv), .infer = fn, \
+        .doc = text,                                                                            \
+    }
 
 /* ---- dims ---- */
 

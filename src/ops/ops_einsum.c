@@ -396,12 +396,16 @@ static int product(struct einsum *e, struct wt *a, struct wt *b, const bool *sum
             ro_n *= b->size[k];
         }
     }
+    int64_t rn;
+    if (!mul_i64(lro_n, lo_n, &rn) || !mul_i64(rn, ro_n, &rn) || rn > MEMEST_DIM_MAX)
+        return memest_fail(e->c, "the product of the operands would have more than 2^53 "
+                                 "elements");
     bool need_a = b->rg, need_b = a->rg; /* each saved for the other's gradient */
     if (nsum == 0) { /* at::mul on the broadcast operands */
         if ((need_a && save_operand(e, a, true, 0) != 0) ||
             (need_b && save_operand(e, b, true, 0) != 0))
             return -1;
-        new_tensor(e, r, elems(r, perm));
+        new_tensor(e, r, (uint64_t)rn);
         contiguous(r, perm);
         return 0;
     }
@@ -420,7 +424,7 @@ static int product(struct einsum *e, struct wt *a, struct wt *b, const bool *sum
     tr_alloc(&e->tr, copies);
     /* the bmm result [LRO, LO, RO] viewed as (lro, lo, 1s, ro) and permuted
      * back to the working order */
-    new_tensor(e, r, (uint64_t)lro_n * (uint64_t)lo_n * (uint64_t)ro_n);
+    new_tensor(e, r, (uint64_t)rn);
     tr_free(&e->tr, copies);
     /* strides: walk the bmm layout (lro, lo, sum, ro) from the innermost */
     int order[WDIMS], n = 0;

@@ -199,6 +199,7 @@ const struct memest_op_desc memest_ops_linear[] = {
         .nargs = NARGS(parameter_args),
         .infer = infer_parameter,
         .doc = "a bare nn.Parameter (no batch dimension); its output is the parameter itself",
+        .module_state = true,
     },
 };
 const int memest_ops_linear_count = NOPS(memest_ops_linear);

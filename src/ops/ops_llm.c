@@ -541,8 +541,9 @@ const struct memest_op_desc memest_ops_llm[] = {
     {.name = "to", .min_in = 1, .max_in = 2, .args = to_args, .nargs = NARGS(to_args),
      .infer = infer_to, .amp = MEMEST_AMPP_ANY, .same_data = true,
      .doc = "Tensor.to(dtype), or type_as(input 1); the input itself when the dtype is the same"},
-    LLM_OP("buffer", 0, 0, buffer_args, infer_buffer,
-           "a module buffer (register_buffer): allocated with the model, no gradient",
-           MEMEST_AMPP_ANY),
+    {.name = "buffer", .min_in = 0, .max_in = 0, .args = buffer_args,
+     .nargs = NARGS(buffer_args), .infer = infer_buffer, .amp = MEMEST_AMPP_ANY,
+     .module_state = true,
+     .doc = "a module buffer (register_buffer): allocated with the model, no gradient"},
 };
 const int memest_ops_llm_count = NOPS(memest_ops_llm);

@@ -21,7 +21,10 @@
  *     a copy freed when the op returns, and autograd saves the input itself,
  *     the permuted view (measured, 1.13 and 2.6: vision_ops_saved_*.md);
  *     the output is a new contiguous tensor; the backward copies the input
- *     again (layer_norm_backward_cuda: input.expect_contiguous()).
+ *     again (layer_norm_backward_cuda: input.expect_contiguous()) and reads
+ *     the output's gradient contiguous, a copy when it is not (LayerNorm2d's
+ *     permute back makes it a permuted view); both copies show in the
+ *     PyTorch 2.6 profiler's memory events of NativeLayerNormBackward0.
  *   groupnorm: the input made contiguous (a copy when it is not), plus mean
  *     and rstd [N, G] in the input's dtype.
  *   instancenorm: computed by ATen as batch_norm on the input viewed as
@@ -203,6 +206,7 @@ static int infer_layernorm(struct memest_ictx *c)
         if (memest_needs_grad(c))
             memest_bwd_workspace(c, copy);
     }
+    memest_bwd_contiguous(c); /* the kernel reads dY.contiguous() */
     int64_t stat[MEMEST_MAX_DIMS];
     for (int d = 0; d < s->ndim; d++)
         stat[d] = d < s->ndim - nn ? s->size[d] : 1;

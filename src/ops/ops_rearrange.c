@@ -125,16 +125,10 @@ static int infer_repeat_interleave(struct memest_ictx *c)
     return 0;
 }
 
-#define RE_OP(nm, argv, fn, text)                                                               \
-    {                                                                                           \
-        .name = nm, .min_in = 1, .max_in = 1, .args = argv, .nargs = NARGS(argv), .infer = fn, \
-        .doc = text,                                                                            \
-    }
-
 const struct memest_op_desc memest_ops_rearrange[] = {
-    RE_OP("roll", roll_args, infer_roll, "torch.roll: shifts along dims (a new tensor)"),
-    RE_OP("tile", tile_args, infer_tile, "torch.tile / Tensor.repeat(*dims) (a new tensor)"),
-    RE_OP("repeat_interleave", repeat_interleave_args, infer_repeat_interleave,
+    OP1("roll", roll_args, infer_roll, "torch.roll: shifts along dims (a new tensor)"),
+    OP1("tile", tile_args, infer_tile, "torch.tile / Tensor.repeat(*dims) (a new tensor)"),
+    OP1("repeat_interleave", repeat_interleave_args, infer_repeat_interleave,
           "torch.repeat_interleave with an int repeats (a new tensor)"),
 };
 const int memest_ops_rearrange_count = NOPS(memest_ops_rearrange);

@@ -145,16 +145,10 @@ static int infer_tensor_split(struct memest_ictx *c)
     return 0;
 }
 
-#define VIEW_OP(nm, argv, fn, text)                                                             \
-    {                                                                                           \
-        .name = nm, .min_in = 1, .max_in = 1, .args = argv, .nargs = NARGS(argv), .infer = fn, \
-        .doc = text,                                                                            \
-    }
-
 const struct memest_op_desc memest_ops_view[] = {
-    VIEW_OP("slice", slice_args, infer_slice, "x[start:end:step] along dim (view)"),
-    VIEW_OP("unbind", unbind_args, infer_unbind, "torch.unbind: outputs 0 .. n-1 (views)"),
-    VIEW_OP("tensor_split", tensor_split_args, infer_tensor_split,
+    OP1("slice", slice_args, infer_slice, "x[start:end:step] along dim (view)"),
+    OP1("unbind", unbind_args, infer_unbind, "torch.unbind: outputs 0 .. n-1 (views)"),
+    OP1("tensor_split", tensor_split_args, infer_tensor_split,
             "torch.tensor_split: outputs 0, 1, ... (views)"),
 };
 const int memest_ops_view_count = NOPS(memest_ops_view);

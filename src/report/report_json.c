@@ -67,6 +67,40 @@ static void error_obj(struct memest_jsonw *w, const struct memest_error *err, in
     memest_jsonw_obj_end(w);
 }
 
+static void shape_arr(struct memest_jsonw *w, const char *key, const struct memest_shape *s)
+{
+    memest_jsonw_arr_begin(w, key);
+    for (int d = 0; d < s->ndim; d++)
+        memest_jsonw_i64(w, NULL, s->size[d]);
+    memest_jsonw_arr_end(w);
+}
+
+/* With --layers, the layers end with the loss's entry (report.h):
+ * what it reads, its target and its 0-d output. */
+static void loss_layer(struct memest_jsonw *w, const struct memest_report *rep)
+{
+    struct memest_loss_shapes ls;
+    const struct memest_value *in;
+    if (!memest_report_loss(rep, &ls, &in))
+        return;
+    struct memest_shape scalar = {.ndim = 0};
+    memest_jsonw_obj_begin(w, NULL);
+    memest_jsonw_str(w, "name", "loss");
+    memest_jsonw_str(w, "type", memest_loss_name(rep->step->loss));
+    shape_arr(w, "input_shape", &in->shape);
+    memest_jsonw_str(w, "input_dtype", memest_dtype_name((enum memest_dtype)in->dtype));
+    if (ls.class_index)
+        memest_jsonw_i64(w, "class_dim", ls.class_dim);
+    else
+        memest_jsonw_null(w, "class_dim");
+    shape_arr(w, "target_shape", &ls.target);
+    memest_jsonw_str(w, "target_dtype", memest_dtype_name(ls.target_dtype));
+    shape_arr(w, "output_shape", &scalar);
+    memest_jsonw_u64(w, "params", 0);
+    memest_jsonw_count(w, "forward_macs", 0);
+    memest_jsonw_obj_end(w);
+}
+
 void memest_report_json(FILE *f, const struct memest_report *rep)
 {
     const struct memest_estimate *e = rep->e;
@@ -142,15 +176,14 @@ void memest_report_json(FILE *f, const struct memest_report *rep)
         memest_jsonw_obj_begin(&w, NULL);
         memest_jsonw_str(&w, "name", g->nodes[n].name);
         memest_jsonw_str(&w, "type", g->nodes[n].op->name);
-        memest_jsonw_arr_begin(&w, "output_shape");
-        for (int d = 0; d < s->ndim; d++)
-            memest_jsonw_i64(&w, NULL, s->size[d]);
-        memest_jsonw_arr_end(&w);
+        shape_arr(&w, "output_shape", s);
         memest_jsonw_u64(&w, "params", memest_node_params(r, n));
         memest_jsonw_u64(&w, "activation_bytes", ni->act_bytes);
         memest_jsonw_count(&w, "forward_macs", ni->fwd_macs);
         memest_jsonw_obj_end(&w);
     }
+    if (rep->opts.layers)
+        loss_layer(&w, rep);
     memest_jsonw_arr_end(&w);
     if (rep->error)
         error_obj(&w, rep->error, rep->error_exit);

@@ -49,5 +49,5 @@ void memest_report_max_batch_text(FILE *f, const struct memest_report *rep)
                 memest_precision_name(cr->peak_fallback ? MEMEST_PREC_FP32 : cr->precision));
     }
     if (o->layers)
-        memest_report_layers(f, rep->g, rep->r);
+        memest_report_layers(f, rep);
 }

@@ -61,6 +61,8 @@ void memest_ops_print_markdown(FILE *f)
         for (int k = 0; k < op->nargs; k++) {
             fprintf(f, "%s`%s`=", k ? ", " : "", op->args[k].name);
             print_default(f, &op->args[k]);
+            if (op->args[k].forward)
+                fputs(" (forward)", f);
         }
         fprintf(f, " | %s |\n", op->doc ? op->doc : "");
     }

@@ -45,8 +45,44 @@ static size_t columns(const char *s)
     return n;
 }
 
-void memest_report_layers(FILE *f, const struct memest_graph *g, const struct memest_run *r)
+bool memest_report_loss(const struct memest_report *rep, struct memest_loss_shapes *ls,
+                        const struct memest_value **in)
 {
+    const struct memest_graph *g = rep->g;
+    if (rep->opts.inference || rep->step->loss == MEMEST_LOSS_NONE || g->noutputs == 0)
+        return false;
+    const struct memest_ref o = g->outputs[g->noutputs - 1];
+    *in = &rep->r->values[rep->r->nodes[o.node].out_first + o.out];
+    struct memest_error err = {0};   /* the simulation already refused a misfit */
+    return memest_loss_shapes(rep->step->loss, g->loss_class_dim, &(*in)->shape,
+                              (enum memest_dtype)(*in)->dtype, ls, &err) == 0;
+}
+
+/* The loss's row: a 0-d output (reduction "mean"), no parameters, no MACs
+ * counted; then what it reads. */
+static void loss_row(FILE *f, const struct memest_report *rep, size_t w)
+{
+    struct memest_loss_shapes ls;
+    const struct memest_value *in;
+    if (!memest_report_loss(rep, &ls, &in))
+        return;
+    char shape[96], target[96], macs[32];
+    fprintf(f, "  %-*s %-18s %-22s %12s %12s %12s\n", (int)w, "loss",
+            memest_loss_name(rep->step->loss), "[]", "0", "-", memest_fmt_si(0, macs, sizeof macs));
+    fprintf(f, "    input %s %s", memest_shape_str(&in->shape, shape, sizeof shape),
+            memest_dtype_name((enum memest_dtype)in->dtype));
+    if (ls.class_index)
+        fprintf(f, ", %lld classes along dim %d%s", (long long)ls.classes, ls.class_dim,
+                rep->g->loss_class_dim == MEMEST_CLASS_DIM_LAST && in->shape.ndim > 2
+                    ? " (out.view(-1, C))" : "");
+    fprintf(f, "; target %s %s\n", memest_shape_str(&ls.target, target, sizeof target),
+            memest_dtype_name(ls.target_dtype));
+}
+
+void memest_report_layers(FILE *f, const struct memest_report *rep)
+{
+    const struct memest_graph *g = rep->g;
+    const struct memest_run *r = rep->r;
     char name[MEMEST_ESC_NAME];
     size_t w = 4;
     for (uint32_t n = 0; n < g->nnodes; n++) {
@@ -70,6 +106,7 @@ void memest_report_layers(FILE *f, const struct memest_graph *g, const struct me
         fprintf(f, "  %s%*s %-18s %-22s %12s %12s %12s\n", name, (int)(cols < w ? w - cols : 0),
                 "", g->nodes[n].op->name, shape, params, act, macs);
     }
+    loss_row(f, rep, w);
 }
 
 /* "adam (foreach), steady state, zero_grad set_to_none" and friends. */
@@ -193,7 +230,7 @@ void memest_report_text(FILE *f, const struct memest_report *rep)
             memest_fmt_si(e->flops.fwd_macs + e->flops.bwd_macs, a, sizeof a),
             memest_fmt_si(e->flops.step_flops, b, sizeof b));
     if (o->layers)
-        memest_report_layers(f, rep->g, rep->r);
+        memest_report_layers(f, rep);
 }
 
 void memest_report_estimate_text(FILE *f, const struct memest_report *rep)

@@ -121,6 +121,12 @@ int memest_fused_ce_plan(const struct memest_run *r, const struct memest_step_cf
                            "loss, but the step's loss is %s", memest_loss_name(cfg->loss));
     const struct memest_ref o = g->outputs[g->noutputs - 1];
     uint32_t n = o.node, v = r->nodes[n].out_first + o.out, reader = NONE;
+    if (r->values[v].shape.ndim > 2 && g->loss_class_dim != MEMEST_CLASS_DIM_LAST)
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                           "--fused linear-ce computes the loss of out.view(-1, V), but the "
+                           "model's loss takes the classes along dim 1 of its last output "
+                           "(node \"%s\"); a language model's loss says \"class_dim\": -1",
+                           g->nodes[n].name);
     out->last = n;
     /* back from the last output through ops that keep their input's values */
     while (!g->nodes[n].op->ce_head) {

@@ -7,7 +7,7 @@
  *   def step(x, target):
  *       opt.zero_grad(set_to_none=True)          # --zero-grad zeros: in place
  *       out = model(x)                           # forward
- *       loss = cross_entropy(out.reshape(-1, out.shape[-1]), target.reshape(-1))
+ *       loss = cross_entropy(out, target)        # class_dim -1: out.reshape(-1, V)
  *       loss.backward()                          # backward
  *       opt.step()                               # optimizer
  *

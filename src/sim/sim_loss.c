@@ -41,13 +41,21 @@ int sim_loss_step(struct sim *S)
     }
     /* the loss value itself (a 0-d tensor, float32 under autocast) */
     unsigned lsize = memest_dtype_size(amp ? MEMEST_F32 : dt);
-    if (S->loss == MEMEST_LOSS_CROSSENTROPY || S->loss == MEMEST_LOSS_NLL) {
+    struct memest_loss_shapes ls;
+    if (memest_loss_shapes(S->loss, S->g->loss_class_dim, &o->shape, dt, &ls, S->err) != 0)
+        return -1;
+    if (ls.class_index) {
         bool ce = S->loss == MEMEST_LOSS_CROSSENTROPY;
-        int64_t C = o->shape.ndim ? o->shape.size[o->shape.ndim - 1] : 1;
-        uint64_t rows = C ? numel / (uint64_t)C : 0;
+        int64_t C = ls.classes;
+        uint64_t rows = ls.rows;
         /* log_softmax (fp32 under autocast: an fp16 input is read directly,
-         * a bf16 one converted first); out.reshape(-1, C) copies a
-         * non-viewable output */
+         * a bf16 one converted first). Classes last (class_dim -1, or an
+         * (N, C) output): out.reshape(-1, C) copies a non-viewable output;
+         * classes along dim 1 of (N, C, d1, ...): log_softmax
+         * over dim 1 reads the output contiguous (host_softmax,
+         * aten/src/ATen/native/cuda/SoftMax.cu: input_.contiguous()), and
+         * nll_loss_nd views its contiguous result as (N, C, 1, -1) for
+         * nll_loss2d, as the target [N, d1, ...] as (N, 1, -1): no copies */
         enum memest_dtype ldt = amp && ce ? MEMEST_F32 : dt;
         uint64_t lbytes = memest_sat_mul(memest_sat_mul(rows, (uint64_t)C), memest_dtype_size(ldt));
         uint32_t L = NONE, tw;
@@ -56,8 +64,10 @@ int sim_loss_step(struct sim *S)
             struct memest_shape to;
             int64_t sz[2] = {(int64_t)rows, C};
             memest_shape_set(&to, 2, sz);
-            if (!memest_shape_view_strides(&o->shape, &to) &&
-                sim_ev_alloc(S, MEMEST_CAT_TRANSIENT, NONE, obytes, &cp) != 0)
+            bool copy = ls.class_dim == o->shape.ndim - 1 || o->shape.ndim < 3
+                            ? !memest_shape_view_strides(&o->shape, &to)
+                            : !memest_shape_is_contiguous(&o->shape);
+            if (copy && sim_ev_alloc(S, MEMEST_CAT_TRANSIENT, NONE, obytes, &cp) != 0)
                 return -1;
             if (amp && dt == MEMEST_BF16 &&
                 sim_ev_alloc(S, MEMEST_CAT_TRANSIENT, NONE, lbytes, &cv) != 0)

@@ -86,20 +86,14 @@ static int setup(struct sim *S)
     }
     if (S->inference || S->loss == MEMEST_LOSS_NONE)
         return 0;
-    /* the target: class indices (int64, one per row) or a float tensor of the
-     * output's shape */
+    /* the target: class indices (int64, one per row: step.h) or a tensor of
+     * the output's shape and dtype */
     uint32_t v = root_value(S), id;
-    const struct memest_value *o = &r->values[v];
-    uint64_t numel;
-    if (!memest_shape_numel(&o->shape, &numel))
-        numel = UINT64_MAX;
-    uint64_t bytes;
-    if (S->loss == MEMEST_LOSS_CROSSENTROPY || S->loss == MEMEST_LOSS_NLL) {
-        int64_t C = o->shape.ndim ? o->shape.size[o->shape.ndim - 1] : 1;
-        bytes = memest_sat_mul(C ? numel / (uint64_t)C : 0, 8);
-    } else {
-        bytes = value_bytes(r, v);
-    }
+    struct memest_loss_shapes ls;
+    if (memest_loss_shapes(S->loss, S->g->loss_class_dim, &r->values[v].shape,
+                           (enum memest_dtype)r->values[v].dtype, &ls, S->err) != 0)
+        return -1;
+    uint64_t bytes = ls.class_index ? memest_sat_mul(ls.rows, 8) : value_bytes(r, v);
     return sim_ev_alloc(S, MEMEST_CAT_INPUTS, NONE, bytes, &id);
 }
 

@@ -114,6 +114,45 @@ const char *memest_loss_names(char *buf, size_t n)
     return buf;
 }
 
+int memest_loss_shapes(enum memest_loss l, int class_dim, const struct memest_shape *out,
+                       enum memest_dtype dt, struct memest_loss_shapes *s,
+                       struct memest_error *err)
+{
+    uint64_t numel;
+    if (!memest_shape_numel(out, &numel))
+        numel = UINT64_MAX;
+    *s = (struct memest_loss_shapes){.class_index = false, .rows = numel, .target_dtype = dt};
+    s->target = *out;
+    memest_shape_contiguous_strides(&s->target);
+    if (l != MEMEST_LOSS_CROSSENTROPY && l != MEMEST_LOSS_NLL)
+        return 0;   /* elementwise (or none): a target like the output */
+    char shape[96];
+    bool last = class_dim == MEMEST_CLASS_DIM_LAST;   /* else PyTorch's (1, or 0: not given) */
+    if (out->ndim < (last ? 1 : 2))
+        return memest_errf(err, MEMEST_ERR_SCHEMA, "loss.class_dim",
+                           "%s takes the classes along dim %d, but the model's last output is "
+                           "%s%s", memest_loss_name(l), last ? -1 : 1,
+                           memest_shape_str(out, shape, sizeof shape),
+                           last ? "" : " (\"class_dim\": -1 takes its last dim)");
+    s->class_index = true;
+    s->class_dim = last ? out->ndim - 1 : 1;
+    s->classes = out->size[s->class_dim];
+    s->rows = s->classes ? numel / (uint64_t)s->classes : 0;
+    s->target_dtype = MEMEST_I64;
+    if (last) {   /* target.view(-1) */
+        int64_t rows = (int64_t)s->rows;
+        memest_shape_set(&s->target, 1, &rows);
+        return 0;
+    }
+    int64_t sz[MEMEST_MAX_DIMS];   /* [N, d1, ..., dk] */
+    int n = 0;
+    for (int d = 0; d < out->ndim; d++)
+        if (d != s->class_dim)
+            sz[n++] = out->size[d];
+    memest_shape_set(&s->target, n, sz);
+    return 0;
+}
+
 /* ---- the step configuration ---- */
 
 void memest_step_cfg_default(struct memest_step_cfg *c)

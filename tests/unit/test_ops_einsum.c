@@ -171,6 +171,45 @@ static void test_single_and_outer(void)
     t_free(&t);
 }
 
+/* More of the measured cases. "nchw,nc->nhw" on a [2, 8, 4, 5] and a [2,
+ * 8]: lro n, lo h w (20), sum c (8), ro none: left = a.permute(n, h, w, c)
+ * -> [2, 20, 8], h and w merge (strides 5, 1): a view of a, 1280 bytes;
+ * right [2, 8, 1] views b, 64: 1344; MACs 2 * 20 * 8. "bi,bi->b" on two
+ * [4, 5]: [4, 1, 5] and [4, 5, 1] views, 80 + 80 = 160 bytes, MACs 20.
+ * "bij,bjk->bki": the [2, 5, 6] bmm result permuted to [2, 6, 5], strides
+ * [30, 1, 6] (no copy: the output is that view). */
+static void test_more_layouts(void)
+{
+    struct t_model t;
+    LOAD(&t,
+         "{'inputs': [{'name': 'a', 'shape': [8, 4, 5]}, {'name': 'b', 'shape': [8]},"
+         "            {'name': 'c', 'shape': [5]}, {'name': 'd', 'shape': [5, 8]},"
+         "            {'name': 'e', 'shape': [8, 6]}],"
+         " 'layers': [{'name': 'la', 'type': 'linear', 'inputs': ['a'], 'out_features': 5},"
+         "            {'name': 'lb', 'type': 'linear', 'inputs': ['b'], 'out_features': 8},"
+         "            {'name': 'x', 'type': 'einsum', 'inputs': ['la', 'lb'],"
+         "             'equation': 'nchw,nc->nhw'},"
+         "            {'name': 'lc', 'type': 'linear', 'inputs': ['c'], 'out_features': 5},"
+         "            {'name': 'lc2', 'type': 'linear', 'inputs': ['c'], 'out_features': 5},"
+         "            {'name': 'dot', 'type': 'einsum', 'inputs': ['lc', 'lc2'],"
+         "             'equation': 'bi,bi->b'},"
+         "            {'name': 'ld', 'type': 'linear', 'inputs': ['d'], 'out_features': 8},"
+         "            {'name': 'le', 'type': 'linear', 'inputs': ['e'], 'out_features': 6},"
+         "            {'name': 'ki', 'type': 'einsum', 'inputs': ['ld', 'le'],"
+         "             'equation': 'bij,bjk->bki'}]}",
+         4);
+    CHECK_STR_EQ(t_shape(&t, "x", 0), "[4, 4, 5]");
+    CHECK_EQ_U64(t_saved(&t, "x"), 2 * 1344);  /* batch 4: twice the measured batch 2 */
+    CHECK(t_saves_storage(&t, "x", t_storage(&t, "la", 0)));
+    CHECK(t_fwd(&t, "x") == 4 * 20 * 8);
+    CHECK_STR_EQ(t_shape(&t, "dot", 0), "[4]");
+    CHECK_EQ_U64(t_saved(&t, "dot"), 160);
+    CHECK(t_fwd(&t, "dot") == 20);
+    CHECK_STR_EQ(t_shape(&t, "ki", 0), "[4, 6, 5]");
+    CHECK_STR_EQ(t_strides(&t, "ki", 0), "[30, 1, 6]");
+    t_free(&t);
+}
+
 static void test_errors(void)
 {
     struct t_model t;
@@ -216,6 +255,7 @@ int main(void)
     test_frozen_side();
     test_implicit_ellipsis_three();
     test_single_and_outer();
+    test_more_layouts();
     test_errors();
     return CHECK_DONE();
 }

@@ -18,7 +18,16 @@
  *           training=False returns its input) and torchvision's
  *           StochasticDepth (stochastic_depth: `if not training or p == 0.0:
  *           return input`) only; nn.Identity returns its input in both
- *           modes, so eval() changes nothing there. */
+ *           modes, so eval() changes nothing there;
+ *   module state: a bare nn.Parameter and a registered buffer, which exist
+ *           whether forward() reads them or not;
+ *   forward() arguments: nn.MultiheadAttention.forward's need_weights,
+ *           attn_mask and average_attn_weights (torch/nn/modules/
+ *           activation.py); the other ops' arguments are constructor or
+ *           function arguments.
+ * And the names PyTorch users type for a type or an argument (ops_alias.c)
+ * come before the look-alikes in "did you mean". */
+#include <stdio.h>
 #include <string.h>
 
 #include "check.h"
@@ -31,6 +40,10 @@ static const char *const cublas_ops[] = {"linear", "bilinear", "matmul", "bmm",
                                          "multiheadattention", "lstm", "gru", "rnn",
                                          "scaled_dot_product_attention", "einsum"};
 static const char *const eval_identity_ops[] = {"dropout", "dropout2d", "stochasticdepth"};
+static const char *const state_ops[] = {"parameter", "buffer"};
+static const char *const forward_args[] = {"multiheadattention.need_weights",
+                                           "multiheadattention.attn_mask",
+                                           "multiheadattention.average_attn_weights"};
 
 #define COUNT(a) (sizeof(a) / sizeof *(a))
 
@@ -99,6 +112,12 @@ static void test_every_op(void)
         CHECK(op->eval_identity == (strncmp(op->name, "dropout", 7) == 0 ||
                                     strcmp(op->name, "stochasticdepth") == 0));
         CHECK(!op->model_input);
+        CHECK(op->module_state == listed(state_ops, COUNT(state_ops), op->name));
+        for (int k = 0; k < op->nargs; k++) {
+            char full[128];
+            snprintf(full, sizeof full, "%s.%s", op->name, op->args[k].name);
+            CHECK(op->args[k].forward == listed(forward_args, COUNT(forward_args), full));
+        }
         CHECK(memest_op_find(op->name) == op);
         if (i > 0)
             CHECK(strcmp(ops[i - 1]->name, op->name) < 0);
@@ -114,8 +133,41 @@ static void test_input(void)
     CHECK(memest_op_find(memest_op_input.name) == NULL);
 }
 
+/* swish is SiLU's other name, not a look-alike of mish; an alias of a
+ * type not registered (interpolate, added by another family) is skipped;
+ * an argument alias only for an op that has its target. */
+static void test_aliases(void)
+{
+    CHECK_STR_EQ(memest_op_suggest("swish"), "silu");
+    CHECK_STR_EQ(memest_op_suggest("Swish"), "silu");
+    CHECK_STR_EQ(memest_op_suggest("sdpa"), "scaled_dot_product_attention");
+    CHECK_STR_EQ(memest_op_suggest("dense"), "linear");
+    CHECK_STR_EQ(memest_op_suggest("mha"), "multiheadattention");
+    CHECK_STR_EQ(memest_op_suggest("gelu_new"), "gelu");
+    CHECK_STR_EQ(memest_op_suggest("leaky_relu"), "leakyrelu");
+    CHECK_STR_EQ(memest_op_suggest("batchnorm"), "batchnorm2d");
+    CHECK_STR_EQ(memest_op_suggest("misch"), "mish");   /* no alias: the look-alike */
+    CHECK(memest_op_alias("relu") == NULL);
+    const char *up = memest_op_alias("upsample_bilinear");
+    if (memest_op_find("interpolate"))
+        CHECK_STR_EQ(up, "interpolate");
+    else
+        CHECK(up == NULL);
+    const struct memest_op_desc *ln = memest_op_find("layernorm"), *lin = memest_op_find("linear");
+    const struct memest_op_desc *sm = memest_op_find("softmax");
+    CHECK(ln && lin && sm);
+    if (ln && lin && sm) {
+        CHECK_STR_EQ(memest_op_arg_alias(ln, "epsilon"), "eps");
+        CHECK_STR_EQ(memest_op_arg_alias(ln, "EPSILON"), "eps");
+        CHECK(memest_op_arg_alias(lin, "epsilon") == NULL);   /* linear has no eps */
+        CHECK_STR_EQ(memest_op_arg_alias(sm, "axis"), "dim");
+        CHECK_STR_EQ(memest_op_arg_alias(lin, "units"), "out_features");
+    }
+}
+
 int main(void)
 {
+    test_aliases();
     test_named_ops();
     test_every_op();
     test_input();

@@ -212,7 +212,8 @@ static void test_batchnorm3d(void)
  *     and rstd [2, 4, 5, 1] (160 + 160): 1280; the output is a new
  *     contiguous [2, 4, 5, 6]; native_layer_norm's contiguous copy of the
  *     input (960 bytes) lives only inside the forward, and again inside
- *     the backward;
+ *     the backward (the torch.profiler memory events of aten::contiguous
+ *     under native_layer_norm and its backward, PyTorch 2.6);
  *   BatchNorm2d(6) on x[2, 5, 6, 4].permute(0, 2, 1, 3): 960 + 24 + 24 =
  *     1008 bytes, as measured; on CUDA cuDNN gets the input's contiguous
  *     copy, which is what it saves (not x's storage; the CPU saves the
@@ -231,6 +232,10 @@ static void test_norms_permuted(void)
     CHECK_STR_EQ(t_strides(&t, "ln", 0), "[120, 30, 6, 1]");
     CHECK_EQ_U64(t_info(&t, "ln")->work_bytes, 960);
     CHECK_EQ_U64(t_info(&t, "ln")->bwd_work_bytes, 960);
+    /* and its backward reads the output's gradient contiguous (a copy when
+     * LayerNorm2d's permute back hands it a permuted view: the profile of
+     * NativeLayerNormBackward0 in PyTorch 2.6 shows two 960-byte copies) */
+    CHECK(t_info(&t, "ln")->bwd_flags & MEMEST_BWD_CONTIG_OUT);
     t_free(&t);
     /* contiguous: no copy either way */
     LOAD(&t,

@@ -12,6 +12,17 @@ struct err_case {
     const char *layers, *message;
 };
 
+/* Node `name`'s output 0 has the sizes `shape`. */
+struct shape_case {
+    const char *name, *shape;
+};
+
+static void check_shapes(const struct t_model *t, const struct shape_case *cases, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        CHECK_STR_EQ(t_shape(t, cases[i].name, 0), cases[i].shape);
+}
+
 static void check_errors(const struct err_case *cases, size_t n)
 {
     struct t_model t;
@@ -45,15 +56,18 @@ static void test_interpolate_sizes(void)
             "{'name': 'un', 'type': 'upsamplingnearest2d', 'inputs': ['x'], 'scale_factor': 2},"
             "{'name': 'ub', 'type': 'upsamplingbilinear2d', 'inputs': ['x'], 'size': [9, 4]}]}",
          2);
-    CHECK_STR_EQ(t_shape(&t, "s2", 0), "[2, 3, 10, 14]");
-    CHECK_STR_EQ(t_shape(&t, "s15", 0), "[2, 3, 7, 10]");
-    CHECK_STR_EQ(t_shape(&t, "bl", 0), "[2, 3, 9, 4]");
-    CHECK_STR_EQ(t_shape(&t, "aa", 0), "[2, 3, 9, 4]");
-    CHECK_STR_EQ(t_shape(&t, "ne", 0), "[2, 3, 11, 11]");
-    CHECK_STR_EQ(t_shape(&t, "rc", 0), "[2, 3, 2, 3]");
-    CHECK_STR_EQ(t_shape(&t, "up", 0), "[2, 3, 10, 14]");
-    CHECK_STR_EQ(t_shape(&t, "un", 0), "[2, 3, 10, 14]");
-    CHECK_STR_EQ(t_shape(&t, "ub", 0), "[2, 3, 9, 4]");
+    static const struct shape_case shapes[] = {
+        {"s2", "[2, 3, 10, 14]"},
+        {"s15", "[2, 3, 7, 10]"},
+        {"bl", "[2, 3, 9, 4]"},
+        {"aa", "[2, 3, 9, 4]"},
+        {"ne", "[2, 3, 11, 11]"},
+        {"rc", "[2, 3, 2, 3]"},
+        {"up", "[2, 3, 10, 14]"},
+        {"un", "[2, 3, 10, 14]"},
+        {"ub", "[2, 3, 9, 4]"},
+    };
+    check_shapes(&t, shapes, sizeof shapes / sizeof *shapes);
     const char *nodes[] = {"s2", "s15", "bl", "aa", "ne", "rc", "up", "un", "ub"};
     for (size_t i = 0; i < sizeof nodes / sizeof *nodes; i++) {
         CHECK_EQ_U64(t_nsaved(&t, nodes[i]), 0);
@@ -192,17 +206,20 @@ static void test_pad(void)
          "             'mode': 'replicate'},"
          "            {'name': 'sw', 'type': 'pad', 'inputs': ['w'], 'pad': [0, 0, 1, 2, 3, 1]}]}",
          2);
-    CHECK_STR_EQ(t_shape(&t, "c1", 0), "[2, 3, 5, 10]");
-    CHECK_STR_EQ(t_shape(&t, "c2", 0), "[2, 3, 8, 10]");
-    CHECK_STR_EQ(t_shape(&t, "crop", 0), "[2, 3, 5, 4]");
+    static const struct shape_case shapes[] = {
+        {"c1", "[2, 3, 5, 10]"},
+        {"c2", "[2, 3, 8, 10]"},
+        {"crop", "[2, 3, 5, 4]"},
+        {"mix", "[2, 3, 6, 8]"},
+        {"rf", "[2, 3, 8, 10]"},
+        {"rp", "[2, 3, 8, 10]"},
+        {"ci", "[2, 3, 8, 10]"},
+        {"r1", "[2, 3, 8]"},
+        {"r3", "[2, 3, 6, 7, 8]"},
+        {"sw", "[2, 9, 10, 6]"},
+    };
+    check_shapes(&t, shapes, sizeof shapes / sizeof *shapes);
     CHECK(t_storage(&t, "crop", 0) != t_storage(&t, "x", 0));
-    CHECK_STR_EQ(t_shape(&t, "mix", 0), "[2, 3, 6, 8]");
-    CHECK_STR_EQ(t_shape(&t, "rf", 0), "[2, 3, 8, 10]");
-    CHECK_STR_EQ(t_shape(&t, "rp", 0), "[2, 3, 8, 10]");
-    CHECK_STR_EQ(t_shape(&t, "ci", 0), "[2, 3, 8, 10]");
-    CHECK_STR_EQ(t_shape(&t, "r1", 0), "[2, 3, 8]");
-    CHECK_STR_EQ(t_shape(&t, "r3", 0), "[2, 3, 6, 7, 8]");
-    CHECK_STR_EQ(t_shape(&t, "sw", 0), "[2, 9, 10, 6]");
     const char *none[] = {"c1", "c2", "crop", "mix", "ci", "sw"};
     for (size_t i = 0; i < sizeof none / sizeof *none; i++)
         CHECK_EQ_U64(t_nsaved(&t, none[i]), 0);

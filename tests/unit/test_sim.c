@@ -535,6 +535,83 @@ static void test_fused_ce_refused(void)
     close_model(&t);
 }
 
+/* Bytes and count of the ALLOC events of phase ph and category cat. */
+static uint64_t allocs(const struct memest_timeline *tl, uint8_t ph, uint8_t cat, int *count)
+{
+    uint64_t sum = 0;
+    *count = 0;
+    for (size_t i = 0; i < tl->n; i++)
+        if (tl->ev[i].kind == MEMEST_EV_ALLOC && tl->ev[i].phase == ph &&
+            tl->ev[i].category == cat) {
+            sum += tl->ev[i].bytes;
+            ++*count;
+        }
+    return sum;
+}
+
+/* Cross-entropy on a segmentation map, as nn.CrossEntropyLoss takes it
+ * (aten/src/ATen/native/LossNLL.cpp: cross_entropy_loss -> log_softmax over
+ * dim 1 -> nll_loss_nd -> nll_loss2d): x [2, 3, 4, 4] -> a 1x1 conv2d to 5
+ * classes -> out [2, 5, 4, 4] fp32, target [2, 4, 4] int64. By hand:
+ *   setup inputs: x 2*3*16*4 = 384, target 2*16*8 = 256        = 640 in 2
+ *   loss: log_softmax [2, 5, 4, 4] saved 2*5*16*4 = 640, total_weight 4
+ *     saved (644 in 2); the loss 4, transient (no copy: out is
+ *     contiguous); backward: the seed 4, nll_loss2d_backward's zeros 640,
+ *     log_softmax's gradient 640                                = 1284 in 3
+ * With "class_dim": -1 (out.view(-1, 4): the last dim, W = 4, as classes)
+ * the target is [2*5*4] = 40 int64 = 320 bytes; the rest is the same size.
+ * The output permuted from channels-last ([2, 4, 4, 5] -> permute(0, 3, 1,
+ * 2)) is not contiguous: log_softmax reads a contiguous copy, 640 bytes,
+ * transient in the loss (SoftMax.cu host_softmax: input_.contiguous()).
+ * PyTorch 1.13 and 2.6 save these tensors (tests/tools/loss_class_dim.py):
+ * LogSoftmaxBackward0 result [2, 5, 4, 4] float32, NllLoss2DBackward0 self
+ * (the same tensor), target [2, 4, 4] int64, total_weight [] float32. */
+static void test_loss_class_dim(void)
+{
+    static const char *const seg =
+        "{\"inputs\": [{\"name\": \"x\", \"shape\": [3, 4, 4]}], \"layers\": ["
+        " {\"type\": \"conv2d\", \"in_channels\": 3, \"out_channels\": 5, \"kernel_size\": 1}],"
+        " \"loss\": {\"type\": \"crossentropyloss\"";
+    static const char *const nhwc =
+        "{\"inputs\": [{\"name\": \"x\", \"shape\": [4, 4, 3]}], \"layers\": ["
+        " {\"type\": \"linear\", \"out_features\": 5},"
+        " {\"type\": \"permute\", \"dims\": [0, 3, 1, 2]}], \"loss\": {\"type\": \"crossentropyloss\"";
+    struct {
+        const char *model, *class_dim;
+        uint64_t inputs, transient;
+        int ntransient;
+    } cases[] = {
+        {seg, "", 384 + 256, 4, 1},
+        {seg, ", \"class_dim\": 1", 384 + 256, 4, 1},
+        {seg, ", \"class_dim\": -1", 384 + 320, 4, 1},
+        {nhwc, "", 384 + 256, 640 + 4, 2},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        char text[512];
+        snprintf(text, sizeof text, "%s%s}}", cases[k].model, cases[k].class_dim);
+        struct fixture t;
+        if (open_model(&t, text, NULL, 2) != 0) {
+            CHECK(0);
+            continue;
+        }
+        struct memest_estimate e;
+        struct memest_timeline tl = {0};
+        CHECK_EQ_INT(sgd_step(&t, &e, &tl), 0);
+        int n;
+        CHECK_EQ_U64(allocs(&tl, MEMEST_PH_SETUP, MEMEST_CAT_INPUTS, &n), cases[k].inputs);
+        CHECK_EQ_INT(n, 2);
+        CHECK_EQ_U64(allocs(&tl, MEMEST_PH_LOSS, MEMEST_CAT_SAVED, &n), 640 + 4);
+        CHECK_EQ_INT(n, 2);
+        CHECK_EQ_U64(allocs(&tl, MEMEST_PH_LOSS, MEMEST_CAT_TRANSIENT, &n), cases[k].transient);
+        CHECK_EQ_INT(n, cases[k].ntransient);
+        CHECK_EQ_U64(allocs(&tl, MEMEST_PH_LOSS, MEMEST_CAT_ACTGRADS, &n), 4 + 640 + 640);
+        CHECK_EQ_INT(n, 3);
+        check_contract(&tl);
+        memest_timeline_dispose(&tl);
+        close_model(&t);
+    }
+}
+
 int main(void)
 {
     test_lstm_33_layers();
@@ -545,5 +622,6 @@ int main(void)
     test_fused_ce_small();
     test_fused_ce_large();
     test_fused_ce_refused();
+    test_loss_class_dim();
     return CHECK_DONE();
 }

@@ -1,7 +1,8 @@
 /* test_step.c - the step vocabulary (step.h): every name of each table
  * parses back to its value, the loss is resolved once (--loss over the
- * model's "loss" over cross-entropy), and a step PyTorch cannot run is a
- * usage error. */
+ * model's "loss" over cross-entropy), a step PyTorch cannot run is a
+ * usage error, and the loss's shapes follow nn.CrossEntropyLoss (classes
+ * along dim 1) or the language model's flattening (class_dim -1). */
 #include <string.h>
 
 #include "check.h"
@@ -113,8 +114,67 @@ static void test_check(void)
     }
 }
 
+/* The loss's shapes, by PyTorch's rules (LossNLL.cpp nll_loss_nd: input
+ * (N, C) or (N, C, d1, ..., dk), target (N) or (N, d1, ..., dk) int64). */
+static void test_loss_shapes(void)
+{
+    struct memest_shape seg, two, one, zero;
+    int64_t s4[4] = {2, 5, 4, 4}, s2[2] = {8, 10}, s1[1] = {7};
+    memest_shape_set(&seg, 4, s4);
+    memest_shape_set(&two, 2, s2);
+    memest_shape_set(&one, 1, s1);
+    memest_shape_set(&zero, 0, NULL);
+    struct memest_loss_shapes ls;
+    struct memest_error err = {0};
+    /* (2, 5, 4, 4), the default (0) and 1: 5 classes, target [2, 4, 4], 32 rows */
+    for (int cd = 0; cd <= 1; cd++) {
+        CHECK_EQ_INT(memest_loss_shapes(MEMEST_LOSS_CROSSENTROPY, cd, &seg, MEMEST_F32, &ls, &err), 0);
+        CHECK(ls.class_index);
+        CHECK_EQ_INT(ls.class_dim, 1);
+        CHECK_EQ_INT(ls.classes, 5);
+        CHECK_EQ_U64(ls.rows, 32);
+        CHECK_EQ_INT(ls.target.ndim, 3);
+        CHECK_EQ_INT(ls.target.size[0], 2);
+        CHECK_EQ_INT(ls.target.size[1], 4);
+        CHECK_EQ_INT(ls.target.size[2], 4);
+        CHECK_EQ_INT(ls.target_dtype, MEMEST_I64);
+    }
+    /* class_dim -1: out.view(-1, 4), target [2*5*4 = 40] */
+    CHECK_EQ_INT(memest_loss_shapes(MEMEST_LOSS_NLL, -1, &seg, MEMEST_F32, &ls, &err), 0);
+    CHECK_EQ_INT(ls.class_dim, 3);
+    CHECK_EQ_INT(ls.classes, 4);
+    CHECK_EQ_U64(ls.rows, 40);
+    CHECK_EQ_INT(ls.target.ndim, 1);
+    CHECK_EQ_INT(ls.target.size[0], 40);
+    /* (8, 10): the same either way */
+    for (int cd = -1; cd <= 1; cd += 2) {
+        CHECK_EQ_INT(memest_loss_shapes(MEMEST_LOSS_CROSSENTROPY, cd, &two, MEMEST_BF16, &ls, &err), 0);
+        CHECK_EQ_INT(ls.class_dim, 1);
+        CHECK_EQ_INT(ls.classes, 10);
+        CHECK_EQ_U64(ls.rows, 8);
+        CHECK_EQ_INT(ls.target.ndim, 1);
+        CHECK_EQ_INT(ls.target.size[0], 8);
+    }
+    /* a 1-d output: no dim 1 (an error); class_dim -1: one row of 7 */
+    CHECK_EQ_INT(memest_loss_shapes(MEMEST_LOSS_CROSSENTROPY, 1, &one, MEMEST_F32, &ls, &err), -1);
+    CHECK_EQ_INT(err.code, MEMEST_ERR_SCHEMA);
+    CHECK_STR_EQ(err.path, "loss.class_dim");
+    err = (struct memest_error){0};
+    CHECK_EQ_INT(memest_loss_shapes(MEMEST_LOSS_CROSSENTROPY, -1, &one, MEMEST_F32, &ls, &err), 0);
+    CHECK_EQ_U64(ls.rows, 1);
+    CHECK_EQ_INT(ls.classes, 7);
+    CHECK_EQ_INT(memest_loss_shapes(MEMEST_LOSS_NLL, -1, &zero, MEMEST_F32, &ls, &err), -1);
+    /* elementwise: a target of the output's shape and dtype, class_dim ignored */
+    CHECK_EQ_INT(memest_loss_shapes(MEMEST_LOSS_MSE, -1, &seg, MEMEST_BF16, &ls, &err), 0);
+    CHECK(!ls.class_index);
+    CHECK(memest_shape_equal(&ls.target, &seg));
+    CHECK_EQ_INT(ls.target_dtype, MEMEST_BF16);
+    CHECK_EQ_U64(ls.rows, 160);
+}
+
 int main(void)
 {
+    test_loss_shapes();
     test_names();
     test_resolve_loss();
     test_check();
