@@ -139,6 +139,9 @@ int memest_in_count(const struct memest_ictx *c);
 const struct memest_shape *memest_in_shape(const struct memest_ictx *c, int i);
 enum memest_dtype memest_in_dtype(const struct memest_ictx *c, int i);
 bool memest_in_requires_grad(const struct memest_ictx *c, int i);
+/* Whether inputs i and j are views of one storage (in-place writes through
+ * a view: copyslices). */
+bool memest_in_same_storage(const struct memest_ictx *c, int i, int j);
 /* The node's evaluated argument number idx (its index in op->args). */
 const struct memest_argval *memest_arg(const struct memest_ictx *c, int idx);
 /* Argument idx as a single int / bool / float. */

@@ -122,6 +122,10 @@ bool memest_in_requires_grad(const struct memest_ictx *c, int i)
 {
     return c->r->values[c->in[i]].requires_grad;
 }
+bool memest_in_same_storage(const struct memest_ictx *c, int i, int j)
+{
+    return c->r->values[c->in[i]].storage == c->r->values[c->in[j]].storage;
+}
 const struct memest_argval *memest_arg(const struct memest_ictx *c, int idx)
 {
     return &c->node->args[idx];

@@ -44,3 +44,30 @@ class Branchy(nn.Module):
         if y.sum() > 0:
             return torch.relu(y)
         return y
+
+
+class Writes(nn.Module):
+    """In-place writes through views: a bias computed in forward (Swin V2's
+    qkv bias with its k part zeroed), `attn[:, 1:, 1:] += rel` (MViT's
+    relative positions), assignments of a tensor and of a number, and a view
+    taken before a write and read after it."""
+
+    def __init__(self):
+        super().__init__()
+        self.qkv = nn.Linear(16, 48)
+        self.rel = nn.Parameter(torch.zeros(4, 4))
+        self.proj = nn.Linear(16, 16)
+
+    def forward(self, x):                      # x [B, 5, 16]
+        b = self.qkv.bias.clone()
+        b[16:32].zero_()
+        qkv = nn.functional.linear(x, self.qkv.weight, b)
+        q, k, v = qkv.reshape(x.shape[0], 5, 3, 16).permute(2, 0, 1, 3)
+        attn = q @ k.transpose(-2, -1)
+        attn[:, 1:, 1:] += self.rel
+        attn = attn.softmax(-1)
+        y = attn @ v
+        head = y[:, :2]                        # a view read after the writes below
+        y[:, 0] = x[:, 0]
+        y[:, :, :2] = 0.0
+        return self.proj(y) + head.sum(1, keepdim=True)

@@ -158,6 +158,32 @@ def case_custom(memest):
     check(res["flops"]["forward_macs"] == macs, "custom: MACs %d, want %d" % (res["flops"]["forward_macs"], macs))
 
 
+def case_writes(memest):
+    """In-place writes through views (export_models.Writes): the file holds
+    copyslices nodes where PyTorch rebases a tensor on CopySlices; the
+    parameters, the output shape and the saved activations at batch 3 equal
+    PyTorch's (tests/tools/torch_reference.py measures them here)."""
+    import torch
+    import export_models
+    sys.path.insert(0, os.path.join(ROOT, "tests", "tools"))
+    import torch_reference
+    torch.manual_seed(0)
+    model = export_models.Writes()
+    doc, res = export_and_load(model, torch.randn(2, 5, 16), memest, 3)
+    types = [n["type"] for n in doc["layers"]]
+    check(types.count("copyslices") == 6, "writes: %d copyslices nodes, want 6 (b, attn, y and head twice): %s"
+          % (types.count("copyslices"), types))
+    want = sum(p.numel() for p in model.parameters())
+    check(res["params"]["total"] == want, "writes: memest %d parameters, PyTorch %d" % (res["params"]["total"], want))
+    x = torch.randn(3, 5, 16)
+    with torch.no_grad():
+        out = model(x)
+    check(res["layers"][-1]["output_shape"] == list(out.shape), "writes: output %s" % res["layers"][-1]["output_shape"])
+    saved = torch_reference.measure(model, [x])["saved_activation_bytes"]
+    check(res["memory"]["activations"] == saved, "writes: memest saves %d bytes, PyTorch %d"
+          % (res["memory"]["activations"], saved))
+
+
 def run_cli(args):
     p = subprocess.run([sys.executable, LAUNCHER] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        cwd=HERE)
@@ -224,7 +250,7 @@ def case_batchexpr(memest):
 
 CASES = {"resnet18": case_resnet18, "mobilenet_v3_small": case_mobilenet_v3_small, "custom": case_custom,
          "unsupported": case_unsupported, "untraceable": case_untraceable, "cli": case_cli,
-         "batchexpr": case_batchexpr}
+         "batchexpr": case_batchexpr, "writes": case_writes}
 NEEDS_TORCHVISION = {"resnet18", "mobilenet_v3_small"}
 
 

@@ -1,6 +1,6 @@
 """ops_b_saved.py - what autograd saves for backward for the ops of
 src/ops/ops_index.c, ops_view.c, ops_rearrange.c, ops_einsum.c, ops_unary.c,
-ops_vecnorm.c and ops_factory.c, measured with
+ops_vecnorm.c, ops_factory.c and ops_write.c, measured with
 torch.autograd.graph.saved_tensors_hooks on the CPU under both PyTorch
 versions memest models:
 
@@ -168,7 +168,23 @@ def main():
     case("einsum bij,jk,bkl->bil", lambda a, b, c: torch.einsum("bij,jk,bkl->bil", a, b, c), act(2, 5, 8), act(8, 6), act(2, 6, 3))
     case("einsum bijc,bjc->bic (sum j i)", lambda a, b: torch.einsum("bnc,bmc->bnm", a, b), act(2, 5, 8), act(2, 6, 8))
     case("einsum nchw,nc->nhw", lambda a, b: torch.einsum("nchw,nc->nhw", a, b), act(2, 8, 4, 5), act(2, 8))
+    writes()
 
+
+def writes():
+    """ops_write.c: clone, fill_/zero_, copy_ and the writes through a view
+    (CopySlices), on fresh non-leaf activations (an in-place op on a view
+    needs one)."""
+    case("clone", lambda x: x.clone(), act(2, 8, 6))
+    case("clone of a transpose", lambda x: x.transpose(1, 2).clone(), act(2, 8, 6))
+    case("zero_", lambda x: x.zero_(), act(2, 8, 6))
+    case("fill_ 2.5", lambda x: x.fill_(2.5), act(2, 8, 6))
+    case("copy_ same sizes", lambda x, y: x.copy_(y), act(2, 8, 6), act(2, 8, 6))
+    case("copy_ broadcast [6]", lambda x, y: x.copy_(y), act(2, 8, 6), act(6))
+    case("x[:, 1:] += y", lambda x, y: (x[:, 1:].add_(y), x)[1], act(2, 8, 6), act(2, 7, 6))
+    case("x[:, 0] = y", lambda x, y: (x.__setitem__((slice(None), 0), y), x)[1], act(2, 8, 6), act(2, 6))
+    case("x[..., :2] = 0", lambda x: (x.__setitem__((Ellipsis, slice(None, 2)), 0.0), x)[1], act(2, 8, 6))
+    case("b = w.clone(); b[2:4].zero_()", lambda w: (lambda b: (b[2:4].zero_(), b)[1])(w.clone()), act(6))
 
 if __name__ == "__main__":
     main()

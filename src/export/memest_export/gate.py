@@ -10,6 +10,7 @@ control flow, an error (exit 3) that says so."""
 
 import dis
 import inspect
+import operator
 import os
 import traceback
 
@@ -40,14 +41,28 @@ def _proxy_iter(self):
     return self.tracer.iter(self)
 
 
+def _proxy_setitem(self, key, value):
+    """`x[1:] = y`, `x[1:] += y` under fx: a Proxy has no __setitem__ (fx
+    refuses item assignment, which is not control flow: torchvision wraps the
+    functions that do it with torch.fx.wrap); while the gate traces, it is
+    recorded as a call of operator.setitem."""
+    self.tracer.create_proxy("call_function", operator.setitem, (self, key, value), {})
+
+
 def _fx_trace(model):
-    orig = torch.fx.proxy.Proxy.__iter__
+    Proxy = torch.fx.proxy.Proxy
+    orig = Proxy.__iter__
+    had_setitem = "__setitem__" in vars(Proxy)
     if int(torch.__version__.split(".")[0]) < 2:     # 2.x finds it by offset itself
-        torch.fx.proxy.Proxy.__iter__ = _proxy_iter
+        Proxy.__iter__ = _proxy_iter
+    if not had_setitem:
+        Proxy.__setitem__ = _proxy_setitem
     try:
         _Tracer().trace(model)
     finally:
-        torch.fx.proxy.Proxy.__iter__ = orig
+        Proxy.__iter__ = orig
+        if not had_setitem:
+            del Proxy.__setitem__
 
 
 def _user_line(exc):

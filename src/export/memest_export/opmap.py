@@ -179,13 +179,23 @@ def _param_owner(c, t, what):
 
 
 def conv_linear(c):
+    """F.linear(x, weight, bias): a `linear` node holding the weight (and the
+    bias). A bias computed in forward (Swin V2's qkv bias with its k part
+    zeroed) is added in place after a bias-free linear: ATen's linear adds it
+    into the matmul's result (addmm, or matmul then add_), which saves nothing
+    for the bias, as add does."""
     w = c.v["weight"]
     b = c.v.get("bias")
     owner = _param_owner(c, w, "weight")
-    if b is not None:
+    computed = b is not None and c.rec.param_name(b) is None
+    if b is not None and not computed:
         _param_owner(c, b, "bias")
-    return c.emit("linear", [c.v["input"]], {"in_features": w.shape[1], "out_features": w.shape[0],
-                                             "bias": b is not None}, name=owner, weight=w, params=[b])
+    ref = c.emit("linear", [c.v["input"]], {"in_features": w.shape[1], "out_features": w.shape[0],
+                                            "bias": b is not None and not computed},
+                 name=owner, weight=w, params=[] if computed else [b])
+    if computed:
+        ref = c.emit("add", [ref, b], {"inplace": True}, name=owner + "_bias" if owner else None)
+    return ref
 
 
 def conv_convnd(nd):
@@ -470,6 +480,20 @@ def conv_contiguous(c):
     return c.emit("contiguous", [c.v["input"]], {})
 
 
+def conv_clone(c):
+    fmt = c.v.get("memory_format")
+    if fmt is not None and fmt != torch.preserve_format:
+        c.fail("memory_format=%s has no memest form" % fmt)
+    return c.emit("clone", [c.v["input"]], {})
+
+
+def conv_fill(c):
+    value = c.v.get("value", 0)
+    if isinstance(value, torch.Tensor):
+        c.fail("a tensor fill value has no memest form")
+    return c.emit("fill", [c.v["input"]], {"value": value, "inplace": True})
+
+
 def conv_mha_forward(c):
     c.fail("call nn.MultiheadAttention as a module")
 
@@ -586,6 +610,9 @@ _add({"Tensor.view": ("input *shape", shaped("view", "shape")),
       "Tensor.permute": ("input *dims", conv_permute),
       "torch.permute": ("input dims", conv_permute),
       "Tensor.contiguous": ("input memory_format", conv_contiguous),
+      "Tensor.clone": ("input memory_format", conv_clone), "torch.clone": ("input memory_format", conv_clone),
+      "Tensor.zero_": ("input", conv_fill), "Tensor.fill_": ("input value", conv_fill),
+      "Tensor.copy_": simple("copy", "input src non_blocking", ("input", "src")),
       "Tensor.__getitem__": ("input indices", conv_getitem),
       "Tensor.repeat": ("input *sizes", conv_tile),
       "torch.tile": ("input dims", lambda c: c.emit("tile", [c.v["input"]], {"dims": list(c.v["dims"])})),

@@ -124,6 +124,8 @@ class Recorder:
                     self.keep.append(v)
         self.in_getitem = False
         self.owner = {}         # id(parameter) -> the node holding it (memest counts it there)
+        self.views = {}         # id(storage root, t._base) -> {id(view): view} bound views of it
+        self.pending = {}       # id(tensor) -> [refs of in-place writes through another view of it]
 
     # ---- names -------------------------------------------------------------
     def unique(self, base):
@@ -171,13 +173,45 @@ class Recorder:
 
     def bind(self, t, ref):
         self.refs[id(t)] = ref
+        self.pending.pop(id(t), None)
         self.keep.append(t)
+        base = self.base_of(t)
+        if base is not None:
+            self.views.setdefault(id(base), {})[id(t)] = t
+
+    def base_of(self, t):
+        """t._base (the tensor owning t's storage when t is a view), read
+        without the function mode seeing it."""
+        quiet, self.in_getitem = self.in_getitem, True
+        try:
+            return t._base
+        finally:
+            self.in_getitem = quiet
+
+    def after_write(self, t):
+        """t (now bound to the node that wrote it) was written in place. Every
+        other recorded tensor sharing its storage (its base, the base's other
+        views) reads the write from now on: at its next use it becomes a
+        copyslices node of itself and the written view (autograd's CopySlices)."""
+        root = self.base_of(t)
+        root = t if root is None else root
+        ref = self.refs[id(t)]
+        sharing = list(self.views.get(id(root), {}).values()) + [root]
+        for u in sharing:
+            if u is not t and id(u) in self.refs:
+                self.pending.setdefault(id(u), []).append(ref)
 
     def ref(self, t):
         """The reference of a tensor an emitted node reads; a parameter, a buffer
         or a constant seen for the first time becomes its node first."""
         r = self.refs.get(id(t))
         if r is not None:
+            for w in self.pending.pop(id(t), ()):
+                stem = r.split(":")[0]
+                stem = stem[:stem.rfind("_written")] if "_written" in stem else stem
+                base = self._add(Node(self.unique(stem + "_written"), "copyslices", [r, w], {}))
+                r = base.name
+                self.refs[id(t)] = r
             return r
         pname = self.param_name(t)
         if pname is not None:
@@ -274,19 +308,51 @@ class Recorder:
                 self.consts[id(t)] = (short, t)
                 self.keep.append(t)
             return
+        if fname.endswith("__setitem__"):
+            self.on_setitem(fname, *args)
+            return
         if not outs:
-            if fname.endswith("__setitem__") or fname.endswith("__set__"):
+            if fname.endswith("__set__"):
                 self.fail_op(fname, "an in-place assignment into a tensor of the graph")
             return  # x.size(), x.dim(), x.shape: metadata, nothing to record
         spec = opmap.OPS.get(fname)
         if spec is None:
             self.fail_op(fname, "memest has no type for it")
         sig, conv = spec
-        ref = conv(Call(self, fname, sig, args, kwargs, out))
+        call = Call(self, fname, sig, args, kwargs, out)
+        ref = conv(call)
         if isinstance(out, torch.Tensor):
             self.bind(out, ref)
+            if args and out is args[0] and _writes(fname, call.v):
+                self.after_write(out)
         else:
             self.bind_outputs(out, ref)
+
+    def on_setitem(self, fname, x, idx, value):
+        """x[idx] = value (PyTorch: x[idx].copy_(value), or fill_ for a number),
+        and the last step of x[idx] op= y, whose in-place op has already
+        written x[idx] (value is then that very view: nothing more to do)."""
+        items = idx if isinstance(idx, tuple) else (idx,)
+        if any(isinstance(i, torch.Tensor) for i in items):
+            self.fail_op(fname, "an assignment through tensor indices (index_put_) has no memest type")
+        quiet, self.in_getitem = self.in_getitem, True
+        try:
+            view = torch.Tensor.__getitem__(x, idx)
+            same = isinstance(value, torch.Tensor) and value.data_ptr() == view.data_ptr() and \
+                value.shape == view.shape and value.stride() == view.stride()
+        finally:
+            self.in_getitem = quiet
+        if same:
+            return
+        vref = opmap.conv_getitem(Call(self, "Tensor.__getitem__", "input indices", (x, idx), {}, view))
+        if isinstance(value, torch.Tensor):
+            w = self.emit("copy", [vref, value], {})
+        elif isinstance(value, (int, float, bool)):
+            w = self.emit("fill", [vref], {"value": value, "inplace": True})
+        else:
+            self.fail_op(fname, "assigning %s has no memest type" % type(value).__name__)
+        self.bind(view, w)
+        self.after_write(view)
 
     def on_leaf(self, mod, path, args, kwargs, out):
         typ, margs = leaves.leaf_args(mod)
@@ -311,6 +377,8 @@ class Recorder:
         weight = own.pop("weight", None)
         ref = self.emit(typ, inputs, margs, name=path or typ, weight=weight, params=list(own.values()))
         self.bind_outputs(out, ref)
+        if isinstance(out, torch.Tensor) and inputs and out is inputs[0] and margs.get("inplace"):
+            self.after_write(out)
 
     def _mha_inputs(self, mod, args, kwargs, margs):
         names_ = ["query", "key", "value", "key_padding_mask", "need_weights", "attn_mask",
@@ -329,6 +397,16 @@ class Recorder:
             margs["average_attn_weights"] = False
         q, k, val = v["query"], v["key"], v["value"]
         return [q] if (k is q and val is q) else [q, k, val]
+
+
+def _writes(fname, v):
+    """Whether the call writes its first argument in place: x.add_(y), x += y,
+    F.relu(x, inplace=True) (x.contiguous() and x.to(x.dtype) also return x
+    itself, unchanged)."""
+    short = fname.rsplit(".", 1)[-1]
+    if short.startswith("__i") and short.endswith("__"):
+        return True
+    return (short.endswith("_") and not short.endswith("__")) or v.get("inplace") is True
 
 
 class _Mode(TorchFunctionMode):
