@@ -20,7 +20,7 @@ import torch.fx
 from . import leaves
 from .errors import ExportError
 
-_TORCH_DIR = os.path.dirname(torch.__file__)
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep  # not torchvision beside it
 
 
 class _Tracer(torch.fx.Tracer):
@@ -70,7 +70,7 @@ def _user_line(exc):
     best = None
     for fs in traceback.extract_tb(exc.__traceback__):
         fn = os.path.abspath(fs.filename)
-        if not fn.startswith(_TORCH_DIR) and not fn.startswith(os.path.dirname(os.path.abspath(__file__))):
+        if not fn.startswith(_TORCH_DIR) and not fn.startswith(os.path.dirname(os.path.abspath(__file__)) + os.sep):
             best = "%s:%d" % (fn, fs.lineno)
     return best
 

@@ -494,6 +494,26 @@ def conv_fill(c):
     return c.emit("fill", [c.v["input"]], {"value": value, "inplace": True})
 
 
+def conv_rsub(c):
+    """c - x (Tensor.__rsub__, a number c): ATen's rsub, one new tensor, nothing
+    saved; here neg(x) then add(c) in place, which allocates and saves the same."""
+    other = c.v["other"]
+    if isinstance(other, torch.Tensor):
+        c.fail("a tensor minuend has no memest form")
+    ref = c.emit("neg", [c.v["input"]], {})
+    return c.emit("add", [ref], {"other": other, "inplace": True})
+
+
+def conv_rtruediv(c):
+    """c / x (Tensor.__rtruediv__, a number c): torch/_tensor.py computes
+    reciprocal(x) * c: the same two nodes."""
+    other = c.v["other"]
+    if isinstance(other, torch.Tensor):
+        c.fail("a tensor dividend has no memest form")
+    ref = c.emit("reciprocal", [c.v["input"]], {})
+    return c.emit("mul", [ref], {"other": other})
+
+
 def conv_mha_forward(c):
     c.fail("call nn.MultiheadAttention as a module")
 
@@ -519,6 +539,8 @@ for _n, _t in (("add", "add"), ("sub", "sub"), ("mul", "mul"), ("div", "div")):
           "Tensor.__%s__" % _n: binary(_t, "input other"),
           "Tensor.__i%s__" % _n: binary(_t, "input other", inplace=True)})
 _add({"Tensor.__radd__": binary("add"), "Tensor.__rmul__": binary("mul"),
+      "Tensor.__rsub__": ("input other", conv_rsub), "Tensor.__rtruediv__": ("input other", conv_rtruediv),
+      "Tensor.__rdiv__": ("input other", conv_rtruediv),
       "Tensor.__truediv__": binary("div"), "Tensor.__itruediv__": binary("div", inplace=True),
       "torch.multiply": binary("mul"), "torch.true_divide": binary("div"),
       "Tensor.__matmul__": simple("matmul", "input other", ("input", "other")),

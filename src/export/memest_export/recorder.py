@@ -7,8 +7,10 @@ which module each call comes from, and to record the modules memest has a
 type for as one node each, named by their qualified name; calls inside them
 are not recorded).
 
-Every tensor a recorded node produces is mapped (by id; the recorder keeps it
-alive, so the id stays unique) to its node reference. A tensor that is not
+Every tensor a recorded node produces is mapped (by id; a weak reference
+forgets the id when the tensor dies, before CPython can reuse it, so the
+recording holds no more memory than the forward pass itself) to its node
+reference. A tensor that is not
 mapped and is not a parameter or a buffer depends on neither the inputs nor
 the parameters: a constant (torch.zeros, x.new_zeros, torch.arange and what is
 computed from them); operations on constants are run but not recorded, and a
@@ -18,6 +20,7 @@ its final shape and dtype. Parameters and buffers used directly become
 
 import os
 import sys
+import weakref
 
 import torch
 import torch.nn as nn
@@ -27,8 +30,9 @@ from . import leaves, names, opmap
 from .errors import ExportError
 from .values import dtype_name, jsonable
 
-_TORCH_DIR = os.path.dirname(torch.__file__)
-_OWN_DIR = os.path.dirname(os.path.abspath(__file__))
+# with the separator: torchvision's folder beside torch's is the model's code
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+_OWN_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 class Node:
@@ -105,7 +109,8 @@ class Recorder:
         self.model = model
         self.nodes = []
         self.refs = {}          # id(tensor) -> reference
-        self.keep = []          # every tensor whose id is a key somewhere
+        self.keep = []          # the constants (their ids are keys of self.consts)
+        self.watch = {}         # id(bound tensor) -> weak reference forgetting it at its death
         self.used = set(input_names)
         self.counts = {}
         self.stack = [""]       # the module paths being run (non-leaf modules)
@@ -172,12 +177,19 @@ class Recorder:
         return made is not None and made[1] is t
 
     def bind(self, t, ref):
-        self.refs[id(t)] = ref
-        self.pending.pop(id(t), None)
-        self.keep.append(t)
+        k = id(t)
+        if k not in self.watch:
+            self.watch[k] = weakref.ref(t, lambda _, k=k: self.forget(k))
+        self.refs[k] = ref
+        self.pending.pop(k, None)
         base = self.base_of(t)
         if base is not None:
-            self.views.setdefault(id(base), {})[id(t)] = t
+            self.views.setdefault(id(base), {})[k] = self.watch[k]
+
+    def forget(self, k):
+        """A bound tensor died: its id may name another tensor from now on."""
+        for d in (self.watch, self.refs, self.pending, self.views):
+            d.pop(k, None)
 
     def base_of(self, t):
         """t._base (the tensor owning t's storage when t is a view), read
@@ -196,9 +208,9 @@ class Recorder:
         root = self.base_of(t)
         root = t if root is None else root
         ref = self.refs[id(t)]
-        sharing = list(self.views.get(id(root), {}).values()) + [root]
+        sharing = [w() for w in list(self.views.get(id(root), {}).values())] + [root]
         for u in sharing:
-            if u is not t and id(u) in self.refs:
+            if u is not None and u is not t and id(u) in self.refs:
                 self.pending.setdefault(id(u), []).append(ref)
 
     def ref(self, t):
