@@ -1,5 +1,5 @@
 /* ops_view.c - the views that cut a tensor along one dim: slice (x[a:b:c]),
- * unbind, tensor_split.
+ * unbind, tensor_split; and detach (the whole input, without gradient).
  *
  * Each output is a view of the input (aten/src/ATen/native/TensorShape.cpp:
  * slice multiplies the dim's stride by the step and moves the offset by
@@ -145,7 +145,23 @@ static int infer_tensor_split(struct memest_ictx *c)
     return 0;
 }
 
+/* ---- detach ---- */
+
+/* x.detach(): a view of the whole input that requires no grad; no gradient
+ * flows back through it (detach saves nothing and has no backward). */
+static int infer_detach(struct memest_ictx *c)
+{
+    const struct memest_shape s = *memest_in_shape(c, 0);
+    memest_grad_none(c, 0);
+    if (memest_out_view(c, 0, &s, 0) < 0)
+        return -1;
+    memest_out_set_requires_grad(c, 0, false);
+    return 0;
+}
+
 const struct memest_op_desc memest_ops_view[] = {
+    {.name = "detach", .min_in = 1, .max_in = 1, .infer = infer_detach,
+     .doc = "Tensor.detach: the input's storage, without gradient (a view)"},
     OP1("slice", slice_args, infer_slice, "x[start:end:step] along dim (view)"),
     OP1("unbind", unbind_args, infer_unbind, "torch.unbind: outputs 0 .. n-1 (views)"),
     OP1("tensor_split", tensor_split_args, infer_tensor_split,

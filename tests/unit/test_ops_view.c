@@ -132,8 +132,28 @@ static void test_repeat_interleave(void)
     t_free(&t);
 }
 
+/* x.detach(): x's storage, sizes and strides, requiring no grad; nothing
+ * saved. A linear layer on it still saves its input (the weight needs a
+ * gradient) but no gradient reaches x through it. */
+static void test_detach(void)
+{
+    struct t_model t;
+    LOAD(&t,
+         X_MODEL("{'name': 'd', 'type': 'detach', 'inputs': ['x']},"
+                 "{'name': 'l', 'type': 'linear', 'inputs': ['d'], 'out_features': 3}"),
+         2);
+    CHECK(t_storage(&t, "d", 0) == t_storage(&t, "x", 0));
+    CHECK_STR_EQ(t_strides(&t, "d", 0), "[48, 6, 1]");
+    CHECK(!t_out(&t, "d", 0)->requires_grad);
+    CHECK(t_out(&t, "x", 0)->requires_grad);
+    CHECK_EQ_U64(t_nsaved(&t, "d"), 0);
+    CHECK_EQ_U64(t_saved(&t, "l"), 2 * 8 * 6 * 4);
+    t_free(&t);
+}
+
 int main(void)
 {
+    test_detach();
     test_slice();
     test_unbind_tensor_split();
     test_roll_tile();
