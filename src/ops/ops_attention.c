@@ -192,10 +192,10 @@ static int attention_sdpa(struct memest_ictx *c, const struct mha *m)
      * linears' outputs */
     int64_t proj[2] = {L * N, 3 * E};
     if (m->packed) {
-        sc.whole[0] = 3 * L * N * E;
-        if (m->S2 == m->S) {
-            sc.whole[1] = sc.whole[2] = sc.whole[0];
-            sc.shared[1] = sc.shared[2] = true;
+        for (int i = 0; i < (m->S2 == m->S ? 3 : 1); i++) {
+            sc.whole[i][0] = 3;
+            sc.whole[i][1] = L * N * E;
+            sc.shared[i] = i > 0;
         }
         memest_workspace(c, sat_bytes(2, proj, m->dt)); /* the linear's [L, N, 3E] output */
     }

@@ -221,15 +221,15 @@ static const char *cannot_run(const struct sdpa *a, enum kernel k)
 
 /* A tensor the kernel reads: input `in` itself, or (in < 0) a copy of the
  * given sizes made on the way (repeat_kv, .contiguous(), padding, upcast),
- * or a tensor the calling op made (sdpa_call): with whole > 0 a view of a
- * storage of that many elements, which an earlier operand holds when
- * shared. */
+ * or a tensor the calling op made (sdpa_call): with whole[0] > 0 a view of
+ * a storage of whole[0] * whole[1] elements, which an earlier operand holds
+ * when shared. */
 struct operand {
     int in;
     int ndim;
     int64_t size[4];
     enum memest_dtype dt;
-    int64_t whole;
+    int64_t whole[2];
     bool shared;
 };
 
@@ -251,8 +251,8 @@ static int keep_operand(struct memest_ictx *c, const struct operand *o, bool sav
         return save ? memest_save_in(c, o->in) : 0;
     if (o->shared)
         return 0;
-    int ndim = o->whole > 0 ? 1 : o->ndim;
-    const int64_t *size = o->whole > 0 ? &o->whole : o->size;
+    int ndim = o->whole[0] > 0 ? 2 : o->ndim;
+    const int64_t *size = o->whole[0] > 0 ? o->whole : o->size;
     if (save)
         return save_new_if(c, ndim, size, o->dt);
     memest_workspace(c, sat_bytes(ndim, size, o->dt));
@@ -263,8 +263,8 @@ static int keep_operand(struct memest_ictx *c, const struct operand *o, bool sav
  * k): the storage it views, even when an earlier operand shares it. */
 static int keep_operand_alone(struct memest_ictx *c, const struct operand *o)
 {
-    if (o->in < 0 && o->whole > 0)
-        return save_new_if(c, 1, &o->whole, o->dt);
+    if (o->in < 0 && o->whole[0] > 0)
+        return save_new_if(c, 2, o->whole, o->dt);
     return keep_operand(c, o, true);
 }
 
@@ -685,7 +685,8 @@ int sdpa_call_saves(struct memest_ictx *c, const struct sdpa_call *s, bool *out_
     int64_t rows[3] = {s->L, s->S, s->S};
     for (int i = 0; i < 3; i++) {
         ops[i] = op_copy(s->B, s->H, rows[i], s->D, s->dt);
-        ops[i].whole = s->whole[i];
+        ops[i].whole[0] = s->whole[i][0];
+        ops[i].whole[1] = s->whole[i][1];
         ops[i].shared = s->shared[i];
     }
     /* flash and cuDNN allocate the output like q (output_like_q), which the

@@ -7,15 +7,15 @@
 #include "ops_common.h"
 
 /* q [B, H, L, D], k and v [B, H, S, D], made by the calling op: operand i
- * (q, k, v) is its own tensor (whole[i] == 0) or a view of a storage of
- * whole[i] elements (a packed projection), held by an earlier operand when
- * shared[i]. */
+ * (q, k, v) is its own tensor (whole[i][0] == 0) or a view of a storage of
+ * whole[i][0] * whole[i][1] elements (a packed projection), held by an
+ * earlier operand when shared[i]. */
 struct sdpa_call {
     int64_t B, H, L, S, D;
     enum memest_dtype dt;
     double p;  /* dropout_p */
     bool mask; /* an attn_mask tensor [L, S] of the dtype is passed */
-    int64_t whole[3];
+    int64_t whole[3][2];
     bool shared[3];
 };
 
