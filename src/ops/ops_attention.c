@@ -1,6 +1,7 @@
 /* ops_attention.c - nn.MultiheadAttention in training mode, as PyTorch 1.13
- * computes it (F.multi_head_attention_forward; the fast path is never taken
- * when autograd records):
+ * computes it, and PyTorch 2.x with need_weights (F.multi_head_attention_
+ * forward; the fast path is never taken when autograd records; 2.x without
+ * the weights: below):
  *
  *   q, k, v = in-projection (one linear with in_proj_weight [3E, E] for
  *             self-attention, else three linears; inputs (L, N, E) seq-first,
@@ -27,12 +28,32 @@
  *     on CUDA (8 bytes each in the CPU catalog): not counted.
  * With need_weights and average_attn_weights=false the returned weights are
  * the (post-dropout) attention tensor itself, so output 1 is that saved
- * storage. PyTorch >= 2.0 uses scaled_dot_product_attention when
- * need_weights=false (flash / memory-efficient kernels that save far less);
- * that is not modelled. batch_first outputs are transposed views of a
- * (L, N, E) tensor in PyTorch; here they are contiguous (N, L, E).
- * MACs: the projections, both bmm's. */
-#include "ops_common.h"
+ * storage. batch_first outputs are transposed views of a (L, N, E) tensor
+ * in PyTorch; here they are contiguous (N, L, E).
+ *
+ * PyTorch >= 2.0 (not --torch 1.13) with need_weights=false
+ * (torch/nn/functional.py multi_head_attention_forward, 2.6): no explicit
+ * softmax. The self-attention projection is made one contiguous
+ * [3, L, N, E] storage (_in_projection_packed: unflatten, transpose,
+ * .contiguous()) whose [i] are q, k, v; q, k, v are viewed, not copied, as
+ * (N, H, len, E/H) ([len, N, H, E/H] memory) and
+ * scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
+ * runs: what it saves is src/ops/ops_sdpa.c's model of the kernel
+ * PyTorch's dispatcher picks on an sm80+ GPU (sdpa_call_saves: flash for
+ * fp16/bf16 without a mask, memory-efficient for float32 or with the causal
+ * mask tensor, math else; --attention forces one): q, k and v's storages
+ * (the whole packed projection; with add_bias_kv / add_zero_attn torch.cat
+ * makes new k and v and q alone keeps the projection), the output, the
+ * float32 logsumexp, (efficient) the mask padded to a multiple of 8.
+ * out_proj then reads attn_output.permute(2, 0, 1, 3).contiguous(): flash
+ * allocates its output like q, so that is the saved output itself; the
+ * efficient kernel's output is [N, L, H, E/H] memory, so it is a copy
+ * [L*N, E], saved (when out_proj.weight requires grad). The projection
+ * inputs are saved as above. Measured on PyTorch 2.6's CPU, whose flash
+ * kernel saves what CUDA's does: tests/tools/mha_sdpa_saved.py.
+ * MACs: the projections, both bmm's (the SDPA kernel's: the same forward;
+ * the fused kernels' backward recomputes the scores, five products). */
+#include "ops_sdpa.h"
 
 enum {
     MHA_EMBED,
@@ -94,6 +115,103 @@ static int save_if(struct memest_ictx *c, bool cond, int ndim, const int64_t *si
 }
 
 static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
+/* What the attention between the projections and out_proj needs. */
+struct mha {
+    int64_t L, N, E, S, S2, H; /* S2: the key length after add_bias_kv / add_zero_attn */
+    enum memest_dtype dt;
+    double p;
+    bool inner;    /* autograd records inside (the projections need grads) */
+    bool causal;   /* a causal attn_mask tensor */
+    bool wo_tr;    /* out_proj.weight requires grad */
+    bool w_is_out; /* output 1 is the attention tensor itself */
+    bool packed;   /* self-attention: one in-projection */
+};
+
+/* PyTorch 1.13's path (and need_weights in any version): the scores, their
+ * softmax and dropout explicit. Saves, forward workspace, the backward
+ * workspace of the scores. */
+static int attention_explicit(struct memest_ictx *c, const struct mha *m)
+{
+    enum memest_dtype dt = m->dt;
+    bool inner = m->inner;
+    int64_t NH = m->N * m->H, Dh = m->E / m->H, L = m->L, S2 = m->S2;
+    int64_t qh[3] = {NH, L, Dh}, kh[3] = {NH, S2, Dh}, att[3] = {NH, L, S2};
+    if (save_if(c, inner, 3, qh, dt) != 0 || save_if(c, inner, 3, kh, dt) != 0)
+        return -1; /* q / sqrt(d), k */
+    if (m->p <= 0 && m->w_is_out) {
+        if (inner && memest_save_out(c, 1) != 0)
+            return -1; /* softmax output = returned weights */
+    } else if (save_if(c, inner, 3, att, dt) != 0) {
+        return -1; /* softmax output */
+    }
+    if (m->p > 0) {
+        if (inner && dropout_saves(c, 3, att, dt, m->p, false, false) != 0)
+            return -1;
+        if (m->w_is_out) { /* the tensor that bmm(w, v) saves */
+            if (inner && memest_save_out(c, 1) != 0)
+                return -1;
+        } else if (save_if(c, inner, 3, att, dt) != 0) {
+            return -1; /* dropout output */
+        }
+    }
+    int64_t ao[2] = {L * m->N, m->E};
+    if (save_if(c, inner, 3, kh, dt) != 0 || save_if(c, m->wo_tr, 2, ao, dt) != 0)
+        return -1; /* v, contiguous attention output */
+
+    /* transient forward memory: the packed projection and q's copy, the
+     * scores before softmax (and the float causal mask), bmm(w, v) before
+     * its contiguous copy, the head sum */
+    uint64_t elt = memest_dtype_size(dt);
+    int64_t proj[2] = {L * m->N, m->packed ? 4 * m->E : m->E};
+    uint64_t work = max_u64(sat_bytes(2, proj, dt), sat_bytes(3, att, dt));
+    work = max_u64(work, sat_bytes(3, qh, dt));
+    if (m->causal)
+        work = memest_sat_add(work, memest_sat_mul(memest_sat_mul((uint64_t)L, (uint64_t)S2), elt));
+    memest_workspace(c, work);
+    /* backward: the gradients of the weights before and after softmax (and
+     * dropout) [N*H, L, S] */
+    memest_bwd_workspace(c, memest_sat_mul(sat_bytes(3, att, dt), m->p > 0 ? 3 : 2));
+    return 0;
+}
+
+/* PyTorch >= 2.0 with need_weights=False (functional.py
+ * multi_head_attention_forward): q, k, v viewed as [N, H, len, E/H] and
+ * scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal),
+ * the kernel modelled by ops_sdpa.c; then out_proj of
+ * attn_output.permute(2, 0, 1, 3).contiguous(). Called when autograd records
+ * inside (m->inner). */
+static int attention_sdpa(struct memest_ictx *c, const struct mha *m)
+{
+    int64_t L = m->L, N = m->N, E = m->E;
+    struct sdpa_call sc = {.B = N, .H = m->H, .L = L, .S = m->S2, .D = E / m->H, .dt = m->dt,
+                           .p = m->p, .mask = m->causal};
+    /* _in_projection_packed's self-attention: one [3, L, N, E] contiguous
+     * storage whose [i] are q, k, v (torch.cat makes new k and v with
+     * add_bias_kv / add_zero_attn: q alone views it then); otherwise three
+     * linears' outputs */
+    int64_t proj[2] = {L * N, 3 * E};
+    if (m->packed) {
+        for (int i = 0; i < (m->S2 == m->S ? 3 : 1); i++) {
+            sc.whole[i][0] = 3;
+            sc.whole[i][1] = L * N * E;
+            sc.shared[i] = i > 0;
+        }
+        memest_workspace(c, sat_bytes(2, proj, m->dt)); /* the linear's [L, N, 3E] output */
+    }
+    bool out_like_q;
+    if (sdpa_call_saves(c, &sc, &out_like_q) != 0)
+        return -1;
+    /* out_proj's mat1: the kernel's output itself when laid out like q
+     * ([L, N, H, D] memory), else the contiguous copy */
+    int64_t ao[2] = {L * N, E};
+    if (out_like_q)
+        return 0;
+    if (m->wo_tr)
+        return save_new_if(c, 2, ao, m->dt);
+    memest_workspace(c, sat_bytes(2, ao, m->dt));
+    return 0;
+}
 
 static int infer_mha(struct memest_ictx *c)
 {
@@ -194,7 +312,6 @@ static int infer_mha(struct memest_ictx *c)
                               memest_param_trainable(c, "bias_v")));
 
     int64_t S2 = S + (bias_kv ? 1 : 0) + (zero_attn ? 1 : 0);
-    int64_t NH = N * H, Dh = E / H;
 
     /* outputs */
     bool need_w = memest_arg_bool(c, MHA_NEED_WEIGHTS), avg = memest_arg_bool(c, MHA_AVERAGE);
@@ -231,40 +348,13 @@ static int infer_mha(struct memest_ictx *c)
     if (nin == 3 && (save_geom_reshaped(c, ik, &gk, 2, fk, wk_tr) != 0 ||
                      save_geom_reshaped(c, iv, &gv, 2, fv, wv_tr) != 0))
         return -1;
-    int64_t qh[3] = {NH, L, Dh}, kh[3] = {NH, S2, Dh}, att[3] = {NH, L, S2};
-    if (save_if(c, inner, 3, qh, dt) != 0 || save_if(c, inner, 3, kh, dt) != 0)
-        return -1; /* q / sqrt(d), k */
-    bool last_att_is_out = w_is_out; /* the tensor that bmm(w, v) saves */
-    if (p <= 0 && w_is_out) {
-        if (inner && memest_save_out(c, 1) != 0)
-            return -1; /* softmax output = returned weights */
-    } else if (save_if(c, inner, 3, att, dt) != 0) {
-        return -1; /* softmax output */
-    }
-    if (p > 0) {
-        if (inner && dropout_saves(c, 3, att, dt, p, false, false) != 0)
-            return -1;
-        if (last_att_is_out) {
-            if (inner && memest_save_out(c, 1) != 0)
-                return -1;
-        } else if (save_if(c, inner, 3, att, dt) != 0) {
-            return -1; /* dropout output */
-        }
-    }
-    int64_t ao[2] = {L * N, E};
-    if (save_if(c, inner, 3, kh, dt) != 0 || save_if(c, wo_tr, 2, ao, dt) != 0)
-        return -1; /* v, contiguous attention output */
-
-    /* transient forward memory: the packed projection and q's copy, the
-     * scores before softmax (and the float causal mask), bmm(w, v) before
-     * its contiguous copy, the head sum */
-    uint64_t elt = memest_dtype_size(dt);
-    int64_t proj[2] = {L * N, (nin == 1 && same) ? 4 * E : E};
-    uint64_t work = max_u64(sat_bytes(2, proj, dt), sat_bytes(3, att, dt));
-    work = max_u64(work, sat_bytes(3, qh, dt));
-    if (causal)
-        work = memest_sat_add(work, memest_sat_mul(memest_sat_mul((uint64_t)L, (uint64_t)S2), elt));
-    memest_workspace(c, work);
+    struct mha m = {.L = L, .N = N, .E = E, .S = S, .S2 = S2, .H = H, .dt = dt, .p = p,
+                    .inner = inner, .causal = causal, .wo_tr = wo_tr, .w_is_out = w_is_out,
+                    .packed = nin == 1};
+    /* PyTorch >= 2.0 without the weights: scaled_dot_product_attention */
+    bool fused = !need_w && !torch113(c) && inner;
+    if ((fused ? attention_sdpa(c, &m) : attention_explicit(c, &m)) != 0)
+        return -1;
     /* under autocast (the projections and bmm's run in fp16/bf16) the weight
      * copies are saved for the inputs' gradients */
     if (inner && (memest_save_param(c, same ? "in_proj_weight" : "q_proj_weight") != 0 ||
@@ -273,11 +363,10 @@ static int infer_mha(struct memest_ictx *c)
                   memest_save_param(c, "out_proj.weight") != 0))
         return -1;
     /* backward inside the module: the gradients of the attention output
-     * [L*N, E], of the weights before and after softmax (and dropout)
-     * [N*H, L, S], of q, k, v and of the packed projection [L*N, 3E] */
-    uint64_t bw = memest_sat_mul(sat_bytes(3, att, dt), p > 0 ? 3 : 2);
-    bw = memest_sat_add(bw, memest_sat_mul(sat_bytes(2, ao, dt), 7));
-    memest_bwd_workspace(c, bw);
+     * [L*N, E], of q, k, v and of the packed projection [L*N, 3E] (and
+     * the attention's own: attention_explicit, the SDPA kernel) */
+    int64_t ao[2] = {L * N, E};
+    memest_bwd_workspace(c, memest_sat_mul(sat_bytes(2, ao, dt), 7));
 
     /* MACs */
     double fq_m = (double)L * (double)N * (double)E * (double)E;
@@ -285,10 +374,11 @@ static int infer_mha(struct memest_ictx *c)
     double fv_m = (double)S * (double)N * (double)E * (double)vdim;
     double bmm = (double)N * (double)L * (double)S2 * (double)E; /* each of the two */
     double fo = fq_m;
-    memest_macs(c, fq_m + fk_m + fv_m + 2 * bmm + fo);
+    /* the SDPA kernel counts its own (the same forward, its backward) */
+    memest_macs(c, fq_m + fk_m + fv_m + (fused ? 0 : 2 * bmm) + fo);
     double bwd = fq_m * ((wq_tr ? 1 : 0) + (rg_q ? 1 : 0)) +
                  fk_m * ((wk_tr ? 1 : 0) + (rg_k ? 1 : 0)) +
-                 fv_m * ((wv_tr ? 1 : 0) + (rg_v ? 1 : 0)) + (inner ? 4 * bmm : 0) +
+                 fv_m * ((wv_tr ? 1 : 0) + (rg_v ? 1 : 0)) + (inner && !fused ? 4 * bmm : 0) +
                  fo * ((wo_tr ? 1 : 0) + (inner ? 1 : 0));
     memest_macs_bwd(c, bwd);
     return 0;

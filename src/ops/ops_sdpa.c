@@ -96,12 +96,18 @@
  * cuDNN >= 9.5.1, padding masks (the model has none here), the forward's
  * workspace inside the fused kernels.
  *
+ * sdpa_call_saves (ops_sdpa.h) runs the same kernels for an op that calls
+ * SDPA inside (multiheadattention under PyTorch >= 2.0, need_weights=False):
+ * q, k, v and the output are that op's intermediate tensors (views of its
+ * projections' storages, which the kernels save whole), and an attn_mask
+ * tensor rules flash out (PyTorch's flash takes none).
+ *
  * MACs: the two products, B*Hq*L*S*(D + Dv), in full for causal attention
  * too (torch.utils.flop_counter's sdpa_flop; fvcore counts the same).
  * Backward: the fused kernels recompute the scores:
  * B*Hq*L*S*(3*D + 2*Dv) (sdpa_backward_flop); eager and math differentiate
  * their two bmm's: the gradient of each operand that needs one. */
-#include "ops_common.h"
+#include "ops_sdpa.h"
 
 #include "memest/run.h"
 
@@ -152,6 +158,8 @@ struct sdpa {
     bool contiguous; /* sdpa_attention_forward's q, k, v .contiguous() */
     int64_t window;
     double softcap;
+    bool mask;   /* the caller passes an attn_mask tensor (sdpa_call) */
+    bool nested; /* sdpa_call: the output is a tensor inside the calling op */
 };
 
 /* The mask tensor transformers builds for the sdpa path: only for a
@@ -159,7 +167,7 @@ struct sdpa {
  * is_causal=True. */
 static bool sdpa_mask(const struct sdpa *a)
 {
-    return a->window > 0 && a->S >= a->window;
+    return a->mask || (a->window > 0 && a->S >= a->window);
 }
 
 /* Why `k` cannot run the case (PyTorch 2.6 on sm80+), or NULL. */
@@ -181,6 +189,8 @@ static const char *cannot_run(const struct sdpa *a, enum kernel k)
             return "flash attention supports head dims up to 256";
         if (a->causal && a->L != a->S)
             return "flash attention does not support is_causal with L != S";
+        if (a->mask)
+            return "flash attention takes no attn_mask tensor";
         return NULL;
     case K_EFFICIENT: {
         int64_t align = half ? 8 : 4;
@@ -210,12 +220,17 @@ static const char *cannot_run(const struct sdpa *a, enum kernel k)
 }
 
 /* A tensor the kernel reads: input `in` itself, or (in < 0) a copy of the
- * given sizes made on the way (repeat_kv, .contiguous(), padding, upcast). */
+ * given sizes made on the way (repeat_kv, .contiguous(), padding, upcast),
+ * or a tensor the calling op made (sdpa_call): with whole[0] > 0 a view of
+ * a storage of whole[0] * whole[1] elements, which an earlier operand holds
+ * when shared. */
 struct operand {
     int in;
     int ndim;
     int64_t size[4];
     enum memest_dtype dt;
+    int64_t whole[2];
+    bool shared;
 };
 
 static struct operand op_input(int in)
@@ -234,10 +249,23 @@ static int keep_operand(struct memest_ictx *c, const struct operand *o, bool sav
 {
     if (o->in >= 0)
         return save ? memest_save_in(c, o->in) : 0;
+    if (o->shared)
+        return 0;
+    int ndim = o->whole[0] > 0 ? 2 : o->ndim;
+    const int64_t *size = o->whole[0] > 0 ? o->whole : o->size;
     if (save)
-        return save_new_if(c, o->ndim, o->size, o->dt);
-    memest_workspace(c, sat_bytes(o->ndim, o->size, o->dt));
+        return save_new_if(c, ndim, size, o->dt);
+    memest_workspace(c, sat_bytes(ndim, size, o->dt));
     return 0;
+}
+
+/* Saves operand o when the kernel keeps it alone (math keeps v, not q and
+ * k): the storage it views, even when an earlier operand shares it. */
+static int keep_operand_alone(struct memest_ictx *c, const struct operand *o)
+{
+    if (o->in < 0 && o->whole[0] > 0)
+        return save_new_if(c, 2, o->whole, o->dt);
+    return keep_operand(c, o, true);
 }
 
 static double macs2(const struct sdpa *a, int64_t d)
@@ -363,6 +391,8 @@ static int output_like_q(struct memest_ictx *c, const struct sdpa *a, const stru
 {
     bool lh = q_length_major(c, q);
     int64_t osz[4] = {a->B, lh ? a->L : a->Hq, lh ? a->Hq : a->L, dalloc};
+    if (a->nested)
+        return save_new_if(c, 4, osz, a->dt);
     uint64_t n;
     if (!memest_numel(c, 4, osz, &n))
         return -1;
@@ -437,14 +467,19 @@ static int run_efficient(struct memest_ictx *c, const struct sdpa *a, struct ope
     /* res = empty(B, L, Hq, Dv).transpose(1, 2) */
     int64_t osz[4] = {a->B, a->L, a->Hq, a->Dv};
     uint64_t n;
-    if (!memest_numel(c, 4, osz, &n))
-        return -1;
-    struct memest_shape og;
-    memest_shape_set(&og, 4, osz);
-    geom_transpose(&og, 1, 2);
-    if (memest_out_new_strided(c, &og, n, a->dt) < 0 || (memest_needs_grad(c) &&
-                                                         memest_save_out(c, 0) != 0))
-        return -1;
+    if (a->nested) {
+        if (save_new_if(c, 4, osz, a->dt) != 0)
+            return -1;
+    } else {
+        if (!memest_numel(c, 4, osz, &n))
+            return -1;
+        struct memest_shape og;
+        memest_shape_set(&og, 4, osz);
+        geom_transpose(&og, 1, 2);
+        if (memest_out_new_strided(c, &og, n, a->dt) < 0 ||
+            (memest_needs_grad(c) && memest_save_out(c, 0) != 0))
+            return -1;
+    }
     /* compute_log_sumexp only when autograd records (should_compute_logsumexp) */
     int64_t lse[3] = {a->B, a->Hq, div_ceil(a->L, 32) * 32};
     if (save_new_if(c, 3, lse, MEMEST_F32) != 0 || sdpa_mask_memory(c, a, K_EFFICIENT) != 0)
@@ -482,7 +517,9 @@ static int run_math(struct memest_ictx *c, const struct sdpa *a, struct operand 
     enum memest_dtype acc = up ? MEMEST_F32 : a->dt;
     int64_t out[4] = {a->B, a->Hq, a->L, a->Dv}, att[4] = {a->B, a->Hq, a->L, a->S};
     int64_t ls[2] = {a->L, a->S};
-    if (memest_out_new(c, 4, out, a->dt) < 0)
+    if (a->nested)
+        memest_workspace(c, sat_bytes(4, out, a->dt)); /* the caller copies it */
+    else if (memest_out_new(c, 4, out, a->dt) < 0)
         return -1;
     /* q, k, v to float32: q and k are transient (their scaled copies are
      * what the bmm keeps), v is kept unless repeated; the kernel's own
@@ -497,7 +534,7 @@ static int run_math(struct memest_ictx *c, const struct sdpa *a, struct operand 
     }
     bool interleave = a->gqa && a->Hkv != a->Hq;
     if (keep_operand(c, &ops[0], false) != 0 || keep_operand(c, &ops[1], false) != 0 ||
-        keep_operand(c, &ops[2], !interleave) != 0)
+        (interleave ? keep_operand(c, &ops[2], false) : keep_operand_alone(c, &ops[2])) != 0)
         return -1;
     struct operand kq = op_copy(a->B, a->Hq, a->L, a->D, acc);   /* q * sqrt(scale) */
     struct operand kk = op_copy(a->B, a->Hq, a->S, a->D, acc);   /* k^T * sqrt(scale) */
@@ -539,6 +576,46 @@ static enum kernel pick_auto(const struct sdpa *a)
     if (cannot_run(a, K_EFFICIENT) == NULL)
         return K_EFFICIENT;
     return K_MATH;
+}
+
+/* Runs kernel kern (not eager) on the operands. */
+static int run_kernel(struct memest_ictx *c, const struct sdpa *a, enum kernel kern,
+                      struct operand ops[3])
+{
+    switch (kern) {
+    case K_FLASH:
+        return run_flash(c, a, ops);
+    case K_EFFICIENT:
+        return run_efficient(c, a, ops);
+    case K_CUDNN:
+        return run_cudnn(c, a, ops);
+    case K_MATH:
+    case K_AUTO:
+    case K_EAGER:
+        break;
+    }
+    return run_math(c, a, ops);
+}
+
+/* The kernel that runs: *kern as the node names it (K_AUTO: none), unless
+ * --attention names one; auto's pick for K_AUTO. A kernel named that cannot
+ * run the case is an error. sdpa_call (SDPA inside another op, which has no
+ * eager path) takes --attention eager as auto. */
+static int choose_kernel(struct memest_ictx *c, const struct sdpa *a, enum kernel *kern)
+{
+    uint8_t forced = memest_run_options(c)->attention;
+    if (forced != MEMEST_ATTN_AUTO && forced <= MEMEST_ATTN_CUDNN &&
+        !(a->nested && forced == MEMEST_ATTN_EAGER))
+        *kern = (enum kernel)forced;
+    if (*kern == K_AUTO) {
+        *kern = pick_auto(a);
+        return 0;
+    }
+    const char *why = cannot_run(a, *kern);
+    if (why)
+        return memest_fail(c, "the %s attention kernel cannot run this case: %s",
+                           kernel_names[*kern], why);
+    return 0;
 }
 
 static int infer_sdpa(struct memest_ictx *c)
@@ -587,35 +664,38 @@ static int infer_sdpa(struct memest_ictx *c)
     for (int i = 0; i < (int)(sizeof kernel_names / sizeof *kernel_names); i++)
         if (strcmp(bs, kernel_names[i]) == 0)
             kern = (enum kernel)i;
-    uint8_t forced = memest_run_options(c)->attention;
-    if (forced != MEMEST_ATTN_AUTO && forced <= MEMEST_ATTN_CUDNN)
-        kern = (enum kernel)forced;
-    if (kern == K_AUTO) {
-        kern = pick_auto(&a);
-    } else {
-        const char *why = cannot_run(&a, kern);
-        if (why)
-            return memest_fail(c, "the %s attention kernel cannot run this case: %s",
-                               kernel_names[kern], why);
-    }
+    if (choose_kernel(c, &a, &kern) != 0)
+        return -1;
     if (kern == K_EAGER)
         return run_eager(c, &a);
     struct operand ops[3];
     sdpa_operands(c, &a, ops);
-    switch (kern) {
-    case K_FLASH:
-        return run_flash(c, &a, ops);
-    case K_EFFICIENT:
-        return run_efficient(c, &a, ops);
-    case K_CUDNN:
-        return run_cudnn(c, &a, ops);
-    case K_MATH:
-    case K_AUTO:
-    case K_EAGER:
-        break;
-    }
-    return run_math(c, &a, ops);
+    return run_kernel(c, &a, kern, ops);
 }
+
+int sdpa_call_saves(struct memest_ictx *c, const struct sdpa_call *s, bool *out_like_q)
+{
+    struct sdpa a = {.B = s->B, .Hq = s->H, .Hkv = s->H, .L = s->L, .S = s->S, .D = s->D,
+                     .Dv = s->D, .dt = s->dt, .p = s->p, .softmax_fp32 = true, .mask = s->mask,
+                     .nested = true};
+    enum kernel kern = K_AUTO;
+    if (choose_kernel(c, &a, &kern) != 0)
+        return -1;
+    struct operand ops[3];
+    int64_t rows[3] = {s->L, s->S, s->S};
+    for (int i = 0; i < 3; i++) {
+        ops[i] = op_copy(s->B, s->H, rows[i], s->D, s->dt);
+        ops[i].whole[0] = s->whole[i][0];
+        ops[i].whole[1] = s->whole[i][1];
+        ops[i].shared = s->shared[i];
+    }
+    /* flash and cuDNN allocate the output like q (output_like_q), which the
+     * caller gives as a view of [L, B, H, D] memory; a padded q is a new
+     * contiguous [B, H, L, Dp] tensor */
+    *out_like_q = (kern == K_FLASH && s->D % 8 == 0) || kern == K_CUDNN;
+    return run_kernel(c, &a, kern, ops);
+}
+
 
 const struct memest_op_desc memest_ops_sdpa[] = {
     {
