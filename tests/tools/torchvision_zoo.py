@@ -361,6 +361,8 @@ def stage_export(name, model, inputs):
         return {"ok": False, "error": "exporter not available: " + short_error(e)}
     if name in AUX_HEADS:
         model = Primary(model, name)
+    if family(name) == "detection":  # what a user passes: a batch of images (the targets are data)
+        inputs = [torch.stack(list(inputs[0]))]
     try:
         with MacCounter(True):  # the recording's forward passes with the stubs (fast; no value matters)
             doc = export(model, list(inputs), name=name, batch_dim=0, train=True)

@@ -439,6 +439,15 @@ def conv_getitem(c):
     return ref
 
 
+def conv_tensor_split(c):
+    """torch.tensor_split(x, indices_or_sections | indices= | sections=, dim)."""
+    given = [c.v[k] for k in ("indices_or_sections", "indices", "sections") if c.v.get(k) is not None]
+    if len(given) != 1 or isinstance(given[0], torch.Tensor):
+        c.fail("tensor_split needs one of indices_or_sections, indices, sections (not a tensor)")
+    split = list(given[0]) if isinstance(given[0], (list, tuple)) else given[0]
+    return c.emit("tensor_split", [c.v["input"]], {"indices_or_sections": split, "dim": c.v.get("dim", 0)})
+
+
 def conv_tile(c):
     return c.emit("tile", [c.v["input"]], {"dims": _shape(list(c.v["sizes"]))})
 
@@ -656,8 +665,7 @@ _add(_both("unsqueeze", simple("unsqueeze", "input dim", args=("dim",))))
 _add(_both("squeeze", ("input dim", conv_squeeze)))
 _add(_both("chunk", simple("chunk", "input chunks dim", args=("chunks", "dim"))))
 _add(_both("unbind", simple("unbind", "input dim", args=("dim",))))
-_add(_both("tensor_split", simple("tensor_split", "input indices_or_sections dim",
-                                  args=("indices_or_sections", "dim"))))
+_add(_both("tensor_split", ("input indices_or_sections dim indices sections", conv_tensor_split)))
 _add(_both("narrow", simple("narrow", "input dim start length", args=("dim", "start", "length"))))
 _add(_both("select", simple("select", "input dim index", args=("dim", "index"))))
 _add(_both("mean", ("input dim keepdim dtype", conv_mean("mean"))))

@@ -88,6 +88,10 @@ class Call:
                 i += 1
         if i < len(args):
             self.fail("more positional arguments than the op table knows (%d)" % len(args))
+        known = {p.lstrip("*") for p in params}
+        for k in kwargs:
+            if k not in known:  # never dropped silently: the table must know what it means
+                self.fail("keyword argument %s= is not in the op table's signature (%s)" % (k, sig))
         self.v.update(kwargs)
 
     def force(self, k, v):
