@@ -35,7 +35,7 @@ def load(path):
 def run_memest(memest, tag, model, flags, batch):
     path = os.path.join("tests", "zoo", tag, model + ".json")
     if not os.path.exists(os.path.join(REPO, path)):
-        return None, None
+        return None, "the exported file %s is missing" % path
     cmd = [memest, path, "--json", "--batch", str(batch), "--optim", "sgd", "--optim-impl", "for-loop"] + flags
     p = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
     if p.returncode != 0:
