@@ -39,6 +39,7 @@ struct memest_node {
     struct memest_argval *args;   /* op->nargs entries */
     bool trainable;               /* false: "trainable": false here or above */
     int64_t tie_node;             /* node whose weight this one shares, or -1 */
+    bool tie_all;                 /* "tie_params": every parameter shared, by name */
 };
 
 /* One call of a block (after expansion): its nodes are first..last, in

@@ -136,6 +136,7 @@ struct memest_node *mb_new_node(struct builder *b, const char *fullname, const c
     n->name = fullname;
     n->path = path;
     n->tie_node = -1;
+    n->tie_all = false;
     n->trainable = true;
     return n;
 }
@@ -223,6 +224,7 @@ static int expand_node(struct builder *b, const cJSON *obj, const char *npath, c
     const cJSON *jif = cJSON_GetObjectItemCaseSensitive(obj, "if");
     const cJSON *jtrain = cJSON_GetObjectItemCaseSensitive(obj, "trainable");
     const cJSON *jtie = cJSON_GetObjectItemCaseSensitive(obj, "tie_weight");
+    const cJSON *jtie_all = cJSON_GetObjectItemCaseSensitive(obj, "tie_params");
     /* the local name goes into the scope's name map, which keeps the
      * pointer: a default name (the index, as nn.Sequential names children)
      * is owned by the graph's arena, never a buffer of this frame */
@@ -323,12 +325,19 @@ static int expand_node(struct builder *b, const cJSON *obj, const char *npath, c
     if (jrep && mb_eval_int(b, jrep, sc, &rp, 1, MEMEST_MAX_NODES, &repeat, &rep_ov) != 0)
         return -1;
     int64_t tie = -1;
+    if (jtie && jtie_all)
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, npath, "tie_params"),
+                           "\"tie_params\" and \"tie_weight\" exclude each other (tie_params "
+                           "shares the weight too)");
+    const char *tie_key = jtie_all ? "tie_params" : "tie_weight";
+    if (jtie_all)
+        jtie = jtie_all;
     if (jtie) {
         if (!cJSON_IsString(jtie))
-            return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, npath, "tie_weight"),
-                               "\"tie_weight\" must be the name of an earlier node");
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, npath, tie_key),
+                               "\"%s\" must be the name of an earlier node", tie_key);
         if (!memest_strmap_get(&b->fullnames, jtie->valuestring, strlen(jtie->valuestring), &tie))
-            return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, npath, "tie_weight"),
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, npath, tie_key),
                                "\"%s\" is not an earlier node (use its full name, e.g. "
                                "\"block.layer\")", jtie->valuestring);
     }
@@ -339,8 +348,9 @@ static int expand_node(struct builder *b, const cJSON *obj, const char *npath, c
         return mb_blame(b, type_ov);
     }
     if (blockdef && jtie)
-        return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, npath, "tie_weight"),
-                           "\"tie_weight\" is for layers with a weight, not blocks");
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, npath, tie_key),
+                           "\"%s\" is for layers with %s, not blocks", tie_key,
+                           jtie_all ? "parameters" : "a weight");
 
     struct memest_ref cur = nin ? ins[0] : (struct memest_ref){UINT32_MAX, 0};
     struct var rv = {.name = "repeat_index", .kind = V_NUM};
@@ -387,6 +397,7 @@ static int expand_node(struct builder *b, const cJSON *obj, const char *npath, c
             n->op = op;
             n->trainable = trainable;
             n->tie_node = tie;
+            n->tie_all = jtie_all != NULL;
             n->nin = (uint32_t)nin;
             n->in = memest_arena_alloc(&b->g->arena, sizeof *n->in * (size_t)(nin ? nin : 1));
             if (!n->in)

@@ -304,24 +304,26 @@ static int find_tied(struct memest_ictx *c, const char *name, const struct memes
                      int64_t *idx)
 {
     *idx = -1;
-    if (c->node->tie_node < 0 || strcmp(name, "weight") != 0)
+    bool all = c->node->tie_all;
+    if (c->node->tie_node < 0 || (!all && strcmp(name, "weight") != 0))
         return 0;
     const struct memest_nodeinfo *t = &c->r->nodes[c->node->tie_node];
     for (uint32_t p = t->param_first; p < t->param_first + t->nparam; p++) {
         const struct memest_param *pp = &c->r->params[p];
-        if (strcmp(pp->name, "weight") != 0)
+        if (strcmp(pp->name, name) != 0)
             continue;
         if (!memest_shape_equal(&pp->shape, s)) {
             char a[96], b[96];
-            return memest_fail(c, "cannot tie its weight %s to the weight %s of \"%s\"",
-                               memest_shape_str(s, a, sizeof a), memest_shape_str(&pp->shape, b, sizeof b),
+            return memest_fail(c, "cannot tie its %s %s to the %s %s of \"%s\"", name,
+                               memest_shape_str(s, a, sizeof a), name,
+                               memest_shape_str(&pp->shape, b, sizeof b),
                                c->r->g->nodes[c->node->tie_node].name);
         }
         *idx = pp->tied_to >= 0 ? pp->tied_to : (int64_t)p;
         return 0;
     }
-    return memest_fail(c, "tie_weight: node \"%s\" has no weight",
-                       c->r->g->nodes[c->node->tie_node].name);
+    return memest_fail(c, "%s: node \"%s\" has no %s", all ? "tie_params" : "tie_weight",
+                       c->r->g->nodes[c->node->tie_node].name, all ? name : "weight");
 }
 
 /* ---- autocast ----
@@ -659,9 +661,14 @@ static int infer_node(struct memest_run *r, uint32_t id, struct memest_error *er
         return memest_fail(&c, "internal: the op declared no output");
     if (ni->fwd_macs > 0 && n->op->lib == MEMEST_LIB_NONE)
         return memest_fail(&c, "internal: the op declares MACs but no math library (.lib)");
-    if (n->tie_node >= 0 && !param_declared(&c, "weight"))
+    if (n->tie_node >= 0 && !n->tie_all && !param_declared(&c, "weight"))
         return memest_fail(&c, "tie_weight: a %s has no weight to share with \"%s\"",
                            n->op->name, r->g->nodes[n->tie_node].name);
+    if (n->tie_all && ni->nparam != r->nodes[n->tie_node].nparam)
+        return memest_fail(&c, "tie_params: this %s has %u parameter tensors, \"%s\" has %u: "
+                               "tie_params shares all of them, one for one",
+                           n->op->name, ni->nparam, r->g->nodes[n->tie_node].name,
+                           r->nodes[n->tie_node].nparam);
     ni->needs_grad = memest_needs_grad(&c);
     for (uint32_t k = 0; k < ni->nout; k++) {
         int8_t o = k < 256 ? c.rg_override[k] : -1;

@@ -71,3 +71,23 @@ class Writes(nn.Module):
         y[:, 0] = x[:, 0]
         y[:, :, :2] = 0.0
         return self.proj(y) + head.sum(1, keepdim=True)
+
+
+class Recurrent(nn.Module):
+    """One cell (a linear with a bias, a LayerNorm) applied three times, as
+    RAFT's update block is: the calls after the first share all its
+    parameters (tie_params)."""
+
+    def __init__(self):
+        super().__init__()
+        self.inp = nn.Linear(8, 16)
+        self.cell = nn.Linear(16, 16)
+        self.norm = nn.LayerNorm(16)
+        self.act = nn.ReLU()
+        self.head = nn.Linear(16, 4)
+
+    def forward(self, x):
+        h = self.inp(x)
+        for _ in range(3):
+            h = h + self.act(self.norm(self.cell(h)))
+        return self.head(h)

@@ -184,6 +184,27 @@ def case_writes(memest):
           % (res["memory"]["activations"], saved))
 
 
+def case_shared(memest):
+    """A module called three times (export_models.Recurrent): its later calls
+    are nodes with tie_params; parameters counted once and the saved
+    activations at batch 3 equal PyTorch's (measured here)."""
+    import torch
+    import export_models
+    sys.path.insert(0, os.path.join(ROOT, "tests", "tools"))
+    import torch_reference
+    torch.manual_seed(0)
+    model = export_models.Recurrent()
+    doc, res = export_and_load(model, torch.randn(2, 8), memest, 3)
+    ties = sorted((n["name"], n["tie_params"]) for n in doc["layers"] if "tie_params" in n)
+    want_ties = [("cell_1", "cell"), ("cell_2", "cell"), ("norm_1", "norm"), ("norm_2", "norm")]
+    check(ties == want_ties, "shared: tie_params %s, want %s" % (ties, want_ties))
+    want = sum(p.numel() for p in model.parameters())
+    check(res["params"]["total"] == want, "shared: memest %d parameters, PyTorch %d" % (res["params"]["total"], want))
+    saved = torch_reference.measure(model, [torch.randn(3, 8)])["saved_activation_bytes"]
+    check(res["memory"]["activations"] == saved, "shared: memest saves %d bytes, PyTorch %d"
+          % (res["memory"]["activations"], saved))
+
+
 def run_cli(args):
     p = subprocess.run([sys.executable, LAUNCHER] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        cwd=HERE)
@@ -250,7 +271,7 @@ def case_batchexpr(memest):
 
 CASES = {"resnet18": case_resnet18, "mobilenet_v3_small": case_mobilenet_v3_small, "custom": case_custom,
          "unsupported": case_unsupported, "untraceable": case_untraceable, "cli": case_cli,
-         "batchexpr": case_batchexpr, "writes": case_writes}
+         "batchexpr": case_batchexpr, "writes": case_writes, "shared": case_shared}
 NEEDS_TORCHVISION = {"resnet18", "mobilenet_v3_small"}
 
 

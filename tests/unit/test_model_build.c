@@ -100,6 +100,27 @@ int main(void)
     CHECK_EQ_U64(memest_calc_grads(&b.r), 800 * 4);
     drop(&b);
 
+    /* tie_params: a module called again (a recurrent cell) shares all its
+     * parameters. cell: Linear(8, 8) = 64 + 8 = 72, once for its three calls;
+     * norm: LayerNorm(8) = 8 + 8 = 16, once for two. Total 88 in 4 tensors;
+     * their gradients (88 floats) once. */
+    build(&b,
+          "{\"inputs\": [{\"name\": \"x\", \"shape\": [8]}],"
+          " \"layers\": [{\"name\": \"cell\", \"type\": \"linear\", \"out_features\": 8},"
+          "              {\"name\": \"norm\", \"type\": \"layernorm\", \"normalized_shape\": [8]},"
+          "              {\"name\": \"cell_1\", \"type\": \"linear\", \"out_features\": 8,"
+          "               \"tie_params\": \"cell\"},"
+          "              {\"name\": \"norm_1\", \"type\": \"layernorm\", \"normalized_shape\": [8],"
+          "               \"tie_params\": \"norm\"},"
+          "              {\"name\": \"cell_2\", \"type\": \"linear\", \"out_features\": 8,"
+          "               \"tie_params\": \"cell\"}]}",
+          NULL, 0, 3);
+    CHECK_EQ_INT(b.rc, 0);
+    CHECK_EQ_U64(b.p.total, 88);
+    CHECK_EQ_U64(b.p.tensors, 4);
+    CHECK_EQ_U64(memest_calc_grads(&b.r), 88 * 4);
+    drop(&b);
+
     /* default names are list indices, as nn.Sequential's */
     build(&b,
           "{\"inputs\": [{\"name\": \"x\", \"shape\": [3]}],"

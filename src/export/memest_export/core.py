@@ -52,7 +52,7 @@ def _node_json(node, prev):
     if node.inputs and node.inputs != [prev]:
         d["inputs"] = node.inputs[0] if len(node.inputs) == 1 else list(node.inputs)
     for k, v in node.args.items():
-        if k in ("trainable", "tie_weight"):
+        if k in ("trainable", "tie_weight", "tie_params"):
             d[k] = v
         else:
             d[k] = v

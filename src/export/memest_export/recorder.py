@@ -133,6 +133,7 @@ class Recorder:
                     self.keep.append(v)
         self.in_getitem = False
         self.owner = {}         # id(parameter) -> the node holding it (memest counts it there)
+        self.held = {}          # node -> ids of the parameters it holds first
         self.views = {}         # id(storage root, t._base) -> {id(view): view} bound views of it
         self.pending = {}       # id(tensor) -> [refs of in-place writes through another view of it]
 
@@ -265,20 +266,31 @@ class Recorder:
 
     def hold(self, node_name, weight, others):
         """The node node_name holds parameters: its weight and the others
-        (None for none). A weight another node holds is shared through
-        tie_weight; any other parameter held twice would count twice: an
-        error (a module with a bias called twice, for instance)."""
+        (None for none). Returns how it shares them: ("tie_params", node) when
+        it holds exactly the parameters of an earlier node (the same module
+        called again: RAFT's update block, a siamese branch), ("tie_weight",
+        node) when only its weight is another node's (an LM head tied to the
+        embedding), else None. Any other parameter held twice would count
+        twice: an error."""
+        mine = [p for p in [weight] + list(others) if p is not None]
+        firsts = {self.owner.get(id(p)) for p in mine}
+        if len(firsts) == 1 and None not in firsts:
+            prev = firsts.pop()
+            if self.held.get(prev) == {id(p) for p in mine}:
+                return ("tie_params", prev)
         tie = None
         if weight is not None and id(weight) in self.owner:
-            tie = self.owner[id(weight)]
+            tie = ("tie_weight", self.owner[id(weight)])
         for p in others:
             if p is not None and id(p) in self.owner:
-                raise ExportError("layer '%s' uses parameter '%s' of layer '%s' %s: memest shares only a "
-                                  "weight between layers (tie_weight), it would count this one twice"
+                raise ExportError("layer '%s' uses parameter '%s' of layer '%s' %s: memest shares a layer's "
+                                  "parameters only all together (tie_params) or its weight alone (tie_weight), "
+                                  "it would count this one twice"
                                   % (node_name, self.param_name(p), self.owner[id(p)], self.where()))
-        for p in [weight] + list(others):
-            if p is not None:
-                self.owner.setdefault(id(p), node_name)
+        for p in mine:
+            if id(p) not in self.owner:
+                self.owner[id(p)] = node_name
+                self.held.setdefault(node_name, set()).add(id(p))
         return tie
 
     def emit(self, typ, inputs, args, name=None, weight=None, params=()):
@@ -294,7 +306,7 @@ class Recorder:
         if weight is not None or params:
             tie = self.hold(node.name, weight, params)
             if tie is not None:
-                node.args["tie_weight"] = tie
+                node.args[tie[0]] = tie[1]
         return node.name
 
     def bind_outputs(self, out, ref):
