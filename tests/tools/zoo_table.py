@@ -78,6 +78,11 @@ def uncovered_reason(entry, run_error):
     fam = entry.get("family")
     if fam == "quantized":
         return "out of scope: int8 inference model"
+    if fam == "detection":
+        why = (entry.get("export") or {}).get("error", "not exported")
+        return ("detection: its training forward is data-dependent (anchor matching, NMS, sampling); the "
+                "exporter refuses it (%s); `models/fasterrcnn_resnet50_fpn.json` is a hand-written description "
+                "with those sizes as variables" % first_line(why, 110))
     for stage in ("static", "export"):
         r = entry.get(stage)
         if r is None:
