@@ -1,6 +1,6 @@
 """ops_b_saved.py - what autograd saves for backward for the ops of
 src/ops/ops_index.c, ops_view.c, ops_rearrange.c, ops_einsum.c, ops_unary.c,
-ops_vecnorm.c, ops_factory.c and ops_write.c, measured with
+ops_vecnorm.c, ops_factory.c, ops_write.c and ops_sample.c, measured with
 torch.autograd.graph.saved_tensors_hooks on the CPU under both PyTorch
 versions memest models:
 
@@ -169,6 +169,7 @@ def main():
     case("einsum bijc,bjc->bic (sum j i)", lambda a, b: torch.einsum("bnc,bmc->bnm", a, b), act(2, 5, 8), act(2, 6, 8))
     case("einsum nchw,nc->nhw", lambda a, b: torch.einsum("nchw,nc->nhw", a, b), act(2, 8, 4, 5), act(2, 8))
     writes()
+    samples()
 
 
 def writes():
@@ -185,6 +186,26 @@ def writes():
     case("x[:, 0] = y", lambda x, y: (x.__setitem__((slice(None), 0), y), x)[1], act(2, 8, 6), act(2, 6))
     case("x[..., :2] = 0", lambda x: (x.__setitem__((Ellipsis, slice(None, 2)), 0.0), x)[1], act(2, 8, 6))
     case("b = w.clone(); b[2:4].zero_()", lambda w: (lambda b: (b[2:4].zero_(), b)[1])(w.clone()), act(6))
+
+
+def samples():
+    """ops_sample.c: F.grid_sample (each mode and padding mode; the grid or
+    the input frozen; 5-D) and F.unfold / nn.Unfold (4-D and unbatched)."""
+    import warnings
+    warnings.simplefilter("ignore")  # align_corners=None's UserWarning
+    x, g = act(2, 3, 5, 7), act(2, 4, 6, 2)
+    case("grid_sample bilinear", lambda x, g: F.grid_sample(x, g), x, g)
+    case("grid_sample bilinear align_corners", lambda x, g: F.grid_sample(x, g, align_corners=True), x, g)
+    case("grid_sample nearest border", lambda x, g: F.grid_sample(x, g, "nearest", "border", False), x, g)
+    case("grid_sample bicubic reflection", lambda x, g: F.grid_sample(x, g, "bicubic", "reflection", False), x, g)
+    case("grid_sample grid frozen", lambda x, g: F.grid_sample(x, g, align_corners=False), x, act(2, 4, 6, 2, rg=False))
+    case("grid_sample input frozen", lambda x, g: F.grid_sample(x, g, align_corners=False), act(2, 3, 5, 7, rg=False), g)
+    case("grid_sample 5-D", lambda x, g: F.grid_sample(x, g, align_corners=False), act(2, 3, 4, 5, 6), act(2, 3, 4, 5, 3))
+    case("unfold k3", lambda x: F.unfold(x, 3), x)
+    case("unfold k(2,3) d2 p1 s2", lambda x: F.unfold(x, (2, 3), dilation=2, padding=1, stride=2), x)
+    case("unfold unbatched k3", lambda x: F.unfold(x, 3), act(3, 5, 7))
+    case("nn.Unfold k2 s2", torch.nn.Unfold(kernel_size=2, stride=2), x)
+
 
 if __name__ == "__main__":
     main()

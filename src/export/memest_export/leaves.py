@@ -146,6 +146,8 @@ LEAVES = {
     nn.UpsamplingBilinear2d: ("upsamplingbilinear2d", lambda m: _get(m, "size", "scale_factor")),
     nn.PixelShuffle: ("pixelshuffle", lambda m: _get(m, "upscale_factor")),
     nn.PixelUnshuffle: ("pixelunshuffle", lambda m: _get(m, "downscale_factor")),
+    nn.Unfold: ("unfold", lambda m: {k: collapse(v) for k, v in
+                                     _get(m, "kernel_size", "dilation", "padding", "stride").items()}),
 }
 
 try:  # torchvision's modules memest has a type for (torchvision is optional)

@@ -314,6 +314,15 @@ def conv_interpolate(c):
     return c.emit("interpolate", [c.v["input"]], a)
 
 
+def conv_unfold(c):
+    from .values import collapse
+    a = {"kernel_size": collapse(c.v["kernel_size"])}
+    for k in ("dilation", "padding", "stride"):
+        if c.v.get(k) is not None:
+            a[k] = collapse(c.v[k])
+    return c.emit("unfold", [c.v["input"]], a)
+
+
 def conv_pad(c):
     a = {"pad": list(c.v["pad"])}
     mode = c.v.get("mode", "constant")
@@ -629,7 +638,10 @@ _add({"F.interpolate": ("input size scale_factor mode align_corners recompute_sc
       "F.pixel_unshuffle": simple("pixelunshuffle", "input downscale_factor",
                                   args=("downscale_factor",)),
       "torch.pixel_unshuffle": simple("pixelunshuffle", "input downscale_factor",
-                                      args=("downscale_factor",))})
+                                      args=("downscale_factor",)),
+      "F.grid_sample": simple("grid_sample", "input grid mode padding_mode align_corners",
+                              ("input", "grid"), args=("mode", "padding_mode", "align_corners")),
+      "F.unfold": ("input kernel_size dilation padding stride", conv_unfold)})
 _add(_both("roll", ("input shifts dims", conv_roll)))
 
 # shapes and views
