@@ -15,6 +15,13 @@
 
 /* ---- names and references ---- */
 
+/* A node's "tie_weight" or "tie_params" (a full node name), or NULL. */
+static cJSON *tie_item(const cJSON *n)
+{
+    cJSON *t = cJSON_GetObjectItemCaseSensitive(n, "tie_weight");
+    return t ? t : cJSON_GetObjectItemCaseSensitive(n, "tie_params");
+}
+
 /* A map from old node names to new names (both copied). */
 struct renames {
     struct memest_strmap map;  /* old name -> index into names */
@@ -109,7 +116,7 @@ static int rename_refs(cJSON *doc, const struct renames *r, const struct renames
             if (rename_ref(e, r, "") != 0)
                 return -1;
         }
-        cJSON *tie = cJSON_GetObjectItemCaseSensitive(n, "tie_weight");
+        cJSON *tie = tie_item(n);
         if (tie && cJSON_IsString(tie)) {
             /* a full name: no output index, compared whole */
             const char *nn = renames_get(ties ? ties : r, tie->valuestring, strlen(tie->valuestring));
@@ -238,7 +245,7 @@ static int collect_refs(const cJSON *j, struct memest_strmap *refs)
         const char *key = c->string;
         bool is_ref = key && (strcmp(key, "inputs") == 0 || strcmp(key, "output") == 0 ||
                               strcmp(key, "outputs") == 0);
-        bool is_tie = key && strcmp(key, "tie_weight") == 0;
+        bool is_tie = key && (strcmp(key, "tie_weight") == 0 || strcmp(key, "tie_params") == 0);
         if (is_ref && cJSON_IsString(c)) {
             if (memest_strmap_put(refs, c->valuestring, ref_name_len(c->valuestring), 1) != 0)
                 return -1;
@@ -547,7 +554,7 @@ cJSON *mm_wrap_blocks(const cJSON *flat)
     cJSON_ArrayForEach(n, cJSON_GetObjectItemCaseSensitive(doc, "layers"))
     {
         int nin = input_count(n);
-        cJSON *tie = cJSON_GetObjectItemCaseSensitive(n, "tie_weight");
+        cJSON *tie = tie_item(n);
         if (tie && cJSON_IsString(tie)) {
             const char *nn = renames_get(&ties, tie->valuestring, strlen(tie->valuestring));
             if (nn && !cJSON_SetValuestring(tie, nn))
@@ -648,7 +655,7 @@ static int count_refs(const cJSON *doc, struct memest_strmap *uses)
     {
         const cJSON *in = cJSON_GetObjectItemCaseSensitive(n, "inputs");
         if (use(uses, in, 1) != 0 ||
-            use(uses, cJSON_GetObjectItemCaseSensitive(n, "tie_weight"), 2) != 0)
+            use(uses, tie_item(n), 2) != 0)
             return -1;
         const cJSON *list = cJSON_IsArray(in) ? in : NULL;
         cJSON_ArrayForEach(e, list)
@@ -677,7 +684,7 @@ cJSON *mm_roll_repeats(const cJSON *flat)
     int k = 0;
     for (cJSON *first = layers ? layers->child : NULL; first; first = first->next, k++) {
         if (!single_ref(first) || !name_of(first) ||
-            cJSON_GetObjectItemCaseSensitive(first, "tie_weight"))
+            tie_item(first))
             continue;
         cJSON *want = content(first);
         if (!want)
