@@ -887,6 +887,31 @@ out:
 
 /* ---- figures ---- */
 
+/* Turns every whole number of `j` (any depth) into its exact decimal text:
+ * cJSON 1.7's printer keeps 15 digits whenever they read back within a
+ * relative epsilon (9007199254740939 prints as 9.00719925474094e+15), so a
+ * parsed document printed as is would not be the document read. Whole
+ * numbers below 2^63 are exact in a double and in "%.0f". 0 / -1 (memory). */
+static int exact_numbers(cJSON *j)
+{
+    for (cJSON *c = j ? j->child : NULL; c; c = c->next) {
+        if (cJSON_IsNumber(c) && c->valuedouble == floor(c->valuedouble) &&
+            fabs(c->valuedouble) < 9.2e18) {
+            char buf[32];
+            snprintf(buf, sizeof buf, "%.0f", c->valuedouble);
+            char *text = malloc(strlen(buf) + 1);
+            if (!text)
+                return -1;
+            memcpy(text, buf, strlen(buf) + 1);
+            c->type = cJSON_Raw;
+            c->valuestring = text;
+        } else if ((cJSON_IsArray(c) || cJSON_IsObject(c)) && exact_numbers(c) != 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 void mm_figures_of(const cJSON *doc, const char *label, uint32_t max_nodes, int64_t batch,
                    enum memest_dtype dtype, const struct memest_step_cfg *cfg,
                    struct mm_figures *out)
@@ -896,7 +921,9 @@ void mm_figures_of(const cJSON *doc, const char *label, uint32_t max_nodes, int6
     struct memest_model m = {0};
     struct memest_graph g = {0};
     struct memest_run r = {0};
-    char *text = cJSON_PrintUnformatted(doc);
+    cJSON *exact = cJSON_Duplicate(doc, 1);
+    char *text = exact && exact_numbers(exact) == 0 ? cJSON_PrintUnformatted(exact) : NULL;
+    cJSON_Delete(exact);
     out->rc = -1;
     if (!text) {
         memest_errf(&err, MEMEST_ERR_NOMEM, NULL, "out of memory printing the document");
