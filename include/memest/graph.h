@@ -40,6 +40,9 @@ struct memest_node {
     bool trainable;               /* false: "trainable": false here or above */
     int64_t tie_node;             /* node whose weight this one shares, or -1 */
     bool tie_all;                 /* "tie_params": every parameter shared, by name */
+    uint8_t param_dtype;          /* its parameters' element type: enum memest_dtype
+                                     + 1, or 0 for the run's (--dtype); set by graph
+                                     passes (LoRA adapters kept in float32) */
 };
 
 /* One call of a block (after expansion): its nodes are first..last, in

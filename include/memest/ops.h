@@ -151,6 +151,9 @@ double memest_arg_float(const struct memest_ictx *c, int idx);
 /* Batch size of this run, compute dtype for float tensors and parameters. */
 int64_t memest_batch(const struct memest_ictx *c);
 enum memest_dtype memest_float_dtype(const struct memest_ictx *c);
+/* The element type of this node's parameters: its graph node's param_dtype
+ * when a graph pass set one, else memest_float_dtype(). */
+enum memest_dtype memest_param_dtype(const struct memest_ictx *c);
 /* The run's options (attention kernel, MoE imbalance, fused kernels, the
  * PyTorch version whose rules apply): run.h. */
 const struct memest_run_opts *memest_run_options(const struct memest_ictx *c);

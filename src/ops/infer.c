@@ -135,6 +135,11 @@ bool memest_arg_bool(const struct memest_ictx *c, int idx) { return c->node->arg
 double memest_arg_float(const struct memest_ictx *c, int idx) { return c->node->args[idx].f; }
 int64_t memest_batch(const struct memest_ictx *c) { return c->r->opts.batch; }
 enum memest_dtype memest_float_dtype(const struct memest_ictx *c) { return c->r->opts.dtype; }
+enum memest_dtype memest_param_dtype(const struct memest_ictx *c)
+{
+    return c->node->param_dtype != 0 ? (enum memest_dtype)(c->node->param_dtype - 1)
+                                     : c->r->opts.dtype;
+}
 const struct memest_run_opts *memest_run_options(const struct memest_ictx *c) { return &c->r->opts; }
 bool memest_trainable(const struct memest_ictx *c) { return c->node->trainable; }
 
@@ -278,7 +283,8 @@ int memest_out_param(struct memest_ictx *c, const char *name)
     for (uint32_t p = c->ni->param_first; p < c->r->nparams; p++) {
         const struct memest_param *pp = &c->r->params[p];
         if (strcmp(pp->name, name) == 0) {
-            int k = push_value(c, &pp->shape, 0, pp->storage, c->r->opts.dtype);
+            int k = push_value(c, &pp->shape, 0, pp->storage,
+                               (enum memest_dtype)c->r->storages[pp->storage].dtype);
             if (k >= 0 && k < 256)
                 c->rg_override[k] = pp->trainable;
             return k;
@@ -486,7 +492,7 @@ int memest_param(struct memest_ictx *c, const char *name, int ndim, const int64_
     uint32_t st;
     if (tied >= 0)
         st = c->r->params[tied].storage;
-    else if (new_storage(c, ndim, size, numel, c->r->opts.dtype, MEMEST_ST_PARAM, &st) != 0)
+    else if (new_storage(c, ndim, size, numel, memest_param_dtype(c), MEMEST_ST_PARAM, &st) != 0)
         return -1;
     if (GROW(c, params, cap_params, c->r->nparams + 1) != 0)
         return -1;
@@ -495,8 +501,9 @@ int memest_param(struct memest_ictx *c, const char *name, int ndim, const int64_
         .trainable = tied >= 0 ? c->r->params[tied].trainable : c->node->trainable,
         .tied_to = tied, .storage = st};
     c->ni->nparam++;
-    if (c->r->opts.amp && c->node->op->amp == MEMEST_AMPP_LOW &&
-        memest_dtype_is_float(c->r->opts.dtype) && c->r->opts.dtype != c->r->opts.amp_dtype) {
+    enum memest_dtype pdt = (enum memest_dtype)c->r->storages[st].dtype;
+    if (c->r->opts.amp && c->node->op->amp == MEMEST_AMPP_LOW && memest_dtype_is_float(pdt) &&
+        pdt != c->r->opts.amp_dtype) {
         uint32_t cast;
         return param_cast(c, st, &cast);
     }

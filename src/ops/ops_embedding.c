@@ -41,7 +41,7 @@ static int infer_embedding(struct memest_ictx *c)
     for (int d = 0; d < s->ndim; d++)
         size[d] = s->size[d];
     size[s->ndim] = dim;
-    if (memest_out_new(c, s->ndim + 1, size, memest_float_dtype(c)) < 0)
+    if (memest_out_new(c, s->ndim + 1, size, memest_param_dtype(c)) < 0)
         return -1;
     if (memest_param_trainable(c, "weight") && memest_save_in(c, 0) != 0)
         return -1;

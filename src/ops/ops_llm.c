@@ -265,7 +265,7 @@ static int infer_rmsnorm(struct memest_ictx *c)
     if (!memest_numel(c, m.s.ndim, m.s.size, &m.n) || !memest_numel(c, m.s.ndim, m.stat, &m.rows))
         return -1;
     m.dt = memest_in_dtype(c, 0);
-    m.wdt = memest_float_dtype(c);
+    m.wdt = memest_param_dtype(c);
     m.rg = memest_in_requires_grad(c, 0);
     m.wtr = m.affine && memest_param_trainable(c, "weight");
     if (want_fused(c, RMS_IMPL, MEMEST_FUSED_RMSNORM))
