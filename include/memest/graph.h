@@ -43,6 +43,9 @@ struct memest_node {
     uint8_t param_dtype;          /* its parameters' element type: enum memest_dtype
                                      + 1, or 0 for the run's (--dtype); set by graph
                                      passes (LoRA adapters kept in float32) */
+    uint8_t wformat;              /* enum memest_wformat (quant.h): how its weight
+                                     is stored; 0, dense, unless a graph pass
+                                     quantised it (--weights) */
 };
 
 /* One call of a block (after expansion): its nodes are first..last, in
