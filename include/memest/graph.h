@@ -87,6 +87,13 @@ struct memest_graph {
 #define MEMEST_MAX_JSON_VALUES 2000000u     /* JSON values in a model file */
 
 void memest_graph_free(struct memest_graph *g);
+/* The model's output layer, as transformers' get_output_embeddings() names
+ * it: the linear layer (op .ce_head) that the last model output is, or
+ * reaches through ops that keep their input's values (views, reshapes,
+ * casts: op .same_data, first input). -1 when there is none (a model whose
+ * last output is something else). PEFT's all-linear targets and the
+ * quantisers leave this layer out. */
+int64_t memest_graph_output_head(const struct memest_graph *g);
 /* Index of the node called `name`, or -1. */
 int64_t memest_graph_find(const struct memest_graph *g, const char *name);
 /* *count gets the number of model inputs that no node reads and that are not

@@ -64,3 +64,17 @@ int memest_graph_unused_nodes(const struct memest_graph *g, uint32_t *count, uin
 {
     return unused(g, false, count, first, err);
 }
+
+int64_t memest_graph_output_head(const struct memest_graph *g)
+{
+    if (g->noutputs == 0)
+        return -1;
+    uint32_t n = g->outputs[g->noutputs - 1].node;
+    /* each step goes to an earlier node (topological order): it ends */
+    while (!g->nodes[n].op->ce_head) {
+        if (!g->nodes[n].op->same_data || g->nodes[n].nin < 1)
+            return -1;
+        n = g->nodes[n].in[0].node;
+    }
+    return n;
+}
