@@ -39,6 +39,7 @@ struct memest_app {
     struct memest_card card;
     struct memest_step_cfg step;   /* the options' step, with the card's compute capability */
     enum memest_dtype dtype;       /* --dtype; else a config's torch_dtype (without --amp); else fp32 */
+    struct memest_lora_summary lora;   /* --lora: what the LoRA pass did */
     char mem_label[64];            /* the label of a --mem card */
     /* the command's work (cost.h), charged by memest_app_estimate and the
      * flows: spent so far, the budget (MEMEST_MAX_WORK), the costliest
@@ -56,6 +57,9 @@ struct memest_app {
  * Call memest_app_close() in every case. */
 int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct memest_error *err);
 void memest_app_close(struct memest_app *a);
+/* The graph passes after a->g is built (memest_app_open, and a --sweep-var
+ * rebuild): LoRA (lora.h). 0, or -1 with err set. */
+int memest_app_graph_passes(struct memest_app *a, struct memest_error *err);
 
 /* Runs shape inference at `batch` (dtype from the options) on a->g into a->r
  * and every calculator with `step`, after charging the estimate's cost to

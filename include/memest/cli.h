@@ -8,6 +8,7 @@
 
 #include "memest/dtype.h"
 #include "memest/error.h"
+#include "memest/lora.h"
 #include "memest/model.h"
 #include "memest/step.h"
 #include "memest/output.h"
@@ -50,6 +51,10 @@ struct memest_cli {
     bool max_batch;
     double mfu;                    /* --mfu, default 0.4 */
     bool advise;
+    /* LoRA (lora.h): --lora R, --lora-alpha, --lora-dropout, --lora-targets,
+     * --lora-rslora; lora_extra: the last of the four given, for a message */
+    struct memest_lora_opts lora;
+    const char *lora_extra;
 
     bool help, version, list_ops, list_gpus;
 };

@@ -47,6 +47,10 @@ struct memest_model {
     int npreset;
     bool has_dtype;                   /* the config's torch_dtype (or dtype), when it */
     enum memest_dtype dtype;          /* names one ("auto" or absent: none) */
+    /* The model's Hugging Face model_type: a config's, or the "hf_config"
+     * section's of a template read as a model file; NULL for other model
+     * files. PEFT's default LoRA targets depend on it (lora.h). */
+    const char *model_type;
     struct memest_arena arena;        /* what the fields above point to */
 };
 

@@ -29,6 +29,7 @@
 #include "memest/gpu.h"
 #include "memest/graph.h"
 #include "memest/jsonw.h"
+#include "memest/lora.h"
 #include "memest/output.h"
 #include "memest/probe.h"
 #include "memest/run.h"
@@ -57,7 +58,12 @@ struct memest_report_opts {
     enum memest_dtype dtype; /* --dtype */
     double headroom;         /* --headroom, percent */
     double mfu;              /* --mfu */
+    const struct memest_lora_summary *lora;   /* --lora: the adapters; NULL: none */
 };
+
+/* The line PEFT's print_trainable_parameters() prints for these counts,
+ * into buf (returned). */
+char *memest_report_lora_line(char *buf, size_t n, const struct memest_param_totals *p);
 
 /* One estimate (the default document, --fit, --probe), or --max-batch's
  * estimate at its answer (or at batch 1 when nothing fits). */

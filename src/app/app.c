@@ -48,6 +48,7 @@ int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct mem
     }
     if (memest_model_read_file(o->model, &a->m, err) != 0 ||
         memest_model_build(&a->m, o->sets, o->nsets, &a->g, err) != 0 ||
+        memest_app_graph_passes(a, err) != 0 ||
         memest_step_cfg_resolve_loss(&a->step, a->g.loss, err) != 0)   /* once, here */
         return memest_error_exit(err);
     /* a Hugging Face config's torch_dtype is the weights' type, as
@@ -77,6 +78,13 @@ int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct mem
                 a->g.nodes[unused_at].op->name, unused > 1 ? " (nor are other nodes)" : "");
     }
     return MEMEST_EXIT_OK;
+}
+
+int memest_app_graph_passes(struct memest_app *a, struct memest_error *err)
+{
+    const struct memest_cli *o = a->o;
+    return memest_lora_apply(&a->g, &o->lora, o->step.amp != MEMEST_AMP_NONE, a->m.model_type,
+                             &a->lora, err);
 }
 
 void memest_app_close(struct memest_app *a)
@@ -194,5 +202,6 @@ struct memest_report_opts memest_app_report_opts(const struct memest_app *a)
     const struct memest_cli *o = a->o;
     return (struct memest_report_opts){.inference = o->inference, .fit = o->fit,
                                        .layers = o->layers, .dtype = a->dtype,
-                                       .headroom = o->headroom, .mfu = o->mfu};
+                                       .headroom = o->headroom, .mfu = o->mfu,
+                                       .lora = o->lora.r ? &a->lora : NULL};
 }

@@ -49,6 +49,11 @@ enum {
     OPT_FUSED,
     OPT_MOE_IMBALANCE,
     OPT_TORCH,
+    OPT_LORA,
+    OPT_LORA_ALPHA,
+    OPT_LORA_DROPOUT,
+    OPT_LORA_TARGETS,
+    OPT_LORA_RSLORA,
 };
 
 #define SHORT_OPTS ":b:o:h"
@@ -75,6 +80,11 @@ static const struct option long_opts[] = {
     {"fused", required_argument, NULL, OPT_FUSED},
     {"moe-imbalance", required_argument, NULL, OPT_MOE_IMBALANCE},
     {"torch", required_argument, NULL, OPT_TORCH},
+    {"lora", required_argument, NULL, OPT_LORA},
+    {"lora-alpha", required_argument, NULL, OPT_LORA_ALPHA},
+    {"lora-dropout", required_argument, NULL, OPT_LORA_DROPOUT},
+    {"lora-targets", required_argument, NULL, OPT_LORA_TARGETS},
+    {"lora-rslora", no_argument, NULL, OPT_LORA_RSLORA},
     {"layers", no_argument, NULL, OPT_LAYERS},
     {"json", no_argument, NULL, OPT_JSON},
     {"csv", no_argument, NULL, OPT_CSV},
@@ -233,6 +243,8 @@ static int check_conflicts(const struct memest_cli *o, bool csv, struct memest_e
         return usage(err, "--gpu auto takes the probed device's memory: it needs --probe");
     if (o->probe && (o->sweep || o->sweep_var || o->max_batch))
         return usage(err, "--probe checks one batch size: it excludes sweeps and --max-batch");
+    if (o->lora_extra && o->lora.r == 0)
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL, "%s needs --lora R", o->lora_extra);
     if (o->inference && (s->grad_accum > 1 || s->checkpoint || s->first_step))
         return usage(err, "--inference excludes --grad-accum, --checkpoint and --first-step");
     /* an output asked for is produced, or refused here: the files and the
@@ -273,6 +285,7 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
     o->dtype = MEMEST_F32;
     o->headroom = 5;
     o->mfu = 0.4;
+    o->lora.alpha = 8;   /* peft LoraConfig: lora_alpha=8, lora_dropout=0.0 */
     o->format = wants_json(argc, argv) ? MEMEST_OUTPUT_JSON : MEMEST_OUTPUT_TEXT;
     bool csv = false;
     /* glibc: 0, not 1, starts over in the default order (not wants_json's)
@@ -398,6 +411,32 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
         case OPT_TORCH:
             if (memest_torch_parse(optarg, &o->run.torch) != 0)
                 return bad(err, "--torch", optarg, "2 (default) or 1.13");
+            break;
+        case OPT_LORA:
+            if (memest_parse_u64(optarg, 1, MEMEST_LORA_MAX_R, &u) != 0)
+                return bad(err, "--lora", optarg, "a rank between 1 and 65536");
+            o->lora.r = (int64_t)u;
+            break;
+        case OPT_LORA_ALPHA:
+            if (memest_parse_double(optarg, 0, 1e6, &o->lora.alpha) != 0)
+                return bad(err, "--lora-alpha", optarg, "a number between 0 and 1000000");
+            o->lora_extra = "--lora-alpha";
+            break;
+        case OPT_LORA_DROPOUT:
+            if (memest_parse_double(optarg, 0, 1, &o->lora.dropout) != 0)
+                return bad(err, "--lora-dropout", optarg, "a probability between 0 and 1");
+            o->lora_extra = "--lora-dropout";
+            break;
+        case OPT_LORA_TARGETS:
+            if (!*optarg || optarg[strspn(optarg, ", ")] == '\0')
+                return bad(err, "--lora-targets", optarg,
+                           "layer names separated by commas, or all-linear");
+            o->lora.targets = optarg;
+            o->lora_extra = "--lora-targets";
+            break;
+        case OPT_LORA_RSLORA:
+            o->lora.rslora = true;
+            o->lora_extra = "--lora-rslora";
             break;
         case OPT_LAYERS:
             o->layers = true;

@@ -532,6 +532,7 @@ int mb_hf_load(struct memest_model *m, struct memest_error *err)
     cJSON_Delete(m->root);
     m->root = tmpl;
     m->arch = h.arch;
+    m->model_type = h.model_type;
     m->preset = h.ov;
     m->npreset = h.n;
     return 0;

@@ -265,6 +265,17 @@ static int parse_buffer(const char *buf, size_t len, const char *label, cJSON **
     return 0;
 }
 
+/* A template of models/arch/ read as a model file: the model_type of its
+ * "hf_config" section (model_build.c checks the section), pointing into
+ * the document. */
+static void template_model_type(struct memest_model *m)
+{
+    const cJSON *sec = cJSON_GetObjectItemCaseSensitive(m->root, "hf_config");
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(sec, "model_type");
+    if (cJSON_IsString(mt))
+        m->model_type = mt->valuestring;
+}
+
 int memest_model_read_string(const char *text, size_t len, const char *label,
                              struct memest_model *m, struct memest_error *err)
 {
@@ -284,8 +295,10 @@ int memest_model_read_string(const char *text, size_t len, const char *label,
     buf[len] = '\0';
     int rc = parse_buffer(buf, len, label, &m->root, err);
     free(buf);
-    if (rc == 0)
+    if (rc == 0) {
         m->file = label;
+        template_model_type(m);
+    }
     return rc;
 }
 
@@ -403,9 +416,13 @@ int memest_model_read_file(const char *path, struct memest_model *m, struct meme
     }
     m->root = root;
     m->file = file;
-    if (mb_is_hf_config(root) && mb_hf_load(m, err) != 0) {
-        memest_model_free(m);
-        return -1;
+    if (mb_is_hf_config(root)) {
+        if (mb_hf_load(m, err) != 0) {
+            memest_model_free(m);
+            return -1;
+        }
+    } else {
+        template_model_type(m);
     }
     return 0;
 }

@@ -34,6 +34,26 @@ static void peak_obj(struct memest_jsonw *w, const char *key, const struct memes
 }
 
 /* "step": how the simulated step runs. */
+/* --lora: the options, what the pass adapted, and PEFT's counts */
+static void lora_obj(struct memest_jsonw *w, const struct memest_lora_summary *l,
+                     const struct memest_param_totals *p)
+{
+    char line[128];
+    memest_jsonw_obj_begin(w, "lora");
+    memest_jsonw_i64(w, "r", l->opts.r);
+    memest_jsonw_f64(w, "alpha", l->opts.alpha);
+    memest_jsonw_f64(w, "dropout", l->opts.dropout);
+    memest_jsonw_bool(w, "rslora", l->opts.rslora);
+    memest_jsonw_f64(w, "scaling", l->scaling);
+    memest_jsonw_str(w, "targets", l->targets);
+    memest_jsonw_u64(w, "modules", l->modules);
+    memest_jsonw_u64(w, "bnb_modules", l->bnb_modules);
+    memest_jsonw_u64(w, "trainable_params", p->trainable);
+    memest_jsonw_u64(w, "all_params", p->total);
+    memest_jsonw_str(w, "print_trainable_parameters", memest_report_lora_line(line, sizeof line, p));
+    memest_jsonw_obj_end(w);
+}
+
 static void step_obj(struct memest_jsonw *w, const struct memest_report *rep)
 {
     const struct memest_step_cfg *s = rep->step;
@@ -130,6 +150,8 @@ void memest_report_json(FILE *f, const struct memest_report *rep)
     memest_jsonw_u64(&w, "buffers", e->params.buffer_elems);
     memest_jsonw_u64(&w, "buffer_tensors", e->params.buffer_tensors);
     memest_jsonw_obj_end(&w);
+    if (rep->opts.lora)
+        lora_obj(&w, rep->opts.lora, &e->params);
 
     memest_jsonw_obj_begin(&w, "memory");
     memest_jsonw_u64(&w, "parameters", e->params.bytes);

@@ -174,6 +174,30 @@ static void peak_section(FILE *f, const struct memest_report *rep, const struct 
     mem_line(f, "device total", inf ? e->infer_total_device : e->total_device, 0, note);
 }
 
+/* --lora: the adapters, then the line PEFT's print_trainable_parameters()
+ * prints (peft v0.17.1 peft_model.py: "trainable params: {:,d} || all
+ * params: {:,d} || trainable%: {:.4f}"). */
+char *memest_report_lora_line(char *buf, size_t n, const struct memest_param_totals *p)
+{
+    char a[32], b[32];
+    snprintf(buf, n, "trainable params: %s || all params: %s || trainable%%: %.4f",
+             memest_fmt_count(p->trainable, a, sizeof a), memest_fmt_count(p->total, b, sizeof b),
+             p->total ? 100.0 * (double)p->trainable / (double)p->total : 0.0);
+    return buf;
+}
+
+static void lora_lines(FILE *f, const struct memest_lora_summary *l,
+                       const struct memest_param_totals *p)
+{
+    char line[128];
+    fprintf(f, "LoRA        r %lld, alpha %g (scaling %g%s), dropout %g, on %u linear layers "
+               "(%s)%s; the base is frozen\n",
+            (long long)l->opts.r, l->opts.alpha, l->scaling, l->opts.rslora ? ", rsLoRA" : "",
+            l->opts.dropout, l->modules, l->targets,
+            l->bnb_modules ? ", bitsandbytes base" : "");
+    fprintf(f, "%s\n", memest_report_lora_line(line, sizeof line, p));
+}
+
 void memest_report_text(FILE *f, const struct memest_report *rep)
 {
     const struct memest_estimate *e = rep->e;
@@ -191,6 +215,8 @@ void memest_report_text(FILE *f, const struct memest_report *rep)
             memest_fmt_count(e->params.total, a, sizeof a),
             memest_fmt_count(e->params.trainable, b, sizeof b),
             memest_fmt_count(e->params.frozen, c, sizeof c), (unsigned long long)e->params.tensors);
+    if (o->lora)
+        lora_lines(f, o->lora, &e->params);
     fprintf(f, "Buffers     %s elements in %llu tensors\n\n",
             memest_fmt_count(e->params.buffer_elems, a, sizeof a),
             (unsigned long long)e->params.buffer_tensors);
