@@ -344,7 +344,7 @@ static int select_targets(struct pass *ps, const struct targets *t, const char *
             continue;
         if (n->op != ps->linear)  /* PEFT: "Target module ... is not supported" */
             return memest_errf(ps->err, MEMEST_ERR_USAGE, NULL,
-                               "--lora-targets: '%s' names \"%s\", a %s node; LoRA adapts "
+                               "--lora-targets: '%s' names \"%s\", a node of type %s; LoRA adapts "
                                "linear layers only", list, n->name, n->op->name);
         make_plan(&plans[i], n->wformat, ps->o->dropout, amp);
         (*nadapt)++;

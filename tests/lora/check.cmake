@@ -1,0 +1,78 @@
+# --lora against independent figures (tests/group_lora.cmake):
+#   cmake -DMEMEST=path -DSRC=dir -DCHECK=count -DARGS="model;options" -DTRAINABLE=N -DALL=N -DLINE=text -P check.cmake
+#     the counts of --json's "lora" object and its print_trainable_parameters line (PEFT's
+#     print_trainable_parameters(), peft v0.17.1 peft_model.py) equal the hand-computed ones;
+#     the text report prints the same line.
+#   cmake -DMEMEST=path -DSRC=dir -DCHECK=saved -DCASE=key -P check.cmake
+#     the bytes saved for backward with --lora equal those of the plain-PyTorch replica of
+#     PEFT's lora.Linear (tests/tools/lora_reference.py, tests/reference/lora_figures.json)
+#     exactly, and so do the parameter counts. Under --checkpoint, memest's saved
+#     activations at the end of the forward (--timeline) equal the replica's saved bytes
+#     plus the tensors its checkpoints hold (checkpoint_held_bytes).
+cmake_minimum_required(VERSION 3.25)
+include(${CMAKE_CURRENT_LIST_DIR}/../hf/memest_json.cmake)
+
+if(CHECK STREQUAL "count")
+  string(REPLACE "\\;" ";" ARGS "${ARGS}")   # the command line's escaped list
+  memest_json(json ${ARGS})
+  string(JSON trainable GET "${json}" lora trainable_params)
+  string(JSON all GET "${json}" lora all_params)
+  string(JSON line GET "${json}" lora print_trainable_parameters)
+  message(STATUS "memest: ${line}")
+  if(NOT trainable EQUAL TRAINABLE OR NOT all EQUAL ALL)
+    message(FATAL_ERROR "trainable ${trainable} of ${all}, expected ${TRAINABLE} of ${ALL}")
+  endif()
+  if(NOT line STREQUAL LINE)
+    message(FATAL_ERROR "print_trainable_parameters line:\n  ${line}\nexpected\n  ${LINE}")
+  endif()
+  execute_process(COMMAND ${MEMEST} ${ARGS} WORKING_DIRECTORY ${SRC} RESULT_VARIABLE rc
+                  OUTPUT_VARIABLE text ERROR_VARIABLE err TIMEOUT 120)
+  string(FIND "${text}" "\n${LINE}\n" at)
+  if(NOT rc EQUAL 0 OR at LESS 0)
+    message(FATAL_ERROR "the text report (exit ${rc}) lacks the line ${LINE}:\n${text}${err}")
+  endif()
+elseif(CHECK STREQUAL "saved")
+  file(READ ${SRC}/tests/reference/lora_figures.json ref)
+  string(JSON config GET "${ref}" config)
+  string(JSON batch GET "${ref}" batch)
+  string(JSON seq GET "${ref}" seq_len)
+  string(JSON c GET "${ref}" cases ${CASE})
+  foreach(k dtype r alpha dropout targets checkpoint trainable_params all_params
+            saved_activation_bytes_cuda_corrected checkpoint_held_bytes)
+    string(JSON ${k} GET "${c}" ${k})
+  endforeach()
+  set(args ${config} --batch ${batch} --set seq_len=${seq} --lora ${r} --lora-alpha ${alpha}
+           --lora-dropout ${dropout} --lora-targets ${targets})
+  if(dtype STREQUAL "bfloat16")
+    list(APPEND args --dtype bf16)
+  else()
+    list(APPEND args --dtype fp32)
+  endif()
+  math(EXPR want "${saved_activation_bytes_cuda_corrected} + ${checkpoint_held_bytes}")
+  if(checkpoint STREQUAL "ON" OR checkpoint STREQUAL "true")
+    set(csv ${CMAKE_CURRENT_BINARY_DIR}/lora_${CASE}.csv)
+    list(APPEND args --checkpoint --timeline ${csv})
+  endif()
+  memest_json(json ${args})
+  string(JSON got_trainable GET "${json}" lora trainable_params)
+  string(JSON got_all GET "${json}" lora all_params)
+  if(csv)
+    # saved_activations (column 13) of the last forward event
+    file(STRINGS ${csv} rows REGEX "^[0-9]+,forward,")
+    list(GET rows -1 last)
+    string(REPLACE "," ";" cols "${last}")
+    list(GET cols 12 got)
+    file(REMOVE ${csv})
+  else()
+    string(JSON got GET "${json}" memory activations)
+  endif()
+  message(STATUS "${CASE}: memest ${got} bytes saved, PyTorch ${want}; trainable ${got_trainable} of ${got_all}, PyTorch ${trainable_params} of ${all_params}")
+  if(NOT got EQUAL want)
+    message(FATAL_ERROR "${CASE}: saved ${got} bytes, the PyTorch replica ${want}")
+  endif()
+  if(NOT got_trainable EQUAL trainable_params OR NOT got_all EQUAL all_params)
+    message(FATAL_ERROR "${CASE}: trainable ${got_trainable} of ${got_all}, PyTorch ${trainable_params} of ${all_params}")
+  endif()
+else()
+  message(FATAL_ERROR "unknown CHECK ${CHECK}")
+endif()
