@@ -192,6 +192,21 @@ static void llm_options(FILE *f)
     fixed(f, "      --torch V", "PyTorch's rules: 2 (default, 2.x) or 1.13");
 }
 
+/* LoRA (lora.h): PEFT's LoraConfig defaults */
+static void lora_options(FILE *f)
+{
+    struct text t = {0};
+    add(&t, "PEFT LoRA of rank R (1 to %d): the base frozen, adapters float32",
+        MEMEST_LORA_MAX_R);
+    option(f, "      --lora R", &t);
+    fixed(f, "      --lora-alpha A", "lora_alpha, scaling A/R (default 8)");
+    fixed(f, "      --lora-dropout P", "lora_dropout (default 0: no dropout)");
+    fixed(f, "      --lora-targets LIST",
+          "layer names (q_proj,v_proj) or all-linear; default: PEFT's for the "
+          "config's model_type");
+    fixed(f, "      --lora-rslora", "rank-stabilised scaling A/sqrt(R)");
+}
+
 static void card_options(FILE *f)
 {
     char dflt[32], max[32]; /* "287", MB as README.md writes it; "1 TiB" */
@@ -258,6 +273,8 @@ void memest_cli_usage(FILE *f)
     step_options(f);
     fputs("\nLLMs (Hugging Face config.json, models/arch/):\n", f);
     llm_options(f);
+    fputs("\nFine-tuning:\n", f);
+    lora_options(f);
     fputs("\nThe card:\n", f);
     card_options(f);
     fputs("\nOutput:\n", f);
