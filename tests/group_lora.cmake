@@ -56,3 +56,11 @@ foreach(case qv_fp32 qv_bf16 qv_drop_fp32 qv_drop_bf16 all_bf16 all_drop_bf16 al
                    -DCASE=${case} -P ${CMAKE_CURRENT_SOURCE_DIR}/lora/check.cmake)
   set_tests_properties(lora.saved.${case} PROPERTIES LABELS lora)
 endforeach()
+
+# the training step's peak of live tensors (tests/tools/lora_peak.py), cases 0..3
+foreach(case 0 1 2 3)
+  add_test(NAME lora.peak.${case}
+           COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR} -DCHECK=peak
+                   -DCASE=${case} -P ${CMAKE_CURRENT_SOURCE_DIR}/lora/check.cmake)
+  set_tests_properties(lora.peak.${case} PROPERTIES LABELS lora)
+endforeach()

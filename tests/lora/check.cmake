@@ -9,6 +9,9 @@
 #     exactly, and so do the parameter counts. Under --checkpoint, memest's saved
 #     activations at the end of the forward (--timeline) equal the replica's saved bytes
 #     plus the tensors its checkpoints hold (checkpoint_held_bytes).
+#   cmake -DMEMEST=path -DSRC=dir -DCHECK=peak -DCASE=n -P check.cmake
+#     the peak of live tensor bytes of a LoRA training step within 3% of PyTorch's
+#     (tests/tools/lora_peak.py, tests/reference/lora_peaks.json).
 cmake_minimum_required(VERSION 3.25)
 include(${CMAKE_CURRENT_LIST_DIR}/../hf/memest_json.cmake)
 
@@ -72,6 +75,34 @@ elseif(CHECK STREQUAL "saved")
   endif()
   if(NOT got_trainable EQUAL trainable_params OR NOT got_all EQUAL all_params)
     message(FATAL_ERROR "${CASE}: trainable ${got_trainable} of ${got_all}, PyTorch ${trainable_params} of ${all_params}")
+  endif()
+elseif(CHECK STREQUAL "peak")
+  # memory.peak_tensors within 3% (as tests/hf/peaks.cmake) of tests/tools/lora_peak.py's
+  # measurement (tests/reference/lora_peaks.json), case number CASE
+  file(READ ${SRC}/tests/reference/lora_peaks.json ref)
+  foreach(k config batch seq)
+    string(JSON ${k} GET "${ref}" ${k})
+  endforeach()
+  foreach(k dtype memest_attention r alpha dropout targets peak_tensors)
+    string(JSON ${k} GET "${ref}" cases ${CASE} ${k})
+  endforeach()
+  set(flag fp32)
+  if(dtype STREQUAL "bfloat16")
+    set(flag bf16)
+  endif()
+  memest_json(json ${config} --batch ${batch} --seq ${seq} --dtype ${flag} --attention ${memest_attention}
+              --optim adam --optim-impl foreach --lora ${r} --lora-alpha ${alpha} --lora-dropout ${dropout}
+              --lora-targets ${targets})
+  string(JSON got GET "${json}" memory peak_tensors)
+  math(EXPR diff "${got} - ${peak_tensors}")
+  if(diff LESS 0)
+    math(EXPR diff "-${diff}")
+  endif()
+  math(EXPR lhs "100 * ${diff}")
+  math(EXPR rhs "3 * ${peak_tensors}")
+  message(STATUS "case ${CASE} (${dtype} ${targets} dropout ${dropout}): memest ${got}, PyTorch ${peak_tensors}")
+  if(lhs GREATER rhs)
+    message(FATAL_ERROR "case ${CASE}: memest peak_tensors ${got}, PyTorch ${peak_tensors}: more than 3% apart")
   endif()
 else()
   message(FATAL_ERROR "unknown CHECK ${CHECK}")
