@@ -1,14 +1,19 @@
 # Helpers of the check scripts of tests/hf/ (which include this file).
 #
-# memest_json(OUT ARGS...): runs ${MEMEST} ARGS --json in ${SRC} and puts its
-# standard output in OUT; a non-zero exit fails the test (the check scripts
-# of tests/hf/ include this).
-function(memest_json out_var)
-  execute_process(COMMAND ${MEMEST} ${ARGN} --json WORKING_DIRECTORY ${SRC} RESULT_VARIABLE rc
+# memest_run(OUT ARGS...): runs ${MEMEST} ARGS in ${SRC} and puts its standard
+# output in OUT; a non-zero exit fails the test. memest_json(OUT ARGS...): the
+# same with --json (the check scripts of tests/hf/ and tests/lora/ include this).
+function(memest_run out_var)
+  execute_process(COMMAND ${MEMEST} ${ARGN} WORKING_DIRECTORY ${SRC} RESULT_VARIABLE rc
                   OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "memest ${ARGN}: exit code ${rc}\n${out}\n${err}")
   endif()
+  set(${out_var} "${out}" PARENT_SCOPE)
+endfunction()
+
+function(memest_json out_var)
+  memest_run(out ${ARGN} --json)
   set(${out_var} "${out}" PARENT_SCOPE)
 endfunction()
 

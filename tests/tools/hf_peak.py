@@ -183,7 +183,10 @@ def state_tensors(opt):
                 yield v
 
 
-def measure(cfg, attn, dtype, optim):
+def measure(cfg, attn, dtype, optim, prepare=None):
+    """prepare(model), when given, changes the built model (tests/tools/lora_peak.py: PEFT's LoRA); the
+    optimizer gets the parameters that require grad (all of them, without it), as transformers' Trainer
+    hands them."""
     torch.manual_seed(0)
     torch.set_default_dtype(dtype)  # as from_pretrained(torch_dtype=...): inv_freq stays float32
     try:
@@ -193,15 +196,18 @@ def measure(cfg, attn, dtype, optim):
             model = hf_models.BUILDERS[cfg["model_type"]](cfg, attn)
     finally:
         torch.set_default_dtype(torch.float32)
+    if prepare:
+        prepare(model)
     model.train()
     V = cfg["vocab_size"]
     torch.manual_seed(0)
     x = torch.randint(V, (B, S))
     target = torch.randint(V, (B * S,))
+    params = [p for p in model.parameters() if p.requires_grad]
     if optim == "sgd":
-        opt = torch.optim.SGD(model.parameters(), lr=1e-3, foreach=False)
+        opt = torch.optim.SGD(params, lr=1e-3, foreach=False)
     else:
-        opt = torch.optim.Adam(model.parameters(), lr=1e-3, foreach=True)
+        opt = torch.optim.Adam(params, lr=1e-3, foreach=True)
     live = Live()
     for step in (1, 2):
         if step == 2:

@@ -12,54 +12,10 @@ import os
 import sys
 
 import torch
-import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import hf_models  # noqa: E402
-from hf_peak import B, S, Live, Recorder, here, state_tensors  # noqa: E402
+from hf_peak import B, S, here, measure  # noqa: E402
 from lora_reference import get_peft_model  # noqa: E402
-
-
-def measure(cfg, attn, dtype, r, alpha, dropout, targets):
-    torch.manual_seed(0)
-    torch.set_default_dtype(dtype)
-    try:
-        model = hf_models.BUILDERS[cfg["model_type"]](cfg, attn)
-    finally:
-        torch.set_default_dtype(torch.float32)
-    get_peft_model(model, r, alpha, dropout, targets)
-    model.train()
-    V = cfg["vocab_size"]
-    torch.manual_seed(0)
-    x = torch.randint(V, (B, S))
-    target = torch.randint(V, (B * S,))
-    opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-3, foreach=True)
-    live = Live()
-    for step in (1, 2):
-        if step == 2:
-            live.phase = "setup"
-            for t in list(model.parameters()) + list(model.buffers()) + list(state_tensors(opt)) + [x, target]:
-                live.add(t)
-            for p in model.parameters():
-                if p.grad is not None:
-                    live.add(p.grad)
-            live.check("")
-            mode = Recorder(live)
-            mode.__enter__()
-        live.phase = "zero_grad"
-        opt.zero_grad(set_to_none=True)
-        live.phase = "forward"
-        out = model(x)
-        live.phase = "loss"
-        loss = F.cross_entropy(out, target)
-        live.phase = "backward"
-        loss.backward()
-        live.phase = "optimizer"
-        opt.step()
-        del out, loss
-        if step == 2:
-            mode.__exit__(None, None, None)
-    return {"peak_tensors": live.peak_cuda, "peak_at": live.peak_cuda_at}
 
 
 # dtype, memest --attention (the kernel CUDA runs: flash for bf16, efficient for fp32), r, alpha, dropout, targets
@@ -79,7 +35,9 @@ def main(argv):
                      "PyTorch %s CPU (CUDA-corrected), batch %d, seq %d, adam foreach" % (torch.__version__, B, S),
            "config": "tests/hf/tiny/llama.json", "batch": B, "seq": S, "cases": []}
     for dtype, kernel, r, alpha, dropout, targets in CASES:
-        m = measure(cfg, "sdpa", getattr(torch, dtype), r, alpha, dropout, targets)
+        m = measure(cfg, "sdpa", getattr(torch, dtype), "adam",
+                    prepare=lambda model: get_peft_model(model, r, alpha, dropout, targets))
+        m = {"peak_tensors": m["peak_tensors"], "peak_at": m["peak_at"]}
         m.update(dtype=dtype, memest_attention=kernel, r=r, alpha=alpha, dropout=dropout, targets=targets)
         res["cases"].append(m)
         print("%-9s %-6s r%-2d p%-4g %-14s %9d (%s)" % (dtype, kernel, r, dropout, targets, m["peak_tensors"],
