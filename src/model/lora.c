@@ -211,8 +211,9 @@ static int nomem(struct memest_error *err)
     return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
 }
 
-/* The op's arguments at their defaults (the model builder's rule), `given`
- * for none: a written-back graph (graph_json.c) prints what the pass set. */
+/* The op's arguments at their defaults (the model builder's rule), none of
+ * them `given`; arg() marks those the pass sets, which a graph written back
+ * as a model file (graph_json.c) then prints. */
 static struct memest_argval *default_args(struct pass *ps, const struct memest_op_desc *op)
 {
     struct memest_argval *av =
