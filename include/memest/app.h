@@ -131,5 +131,7 @@ int memest_flow_single(struct memest_app *a);
 int memest_flow_sweep(struct memest_app *a);
 int memest_flow_max_batch(struct memest_app *a);
 int memest_flow_advise(struct memest_app *a);
+/* --generate (src/app/flow_generate.c). */
+int memest_flow_generate(struct memest_app *a);
 /* --list-gpus: the presets as a Markdown table. */
 int memest_flow_list_gpus(const struct memest_cli *o);

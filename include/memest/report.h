@@ -26,6 +26,7 @@
 
 #include "memest/calc.h"
 #include "memest/fit.h"
+#include "memest/generate.h"
 #include "memest/gpu.h"
 #include "memest/graph.h"
 #include "memest/jsonw.h"
@@ -107,6 +108,21 @@ struct memest_advice {
     int nopts;
 };
 
+/* --generate (report_generate.c): the generation estimate, its verdict on
+ * the card, the speed estimates and vLLM's paged cache. */
+struct memest_gen_report {
+    const char *model;
+    enum memest_dtype dtype;
+    const struct memest_gen_estimate *e;
+    const struct memest_card *card;       /* NULL: no card */
+    struct memest_fit fit;
+    const struct memest_gen_speed *speed; /* NULL: no preset */
+    const struct memest_paged *paged;     /* NULL: no --kv-block */
+    int64_t kv_block;
+    double gpu_util;
+    uint64_t profile_peak;                /* the profile run's allocated peak (weights in) */
+};
+
 /* ---- the dispatchers: one per document, a switch over the format ---- */
 
 /* One estimate. Text: the summary (or with --fit only the verdict line),
@@ -116,6 +132,8 @@ void memest_render_estimate(FILE *f, enum memest_output fmt, const struct memest
 void memest_render_max_batch(FILE *f, enum memest_output fmt, const struct memest_report *rep);
 void memest_render_sweep(FILE *f, enum memest_output fmt, const struct memest_sweep_report *s);
 void memest_render_advice(FILE *f, enum memest_output fmt, const struct memest_advice *ad);
+/* --generate. */
+void memest_render_generate(FILE *f, enum memest_output fmt, const struct memest_gen_report *g);
 /* A failed command: with JSON the error document; the text formats print
  * nothing here (the one-line message on stderr is the CLI's). */
 void memest_render_error(FILE *f, enum memest_output fmt, const struct memest_error *err);

@@ -49,6 +49,14 @@ enum {
     OPT_FUSED,
     OPT_MOE_IMBALANCE,
     OPT_TORCH,
+    OPT_GENERATE,
+    OPT_CONTEXT,
+    OPT_NEW_TOKENS,
+    OPT_KV_DTYPE,
+    OPT_CACHE,
+    OPT_ALL_LOGITS,
+    OPT_KV_BLOCK,
+    OPT_GPU_UTIL,
 };
 
 #define SHORT_OPTS ":b:o:h"
@@ -75,6 +83,14 @@ static const struct option long_opts[] = {
     {"fused", required_argument, NULL, OPT_FUSED},
     {"moe-imbalance", required_argument, NULL, OPT_MOE_IMBALANCE},
     {"torch", required_argument, NULL, OPT_TORCH},
+    {"generate", no_argument, NULL, OPT_GENERATE},
+    {"context", required_argument, NULL, OPT_CONTEXT},
+    {"new-tokens", required_argument, NULL, OPT_NEW_TOKENS},
+    {"kv-dtype", required_argument, NULL, OPT_KV_DTYPE},
+    {"cache", required_argument, NULL, OPT_CACHE},
+    {"all-logits", no_argument, NULL, OPT_ALL_LOGITS},
+    {"kv-block", required_argument, NULL, OPT_KV_BLOCK},
+    {"gpu-util", required_argument, NULL, OPT_GPU_UTIL},
     {"layers", no_argument, NULL, OPT_LAYERS},
     {"json", no_argument, NULL, OPT_JSON},
     {"csv", no_argument, NULL, OPT_CSV},
@@ -249,6 +265,35 @@ static int check_conflicts(const struct memest_cli *o, bool csv, struct memest_e
     return 0;
 }
 
+/* --generate and its options; --context becomes the override seq_len = C
+ * (the prefill's graph). */
+static int check_generate(struct memest_cli *o, bool csv, struct memest_error *err)
+{
+    bool any = o->gen_context || o->kv_dtype_set || o->gen_cache || o->all_logits || o->kv_block;
+    if (!o->generate)
+        return any ? usage(err, "--context, --kv-dtype, --cache, --all-logits and --kv-block "
+                                "need --generate")
+                   : 0;
+    if (!o->gen_context)
+        return usage(err, "--generate needs --context C (the prompt's tokens)");
+    if (o->inference || o->sweep || o->sweep_var || o->max_batch || o->advise || o->probe ||
+        o->timeline_path || o->plot_path || o->layers || csv || o->fit)
+        return usage(err, "--generate excludes --inference, sweeps, --max-batch, --advise, "
+                          "--probe, --timeline, --plot, --layers, --csv and --fit");
+    if (o->kv_block && !(o->gpu || o->mem_set))
+        return usage(err, "--kv-block needs a target card: --gpu NAME or --mem SIZE");
+    for (int i = 0; i < o->nsets; i++)
+        if (strcmp(o->sets[i].name, "seq_len") == 0)
+            return usage(err, "--generate takes the prompt's length from --context: drop --seq "
+                              "and --set seq_len");
+    if (o->nsets == MEMEST_MAX_SETS)
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL, "--set: at most %d overrides",
+                           MEMEST_MAX_SETS);
+    snprintf(o->gen_context_str, sizeof o->gen_context_str, "%lld", (long long)o->gen_context);
+    o->sets[o->nsets++] = (struct memest_override){"seq_len", o->gen_context_str, "--context"};
+    return 0;
+}
+
 /* Whether argv asks for --json, read as getopt_long reads it (an option's
  * value or an operand after "--" is not the option), so that an error found
  * before the parser reaches it still gets the JSON error document. The
@@ -273,6 +318,8 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
     o->dtype = MEMEST_F32;
     o->headroom = 5;
     o->mfu = 0.4;
+    o->gen_new_tokens = 128;
+    o->gpu_util = 0.9;
     o->format = wants_json(argc, argv) ? MEMEST_OUTPUT_JSON : MEMEST_OUTPUT_TEXT;
     bool csv = false;
     /* glibc: 0, not 1, starts over in the default order (not wants_json's)
@@ -399,6 +446,50 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
             if (memest_torch_parse(optarg, &o->run.torch) != 0)
                 return bad(err, "--torch", optarg, "2 (default) or 1.13");
             break;
+        case OPT_GENERATE:
+            o->generate = true;
+            break;
+        case OPT_CONTEXT:
+            if (memest_parse_u64(optarg, 1, (uint64_t)1 << 40, &u) != 0)
+                return bad(err, "--context", optarg, "a whole number between 1 and 2^40");
+            o->gen_context = (int64_t)u;
+            break;
+        case OPT_NEW_TOKENS:
+            if (memest_parse_u64(optarg, 1, (uint64_t)1 << 40, &u) != 0)
+                return bad(err, "--new-tokens", optarg, "a whole number between 1 and 2^40");
+            o->gen_new_tokens = (int64_t)u;
+            break;
+        case OPT_KV_DTYPE:
+            if (strcmp(optarg, "int8") == 0)
+                o->kv_dtype = MEMEST_I8;
+            else if (strcmp(optarg, "fp8") == 0)
+                o->kv_dtype = MEMEST_U8;   /* one byte, as vLLM's fp8 cache stores it */
+            else if (memest_dtype_parse(optarg, &o->kv_dtype) != 0 ||
+                     (o->kv_dtype != MEMEST_F16 && o->kv_dtype != MEMEST_BF16))
+                return bad(err, "--kv-dtype", optarg, "fp16, bf16, fp8 or int8");
+            o->kv_dtype_set = true;
+            o->kv_fp8 = strcmp(optarg, "fp8") == 0;
+            break;
+        case OPT_CACHE:
+            if (strcmp(optarg, "dynamic") == 0)
+                o->gen_cache = 0;
+            else if (strcmp(optarg, "static") == 0)
+                o->gen_cache = 1;
+            else
+                return bad(err, "--cache", optarg, "dynamic or static");
+            break;
+        case OPT_ALL_LOGITS:
+            o->all_logits = true;
+            break;
+        case OPT_KV_BLOCK:
+            if (memest_parse_u64(optarg, 1, 1u << 16, &u) != 0)
+                return bad(err, "--kv-block", optarg, "a whole number between 1 and 65536");
+            o->kv_block = (int64_t)u;
+            break;
+        case OPT_GPU_UTIL:
+            if (memest_parse_double(optarg, 0.01, 1, &o->gpu_util) != 0)
+                return bad(err, "--gpu-util", optarg, "a fraction between 0.01 and 1");
+            break;
         case OPT_LAYERS:
             o->layers = true;
             break;
@@ -472,7 +563,7 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
         }
         before = optind;
     }
-    if (check_conflicts(o, csv, err) != 0)
+    if (check_conflicts(o, csv, err) != 0 || check_generate(o, csv, err) != 0)
         return -1;
     if (csv)
         o->format = MEMEST_OUTPUT_CSV;
