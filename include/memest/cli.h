@@ -63,6 +63,8 @@ struct memest_cli {
     bool all_logits;               /* --all-logits */
     int64_t kv_block;              /* --kv-block B: vLLM's paged cache; 0: none */
     double gpu_util;               /* --gpu-util U, default 0.9 */
+    bool max_context;              /* --max-context */
+    const char *gen_sweep;         /* --sweep-context LIST */
     char gen_context_str[24];      /* --context as the seq_len override's value */
 
     bool help, version, list_ops, list_gpus;

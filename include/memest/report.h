@@ -110,8 +110,19 @@ struct memest_advice {
 
 /* --generate (report_generate.c): the generation estimate, its verdict on
  * the card, the speed estimates and vLLM's paged cache. */
+struct memest_gen_row {        /* one context of --sweep-context */
+    int64_t context;
+    uint64_t kv, prefill, decode, total;
+    bool has_fit, fits, has_speed;
+    double prefill_s, tok_s;
+};
 struct memest_gen_report {
     const char *model;
+    bool has_max_batch, has_max_context;  /* --max-batch / --max-context: the answer
+                                             (0: nothing fits), the estimate at it */
+    int64_t max_batch, max_context;
+    struct memest_gen_row *rows;          /* --sweep-context (e NULL) */
+    size_t nrows;
     enum memest_dtype dtype;
     const struct memest_gen_estimate *e;
     const struct memest_card *card;       /* NULL: no card */

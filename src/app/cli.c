@@ -57,6 +57,8 @@ enum {
     OPT_ALL_LOGITS,
     OPT_KV_BLOCK,
     OPT_GPU_UTIL,
+    OPT_MAX_CONTEXT,
+    OPT_SWEEP_CONTEXT,
 };
 
 #define SHORT_OPTS ":b:o:h"
@@ -91,6 +93,8 @@ static const struct option long_opts[] = {
     {"all-logits", no_argument, NULL, OPT_ALL_LOGITS},
     {"kv-block", required_argument, NULL, OPT_KV_BLOCK},
     {"gpu-util", required_argument, NULL, OPT_GPU_UTIL},
+    {"max-context", no_argument, NULL, OPT_MAX_CONTEXT},
+    {"sweep-context", required_argument, NULL, OPT_SWEEP_CONTEXT},
     {"layers", no_argument, NULL, OPT_LAYERS},
     {"json", no_argument, NULL, OPT_JSON},
     {"csv", no_argument, NULL, OPT_CSV},
@@ -269,19 +273,33 @@ static int check_conflicts(const struct memest_cli *o, bool csv, struct memest_e
  * (the prefill's graph). */
 static int check_generate(struct memest_cli *o, bool csv, struct memest_error *err)
 {
-    bool any = o->gen_context || o->kv_dtype_set || o->gen_cache || o->all_logits || o->kv_block;
+    bool any = o->gen_context || o->kv_dtype_set || o->gen_cache || o->all_logits || o->kv_block ||
+               o->max_context || o->gen_sweep;
     if (!o->generate)
-        return any ? usage(err, "--context, --kv-dtype, --cache, --all-logits and --kv-block "
-                                "need --generate")
+        return any ? usage(err, "--context, --kv-dtype, --cache, --all-logits, --kv-block, "
+                                "--max-context and --sweep-context need --generate")
                    : 0;
-    if (!o->gen_context)
+    if (!o->gen_context && !o->gen_sweep)
         return usage(err, "--generate needs --context C (the prompt's tokens)");
-    if (o->inference || o->sweep || o->sweep_var || o->max_batch || o->advise || o->probe ||
-        o->timeline_path || o->plot_path || o->layers || csv || o->fit)
-        return usage(err, "--generate excludes --inference, sweeps, --max-batch, --advise, "
+    if (o->gen_context && o->gen_sweep)
+        return usage(err, "--sweep-context gives the contexts: it excludes --context");
+    if (o->inference || o->sweep || o->sweep_var || o->advise || o->probe || o->timeline_path ||
+        o->plot_path || o->layers || csv || o->fit)
+        return usage(err, "--generate excludes --inference, --sweep, --sweep-var, --advise, "
                           "--probe, --timeline, --plot, --layers, --csv and --fit");
-    if (o->kv_block && !(o->gpu || o->mem_set))
-        return usage(err, "--kv-block needs a target card: --gpu NAME or --mem SIZE");
+    bool card = o->gpu || o->mem_set;
+    if ((o->kv_block || o->max_context) && !card)
+        return usage(err, "--kv-block and --max-context need a target card: --gpu NAME or --mem SIZE");
+    if (o->max_batch + o->max_context + (o->gen_sweep != NULL) > 1)
+        return usage(err, "--max-batch, --max-context and --sweep-context exclude each other");
+    if (o->gen_sweep && o->kv_block)
+        return usage(err, "--kv-block reports one context: it excludes --sweep-context");
+    if (o->gen_sweep) {
+        struct memest_sweep_list l;
+        if (memest_sweep_parse(o->gen_sweep, "--sweep-context", &l, err) != 0)
+            return -1;
+        memest_sweep_list_free(&l);
+    }
     for (int i = 0; i < o->nsets; i++)
         if (strcmp(o->sets[i].name, "seq_len") == 0)
             return usage(err, "--generate takes the prompt's length from --context: drop --seq "
@@ -289,6 +307,8 @@ static int check_generate(struct memest_cli *o, bool csv, struct memest_error *e
     if (o->nsets == MEMEST_MAX_SETS)
         return memest_errf(err, MEMEST_ERR_USAGE, NULL, "--set: at most %d overrides",
                            MEMEST_MAX_SETS);
+    if (!o->gen_context)
+        return 0;
     snprintf(o->gen_context_str, sizeof o->gen_context_str, "%lld", (long long)o->gen_context);
     o->sets[o->nsets++] = (struct memest_override){"seq_len", o->gen_context_str, "--context"};
     return 0;
@@ -489,6 +509,12 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
         case OPT_GPU_UTIL:
             if (memest_parse_double(optarg, 0.01, 1, &o->gpu_util) != 0)
                 return bad(err, "--gpu-util", optarg, "a fraction between 0.01 and 1");
+            break;
+        case OPT_MAX_CONTEXT:
+            o->max_context = true;
+            break;
+        case OPT_SWEEP_CONTEXT:
+            o->gen_sweep = optarg;
             break;
         case OPT_LAYERS:
             o->layers = true;

@@ -24,10 +24,43 @@ static void peak_line(FILE *f, const char *what, const struct memest_gen_step *s
             memest_fmt_bytes(s->kv_bytes, k, sizeof k));
 }
 
+static void sweep_text(FILE *f, const struct memest_gen_report *g)
+{
+    char name[MEMEST_ESC_NAME];
+    fprintf(f, "%s: generation by context (prefill and decode peaks allocated; tokens/s: "
+               "roofline estimates)\n",
+            memest_esc_text(g->model, name, sizeof name));
+    fprintf(f, "%10s %12s %12s %12s %12s %6s %10s %10s\n", "context", "KV cache", "prefill",
+            "decode", "device", "fits", "prefill", "tokens/s");
+    for (size_t i = 0; i < g->nrows; i++) {
+        const struct memest_gen_row *r = &g->rows[i];
+        char a[32], b[32], c[32], d[32], t[32];
+        fprintf(f, "%10lld %12s %12s %12s %12s %6s %10s ", (long long)r->context,
+                memest_fmt_bytes(r->kv, a, sizeof a), memest_fmt_bytes(r->prefill, b, sizeof b),
+                memest_fmt_bytes(r->decode, c, sizeof c), memest_fmt_bytes(r->total, d, sizeof d),
+                r->has_fit ? (r->fits ? "yes" : "no") : "-",
+                r->has_speed ? memest_fmt_seconds(r->prefill_s, t, sizeof t) : "-");
+        if (r->has_speed)
+            fprintf(f, "%10.1f\n", r->tok_s);
+        else
+            fprintf(f, "%10s\n", "-");
+    }
+}
+
 static void text(FILE *f, const struct memest_gen_report *g)
 {
     const struct memest_gen_estimate *e = g->e;
     char a[32], b[32], c[32], name[MEMEST_ESC_NAME];
+    if (!e) {
+        sweep_text(f, g);
+        return;
+    }
+    if (g->has_max_batch)
+        fprintf(f, "largest batch that fits: %lld%s\n", (long long)g->max_batch,
+                g->max_batch ? "" : " (none: the estimate below is at batch 1)");
+    if (g->has_max_context)
+        fprintf(f, "largest context that fits: %lld tokens%s\n", (long long)g->max_context,
+                g->max_context ? "" : " (none: the estimate below is at 1 token)");
     fprintf(f, "%s: generation (transformers v4.48 generate(), greedy), batch %lld, context %lld + "
                "%lld new tokens, %s cache in %s\n",
             memest_esc_text(g->model, name, sizeof name), (long long)e->batch, (long long)e->context,
@@ -86,6 +119,33 @@ static void step_json(struct memest_jsonw *w, const char *key, const struct meme
     memest_jsonw_obj_end(w);
 }
 
+static void sweep_json(struct memest_jsonw *w, const struct memest_gen_report *g)
+{
+    memest_jsonw_arr_begin(w, "sweep_context");
+    for (size_t i = 0; i < g->nrows; i++) {
+        const struct memest_gen_row *r = &g->rows[i];
+        memest_jsonw_obj_begin(w, NULL);
+        memest_jsonw_i64(w, "context", r->context);
+        memest_jsonw_u64(w, "kv_cache", r->kv);
+        memest_jsonw_u64(w, "prefill_bytes", r->prefill);
+        memest_jsonw_u64(w, "decode_bytes", r->decode);
+        memest_jsonw_u64(w, "total_device", r->total);
+        if (r->has_fit)
+            memest_jsonw_bool(w, "fits", r->fits);
+        else
+            memest_jsonw_null(w, "fits");
+        if (r->has_speed) {
+            memest_jsonw_f64(w, "prefill_seconds", r->prefill_s);
+            memest_jsonw_f64(w, "decode_tokens_per_second", r->tok_s);
+        } else {
+            memest_jsonw_null(w, "prefill_seconds");
+            memest_jsonw_null(w, "decode_tokens_per_second");
+        }
+        memest_jsonw_obj_end(w);
+    }
+    memest_jsonw_arr_end(w);
+}
+
 static void json(FILE *f, const struct memest_gen_report *g)
 {
     const struct memest_gen_estimate *e = g->e;
@@ -94,6 +154,16 @@ static void json(FILE *f, const struct memest_gen_report *g)
     memest_jsonw_obj_begin(&w, NULL);
     memest_jsonw_u64(&w, "schema_version", 1);
     memest_jsonw_str(&w, "model", g->model);
+    if (!e) {
+        sweep_json(&w, g);
+        memest_jsonw_obj_end(&w);
+        memest_jsonw_finish(&w);
+        return;
+    }
+    if (g->has_max_batch)
+        memest_jsonw_i64(&w, "max_batch", g->max_batch);
+    if (g->has_max_context)
+        memest_jsonw_i64(&w, "max_context", g->max_context);
     memest_jsonw_obj_begin(&w, "generate");
     memest_jsonw_i64(&w, "batch", e->batch);
     memest_jsonw_i64(&w, "context", e->context);
