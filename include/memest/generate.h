@@ -114,7 +114,9 @@ struct memest_gen_speed {
 };
 
 /* vLLM's paged cache (--kv-block): vllm/worker/worker.py
- * determine_num_available_blocks() with cache_engine.py get_cache_block_size():
+ * determine_num_available_blocks() (profile_num_available_blocks() in
+ * vLLM 0.2, the version of row I10) with cache_engine.py
+ * get_cache_block_size() = block * 2 * layers * kv_heads * head_size * bytes:
  * blocks = floor((total * utilization - peak) / (block * kv_token_bytes)),
  * peak = weights + the profile run's activation peak + memory outside
  * PyTorch. Sequences of `len` tokens fitting: blocks / ceil(len / block). */

@@ -92,45 +92,43 @@ static bool fits(const struct memest_app *a, const struct memest_gen_estimate *e
     return f.fits;
 }
 
-/* The largest value in [1, hi] for which the estimate fits (batch when
- * by_batch, else the context), 0 when none: doubling, then bisection (the
- * memory grows with both). A value beyond memest's limits counts as not
- * fitting. */
-static int largest(struct gen *G, bool by_batch, int64_t hi, int64_t *out, struct memest_error *err)
+/* Whether the estimate at value v (the batch when by_batch, else the
+ * context) fits the card; a value beyond memest's limits does not. 0 / -1. */
+static int fits_at(struct gen *G, bool by_batch, int64_t v, bool *ok, struct memest_error *err)
 {
     struct memest_app *a = G->a;
     struct memest_gen_estimate e;
+    struct memest_error e2 = {0};
+    int rc = gen_at(G, by_batch ? v : a->o->batch, by_batch ? a->o->gen_context : v, &e, &e2);
+    if (rc != 0 && e2.code != MEMEST_ERR_LIMIT) {
+        *err = e2;
+        return -1;
+    }
+    *ok = rc == 0 && fits(a, &e);
+    return 0;
+}
+
+/* The largest value in [1, hi] that fits, 0 when none: doubling, then
+ * bisection (the memory grows with the batch and with the context). */
+static int largest(struct gen *G, bool by_batch, int64_t hi, int64_t *out, struct memest_error *err)
+{
     int64_t lo = 0, bad = 0, v = 1;
+    bool ok;
     while (!bad) {
-        struct memest_error e2 = {0};
-        int64_t b = by_batch ? v : a->o->batch, c = by_batch ? a->o->gen_context : v;
-        int rc = gen_at(G, b, c, &e, &e2);
-        if (rc != 0 && e2.code != MEMEST_ERR_LIMIT) {
-            *err = e2;
+        if (fits_at(G, by_batch, v, &ok, err) != 0)
             return -1;
-        }
-        if (rc == 0 && fits(a, &e))
-            lo = v;
-        else
+        if (!ok)
             bad = v;
-        if (!bad && v >= hi)
+        else if ((lo = v) >= hi)
             break;
-        if (!bad)
+        else
             v = v > hi / 2 ? hi : v * 2;
     }
     while (bad && bad - lo > 1) {
         int64_t mid = lo + (bad - lo) / 2;
-        struct memest_error e2 = {0};
-        int64_t b = by_batch ? mid : a->o->batch, c = by_batch ? a->o->gen_context : mid;
-        int rc = gen_at(G, b, c, &e, &e2);
-        if (rc != 0 && e2.code != MEMEST_ERR_LIMIT) {
-            *err = e2;
+        if (fits_at(G, by_batch, mid, &ok, err) != 0)
             return -1;
-        }
-        if (rc == 0 && fits(a, &e))
-            lo = mid;
-        else
-            bad = mid;
+        *(ok ? &lo : &bad) = mid;
     }
     *out = lo;
     return 0;
