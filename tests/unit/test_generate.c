@@ -7,17 +7,22 @@
  *   - a prefill whose peak is generate()'s clone of the logits (--all-logits),
  *     and the decode step's growth with the cache (the torch.cat copy and
  *     repeat_kv), both justified line by line below;
+ *   - real PyTorch 2.6 running generate() on the tiny Llama config
+ *     (tests/tools/generate_peak.py -> tests/reference/generate_peaks.json):
+ *     the prefill's and the last decode step's peak live tensor bytes;
  *   - vLLM's paged cache: rows I9 and I10 of
  *     ../shared/reference/gpu-measurements.md (the block formula of
  *     vllm/worker/worker.py determine_num_available_blocks and
  *     cache_engine.py get_cache_block_size, then the whole estimate within
  *     the stated tolerances, the difference explained).
  * Runs from the source directory. */
+#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "check.h"
+#include "reference_json.h"
 #include "memest/cuda_overhead.h"
 #include "memest/generate.h"
 #include "memest/model.h"
@@ -259,8 +264,39 @@ static void paged_vllm(void)
     done(&G);
 }
 
+/* tests/tools/generate_peak.py: tests/hf/tiny/llama.json (2 layers, 4
+ * heads, 2 kv heads, hidden 64, vocab 128), bf16, SDPA, batch 2, C = 48,
+ * N = 16, generate() with DynamicCache in PyTorch 2.6. memest leaves out
+ * generate()'s growing input_ids (int64 [B, C + step], and its torch.cat
+ * copy) and the CPU flash kernel's float32 logsumexp: within 2%. */
+static void against_torch(void)
+{
+    cJSON *ref = read_reference_json("tests/reference/generate_peaks.json");
+    if (!ref) {
+        CHECK(0);
+        return;
+    }
+    double pre = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(ref, "prefill_peak"));
+    double dec = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(ref, "decode_peak"));
+    struct gen G;
+    struct memest_gen_estimate e;
+    struct memest_gen_cfg cfg = {.context = 48, .new_tokens = 16};
+    if (generate("tests/hf/tiny/llama.json", 2, cfg, MEMEST_BF16, 0, &G, &e) == 0) {
+        printf("tiny llama: prefill memest %llu torch %.0f; decode memest %llu torch %.0f\n",
+               (unsigned long long)e.prefill.peak.tensor_bytes, pre,
+               (unsigned long long)e.decode.peak.tensor_bytes, dec);
+        CHECK(fabs((double)e.prefill.peak.tensor_bytes - pre) / pre < 0.02);
+        CHECK(fabs((double)e.decode.peak.tensor_bytes - dec) / dec < 0.02);
+        done(&G);
+    } else {
+        CHECK(0);
+    }
+    cJSON_Delete(ref);
+}
+
 int main(void)
 {
+    against_torch();
     kv_llama3();
     kv_mistral();
     prefill_all_logits();
