@@ -33,8 +33,8 @@
  *     sdpa_attention_forward and eager_attention_forward both repeat) makes
  *     [B, Hq, len, D] copies of k and v when Hq != Hkv;
  *   - the head and _sample's logits as in the prefill with one position.
- * Not modelled: the causal mask of a static cache ([B, 1, q, max_cache_len],
- * small next to the cache), the eager kernel's [B, Hq, 1, len] scores in
+ *   - a static cache's attention mask [B, 1, q, max_cache_len] (static_mask).
+ * Not modelled: the eager kernel's [B, Hq, 1, len] scores in
  * decode, logits processors and sampling (greedy argmax: [B] int64). */
 #include "memest/generate.h"
 
@@ -157,6 +157,32 @@ static void transient(struct plan *p, uint32_t node, uint32_t slot, uint64_t byt
         p->ev[p->n - 1].cat = MEMEST_CAT_TRANSIENT;
 }
 
+/* A static cache's 4-d mask: LlamaModel._update_causal_mask builds it for
+ * every forward over the whole cache (_ignore_causal_mask_sdpa is skipped
+ * with a static cache): _prepare_4d_causal_attention_mask_with_cache_position
+ * makes [q, T] in the dtype, expands it to [B, 1, q, T] and, as generate()
+ * passes an attention_mask, clone()s it (its own temporaries, [q, T] and the
+ * padding comparison, go at once). It lives until forward() returns. Made
+ * at the first attention node's place (after embed_tokens, as the model
+ * makes it), into slot `slot`; freed by the tail. Returns the slot, or
+ * UINT32_MAX with a dynamic cache. */
+static uint32_t static_mask(struct plan *p, const struct memest_gen_attn *a, uint32_t na,
+                            const struct memest_gen_cfg *cfg, int64_t q_len, int64_t tokens,
+                            uint32_t slot)
+{
+    if (cfg->cache != MEMEST_CACHE_STATIC || !na)
+        return UINT32_MAX;
+    int64_t len = 0;
+    for (uint32_t i = 0; i < na; i++) {
+        int64_t l = memest_gen_cache_len(&a[i], cfg->cache, tokens);
+        len = l > len ? l : len;
+    }
+    uint64_t b = memest_sat_mul(memest_sat_mul((uint64_t)a[0].batch, (uint64_t)q_len),
+                                memest_sat_mul((uint64_t)len, memest_dtype_size(a[0].dtype)));
+    transient(p, a[0].node, slot, b);
+    return slot;
+}
+
 /* The output head (memest_graph_output_head) when it comes after every
  * attention node: the node the forward stops at; else nnodes. */
 static uint32_t head_node(const struct memest_run *r, const struct memest_gen_attn *a, uint32_t na)
@@ -170,10 +196,12 @@ static uint32_t head_node(const struct memest_run *r, const struct memest_gen_at
 /* The logits the head makes for `keep` of its `seq` positions, and the
  * tail events: lm_head, forward() returns, clone, float, drops. */
 static uint64_t tail(struct plan *p, const struct memest_run *r, uint32_t head, int64_t seq,
-                     int64_t keep, uint32_t slot)
+                     int64_t keep, uint32_t slot, uint32_t mask)
 {
     if (head >= r->g->nnodes) {
         add(p, MEMEST_GEN_TAIL, MEMEST_GEN_RETURN, 0, 0, 0);
+        if (mask != UINT32_MAX)
+            add(p, MEMEST_GEN_TAIL, MEMEST_GEN_FREE, 0, mask, 0);
         return 0;
     }
     const struct memest_value *o = &r->values[r->nodes[head].out_first];
@@ -188,12 +216,14 @@ static uint64_t tail(struct plan *p, const struct memest_run *r, uint32_t head, 
     uint64_t scores = memest_sat_mul(memest_sat_mul(batch, vocab), 4);
     add(p, MEMEST_GEN_TAIL, MEMEST_GEN_ALLOC, 0, slot, logits);          /* outputs.logits */
     add(p, MEMEST_GEN_TAIL, MEMEST_GEN_RETURN, 0, 0, 0);
+    if (mask != UINT32_MAX)
+        add(p, MEMEST_GEN_TAIL, MEMEST_GEN_FREE, 0, mask, 0);
     add(p, MEMEST_GEN_TAIL, MEMEST_GEN_ALLOC, 0, slot + 1, logits);      /* .clone() */
     add(p, MEMEST_GEN_TAIL, MEMEST_GEN_ALLOC, 0, slot + 2, scores);      /* [:, -1, :].float() */
     add(p, MEMEST_GEN_TAIL, MEMEST_GEN_FREE, 0, slot + 1, 0);
     add(p, MEMEST_GEN_TAIL, MEMEST_GEN_FREE, 0, slot, 0);                /* del outputs */
     add(p, MEMEST_GEN_TAIL, MEMEST_GEN_FREE, 0, slot + 2, 0);
-    for (uint32_t e = p->nomem ? 0 : p->n - 7; !p->nomem && e < p->n; e++)
+    for (uint32_t e = p->nomem ? 0 : p->n - (mask != UINT32_MAX ? 8 : 7); !p->nomem && e < p->n; e++)
         p->ev[e].cat = MEMEST_CAT_TRANSIENT;
     return logits;
 }
@@ -300,6 +330,7 @@ static int prefill(const struct memest_run *r, const struct memest_step_cfg *ste
         add(&p, MEMEST_GEN_SETUP, MEMEST_GEN_ALLOC, 0, 4 * i + 1,
             kv_part(&a[i], a[i].kv_heads, a[i].v_dim, len, kv_type(cfg, &a[i])));
     }
+    uint32_t mask = profile ? UINT32_MAX : static_mask(&p, a, na, cfg, C, T, 4 * na + 3);
     for (uint32_t i = 0; !profile && i < na; i++) {
         uint32_t n = a[i].node;
         if (cfg->cache == MEMEST_CACHE_STATIC) {
@@ -321,7 +352,7 @@ static int prefill(const struct memest_run *r, const struct memest_step_cfg *ste
         }
     }
     int64_t keep_pos = cfg->all_logits && !profile ? C : 1;
-    out->logits_bytes = tail(&p, r, stop, C, keep_pos, 4 * na);
+    out->logits_bytes = tail(&p, r, stop, C, keep_pos, 4 * na, mask);
     if (simulate(r, step, &p, keep, stop, &out->peak, err) != 0)
         goto end;
     out->kv_bytes = profile ? 0 : cache_bytes(a, na, cfg, cfg->cache == MEMEST_CACHE_STATIC ? T : C);
@@ -361,6 +392,7 @@ static int decode(const struct memest_run *r, const struct memest_step_cfg *step
         }
     }
     bool dyn = cfg->cache == MEMEST_CACHE_DYNAMIC;
+    uint32_t mask = UINT32_MAX;
     for (uint32_t i = 0; i < na; i++) {   /* the cache before the step */
         int64_t len = memest_gen_cache_len(&a[i], cfg->cache, dyn ? tokens - 1 : tokens);
         add(&p, MEMEST_GEN_SETUP, MEMEST_GEN_ALLOC, 0, 6 * i,
@@ -371,6 +403,8 @@ static int decode(const struct memest_run *r, const struct memest_step_cfg *step
     for (uint32_t i = 0; i < na; i++) {
         uint32_t n = a[i].node;
         int64_t len = memest_gen_cache_len(&a[i], cfg->cache, tokens);
+        if (i == 0)
+            mask = static_mask(&p, a, na, cfg, 1, tokens, 6 * na + 3);
         if (dyn) {   /* torch.cat: the new tensor, then the old one goes */
             add(&p, MEMEST_GEN_PRE, MEMEST_GEN_ALLOC, n, 6 * i + 2,
                 kv_part(&a[i], a[i].kv_heads, a[i].k_dim, len, kv_type(cfg, &a[i])));
@@ -389,7 +423,7 @@ static int decode(const struct memest_run *r, const struct memest_step_cfg *step
         }
     }
     uint32_t stop = head_node(r, a, na);
-    out->logits_bytes = tail(&p, r, stop, 1, 1, 6 * na);
+    out->logits_bytes = tail(&p, r, stop, 1, 1, 6 * na, mask);
     if (simulate_it && simulate(r, step, &p, NULL, stop, &out->peak, err) != 0)
         goto end;
     out->kv_bytes = cache_bytes(a, na, cfg, tokens);
