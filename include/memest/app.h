@@ -10,6 +10,7 @@
  *   src/app/flow_single.c    one estimate: the report, --fit, --probe
  *   src/app/flow_sweep.c     --sweep, --sweep-var and --max-batch
  *   src/app/advise.c         --advise
+ *   src/app/flow_generate.c  --generate (its --max-batch, --max-context, --sweep-context)
  *
  * Sweeps reuse what does not change: a batch sweep re-runs only shape
  * inference and the calculators (memest_run_infer + memest_estimate) on the

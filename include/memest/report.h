@@ -226,6 +226,11 @@ void memest_probe_print_text(FILE *f, const struct memest_probe_result *r);
  * "phase", "node" (null if unknown), "bytes", "live"}. */
 void memest_probe_write_json(struct memest_jsonw *w, const struct memest_probe_result *r);
 
+/* report_generate.c: --generate's document (and --sweep-context's table
+ * when g->e is NULL), as text and as JSON. */
+void memest_report_generate_text(FILE *f, const struct memest_gen_report *g);
+void memest_report_generate_json(FILE *f, const struct memest_gen_report *g);
+
 /* report_gpus.c: `memest --list-gpus`, a Markdown table (README.md includes it). */
 void memest_gpu_print_markdown(FILE *f, const struct memest_gpu_table *t);
 /* report_ops.c: `memest --list-ops`, the op table as Markdown. */

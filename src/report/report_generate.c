@@ -47,7 +47,7 @@ static void sweep_text(FILE *f, const struct memest_gen_report *g)
     }
 }
 
-static void text(FILE *f, const struct memest_gen_report *g)
+void memest_report_generate_text(FILE *f, const struct memest_gen_report *g)
 {
     const struct memest_gen_estimate *e = g->e;
     char a[32], b[32], c[32], name[MEMEST_ESC_NAME];
@@ -146,7 +146,7 @@ static void sweep_json(struct memest_jsonw *w, const struct memest_gen_report *g
     memest_jsonw_arr_end(w);
 }
 
-static void json(FILE *f, const struct memest_gen_report *g)
+void memest_report_generate_json(FILE *f, const struct memest_gen_report *g)
 {
     const struct memest_gen_estimate *e = g->e;
     struct memest_jsonw w;
@@ -222,18 +222,4 @@ static void json(FILE *f, const struct memest_gen_report *g)
     }
     memest_jsonw_obj_end(&w);
     memest_jsonw_finish(&w);
-}
-
-void memest_render_generate(FILE *f, enum memest_output fmt, const struct memest_gen_report *g)
-{
-    switch (fmt) {
-    case MEMEST_OUTPUT_TEXT:
-        text(f, g);
-        break;
-    case MEMEST_OUTPUT_JSON:
-        json(f, g);
-        break;
-    case MEMEST_OUTPUT_CSV:   /* refused: --csv is for sweeps */
-        break;
-    }
 }
