@@ -226,20 +226,15 @@ int memest_flow_generate(struct memest_app *a)
         memest_render_generate(stdout, o->format, &rep);
         goto end;
     }
-    if (o->max_batch) {
-        if (largest(&G, true, MEMEST_GEN_MAX_SEARCH, &batch, &err) != 0)
+    if (o->max_batch || o->max_context) {   /* the search; the estimate at its answer (or 1) */
+        int64_t *v = o->max_batch ? &batch : &context;
+        if (largest(&G, o->max_batch, MEMEST_GEN_MAX_SEARCH, v, &err) != 0)
             goto fail;
-        rep.has_max_batch = true;
-        rep.max_batch = batch;
-        if (!batch)
-            batch = 1;
-    } else if (o->max_context) {
-        if (largest(&G, false, MEMEST_GEN_MAX_SEARCH, &context, &err) != 0)
-            goto fail;
-        rep.has_max_context = true;
-        rep.max_context = context;
-        if (!context)
-            context = 1;
+        rep.has_max_batch = o->max_batch;
+        rep.has_max_context = o->max_context;
+        *(o->max_batch ? &rep.max_batch : &rep.max_context) = *v;
+        if (!*v)
+            *v = 1;
     }
     if (gen_at(&G, batch, context, &e, &err) != 0 ||
         (o->kv_block && memest_generate_profile(&G.pr, &a->step, &G.cfg, &profile, &err) != 0))
