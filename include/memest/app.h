@@ -10,6 +10,7 @@
  *   src/app/flow_single.c    one estimate: the report, --fit, --probe
  *   src/app/flow_sweep.c     --sweep, --sweep-var and --max-batch
  *   src/app/advise.c         --advise
+ *   src/app/flow_generate.c  --generate (its --max-batch, --max-context, --sweep-context)
  *
  * Sweeps reuse what does not change: a batch sweep re-runs only shape
  * inference and the calculators (memest_run_infer + memest_estimate) on the
@@ -57,9 +58,10 @@ struct memest_app {
  * Call memest_app_close() in every case. */
 int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct memest_error *err);
 void memest_app_close(struct memest_app *a);
-/* The graph passes after a->g is built (memest_app_open, and a --sweep-var
- * rebuild): LoRA (lora.h). 0, or -1 with err set. */
-int memest_app_graph_passes(struct memest_app *a, struct memest_error *err);
+/* The graph passes after a graph of the model is built (a->g by
+ * memest_app_open, a --sweep-var rebuild, --generate's graphs at other
+ * sequence lengths): LoRA (lora.h). 0, or -1 with err set. */
+int memest_app_graph_passes(struct memest_app *a, struct memest_graph *g, struct memest_error *err);
 
 /* Runs shape inference at `batch` (dtype from the options) on a->g into a->r
  * and every calculator with `step`, after charging the estimate's cost to
@@ -135,5 +137,7 @@ int memest_flow_single(struct memest_app *a);
 int memest_flow_sweep(struct memest_app *a);
 int memest_flow_max_batch(struct memest_app *a);
 int memest_flow_advise(struct memest_app *a);
+/* --generate (src/app/flow_generate.c). */
+int memest_flow_generate(struct memest_app *a);
 /* --list-gpus: the presets as a Markdown table. */
 int memest_flow_list_gpus(const struct memest_cli *o);

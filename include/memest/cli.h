@@ -56,6 +56,22 @@ struct memest_cli {
     struct memest_lora_opts lora;
     const char *lora_extra;
 
+    /* --generate and its options (helper generate): README's "Fine-tuning
+     * and serving" */
+    bool generate;
+    int64_t gen_context;           /* --context C: prompt tokens (seq_len = C) */
+    int64_t gen_new_tokens;        /* --new-tokens N, default 128 */
+    enum memest_dtype kv_dtype;    /* --kv-dtype */
+    bool kv_dtype_set;
+    bool kv_fp8;                   /* --kv-dtype fp8 (kv_dtype: a one-byte type) */
+    uint8_t gen_cache;             /* --cache: enum memest_kv_cache (generate.h) */
+    bool all_logits;               /* --all-logits */
+    int64_t kv_block;              /* --kv-block B: vLLM's paged cache; 0: none */
+    double gpu_util;               /* --gpu-util U, default 0.9 */
+    bool max_context;              /* --max-context */
+    const char *gen_sweep;         /* --sweep-context LIST */
+    char gen_context_str[24];      /* --context as the seq_len override's value */
+
     bool help, version, list_ops, list_gpus;
 };
 

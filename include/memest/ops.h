@@ -107,6 +107,13 @@ struct memest_op_desc {
                                      register_buffer): it takes memory whether
                                      forward() reads it or not, so an unread
                                      one is no unused node (graph.h) */
+    bool kv_attention;            /* attention whose inputs 1 and 2 are the keys
+                                     [B, Hkv, S, Dk] and values [B, Hkv, S, Dv] a
+                                     KV cache keeps when generating (--generate:
+                                     src/calc/generate.c reads the cache's size
+                                     from them) */
+    const char *kv_window_arg;    /* with kv_attention: the argument holding the
+                                     sliding-window size (0: none), or NULL */
 };
 
 /* The op of the model inputs (the file's "inputs" list): not in the table

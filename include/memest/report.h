@@ -26,6 +26,7 @@
 
 #include "memest/calc.h"
 #include "memest/fit.h"
+#include "memest/generate.h"
 #include "memest/gpu.h"
 #include "memest/graph.h"
 #include "memest/jsonw.h"
@@ -113,6 +114,32 @@ struct memest_advice {
     int nopts;
 };
 
+/* --generate (report_generate.c): the generation estimate, its verdict on
+ * the card, the speed estimates and vLLM's paged cache. */
+struct memest_gen_row {        /* one context of --sweep-context */
+    int64_t context;
+    uint64_t kv, prefill, decode, total;
+    bool has_fit, fits, has_speed;
+    double prefill_s, tok_s;
+};
+struct memest_gen_report {
+    const char *model;
+    bool has_max_batch, has_max_context;  /* --max-batch / --max-context: the answer
+                                             (0: nothing fits), the estimate at it */
+    int64_t max_batch, max_context;
+    struct memest_gen_row *rows;          /* --sweep-context (e NULL) */
+    size_t nrows;
+    enum memest_dtype dtype;
+    const struct memest_gen_estimate *e;
+    const struct memest_card *card;       /* NULL: no card */
+    struct memest_fit fit;
+    const struct memest_gen_speed *speed; /* NULL: no preset */
+    const struct memest_paged *paged;     /* NULL: no --kv-block */
+    int64_t kv_block;
+    double gpu_util;
+    uint64_t profile_peak;                /* the profile run's allocated peak (weights in) */
+};
+
 /* ---- the dispatchers: one per document, a switch over the format ---- */
 
 /* One estimate. Text: the summary (or with --fit only the verdict line),
@@ -122,6 +149,8 @@ void memest_render_estimate(FILE *f, enum memest_output fmt, const struct memest
 void memest_render_max_batch(FILE *f, enum memest_output fmt, const struct memest_report *rep);
 void memest_render_sweep(FILE *f, enum memest_output fmt, const struct memest_sweep_report *s);
 void memest_render_advice(FILE *f, enum memest_output fmt, const struct memest_advice *ad);
+/* --generate. */
+void memest_render_generate(FILE *f, enum memest_output fmt, const struct memest_gen_report *g);
 /* A failed command: with JSON the error document; the text formats print
  * nothing here (the one-line message on stderr is the CLI's). */
 void memest_render_error(FILE *f, enum memest_output fmt, const struct memest_error *err);
@@ -202,6 +231,11 @@ void memest_probe_print_text(FILE *f, const struct memest_probe_result *r);
  * "fits" without a verdict, are null. "failed_at" is null or {"event",
  * "phase", "node" (null if unknown), "bytes", "live"}. */
 void memest_probe_write_json(struct memest_jsonw *w, const struct memest_probe_result *r);
+
+/* report_generate.c: --generate's document (and --sweep-context's table
+ * when g->e is NULL), as text and as JSON. */
+void memest_report_generate_text(FILE *f, const struct memest_gen_report *g);
+void memest_report_generate_json(FILE *f, const struct memest_gen_report *g);
 
 /* report_gpus.c: `memest --list-gpus`, a Markdown table (README.md includes it). */
 void memest_gpu_print_markdown(FILE *f, const struct memest_gpu_table *t);

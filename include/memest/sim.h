@@ -15,8 +15,46 @@
 #include "memest/step.h"
 #include "memest/timeline.h"
 
+/* Generation (--generate, src/calc/generate.c): what transformers'
+ * generate() adds to a no-grad forward pass, as a small program of
+ * allocations and frees the simulator runs around the graph's nodes. */
+enum memest_gen_at {
+    MEMEST_GEN_SETUP = 0,  /* with the parameters, before the step (a cache that
+                              exists before this forward: the decode step's) */
+    MEMEST_GEN_PRE,        /* at `node`, before the node's own tensors */
+    MEMEST_GEN_POST,       /* at `node`, after them (and its workspace) */
+    MEMEST_GEN_TAIL,       /* after the last node run (`stop`) */
+};
+enum memest_gen_op {
+    MEMEST_GEN_ALLOC = 0,  /* a new tensor of `bytes` into `slot` */
+    MEMEST_GEN_FREE,       /* the tensor in `slot` goes */
+    MEMEST_GEN_RETURN,     /* the model's forward() returns: every tensor of the
+                              pass still alive goes, except the kept ones */
+};
+struct memest_gen_event {
+    uint8_t at;            /* enum memest_gen_at */
+    uint8_t op;            /* enum memest_gen_op */
+    uint8_t cat;           /* enum memest_category of an ALLOC */
+    uint32_t node;         /* PRE/POST: the node */
+    uint32_t slot;         /* < nslots */
+    uint64_t bytes;
+};
+struct memest_gen_plan {
+    const uint8_t *keep;   /* per storage: the cache keeps it past the forward
+                              (DynamicCache appends key_states itself); NULL: none */
+    uint32_t stop;         /* the first node not run (the output head, whose
+                              logits_to_keep slice the TAIL events make); nnodes:
+                              every node */
+    const struct memest_gen_event *ev;  /* SETUP ones first, then PRE/POST in node
+                                           order (PRE before POST), then TAIL */
+    uint32_t nev, nslots;
+};
+
 struct memest_peak_opts {
     bool inference;     /* no-grad forward pass only */
+    const struct memest_gen_plan *gen;  /* with inference: one generate() forward
+                                           (no warm-up: a fresh allocator); NULL:
+                                           none */
     const struct memest_step_cfg *step;  /* NULL: defaults */
     uint64_t events;    /* room to reserve for the events: their upper bound
                            (cost.h), or 0 for a guess (the list grows as needed) */

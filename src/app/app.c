@@ -48,7 +48,7 @@ int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct mem
     }
     if (memest_model_read_file(o->model, &a->m, err) != 0 ||
         memest_model_build(&a->m, o->sets, o->nsets, &a->g, err) != 0 ||
-        memest_app_graph_passes(a, err) != 0 ||
+        memest_app_graph_passes(a, &a->g, err) != 0 ||
         memest_step_cfg_resolve_loss(&a->step, a->g.loss, err) != 0)   /* once, here */
         return memest_error_exit(err);
     /* a Hugging Face config's torch_dtype is the weights' type, as
@@ -80,10 +80,10 @@ int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct mem
     return MEMEST_EXIT_OK;
 }
 
-int memest_app_graph_passes(struct memest_app *a, struct memest_error *err)
+int memest_app_graph_passes(struct memest_app *a, struct memest_graph *g, struct memest_error *err)
 {
     const struct memest_cli *o = a->o;
-    return memest_lora_apply(&a->g, &o->lora, o->step.amp != MEMEST_AMP_NONE, a->m.model_type,
+    return memest_lora_apply(g, &o->lora, o->step.amp != MEMEST_AMP_NONE, a->m.model_type,
                              &a->lora, err);
 }
 

@@ -54,6 +54,16 @@ enum {
     OPT_LORA_DROPOUT,
     OPT_LORA_TARGETS,
     OPT_LORA_RSLORA,
+    OPT_GENERATE,
+    OPT_CONTEXT,
+    OPT_NEW_TOKENS,
+    OPT_KV_DTYPE,
+    OPT_CACHE,
+    OPT_ALL_LOGITS,
+    OPT_KV_BLOCK,
+    OPT_GPU_UTIL,
+    OPT_MAX_CONTEXT,
+    OPT_SWEEP_CONTEXT,
 };
 
 #define SHORT_OPTS ":b:o:h"
@@ -85,6 +95,16 @@ static const struct option long_opts[] = {
     {"lora-dropout", required_argument, NULL, OPT_LORA_DROPOUT},
     {"lora-targets", required_argument, NULL, OPT_LORA_TARGETS},
     {"lora-rslora", no_argument, NULL, OPT_LORA_RSLORA},
+    {"generate", no_argument, NULL, OPT_GENERATE},
+    {"context", required_argument, NULL, OPT_CONTEXT},
+    {"new-tokens", required_argument, NULL, OPT_NEW_TOKENS},
+    {"kv-dtype", required_argument, NULL, OPT_KV_DTYPE},
+    {"cache", required_argument, NULL, OPT_CACHE},
+    {"all-logits", no_argument, NULL, OPT_ALL_LOGITS},
+    {"kv-block", required_argument, NULL, OPT_KV_BLOCK},
+    {"gpu-util", required_argument, NULL, OPT_GPU_UTIL},
+    {"max-context", no_argument, NULL, OPT_MAX_CONTEXT},
+    {"sweep-context", required_argument, NULL, OPT_SWEEP_CONTEXT},
     {"layers", no_argument, NULL, OPT_LAYERS},
     {"json", no_argument, NULL, OPT_JSON},
     {"csv", no_argument, NULL, OPT_CSV},
@@ -261,6 +281,51 @@ static int check_conflicts(const struct memest_cli *o, bool csv, struct memest_e
     return 0;
 }
 
+/* --generate and its options; --context becomes the override seq_len = C
+ * (the prefill's graph). */
+static int check_generate(struct memest_cli *o, bool csv, struct memest_error *err)
+{
+    bool any = o->gen_context || o->kv_dtype_set || o->gen_cache || o->all_logits || o->kv_block ||
+               o->max_context || o->gen_sweep;
+    if (!o->generate)
+        return any ? usage(err, "--context, --kv-dtype, --cache, --all-logits, --kv-block, "
+                                "--max-context and --sweep-context need --generate")
+                   : 0;
+    if (!o->gen_context && !o->gen_sweep)
+        return usage(err, "--generate needs --context C (the prompt's tokens)");
+    if (o->gen_context && o->gen_sweep)
+        return usage(err, "--sweep-context gives the contexts: it excludes --context");
+    if (o->inference || o->sweep || o->sweep_var || o->advise || o->probe || o->timeline_path ||
+        o->plot_path || o->layers || csv || o->fit)
+        return usage(err, "--generate excludes --inference, --sweep, --sweep-var, --advise, "
+                          "--probe, --timeline, --plot, --layers, --csv and --fit");
+    bool card = o->gpu || o->mem_set;
+    if ((o->kv_block || o->max_context) && !card)
+        return usage(err, "--kv-block and --max-context need a target card: --gpu NAME or --mem SIZE");
+    if (o->max_batch + o->max_context + (o->gen_sweep != NULL) > 1)
+        return usage(err, "--max-batch, --max-context and --sweep-context exclude each other");
+    if (o->gen_sweep && o->kv_block)
+        return usage(err, "--kv-block reports one context: it excludes --sweep-context");
+    if (o->gen_sweep) {
+        struct memest_sweep_list l;
+        if (memest_sweep_parse(o->gen_sweep, "--sweep-context", &l, err) != 0)
+            return -1;
+        memest_sweep_list_free(&l);
+    }
+    for (int i = 0; i < o->nsets; i++)
+        if (strcmp(o->sets[i].name, "seq_len") == 0)
+            return usage(err, "--generate takes the prompt's length from --context: drop --seq "
+                              "and --set seq_len");
+    if (o->nsets == MEMEST_MAX_SETS)
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL, "--set: at most %d overrides",
+                           MEMEST_MAX_SETS);
+    if (!o->gen_context)
+        return 0;
+    snprintf(o->gen_context_str, sizeof o->gen_context_str, "%lld", (long long)o->gen_context);
+    o->sets[o->nsets++] = (struct memest_override){"seq_len", o->gen_context_str, "--context"};
+    return 0;
+}
+
 /* Whether argv asks for --json, read as getopt_long reads it (an option's
  * value or an operand after "--" is not the option), so that an error found
  * before the parser reaches it still gets the JSON error document. The
@@ -286,6 +351,8 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
     o->headroom = 5;
     o->mfu = 0.4;
     o->lora.alpha = 8;   /* peft LoraConfig: lora_alpha=8, lora_dropout=0.0 */
+    o->gen_new_tokens = 128;
+    o->gpu_util = 0.9;
     o->format = wants_json(argc, argv) ? MEMEST_OUTPUT_JSON : MEMEST_OUTPUT_TEXT;
     bool csv = false;
     /* glibc: 0, not 1, starts over in the default order (not wants_json's)
@@ -438,6 +505,56 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
             o->lora.rslora = true;
             o->lora_extra = "--lora-rslora";
             break;
+        case OPT_GENERATE:
+            o->generate = true;
+            break;
+        case OPT_CONTEXT:
+            if (memest_parse_u64(optarg, 1, (uint64_t)1 << 40, &u) != 0)
+                return bad(err, "--context", optarg, "a whole number between 1 and 2^40");
+            o->gen_context = (int64_t)u;
+            break;
+        case OPT_NEW_TOKENS:
+            if (memest_parse_u64(optarg, 1, (uint64_t)1 << 40, &u) != 0)
+                return bad(err, "--new-tokens", optarg, "a whole number between 1 and 2^40");
+            o->gen_new_tokens = (int64_t)u;
+            break;
+        case OPT_KV_DTYPE:
+            if (strcmp(optarg, "int8") == 0)
+                o->kv_dtype = MEMEST_I8;
+            else if (strcmp(optarg, "fp8") == 0)
+                o->kv_dtype = MEMEST_U8;   /* one byte, as vLLM's fp8 cache stores it */
+            else if (memest_dtype_parse(optarg, &o->kv_dtype) != 0 ||
+                     (o->kv_dtype != MEMEST_F16 && o->kv_dtype != MEMEST_BF16))
+                return bad(err, "--kv-dtype", optarg, "fp16, bf16, fp8 or int8");
+            o->kv_dtype_set = true;
+            o->kv_fp8 = strcmp(optarg, "fp8") == 0;
+            break;
+        case OPT_CACHE:
+            if (strcmp(optarg, "dynamic") == 0)
+                o->gen_cache = 0;
+            else if (strcmp(optarg, "static") == 0)
+                o->gen_cache = 1;
+            else
+                return bad(err, "--cache", optarg, "dynamic or static");
+            break;
+        case OPT_ALL_LOGITS:
+            o->all_logits = true;
+            break;
+        case OPT_KV_BLOCK:
+            if (memest_parse_u64(optarg, 1, 1u << 16, &u) != 0)
+                return bad(err, "--kv-block", optarg, "a whole number between 1 and 65536");
+            o->kv_block = (int64_t)u;
+            break;
+        case OPT_GPU_UTIL:
+            if (memest_parse_double(optarg, 0.01, 1, &o->gpu_util) != 0)
+                return bad(err, "--gpu-util", optarg, "a fraction between 0.01 and 1");
+            break;
+        case OPT_MAX_CONTEXT:
+            o->max_context = true;
+            break;
+        case OPT_SWEEP_CONTEXT:
+            o->gen_sweep = optarg;
+            break;
         case OPT_LAYERS:
             o->layers = true;
             break;
@@ -511,7 +628,7 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
         }
         before = optind;
     }
-    if (check_conflicts(o, csv, err) != 0)
+    if (check_conflicts(o, csv, err) != 0 || check_generate(o, csv, err) != 0)
         return -1;
     if (csv)
         o->format = MEMEST_OUTPUT_CSV;

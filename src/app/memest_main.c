@@ -72,6 +72,8 @@ static int run(int argc, char **argv)
     int rc = memest_app_open(&a, &o, &err);
     if (rc != MEMEST_EXIT_OK)
         rc = memest_app_fail(&o, &err);
+    else if (o.generate)
+        rc = memest_flow_generate(&a);
     else if (o.sweep || o.sweep_var)
         rc = memest_flow_sweep(&a);
     else if (o.max_batch)

@@ -207,6 +207,21 @@ static void lora_options(FILE *f)
     fixed(f, "      --lora-rslora", "rank-stabilised scaling A/sqrt(R)");
 }
 
+/* --generate and its options (README's "Fine-tuning and serving"). */
+static void generate_options(FILE *f)
+{
+    fixed(f, "      --generate", "text generation: prefill and decode (transformers)");
+    fixed(f, "      --context C", "prompt tokens (seq_len of the prefill)");
+    fixed(f, "      --new-tokens N", "tokens generated (default 128)");
+    fixed(f, "      --kv-dtype T", "the KV cache's type: fp16, bf16, fp8, int8 (default: the model's)");
+    fixed(f, "      --cache K", "dynamic (default, DynamicCache) or static (StaticCache)");
+    fixed(f, "      --all-logits", "logits of every prompt position (else the last only)");
+    fixed(f, "      --max-context", "the longest context that fits the card");
+    fixed(f, "      --sweep-context L", "a table of contexts (L as --sweep's LIST)");
+    fixed(f, "      --kv-block B", "vLLM's paged cache with blocks of B tokens");
+    fixed(f, "      --gpu-util U", "vLLM's gpu_memory_utilization (default 0.9)");
+}
+
 static void card_options(FILE *f)
 {
     char dflt[32], max[32]; /* "287", MB as README.md writes it; "1 TiB" */
@@ -222,7 +237,7 @@ static void card_options(FILE *f)
     option(f, "      --overhead SIZE", &t);
     fixed(f, "      --fit", "one-line verdict; exit 1 if it does not fit");
     fixed(f, "      --headroom P", "percent of the card to keep free for --fit (default 5)");
-    fixed(f, "      --max-batch", "the largest batch that fits");
+    fixed(f, "      --max-batch", "the largest batch that fits (with --generate too)");
     fixed(f, "      --sweep LIST", "batch sizes: 1,2,8 or START:END:xK or START:END:+K");
     fixed(f, "      --sweep-var N=LIST", "sweep model variable N instead of the batch");
     fixed(f, "      --mfu F",
@@ -275,6 +290,8 @@ void memest_cli_usage(FILE *f)
     llm_options(f);
     fputs("\nFine-tuning:\n", f);
     lora_options(f);
+    fputs("\nGeneration and serving:\n", f);
+    generate_options(f);
     fputs("\nThe card:\n", f);
     card_options(f);
     fputs("\nOutput:\n", f);
@@ -285,6 +302,7 @@ void memest_cli_usage(FILE *f)
           "  memest models/gpt2.json --batch 8 --set seq_len=512 --layers\n"
           "  memest models/resnet50.json --gpu a100-40gb --fit\n"
           "  memest models/bert-base.json --sweep 1:1024:x2 --csv\n"
+          "  memest models/hf/llama-3-8b.json --generate --context 4096 --gpu a100-80gb\n"
           "\n"
           "Numbers are decimal (no hex, inf, nan or spaces): whole numbers are digits only,\n"
           "reals may have a fraction and an exponent (0.9, 1e-3), --set values a '-' sign.\n"

@@ -711,6 +711,10 @@ const struct memest_op_desc memest_ops_sdpa[] = {
         /* eager and math call cuBLAS; the fused kernels do not, but the
          * linear projections before them already have */
         .lib = MEMEST_LIB_CUBLAS,
+        /* transformers' attention modules hand key_states and value_states
+         * to past_key_value.update() before attention (cache_utils.py) */
+        .kv_attention = true,
+        .kv_window_arg = "window",
     },
 };
 const int memest_ops_sdpa_count = NOPS(memest_ops_sdpa);

@@ -72,3 +72,17 @@ void memest_render_error(FILE *f, enum memest_output fmt, const struct memest_er
         break;
     }
 }
+
+void memest_render_generate(FILE *f, enum memest_output fmt, const struct memest_gen_report *g)
+{
+    switch (fmt) {
+    case MEMEST_OUTPUT_TEXT:
+        memest_report_generate_text(f, g);
+        break;
+    case MEMEST_OUTPUT_JSON:
+        memest_report_generate_json(f, g);
+        break;
+    case MEMEST_OUTPUT_CSV:   /* refused: --generate excludes --csv */
+        break;
+    }
+}

@@ -172,6 +172,16 @@ void sim_analyze_lastuse(struct sim *S)
         s = S->alias[s];
     S->held[s] = 1;
     S->lastuse[s] = S->nn;
+    /* --generate: what the KV cache keeps outlives the forward too */
+    for (uint32_t t = 0; S->gen && S->gen->keep && t < S->ns; t++) {
+        if (!S->gen->keep[t])
+            continue;
+        uint32_t u = t;
+        while (S->alias[u] != NONE)
+            u = S->alias[u];
+        S->held[u] = 1;
+        S->lastuse[u] = S->nn;
+    }
 }
 
 static void push_list(uint32_t *head, uint32_t *next, uint32_t at, uint32_t s)

@@ -99,8 +99,13 @@ int sim_forward(struct sim *S, enum fmode m)
     S->ph = (uint8_t)((S->ph & WARM) | MEMEST_PH_FORWARD);
     /* nodes of a checkpointed block run without grad: S->release already
      * leaves their tensors unsaved and keeps the block's inputs */
-    for (uint32_t n = 0; n < S->nn; n++)
-        if (sim_forward_node(S, n, m, NULL, &sfirst) != 0)
+    /* --generate: the plan's events around the nodes, and no node from its
+     * stop on (sim_generate.c) */
+    uint32_t stop = S->gen && S->gen->stop < S->nn ? S->gen->stop : S->nn;
+    for (uint32_t n = 0; n < stop; n++)
+        if (sim_gen_events(S, MEMEST_GEN_PRE, n) != 0 ||
+            sim_forward_node(S, n, m, NULL, &sfirst) != 0 ||
+            sim_gen_events(S, MEMEST_GEN_POST, n) != 0)
             return -1;
-    return 0;
+    return sim_gen_events(S, MEMEST_GEN_TAIL, stop);
 }

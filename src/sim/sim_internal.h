@@ -95,6 +95,7 @@
  *   sim_fused_ce.c  --fused linear-ce: the head linear and the loss fused
  *   sim_backward.c  the backward pass and checkpointed recomputation
  *   sim_optimizer.c the optimizer step
+ *   sim_generate.c  --generate: the cache's and generate()'s own tensors
  *   sim_step.c      the step driver and the entry point, memest_sim_step()
  *   sim_replay.c    allocator replay, export, peaks */
 
@@ -168,6 +169,12 @@ struct sim {
                              nodes after it up to the last output); NULL when off */
     uint32_t fce_gi, fce_gw, fce_gb;   /* its saved grad_input, grad_weight, grad_bias */
     uint32_t fce_seed;    /* loss.backward()'s seed, its grad_output */
+
+    /* --generate (sim_generate.c): the plan, its slots' allocation ids, the
+     * next event to run */
+    const struct memest_gen_plan *gen;
+    uint32_t *gen_ids;
+    uint32_t gen_next;
 
     /* every allocation: alive, bytes, category (teardown, checks) */
     uint8_t *alive;
@@ -282,6 +289,12 @@ int sim_backward(struct sim *S);
 /* ---- sim_optimizer.c ---- */
 
 int sim_optimizer(struct sim *S, bool first);
+
+/* ---- sim_generate.c ---- */
+
+int sim_gen_setup(struct sim *S);
+/* Runs the plan's events at node n (PRE or POST) or its TAIL. */
+int sim_gen_events(struct sim *S, uint8_t at, uint32_t n);
 
 /* ---- sim_replay.c ---- */
 

@@ -178,6 +178,7 @@ static void sim_free(struct sim *S)
     free(S->pids);
     free(S->alive);
     free(S->fused);
+    free(S->gen_ids);
 }
 
 /* The first storage of each node (storages are made in node order), with
@@ -211,7 +212,8 @@ int memest_sim_step(const struct memest_run *r, const struct memest_peak_opts *o
     memest_step_cfg_default(&defaults);
     struct memest_timeline full = {0};
     struct sim S = {.r = r, .g = r->g, .cfg = o->step ? o->step : &defaults,
-                    .tl = &full, .err = err, .inference = o->inference,
+                    .tl = &full, .err = err, .inference = o->inference || o->gen,
+                    .gen = o->gen,
                     .nn = r->g->nnodes, .ns = r->nstorages, .nv = r->nvalues, .cublas = NONE};
     int rc = -1;
     memset(out, 0, sizeof *out);
@@ -247,10 +249,11 @@ int memest_sim_step(const struct memest_run *r, const struct memest_peak_opts *o
         if (r->nodes[n].nparam > maxp)
             maxp = r->nodes[n].nparam;
     S.pids = malloc(sizeof *S.pids * maxp);
+    S.gen_ids = filled(S.gen ? S.gen->nslots : 0);
     uint8_t *vreach = calloc(S.nv ? S.nv : 1, 1);
     if (!S.sfirst || !S.release || !S.relin || !S.rhead || !S.rnext || !S.ihead || !S.inext ||
         !S.fhead || !S.fnext || !S.lastuse || !S.alias || !S.held || !S.reach || !S.ck_of ||
-        !S.sid || !S.vg || !S.pg || !S.cg || !S.pids || !vreach) {
+        !S.sid || !S.vg || !S.pg || !S.cg || !S.pids || !S.gen_ids || !vreach) {
         sim_nomem(&S);
         goto end;
     }
@@ -271,9 +274,14 @@ int memest_sim_step(const struct memest_run *r, const struct memest_peak_opts *o
     if (full.ev)
         full.cap = want;
     size_t start;
-    if (setup(&S) != 0 || early_state(&S) != 0)
+    if (setup(&S) != 0 || early_state(&S) != 0 || sim_gen_setup(&S) != 0)
         goto end;
-    if (S.inference) {
+    if (S.gen) {   /* one generate() forward, the cache made in setup */
+        start = full.n;
+        S.ph = 0;
+        if (infer_step(&S) != 0)
+            goto end;
+    } else if (S.inference) {
         S.ph = WARM;
         if (infer_step(&S) != 0 || drop_held(&S, 0) != 0)
             goto end;

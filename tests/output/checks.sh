@@ -425,6 +425,27 @@ case_hostile_warning() {
         fail "the warning is not escaped"
 }
 
+# ---- --generate ----
+
+case_generate_outputs() {
+    local L3=$SRC/models/hf/llama-3-8b.json
+    run 0 "$L3" --generate --context 512 --new-tokens 16 --gpu a100-80gb --kv-block 16
+    grep -q '^  KV cache        66.00 MiB at 528 tokens' out || fail "no KV cache line"
+    grep -q '^estimates (roofline, not measurements' out || fail "the speed is not labelled an estimate"
+    grep -q '^  blocks ' out || fail "no paged cache"
+    run 0 "$L3" --generate --context 512 --new-tokens 16 --gpu a100-80gb --kv-block 16 --json
+    python3 -c 'import json,sys; d=json.load(open("out")); g=d["generate"]
+assert g["kv_cache"] == 2*32*8*128*528*2, g["kv_cache"]
+assert d["fit"]["fits"] and d["paged"]["blocks"] > 0 and d["speed_estimate"]["decode_tokens_per_second"] > 0' ||
+        fail "the --json document"
+    run 0 "$L3" --generate --sweep-context 128,256 --json
+    python3 -c 'import json; d=json.load(open("out")); assert [r["context"] for r in d["sweep_context"]] == [128, 256]' ||
+        fail "the sweep document"
+    # nothing fits: exit 1, as --max-batch
+    run 1 "$L3" --generate --context 128 --mem 8GiB --max-batch
+    grep -q '^largest batch that fits: 0 ' out || fail "no max batch line"
+}
+
 declare -F "case_$CASE" > /dev/null || { echo "no case $CASE"; exit 1; }
 "case_$CASE"
 echo "ok"
