@@ -56,6 +56,10 @@ struct memest_app {
  * Call memest_app_close() in every case. */
 int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct memest_error *err);
 void memest_app_close(struct memest_app *a);
+/* The graph passes on a freshly built a->g: the quantisation pass (the
+ * config's quantization_config under --weights, --group-size,
+ * --double-quant, --kbit-prep). 0 / -1. */
+int memest_app_passes(struct memest_app *a, struct memest_error *err);
 
 /* Runs shape inference at `batch` (dtype from the options) on a->g into a->r
  * and every calculator with `step`, after charging the estimate's cost to

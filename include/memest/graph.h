@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "memest/arena.h"
+#include "memest/quant.h"
 
 struct memest_op_desc;
 struct memest_error;
@@ -74,6 +75,8 @@ struct memest_graph {
                                "--set seq_len=512, --sweep-var n=3"; NULL: none */
     uint64_t max_cost;      /* the most one estimate may cost (cost.h); 0: MEMEST_MAX_COST */
     uint64_t build_work;    /* expansion steps building it took (model_build.c: charge()) */
+    struct memest_quant_params quant;  /* the settings of the nodes' weight formats
+                                          (wformat), set by the quantisation pass */
 };
 
 /* Limits documented in models/README.md. */

@@ -16,6 +16,7 @@
 #include "memest/dtype.h"
 #include "memest/error.h"
 #include "memest/graph.h"
+#include "memest/quantize.h"
 
 struct cJSON;
 
@@ -47,6 +48,7 @@ struct memest_model {
     int npreset;
     bool has_dtype;                   /* the config's torch_dtype (or dtype), when it */
     enum memest_dtype dtype;          /* names one ("auto" or absent: none) */
+    struct memest_quant_cfg quant;    /* its quantization_config (format DENSE: none) */
     struct memest_arena arena;        /* what the fields above point to */
 };
 

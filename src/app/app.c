@@ -24,6 +24,13 @@ int memest_app_fail(const struct memest_cli *o, const struct memest_error *err)
     return memest_error_exit(err);
 }
 
+int memest_app_passes(struct memest_app *a, struct memest_error *err)
+{
+    struct memest_quant_cfg q;
+    memest_quant_cfg_merge(&a->m.quant, &a->o->quant, &q);
+    return memest_quantize(&a->g, &q, a->dtype, NULL, err);
+}
+
 int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct memest_error *err)
 {
     memset(a, 0, sizeof *a);
@@ -56,6 +63,8 @@ int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct mem
     a->dtype = o->dtype;
     if (!o->dtype_set && o->step.amp == MEMEST_AMP_NONE && a->m.has_dtype)
         a->dtype = a->m.dtype;
+    if (memest_app_passes(a, err) != 0)
+        return memest_error_exit(err);
     uint32_t unused, unused_at;
     if (memest_graph_unused_inputs(&a->g, &unused, &unused_at, err) != 0)
         return memest_error_exit(err);

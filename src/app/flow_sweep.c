@@ -122,7 +122,7 @@ static int rebuild(struct memest_app *a, const char *name, int64_t value,
         err->msg[len] = '\0';
         return -1;
     }
-    return 0;
+    return memest_app_passes(a, err);
 }
 
 /* The work a whole sweep needs, counted before any step is simulated: for
