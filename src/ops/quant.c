@@ -161,71 +161,93 @@ static uint64_t mul3(int64_t a, int64_t b, uint64_t c)
 
 static uint64_t max2(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
-/* Linear4bit.forward: x.to(compute_dtype) (cd), then matmul_4bit. One row
- * that requires no grad, with in % blocksize == 0, goes to gemv_4bit: no
- * dequantised weight, only the nested absmax when double-quantised
- * (F.gemv_4bit dequantizes it first). Else MatMul4Bit.forward:
- * F.linear(A, dequantize_4bit(B).to(A.dtype).t()), where dequantize_4bit
- * makes the nested absmax (float32 [blocks]) and then the weight in the
- * dtype it was quantised from (w); .to(cd) copies it when w != cd. The
- * result, in cd, is cast back to the input's dtype. MatMul4Bit saves only
- * B (the packed parameter: no activation); its backward computes
- * grad_output.to(cd) (ToCopyBackward of the last cast), dequantises again
- * and casts, and makes grad_A in cd before x.to(cd)'s backward casts it to
- * the input's dtype. */
+/* The figures below are taken at the moments of the library code where
+ * the live set is largest: each moment sums the tensors alive then (the
+ * node's own output or input gradient included when it exists), and the
+ * transient is the largest moment less that output / gradient, which the
+ * simulator holds besides (it allocates the workspace after the output).
+ * Checked against a replica of the library code by tests/tools/
+ * quant_replica.py (tests/reference/quant_replica.json). */
+static uint64_t sum3(uint64_t a, uint64_t b, uint64_t c)
+{
+    return memest_sat_add(memest_sat_add(a, b), c);
+}
+
+static uint64_t less(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
+
+/* Linear4bit.forward: x = x.to(compute_dtype) (cd; x keeps it until the
+ * forward returns), then matmul_4bit(...).to(inp_dtype). One row that
+ * requires no grad, with in % blocksize == 0, goes to gemv_4bit: the
+ * nested absmax when double-quantised (F.gemv_4bit dequantises it first)
+ * and the [1, out] result in cd, no dequantised weight. Else
+ * MatMul4Bit.forward: F.linear(A, dequantize_4bit(B).to(A.dtype).t()),
+ * where dequantize_4bit makes the nested absmax (float32 [blocks]) and
+ * then the weight in the dtype it was quantised from (w); .to(cd) copies
+ * it when w != cd. MatMul4Bit saves only B (the packed parameter: no
+ * activation). The backward: the last cast's ToCopyBackward makes
+ * grad_output in cd, MatMul4Bit.backward dequantises (and casts) again and
+ * makes grad_A in cd, x.to(cd)'s backward casts it to the input's dtype. */
 static void transient_bnb4(const struct memest_quant_params *p, int64_t out, int64_t in,
                            int64_t rows, enum memest_dtype x, enum memest_dtype w,
                            bool input_grad, struct memest_quant_transient *t)
 {
     enum memest_dtype cd = dt_or(p->compute_dtype, MEMEST_F32);
-    uint64_t cds = memest_dtype_size(cd);
+    uint64_t cds = memest_dtype_size(cd), xs = memest_dtype_size(x);
     int64_t bs = p->blocksize > 0 ? p->blocksize : 64;
     uint64_t absmax = p->double_quant ? mul3(ceil_div(out * in, bs), 1, 4) : 0;
+    uint64_t fin = mul3(rows, out, xs);                  /* the layer's output */
     uint64_t xcast = x != cd ? mul3(rows, in, cds) : 0;
-    uint64_t outc = x != cd ? mul3(rows, out, cds) : 0;
+    uint64_t outc = x != cd ? mul3(rows, out, cds) : fin; /* the result in cd */
+    uint64_t back = x != cd ? sum3(xcast, outc, fin) : 0; /* .to(inp_dtype) */
     if (rows == 1 && !input_grad && in % bs == 0) {
         t->gemv = true;
-        t->fwd = memest_sat_add(xcast, max2(absmax, outc));
+        t->fwd = less(max2(sum3(xcast, absmax, outc), back), fin);
         return;
     }
     uint64_t dq = mul3(out, in, memest_dtype_size(w));
     uint64_t conv = w != cd ? mul3(out, in, cds) : 0;
-    /* the moments: dequantising (absmax + dq), casting (dq + conv), the
-     * matmul (the weight it reads + the cd output); x's copy lives through */
-    uint64_t wread = conv ? conv : dq;
-    uint64_t peak = max2(memest_sat_add(absmax, dq), memest_sat_add(dq, conv));
-    peak = max2(peak, memest_sat_add(wread, outc));
-    t->fwd = memest_sat_add(xcast, peak);
+    uint64_t wread = conv ? conv : dq;                   /* what F.linear reads */
+    uint64_t m = max2(sum3(xcast, absmax, dq), sum3(xcast, dq, conv));
+    m = max2(m, max2(sum3(xcast, wread, outc), back));
+    t->fwd = less(m, fin);
     if (!input_grad)
         return;
-    uint64_t gcast = outc;                       /* grad_output.to(cd) */
-    uint64_t gA = x != cd ? mul3(rows, in, cds) : 0;  /* grad_A in cd */
-    uint64_t bpeak = max2(memest_sat_add(absmax, dq), memest_sat_add(dq, conv));
-    bpeak = max2(bpeak, memest_sat_add(wread, gA));
-    t->bwd = memest_sat_add(gcast, bpeak);
+    uint64_t gx = mul3(rows, in, xs);                    /* the input's gradient */
+    uint64_t gout = x != cd ? mul3(rows, out, cds) : 0;  /* grad_output.to(cd) */
+    uint64_t ga = x != cd ? mul3(rows, in, cds) : gx;    /* grad_A in cd */
+    uint64_t b = max2(sum3(gout, absmax, dq), sum3(gout, dq, conv));
+    b = max2(b, sum3(gout, wread, ga));
+    if (x != cd)
+        b = max2(b, memest_sat_add(ga, gx));
+    t->bwd = less(b, gx);
 }
 
 /* Linear8bitLt.forward -> MatMul8bitLt.forward (the weight frozen, so
- * int8_vectorwise_quant, not int8_double_quant): A.to(float16) (a copy
- * unless the input is fp16), with transformers' llm_int8_threshold 6.0 the
- * outlier mask (A.abs() >= threshold: an fp16 and a bool [rows, in]), CA
- * int8 [rows, in] and SCA float32 [rows], then int8_scaled_mm's int32
- * [rows, out] product before int8_mm_dequant writes the output. Outlier
- * columns (subA, a few columns, data-dependent) are taken as none. The
- * node saves A (ctx.tensors = (CAt, subA, A)) when an input needs grad;
- * the backward makes CB = state.CB.to(A.dtype, copy=True) [out, in] and
- * SCB.unsqueeze(1).mul(1 / 127) (float32 [out, 1]). */
+ * int8_vectorwise_quant, not int8_double_quant) on A.to(float16), a
+ * temporary unless the input is fp16: the kernel's row_stats (SCA,
+ * float32 [rows]) and out_row (CA, int8 [rows, in]), then, with
+ * transformers' llm_int8_threshold 6.0, the outlier test A.abs() >=
+ * threshold (an fp16 and a bool [rows, in]); after it returns,
+ * int8_scaled_mm's int32 [rows, out] product, alive while
+ * int8_mm_dequant writes the output. Outlier columns (subA, a few
+ * columns, data-dependent) are taken as none. The node keeps A
+ * (ctx.tensors = (CAt, subA, A)) when an input needs grad; the backward
+ * makes CB = state.CB.to(A.dtype, copy=True) [out, in] and
+ * SCB.unsqueeze(1).mul(1 / 127) (float32 [out, 1]) before grad_A. */
 static void transient_int8(int64_t out, int64_t in, int64_t rows, enum memest_dtype x,
                            bool input_grad, struct memest_quant_transient *t)
 {
+    uint64_t xs = memest_dtype_size(x), fin = mul3(rows, out, xs);
     uint64_t a16 = x != MEMEST_F16 ? mul3(rows, in, 2) : 0;
-    uint64_t mask = mul3(rows, in, 3);   /* abs (fp16) + the bool mask */
-    uint64_t mm = memest_sat_add(memest_sat_add(mul3(rows, in, 1), mul3(rows, 1, 4)),
-                                 mul3(rows, out, 4));
-    t->fwd = memest_sat_add(a16, max2(mask, mm));
+    uint64_t ca = mul3(rows, in, 1), sca = mul3(rows, 1, 4);
+    uint64_t quant = sum3(a16, sca, memest_sat_add(ca, mul3(rows, in, 3)));
+    uint64_t mm = sum3(ca, sca, memest_sat_add(mul3(rows, out, 4), fin));
+    t->fwd = less(max2(quant, mm), fin);
     t->saves_input = input_grad;
-    if (input_grad)
-        t->bwd = memest_sat_add(mul3(out, in, memest_dtype_size(x)), mul3(out, 1, 4));
+    if (input_grad) {
+        uint64_t cb = mul3(out, in, xs), gx = mul3(rows, in, xs);
+        t->bwd = max2(less(memest_sat_add(cb, mul3(out, 1, 4)), gx), cb);
+    }
 }
 
 /* QuantLinear.forward's PyTorch path (AutoGPTQ qlinear_cuda): the bit
@@ -234,16 +256,19 @@ static void transient_int8(int64_t out, int64_t in, int64_t rows, enum memest_dt
  * int8 codes (n), the gathered scales (fp16, 2n), the difference (n) and
  * the product (fp16, 2n) are alive: 6n bytes, above the 5n of the shift
  * (n = in * out; the int64 g_idx.long() copies are left out).
- * torch.matmul(x, weights) then saves the fp16 dequantised weight (2n)
- * for the input's gradient, which needs no other copy. */
-static void transient_gptq(int64_t out, int64_t in, int64_t rows, bool input_grad,
-                           struct memest_quant_transient *t)
+ * torch.matmul(x, weights) (the codes still referenced: 3n with the
+ * output) then saves the fp16 dequantised weight (2n) for the input's
+ * gradient, which needs no other copy. */
+static void transient_gptq(int64_t out, int64_t in, int64_t rows, enum memest_dtype x,
+                           bool input_grad, struct memest_quant_transient *t)
 {
     /* below kernel_switch_threshold (128 rows) an untrainable layer calls
      * the vecquant4matmul kernel: no dequantised copy */
     if (!input_grad && rows < 128)
         return;
-    t->fwd = mul3(out, in, 6);
+    /* the product's moment, before the output; then the matmul: the fp16
+     * weight and the int8 codes with the output */
+    t->fwd = max2(less(mul3(out, in, 6), mul3(rows, out, memest_dtype_size(x))), mul3(out, in, 3));
     if (input_grad)
         t->saved = mul3(out, in, 2);
 }
@@ -276,7 +301,7 @@ void memest_quant_transient(enum memest_wformat f, const struct memest_quant_par
         transient_bnb4(p, out, in, rows, x, w, input_grad, t);
         break;
     case MEMEST_WF_GPTQ4:
-        transient_gptq(out, in, rows, input_grad, t);
+        transient_gptq(out, in, rows, x, input_grad, t);
         break;
     case MEMEST_WF_AWQ4:
         transient_awq(out, in, rows, x, t);

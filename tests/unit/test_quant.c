@@ -9,14 +9,19 @@
  *   - Llama-2-7B (models/hf/llama-2-7b.json, float16) in nf4, nf4 + double
  *     quantisation, int8 and GPTQ 4-bit: the whole parameter bytes, layer by
  *     layer below;
+ *   - the transients of one layer against a replica of bitsandbytes 0.49.2's
+ *     code in plain PyTorch 2.6 (tests/tools/quant_replica.py,
+ *     tests/reference/quant_replica.json): exact;
  *   - which layers the pass quantises (transformers v4.48.0
  *     _replace_with_bnb_linear and get_keys_to_not_convert), frozen weights,
  *     and the transients of MatMul4Bit / MatMul8bitLt.
  * Runs from the source directory. */
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "check.h"
+#include "reference_json.h"
 #include "memest/calc.h"
 #include "memest/model.h"
 #include "memest/quant.h"
@@ -111,43 +116,51 @@ static void test_transients(void)
     p.double_quant = true;
     p.compute_dtype = (uint8_t)(MEMEST_BF16 + 1);
     struct memest_quant_transient t;
-    /* QLoRA's usual set-up: bf16 model, bf16 compute, 2048 rows, 4096 ->
+    /* Each figure is the largest live set of the layer's code less its
+     * output (forward) or its input's gradient (backward).
+     * QLoRA's usual set-up: bf16 model, bf16 compute, 2048 rows, 4096 ->
      * 4096, input requiring grad. Forward: the nested absmax float32
-     * [262,144] (1,048,576) and the dequantised bf16 weight (33,554,432)
-     * alive together; nothing saved (MatMul4Bit keeps only the packed B);
-     * the backward dequantises again, the same two. */
+     * [262,144] (1,048,576) with the dequantised bf16 weight (33,554,432),
+     * then that weight with the output [2048, 4096] bf16 (16,777,216):
+     * 50,331,648 - 16,777,216. Nothing saved (MatMul4Bit keeps only the
+     * packed B). The backward dequantises again: the weight with grad_A
+     * (16,777,216) less grad_A. */
     memest_quant_transient(MEMEST_WF_NF4, &p, 4096, 4096, 2048, MEMEST_BF16, MEMEST_BF16, true,
                            &t);
-    CHECK_EQ_U64(t.fwd, 1048576ull + 33554432ull);
-    CHECK_EQ_U64(t.bwd, 1048576ull + 33554432ull);
+    CHECK_EQ_U64(t.fwd, 33554432ull + 16777216ull - 16777216ull);
+    CHECK_EQ_U64(t.bwd, 33554432ull);
     CHECK_EQ_U64(t.saved, 0);
     CHECK(!t.saves_input && !t.gemv);
     /* the config's default compute dtype, float32, on an fp16 model (the
-     * I2 set-up): x.to(float32) [2048, 4096] 33,554,432 lives through; the
-     * fp16 dequantised weight 33,554,432 and its float32 copy 67,108,864
-     * are alive at the cast; then the float32 copy with the float32 result
-     * [2048, 4096] 33,554,432 (less) */
+     * I2 set-up), no grad: x.to(float32) [2048, 4096] 33,554,432 lives
+     * through the forward; at the weight's cast the fp16 dequantised
+     * weight 33,554,432 and its float32 copy 67,108,864 are alive too
+     * (as much as the float32 copy with the float32 result 33,554,432):
+     * 134,217,728, less the fp16 output 16,777,216 */
     p.compute_dtype = 0;
     p.double_quant = false;
     memest_quant_transient(MEMEST_WF_NF4, &p, 4096, 4096, 2048, MEMEST_F16, MEMEST_F16, false,
                            &t);
-    CHECK_EQ_U64(t.fwd, 33554432ull + 33554432ull + 67108864ull);
+    CHECK_EQ_U64(t.fwd, 33554432ull + 33554432ull + 67108864ull - 16777216ull);
     CHECK_EQ_U64(t.bwd, 0);
     /* one token without grad: gemv_4bit, x.to(float32) [1, 4096] 16,384
-     * and the float32 result [1, 4096] 16,384, no dequantised weight */
+     * and the float32 result [1, 4096] 16,384, no dequantised weight; then
+     * the fp16 output 8,192 with both, less itself */
     memest_quant_transient(MEMEST_WF_NF4, &p, 4096, 4096, 1, MEMEST_F16, MEMEST_F16, false, &t);
     CHECK(t.gemv);
     CHECK_EQ_U64(t.fwd, 16384ull + 16384ull);
-    /* int8, fp16 input, 2048 rows, 4096 -> 4096: the outlier test's fp16
-     * abs and bool mask (3 x 8,388,608 = 25,165,824) is below CA int8
-     * 8,388,608 + SCA float32 8,192 + the int32 product [2048, 4096]
-     * 33,554,432; the node saves its input; the backward's CB copy in fp16
-     * [4096, 4096] 33,554,432 and SCB / 127 float32 [4096, 1] 16,384 */
+    /* int8, fp16 input, 2048 rows, 4096 -> 4096: the outlier test (SCA
+     * float32 8,192, CA int8 8,388,608, abs fp16 16,777,216 and the bool
+     * mask 8,388,608) is below CA + SCA + the int32 product [2048, 4096]
+     * 33,554,432 + the fp16 output 16,777,216 (less the output); the node
+     * saves its input; the backward's CB copy in fp16 [4096, 4096]
+     * 33,554,432 with grad_A [2048, 4096] 16,777,216 (less grad_A) is above
+     * CB with SCB / 127 float32 [4096, 1] 16,384 */
     memest_quant_transient(MEMEST_WF_INT8, &p, 4096, 4096, 2048, MEMEST_F16, MEMEST_F16, true,
                            &t);
     CHECK_EQ_U64(t.fwd, 8388608ull + 8192ull + 33554432ull);
     CHECK(t.saves_input);
-    CHECK_EQ_U64(t.bwd, 33554432ull + 16384ull);
+    CHECK_EQ_U64(t.bwd, 33554432ull);
     /* GPTQ's PyTorch path under grad saves the fp16 dequantised weight */
     memest_quant_transient(MEMEST_WF_GPTQ4, &p, 4096, 4096, 16, MEMEST_F16, MEMEST_F16, true, &t);
     CHECK_EQ_U64(t.saved, 33554432ull);
@@ -314,8 +327,54 @@ static void test_merge(void)
     CHECK_EQ_INT(out.format, MEMEST_WF_AWQ4);
 }
 
+static enum memest_dtype dt_of(const cJSON *v)
+{
+    enum memest_dtype t = MEMEST_F32;
+    if (cJSON_IsString(v))
+        CHECK(memest_dtype_parse(v->valuestring, &t) == 0);
+    return t;
+}
+
+/* Each case of the replica: fwd (the forward's peak above what was live,
+ * less the output), kept (what the node keeps besides the output: 0, its
+ * input being no new tensor) and bwd (the backward's peak above what was
+ * live, less the input's gradient). */
+static void test_replica(void)
+{
+    cJSON *root = read_reference_json("tests/reference/quant_replica.json");
+    CHECK(root != NULL);
+    const cJSON *cases = cJSON_GetObjectItemCaseSensitive(root, "cases"), *c;
+    int n = 0;
+    cJSON_ArrayForEach(c, cases) {
+        struct memest_quant_params p;
+        memest_quant_defaults(&p);
+        const cJSON *comp = cJSON_GetObjectItemCaseSensitive(c, "compute");
+        bool int8 = cJSON_IsNull(comp);
+        if (!int8)
+            p.compute_dtype = (uint8_t)(dt_of(comp) + 1);
+        p.double_quant = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "nested"));
+        enum memest_dtype x = dt_of(cJSON_GetObjectItemCaseSensitive(c, "dtype"));
+#define NUM(k) ((int64_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(c, k)))
+        struct memest_quant_transient t;
+        memest_quant_transient(int8 ? MEMEST_WF_INT8 : MEMEST_WF_NF4, &p, NUM("out"), NUM("in"),
+                               NUM("rows"), x, x,
+                               cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "grad")), &t);
+        printf("%-28s fwd %9llu (replica %9lld)  bwd %9llu (replica %9lld)\n", c->string,
+               (unsigned long long)t.fwd, (long long)NUM("fwd"), (unsigned long long)t.bwd,
+               (long long)NUM("bwd"));
+        CHECK_EQ_U64(t.fwd, (uint64_t)NUM("fwd"));
+        CHECK_EQ_U64(t.bwd, (uint64_t)NUM("bwd"));
+        CHECK_EQ_U64(t.saved, (uint64_t)NUM("kept"));
+#undef NUM
+        n++;
+    }
+    CHECK_EQ_INT(n, 5);
+    cJSON_Delete(root);
+}
+
 int main(void)
 {
+    test_replica();
     test_formulas();
     test_transients();
     test_llama();
