@@ -475,8 +475,9 @@ void memest_bwd_contiguous(struct memest_ictx *c) { c->ni->bwd_flags |= MEMEST_B
 /* memest_param and memest_param_packed: a packed parameter has its own
  * element type and bytes, and is frozen. */
 static int declare_param(struct memest_ictx *c, const char *name, int ndim, const int64_t *size,
-                         bool packed, enum memest_dtype pdt_packed, uint64_t packed_bytes)
+                         int npacked, const enum memest_dtype *pdts, const uint64_t *pbytes)
 {
+    bool packed = npacked > 0;
     if (c->ni->nparam >= MEMEST_MAX_NODE_PARAMS) {   /* graph.h: a limit error (exit 3) */
         int rc = memest_fail(c, "more than %u parameter tensors (memest's limit for one node)",
                              MEMEST_MAX_NODE_PARAMS);
@@ -495,18 +496,28 @@ static int declare_param(struct memest_ictx *c, const char *name, int ndim, cons
     uint32_t st;
     if (tied >= 0)
         st = c->r->params[tied].storage;
-    else if (new_storage(c, ndim, size, numel, packed ? pdt_packed : memest_param_dtype(c),
+    else if (new_storage(c, ndim, size, numel, packed ? pdts[0] : memest_param_dtype(c),
                          MEMEST_ST_PARAM, &st) != 0)
         return -1;
-    if (packed && tied < 0)
-        c->r->storages[st].bytes = packed_bytes;
+    uint64_t state = 0;
+    if (packed && tied < 0) {
+        c->r->storages[st].bytes = pbytes[0];
+        for (int i = 1; i < npacked; i++) {   /* the state: storages of its own */
+            uint32_t x;
+            int64_t one = 1;
+            if (new_storage(c, 1, &one, 1, pdts[i], MEMEST_ST_PARAM, &x) != 0)
+                return -1;
+            c->r->storages[x].bytes = pbytes[i];
+            state = memest_sat_add(state, pbytes[i]);
+        }
+    }
     if (GROW(c, params, cap_params, c->r->nparams + 1) != 0)
         return -1;
     c->r->params[c->r->nparams++] = (struct memest_param){
         .node = c->id, .name = name, .numel = numel, .shape = s,
         .trainable = packed ? false
                      : tied >= 0 ? c->r->params[tied].trainable : c->node->trainable,
-        .tied_to = tied, .storage = st};
+        .tied_to = tied, .storage = st, .state_bytes = state};
     c->ni->nparam++;
     enum memest_dtype pdt = (enum memest_dtype)c->r->storages[st].dtype;
     if (!packed && c->r->opts.amp && c->node->op->amp == MEMEST_AMPP_LOW &&
@@ -519,13 +530,15 @@ static int declare_param(struct memest_ictx *c, const char *name, int ndim, cons
 
 int memest_param(struct memest_ictx *c, const char *name, int ndim, const int64_t *size)
 {
-    return declare_param(c, name, ndim, size, false, MEMEST_F32, 0);
+    return declare_param(c, name, ndim, size, 0, NULL, NULL);
 }
 
 int memest_param_packed(struct memest_ictx *c, const char *name, int ndim, const int64_t *size,
-                        enum memest_dtype dt, uint64_t bytes)
+                        int n, const enum memest_dtype *dt, const uint64_t *bytes)
 {
-    return declare_param(c, name, ndim, size, true, dt, bytes);
+    if (n < 1)
+        return memest_fail(c, "a packed parameter needs its data tensor");
+    return declare_param(c, name, ndim, size, n, dt, bytes);
 }
 
 enum memest_wformat memest_wformat(const struct memest_ictx *c)

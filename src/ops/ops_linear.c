@@ -44,7 +44,13 @@ static int linear_quantized(struct memest_ictx *c, enum memest_wformat f,
                 return -1;
     } else {
         int64_t w[2] = {out, in};
-        if (memest_param_packed(c, "weight", 2, w, l.t[0].dtype, memest_quant_layout_bytes(&l)) != 0 ||
+        enum memest_dtype dt[MEMEST_QUANT_MAX_TENSORS];
+        uint64_t bytes[MEMEST_QUANT_MAX_TENSORS];
+        for (int i = 0; i < l.n; i++) {
+            dt[i] = l.t[i].dtype;
+            bytes[i] = memest_quant_tensor_bytes(&l.t[i]);
+        }
+        if (memest_param_packed(c, "weight", 2, w, l.n, dt, bytes) != 0 ||
             (bias && memest_param(c, "bias", 1, &out) != 0))
             return -1;
     }
