@@ -74,16 +74,17 @@ static void set_params(struct memest_graph *g, const struct memest_quant_cfg *q)
         g->quant.desc_act = q->p.desc_act;
 }
 
-/* PEFT's prepare_model_for_kbit_training on the graph: frozen, and the
- * layers left dense keep float32 parameters when the model's are fp16 or
- * bf16 (not under GPTQ). */
+/* PEFT's prepare_model_for_kbit_training on the graph: frozen, and every
+ * fp16/bf16 parameter but a Params4bit in float32 (not under GPTQ): the
+ * layers left dense and the biases of the quantised ones (their packed
+ * weights and GPTQ/AWQ buffers keep their own types). */
 static void kbit_prep(struct memest_graph *g, enum memest_wformat f, enum memest_dtype dtype)
 {
     bool cast = f != MEMEST_WF_GPTQ4 && (dtype == MEMEST_F16 || dtype == MEMEST_BF16);
     for (uint32_t n = 0; n < g->nnodes; n++) {
         struct memest_node *nd = &g->nodes[n];
         nd->trainable = false;
-        if (cast && nd->wformat == MEMEST_WF_DENSE && nd->param_dtype == 0)
+        if (cast && nd->param_dtype == 0)
             nd->param_dtype = (uint8_t)(MEMEST_F32 + 1);
     }
 }
