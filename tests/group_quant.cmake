@@ -9,3 +9,10 @@ foreach(case bf16 fp4 int8)
                    -DCASE=${case} -P ${CMAKE_CURRENT_SOURCE_DIR}/quant/i2.cmake)
   set_tests_properties(quant.i2.${case} PROPERTIES LABELS quant)
 endforeach()
+
+# The report of a quantised model: the header line and the JSON "weights"
+# object (tests/quant/report.cmake).
+add_test(NAME quant.report
+         COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR}
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/quant/report.cmake)
+set_tests_properties(quant.report PROPERTIES LABELS quant)

@@ -97,6 +97,10 @@ void memest_graph_free(struct memest_graph *g);
  * last output is something else). PEFT's all-linear targets and the
  * quantisers leave this layer out. */
 int64_t memest_graph_output_head(const struct memest_graph *g);
+/* The number of nodes whose weight the quantisation pass gave a format
+ * (wformat), and the first one's format in *format (may be NULL;
+ * MEMEST_WF_DENSE when none). */
+uint32_t memest_graph_quantized(const struct memest_graph *g, enum memest_wformat *format);
 /* Index of the node called `name`, or -1. */
 int64_t memest_graph_find(const struct memest_graph *g, const char *name);
 /* *count gets the number of model inputs that no node reads and that are not

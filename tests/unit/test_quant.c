@@ -18,6 +18,7 @@
  * Runs from the source directory. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
@@ -372,8 +373,98 @@ static void test_replica(void)
     cJSON_Delete(root);
 }
 
+/* models/hf/llama-2-7b.json with a quantization_config in front, read as
+ * a config file (a temporary one); 0 / -1 (err set) as
+ * memest_model_read_file returns. */
+static int read_quant_config(const char *qc, struct memest_model *m, struct memest_error *err)
+{
+    static char text[8192];
+    FILE *f = fopen("models/hf/llama-2-7b.json", "rb");
+    CHECK(f != NULL);
+    if (!f)
+        return -1;
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    char *brace = strchr(text, '{');
+    CHECK(brace != NULL && n < 4096);
+    static char doc[16384];
+    snprintf(doc, sizeof doc, "{\"quantization_config\": %s,%s", qc, brace + 1);
+    char path[] = "/tmp/memest_test_quant_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    if (fd < 0)
+        return -1;
+    FILE *w = fdopen(fd, "wb");
+    CHECK(w && fwrite(doc, 1, strlen(doc), w) == strlen(doc));
+    if (w)
+        fclose(w);
+    int rc = memest_model_read_file(path, m, err);
+    remove(path);
+    return rc;
+}
+
+/* transformers v4.48.0 BitsAndBytesConfig / GPTQConfig / AwqConfig keys */
+static void test_config(void)
+{
+    struct memest_model m;
+    struct memest_error err = {0};
+    CHECK(read_quant_config("{\"quant_method\": \"bitsandbytes\", \"load_in_4bit\": true, "
+                            "\"bnb_4bit_quant_type\": \"nf4\", \"bnb_4bit_use_double_quant\": true, "
+                            "\"bnb_4bit_compute_dtype\": \"bfloat16\", \"llm_int8_threshold\": 6.0, "
+                            "\"llm_int8_skip_modules\": [\"lm_head\", \"mlp.down_proj\"]}",
+                            &m, &err) == 0);
+    CHECK_EQ_INT(m.quant.format, MEMEST_WF_NF4);
+    CHECK(m.quant.dq_set && m.quant.p.double_quant);
+    CHECK(m.quant.compute_set && m.quant.p.compute_dtype == MEMEST_BF16 + 1);
+    CHECK(m.quant.skip_set && m.quant.nskip == 2);
+    CHECK_STR_EQ(m.quant.skip[1], "mlp.down_proj");
+    memest_model_free(&m);
+    /* load_in_4bit alone: fp4, BitsAndBytesConfig's default */
+    CHECK(read_quant_config("{\"quant_method\": \"bitsandbytes\", \"load_in_4bit\": true}", &m,
+                            &err) == 0);
+    CHECK_EQ_INT(m.quant.format, MEMEST_WF_FP4);
+    CHECK(!m.quant.p.double_quant && !m.quant.compute_set);
+    memest_model_free(&m);
+    CHECK(read_quant_config("{\"quant_method\": \"bitsandbytes\", \"load_in_8bit\": true}", &m,
+                            &err) == 0);
+    CHECK_EQ_INT(m.quant.format, MEMEST_WF_INT8);
+    memest_model_free(&m);
+    CHECK(read_quant_config("{\"quant_method\": \"gptq\", \"bits\": 4, \"group_size\": 128, "
+                            "\"desc_act\": true, \"sym\": true, \"damp_percent\": 0.01}",
+                            &m, &err) == 0);
+    CHECK_EQ_INT(m.quant.format, MEMEST_WF_GPTQ4);
+    CHECK(m.quant.group_set && m.quant.p.group_size == 128 && m.quant.p.desc_act);
+    memest_model_free(&m);
+    CHECK(read_quant_config("{\"quant_method\": \"awq\", \"bits\": 4, \"group_size\": 64, "
+                            "\"version\": \"gemm\", \"zero_point\": true, "
+                            "\"modules_to_not_convert\": null}", &m, &err) == 0);
+    CHECK_EQ_INT(m.quant.format, MEMEST_WF_AWQ4);
+    CHECK(m.quant.p.group_size == 64 && !m.quant.skip_set);
+    memest_model_free(&m);
+    /* refused: each names the key */
+    static const struct { const char *qc, *frag; } bad[] = {
+        {"{\"quant_method\": \"gptq\", \"bits\": 8}", "bits: memest models 4-bit"},
+        {"{\"quant_method\": \"awq\", \"bits\": 4, \"version\": \"gemv\"}", "version"},
+        {"{\"quant_method\": \"hqq\"}", "quant_method"},
+        {"{\"quant_method\": \"bitsandbytes\", \"load_in_4bit\": true, "
+         "\"bnb_4bit_quant_type\": \"int4\"}", "bnb_4bit_quant_type"},
+        {"{\"quant_method\": \"bitsandbytes\", \"load_in_8bit\": true, "
+         "\"llm_int8_skip_modules\": \"lm_head\"}", "a list of module names"},
+        {"{\"quant_method\": \"gptq\", \"bits\": 4, \"group_size\": 0}", "group_size"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        err = (struct memest_error){0};
+        CHECK(read_quant_config(bad[i].qc, &m, &err) != 0);
+        CHECK_EQ_INT(err.code, MEMEST_ERR_SCHEMA);
+        CHECK_CONTAINS(err.msg, bad[i].frag);
+        memest_model_free(&m);
+    }
+}
+
 int main(void)
 {
+    test_config();
     test_replica();
     test_formulas();
     test_transients();
