@@ -47,6 +47,7 @@ void memest_quant_cfg_merge(const struct memest_quant_cfg *config,
  * every node frozen, and the fp16/bf16 parameters of the layers left
  * dense cast to float32 (node param_dtype). *count gets the number of
  * quantised layers (may be NULL). 0, or -1 with err set (a usage error:
- * --kbit-prep without quantised weights). */
+ * --kbit-prep, --group-size or --double-quant without quantised weights,
+ * or the last two on weights of another method). */
 int memest_quantize(struct memest_graph *g, const struct memest_quant_cfg *q,
                     enum memest_dtype dtype, uint32_t *count, struct memest_error *err);

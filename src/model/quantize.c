@@ -96,13 +96,22 @@ int memest_quantize(struct memest_graph *g, const struct memest_quant_cfg *q,
     if (count)
         *count = 0;
     enum memest_wformat f = (enum memest_wformat)q->format;
-    if (f == MEMEST_WF_DENSE || f >= MEMEST_WF_COUNT) {
-        if (q->kbit_prep)
-            return memest_errf(err, MEMEST_ERR_USAGE, NULL,
-                               "--kbit-prep prepares a quantised model: it needs --weights (or "
-                               "a config's quantization_config)");
+    bool dense = f == MEMEST_WF_DENSE || f >= MEMEST_WF_COUNT;
+    const char *opt = q->kbit_prep ? "--kbit-prep" : q->group_set ? "--group-size"
+                      : q->dq_set && q->p.double_quant ? "--double-quant" : NULL;
+    if (dense && opt)
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                           "%s applies to quantised weights: it needs --weights (or a config's "
+                           "quantization_config)", opt);
+    if (dense)
         return 0;
-    }
+    /* what the command line adds to a config's method must be of that method */
+    if (q->group_set && f != MEMEST_WF_GPTQ4 && f != MEMEST_WF_AWQ4)
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL, "--group-size is the group of GPTQ and "
+                           "AWQ, not of the config's %s weights", memest_wformat_name(f));
+    if (q->dq_set && q->p.double_quant && !memest_wformat_bnb4(f))
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL, "--double-quant is bitsandbytes' 4-bit "
+                           "option, not of the config's %s weights", memest_wformat_name(f));
     set_params(g, q);
     int64_t head = memest_graph_output_head(g);
     bool bnb = f == MEMEST_WF_INT8 || memest_wformat_bnb4(f);
