@@ -477,7 +477,8 @@ static int read_dtype(struct hf *h, const cJSON *val, const char *key)
 /* quantization_config: transformers v4.48.0's BitsAndBytesConfig,
  * GPTQConfig and AwqConfig (utils/quantization_config.py) as the pass of
  * quantize.h reads them. The keys that change nothing memest models
- * (llm_int8_threshold, damp_percent, sym, use_exllama, ...) are skipped. */
+ * (llm_int8_threshold, damp_percent, sym, use_exllama, AWQ's zero_point:
+ * WQLinear_GEMM keeps qzeros either way, ...) are skipped. */
 static const cJSON *qkey(const cJSON *q, const char *k)
 {
     return cJSON_GetObjectItemCaseSensitive(q, k);
