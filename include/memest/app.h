@@ -60,7 +60,9 @@ int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct mem
 void memest_app_close(struct memest_app *a);
 /* The graph passes after a graph of the model is built (a->g by
  * memest_app_open, a --sweep-var rebuild, --generate's graphs at other
- * sequence lengths): LoRA (lora.h). 0, or -1 with err set. */
+ * sequence lengths): the quantisation pass (quantize.h: the config's
+ * quantization_config under --weights, --group-size, --double-quant,
+ * --kbit-prep), then LoRA (lora.h); after a->dtype is set. 0, or -1 with err set. */
 int memest_app_graph_passes(struct memest_app *a, struct memest_graph *g, struct memest_error *err);
 
 /* Runs shape inference at `batch` (dtype from the options) on a->g into a->r

@@ -12,6 +12,7 @@
 #include "memest/model.h"
 #include "memest/step.h"
 #include "memest/output.h"
+#include "memest/quantize.h"
 #include "memest/run.h"
 
 #define MEMEST_MAX_SETS 64
@@ -28,6 +29,9 @@ struct memest_cli {
     /* --attention, --moe-imbalance, --fused, --torch: the fields of the run
      * options (run.h) besides batch and dtypes */
     struct memest_run_opts run;
+    /* --weights, --group-size, --double-quant, --kbit-prep: quantised
+     * weights, over a config's quantization_config (quantize.h) */
+    struct memest_quant_cfg quant;
 
     /* output */
     enum memest_output format;     /* text, --json or --csv */

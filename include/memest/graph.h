@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "memest/arena.h"
+#include "memest/quant.h"
 
 struct memest_op_desc;
 struct memest_error;
@@ -74,6 +75,8 @@ struct memest_graph {
                                "--set seq_len=512, --sweep-var n=3"; NULL: none */
     uint64_t max_cost;      /* the most one estimate may cost (cost.h); 0: MEMEST_MAX_COST */
     uint64_t build_work;    /* expansion steps building it took (model_build.c: charge()) */
+    struct memest_quant_params quant;  /* the settings of the nodes' weight formats
+                                          (wformat), set by the quantisation pass */
 };
 
 /* Limits documented in models/README.md. */
@@ -94,6 +97,10 @@ void memest_graph_free(struct memest_graph *g);
  * last output is something else). PEFT's all-linear targets and the
  * quantisers leave this layer out. */
 int64_t memest_graph_output_head(const struct memest_graph *g);
+/* The number of nodes whose weight the quantisation pass gave a format
+ * (wformat), and the first one's format in *format (may be NULL;
+ * MEMEST_WF_DENSE when none). */
+uint32_t memest_graph_quantized(const struct memest_graph *g, enum memest_wformat *format);
 /* Index of the node called `name`, or -1. */
 int64_t memest_graph_find(const struct memest_graph *g, const char *name);
 /* *count gets the number of model inputs that no node reads and that are not

@@ -16,6 +16,7 @@
 #include "memest/dtype.h"
 #include "memest/error.h"
 #include "memest/graph.h"
+#include "memest/quantize.h"
 
 struct cJSON;
 
@@ -51,6 +52,7 @@ struct memest_model {
      * section's of a template read as a model file; NULL for other model
      * files. PEFT's default LoRA targets depend on it (lora.h). */
     const char *model_type;
+    struct memest_quant_cfg quant;    /* its quantization_config (format DENSE: none) */
     struct memest_arena arena;        /* what the fields above point to */
 };
 

@@ -175,6 +175,19 @@ int memest_param(struct memest_ictx *c, const char *name, int ndim, const int64_
 /* Declares a buffer (running stats etc.). */
 int memest_buffer(struct memest_ictx *c, const char *name, int ndim, const int64_t *size,
                   enum memest_dtype dt);
+/* Declares the parameter `name` of a quantised weight (quant.h): counted
+ * as numel(size) elements, as transformers' num_parameters() and PEFT
+ * count a bitsandbytes weight, but kept as the n tensors of bytes[i]
+ * bytes of type dt[i]: the parameter's packed data (0) and its
+ * quantisation state (1..n-1, each its own allocation); frozen, as
+ * Params4bit / Int8Params are created with requires_grad=False, and never
+ * cast by autocast. Returns 0/-1. */
+int memest_param_packed(struct memest_ictx *c, const char *name, int ndim, const int64_t *size,
+                        int n, const enum memest_dtype *dt, const uint64_t *bytes);
+/* The storage format of this node's weight (graph.h: memest_node.wformat)
+ * and the model's quantisation settings. */
+enum memest_wformat memest_wformat(const struct memest_ictx *c);
+const struct memest_quant_params *memest_quant_params(const struct memest_ictx *c);
 /* True when the node's parameter `name` (declared above) requires grad. */
 bool memest_param_trainable(const struct memest_ictx *c, const char *name);
 

@@ -49,6 +49,8 @@ struct memest_param {
     bool trainable;
     int64_t tied_to;     /* index of the parameter it shares, or -1 */
     uint32_t storage;
+    uint64_t state_bytes;  /* a quantised weight's state (absmax, scales...) kept in
+                              storages of their own after `storage` (quant.h); 0 */
 };
 
 struct memest_buffer {

@@ -48,7 +48,6 @@ int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct mem
     }
     if (memest_model_read_file(o->model, &a->m, err) != 0 ||
         memest_model_build(&a->m, o->sets, o->nsets, &a->g, err) != 0 ||
-        memest_app_graph_passes(a, &a->g, err) != 0 ||
         memest_step_cfg_resolve_loss(&a->step, a->g.loss, err) != 0)   /* once, here */
         return memest_error_exit(err);
     /* a Hugging Face config's torch_dtype is the weights' type, as
@@ -57,6 +56,8 @@ int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct mem
     a->dtype = o->dtype;
     if (!o->dtype_set && o->step.amp == MEMEST_AMP_NONE && a->m.has_dtype)
         a->dtype = a->m.dtype;
+    if (memest_app_graph_passes(a, &a->g, err) != 0)
+        return memest_error_exit(err);
     uint32_t unused, unused_at;
     if (memest_graph_unused_inputs(&a->g, &unused, &unused_at, err) != 0)
         return memest_error_exit(err);
@@ -83,6 +84,11 @@ int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct mem
 int memest_app_graph_passes(struct memest_app *a, struct memest_graph *g, struct memest_error *err)
 {
     const struct memest_cli *o = a->o;
+    /* quantisation first: PEFT wraps the quantised layer (its bnb forward) */
+    struct memest_quant_cfg q;
+    memest_quant_cfg_merge(&a->m.quant, &o->quant, &q);
+    if (memest_quantize(g, &q, a->dtype, NULL, err) != 0)
+        return -1;
     return memest_lora_apply(g, &o->lora, o->step.amp != MEMEST_AMP_NONE, a->m.model_type,
                              &a->lora, err);
 }

@@ -64,6 +64,10 @@ enum {
     OPT_GPU_UTIL,
     OPT_MAX_CONTEXT,
     OPT_SWEEP_CONTEXT,
+    OPT_WEIGHTS,
+    OPT_GROUP_SIZE,
+    OPT_DOUBLE_QUANT,
+    OPT_KBIT_PREP,
 };
 
 #define SHORT_OPTS ":b:o:h"
@@ -105,6 +109,10 @@ static const struct option long_opts[] = {
     {"gpu-util", required_argument, NULL, OPT_GPU_UTIL},
     {"max-context", no_argument, NULL, OPT_MAX_CONTEXT},
     {"sweep-context", required_argument, NULL, OPT_SWEEP_CONTEXT},
+    {"weights", required_argument, NULL, OPT_WEIGHTS},
+    {"group-size", required_argument, NULL, OPT_GROUP_SIZE},
+    {"double-quant", no_argument, NULL, OPT_DOUBLE_QUANT},
+    {"kbit-prep", no_argument, NULL, OPT_KBIT_PREP},
     {"layers", no_argument, NULL, OPT_LAYERS},
     {"json", no_argument, NULL, OPT_JSON},
     {"csv", no_argument, NULL, OPT_CSV},
@@ -203,6 +211,43 @@ static int parse_checkpoint(char *arg, struct memest_step_cfg *s, struct memest_
     return 0;
 }
 
+/* --weights int8|nf4|fp4|int4|gptq|awq, --group-size G, --double-quant,
+ * --kbit-prep (quantize.h) */
+static int parse_quant(int c, const char *arg, struct memest_quant_cfg *q, struct memest_error *err)
+{
+    static const struct { const char *name; uint8_t f; } fmts[] = {
+        {"int8", MEMEST_WF_INT8}, {"nf4", MEMEST_WF_NF4}, {"fp4", MEMEST_WF_FP4},
+        {"int4", MEMEST_WF_GPTQ4}, {"gptq", MEMEST_WF_GPTQ4}, {"awq", MEMEST_WF_AWQ4}};
+    uint64_t u;
+    switch (c) {
+    case OPT_WEIGHTS:
+        for (size_t i = 0; i < sizeof fmts / sizeof *fmts; i++)
+            if (strcmp(arg, fmts[i].name) == 0) {
+                q->format = fmts[i].f;
+                q->int4 = i == 3;
+                return 0;
+            }
+        return bad(err, "--weights", arg, "int8, nf4, fp4, int4, gptq or awq");
+    case OPT_GROUP_SIZE:
+        /* GPTQConfig / AwqConfig group_size: a positive size or -1 (one
+         * group over a row) */
+        if (strcmp(arg, "-1") == 0)
+            q->p.group_size = -1;
+        else if (memest_parse_u64(arg, 1, (uint64_t)1 << 31, &u) == 0)
+            q->p.group_size = (int64_t)u;
+        else
+            return bad(err, "--group-size", arg, "a whole number between 1 and 2^31, or -1");
+        q->group_set = true;
+        return 0;
+    case OPT_DOUBLE_QUANT:
+        q->p.double_quant = q->dq_set = true;
+        return 0;
+    default:
+        q->kbit_prep = true;
+        return 0;
+    }
+}
+
 /* csv: --csv was given (o->format says JSON when --json was as well, which
  * this refuses) */
 static int check_conflicts(const struct memest_cli *o, bool csv, struct memest_error *err)
@@ -276,6 +321,12 @@ static int check_conflicts(const struct memest_cli *o, bool csv, struct memest_e
     if (o->layers && (o->sweep || o->sweep_var || o->advise))
         return usage(err, "--layers adds a table to the report of one step: it excludes sweeps "
                           "and --advise");
+    const struct memest_quant_cfg *q = &o->quant;
+    if (q->group_set && q->format != MEMEST_WF_DENSE && q->format != MEMEST_WF_GPTQ4 &&
+        q->format != MEMEST_WF_AWQ4)
+        return usage(err, "--group-size is the group of GPTQ and AWQ (--weights int4, gptq, awq)");
+    if (q->dq_set && q->format != MEMEST_WF_DENSE && !memest_wformat_bnb4(q->format))
+        return usage(err, "--double-quant is bitsandbytes' 4-bit option (--weights nf4 or fp4)");
     if (o->layers && o->fit && o->format != MEMEST_OUTPUT_JSON)
         return usage(err, "--fit prints a one-line verdict: --layers needs --json with it");
     return 0;
@@ -554,6 +605,13 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
             break;
         case OPT_SWEEP_CONTEXT:
             o->gen_sweep = optarg;
+            break;
+        case OPT_WEIGHTS:
+        case OPT_GROUP_SIZE:
+        case OPT_DOUBLE_QUANT:
+        case OPT_KBIT_PREP:
+            if (parse_quant(c, optarg, &o->quant, err) != 0)
+                return -1;
             break;
         case OPT_LAYERS:
             o->layers = true;

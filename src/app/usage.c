@@ -190,6 +190,13 @@ static void llm_options(FILE *f)
     fixed(f, "      --moe-imbalance F",
           "tokens of the busiest expert over the balanced share (default 1)");
     fixed(f, "      --torch V", "PyTorch's rules: 2 (default, 2.x) or 1.13");
+    fixed(f, "      --weights W",
+          "quantised linear weights: int8, nf4, fp4 (bitsandbytes), int4 (GPTQ, or AWQ as the "
+          "config says), gptq, awq");
+    fixed(f, "      --group-size G", "GPTQ/AWQ scale group (default 128; -1: a whole row)");
+    fixed(f, "      --double-quant", "bitsandbytes 4-bit: quantise the block scales again");
+    fixed(f, "      --kbit-prep",
+          "PEFT's prepare_model_for_kbit_training: all frozen, fp16/bf16 parameters to fp32");
 }
 
 /* LoRA (lora.h): PEFT's LoraConfig defaults */

@@ -11,7 +11,8 @@ int memest_calc_params(const struct memest_run *r, struct memest_param_totals *o
         const struct memest_param *p = &r->params[i];
         if (p->tied_to >= 0)
             continue;
-        uint64_t bytes = r->storages[p->storage].bytes;
+        /* a quantised weight's state lies in storages of its own */
+        uint64_t bytes = memest_sat_add(r->storages[p->storage].bytes, p->state_bytes);
         ok &= memest_add(t.total, p->numel, &t.total) && memest_add(t.bytes, bytes, &t.bytes);
         t.tensors++;
         if (p->trainable) {

@@ -94,7 +94,8 @@ static void node_work(const struct memest_run *r, uint32_t n, struct memest_node
     }
     double params = 0, trainable = 0;
     for (uint32_t p = ni->param_first; p < ni->param_first + ni->nparam; p++) {
-        double b = (double)r->storages[r->params[p].storage].bytes;
+        double b = (double)r->storages[r->params[p].storage].bytes +
+                   (double)r->params[p].state_bytes;   /* a quantised weight's state */
         params += b;
         if (r->params[p].trainable)
             trainable += b;

@@ -30,7 +30,7 @@
  * (src/transformers/configuration_utils.py) and the generation defaults of
  * its _get_global_generation_defaults(), which configs also carry. Left out
  * on purpose: tie_word_embeddings (the templates map it: it changes the
- * parameters), torch_dtype/dtype (read below), quantization_config (refused
+ * parameters), torch_dtype/dtype (read below), quantization_config (read
  * below) and gradient_checkpointing (PreTrainedModel.post_init turns it on
  * for an old config that says true: templates map it if they model it). */
 static const char *const generic_keys[] = {
@@ -474,6 +474,113 @@ static int read_dtype(struct hf *h, const cJSON *val, const char *key)
                        "bfloat16, \"auto\" or null)", v);
 }
 
+/* quantization_config: transformers v4.48.0's BitsAndBytesConfig,
+ * GPTQConfig and AwqConfig (utils/quantization_config.py) as the pass of
+ * quantize.h reads them. The keys that change nothing memest models
+ * (llm_int8_threshold, damp_percent, sym, use_exllama, AWQ's zero_point:
+ * WQLinear_GEMM keeps qzeros either way, ...) are skipped. */
+static const cJSON *qkey(const cJSON *q, const char *k)
+{
+    return cJSON_GetObjectItemCaseSensitive(q, k);
+}
+
+static int qbad(struct hf *h, const char *key, const char *what)
+{
+    return memest_errf(h->err, MEMEST_ERR_SCHEMA, "quantization_config", "%s: %s", key, what);
+}
+
+static int q_dtype(struct hf *h, const cJSON *q, const char *key, uint8_t *out, bool *set)
+{
+    const cJSON *v = qkey(q, key);
+    if (!v || cJSON_IsNull(v))
+        return 0;
+    enum memest_dtype t;
+    if (!cJSON_IsString(v) || memest_dtype_parse(v->valuestring, &t) != 0)
+        return qbad(h, key, "expected a dtype name such as \"bfloat16\", \"float16\" or "
+                            "\"uint8\"");
+    *out = (uint8_t)(t + 1);
+    *set = true;
+    return 0;
+}
+
+static int q_skip(struct hf *h, const cJSON *q, const char *key, struct memest_quant_cfg *c)
+{
+    const cJSON *v = qkey(q, key);
+    if (!v || cJSON_IsNull(v))
+        return 0;
+    if (!cJSON_IsArray(v))
+        return qbad(h, key, "expected a list of module names");
+    c->skip_set = true;
+    for (const cJSON *e = v->child; e; e = e->next) {
+        if (!cJSON_IsString(e) || !*e->valuestring)
+            return qbad(h, key, "expected a list of module names");
+        if (c->nskip == MEMEST_QUANT_MAX_SKIP)
+            return qbad(h, key, "more than 64 names");
+        if (!(c->skip[c->nskip++] = memest_arena_strdup(&h->m->arena, e->valuestring)))
+            return nomem(h);
+    }
+    return 0;
+}
+
+static bool q_true(const cJSON *q, const char *k) { return cJSON_IsTrue(qkey(q, k)); }
+
+static int read_quant(struct hf *h, const cJSON *q)
+{
+    if (cJSON_IsNull(q))
+        return 0;
+    if (!cJSON_IsObject(q))
+        return qbad(h, "quantization_config", "expected an object");
+    struct memest_quant_cfg *c = &h->m->quant;
+    const cJSON *meth = qkey(q, "quant_method");
+    const char *mm = cJSON_IsString(meth) ? meth->valuestring : "";
+    if (strcmp(mm, "bitsandbytes") == 0) {
+        if (q_true(q, "load_in_8bit"))
+            c->format = MEMEST_WF_INT8;
+        else if (q_true(q, "load_in_4bit")) {
+            const cJSON *t = qkey(q, "bnb_4bit_quant_type");
+            c->format = MEMEST_WF_FP4;   /* BitsAndBytesConfig's default */
+            if (cJSON_IsString(t) && strcmp(t->valuestring, "nf4") == 0)
+                c->format = MEMEST_WF_NF4;
+            else if (t && !(cJSON_IsString(t) && strcmp(t->valuestring, "fp4") == 0))
+                return qbad(h, "bnb_4bit_quant_type", "expected \"nf4\" or \"fp4\"");
+            c->dq_set = true;
+            c->p.double_quant = q_true(q, "bnb_4bit_use_double_quant");
+            if (q_dtype(h, q, "bnb_4bit_compute_dtype", &c->p.compute_dtype, &c->compute_set) ||
+                q_dtype(h, q, "bnb_4bit_quant_storage", &c->p.quant_storage, &c->storage_set))
+                return -1;
+        } else
+            return 0;   /* neither: the weights are not quantised */
+        return q_skip(h, q, "llm_int8_skip_modules", c);
+    }
+    bool gptq = strcmp(mm, "gptq") == 0;
+    if (!gptq && strcmp(mm, "awq") != 0)
+        return qbad(h, "quant_method", "memest models \"bitsandbytes\", \"gptq\" and "
+                                       "\"awq\" (4 bits)");
+    const cJSON *bits = qkey(q, "bits");
+    if (!bits && !gptq)
+        bits = qkey(q, "w_bit");   /* AutoAWQ's own quant_config.json spelling */
+    if (!cJSON_IsNumber(bits) || bits->valuedouble != 4)
+        return qbad(h, "bits", "memest models 4-bit GPTQ and AWQ weights");
+    const cJSON *g = qkey(q, qkey(q, "group_size") ? "group_size" : "q_group_size");
+    if (g) {
+        double gv = cJSON_IsNumber(g) ? g->valuedouble : 0;
+        if (!(gv == -1 || (gv >= 1 && gv <= 2147483648.0 && gv == (double)(int64_t)gv)))
+            return qbad(h, "group_size", "expected a whole number of at least 1, or -1");
+        c->group_set = true;
+        c->p.group_size = (int64_t)gv;
+    }
+    if (!gptq) {
+        const cJSON *ver = qkey(q, "version");
+        if (ver && !(cJSON_IsString(ver) && (strcmp(ver->valuestring, "gemm") == 0 ||
+                                             strcmp(ver->valuestring, "GEMM") == 0)))
+            return qbad(h, "version", "memest models AWQ's GEMM layout (WQLinear_GEMM)");
+    }
+    c->format = gptq ? MEMEST_WF_GPTQ4 : MEMEST_WF_AWQ4;
+    c->desc_act_set = gptq;
+    c->p.desc_act = gptq && q_true(q, "desc_act");
+    return q_skip(h, q, "modules_to_not_convert", c);
+}
+
 /* One top-level key of the config. */
 static int read_key(struct hf *h, const cJSON *keys, const cJSON *c)
 {
@@ -483,10 +590,7 @@ static int read_key(struct hf *h, const cJSON *keys, const cJSON *c)
     if (strcmp(c->string, "torch_dtype") == 0 || strcmp(c->string, "dtype") == 0)
         return read_dtype(h, c, c->string);
     if (strcmp(c->string, "quantization_config") == 0)
-        return cJSON_IsNull(c) ? 0
-                               : memest_errf(h->err, MEMEST_ERR_SCHEMA, c->string,
-                                             "quantized weights are not modelled yet (memest "
-                                             "estimates the unquantized model without this key)");
+        return read_quant(h, c);
     for (int i = 0; i < NGENERIC; i++)
         if (strcmp(c->string, generic_keys[i]) == 0)
             return 0;

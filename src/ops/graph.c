@@ -78,3 +78,17 @@ int64_t memest_graph_output_head(const struct memest_graph *g)
     }
     return n;
 }
+
+uint32_t memest_graph_quantized(const struct memest_graph *g, enum memest_wformat *format)
+{
+    uint32_t n = 0;
+    enum memest_wformat f = MEMEST_WF_DENSE;
+    for (uint32_t i = 0; i < g->nnodes; i++)
+        if (g->nodes[i].wformat != MEMEST_WF_DENSE) {
+            if (n++ == 0)
+                f = (enum memest_wformat)g->nodes[i].wformat;
+        }
+    if (format)
+        *format = f;
+    return n;
+}

@@ -472,8 +472,12 @@ void memest_bwd_workspace(struct memest_ictx *c, uint64_t bytes)
 
 void memest_bwd_contiguous(struct memest_ictx *c) { c->ni->bwd_flags |= MEMEST_BWD_CONTIG_OUT; }
 
-int memest_param(struct memest_ictx *c, const char *name, int ndim, const int64_t *size)
+/* memest_param and memest_param_packed: a packed parameter has its own
+ * element type and bytes, and is frozen. */
+static int declare_param(struct memest_ictx *c, const char *name, int ndim, const int64_t *size,
+                         int npacked, const enum memest_dtype *pdts, const uint64_t *pbytes)
 {
+    bool packed = npacked > 0;
     if (c->ni->nparam >= MEMEST_MAX_NODE_PARAMS) {   /* graph.h: a limit error (exit 3) */
         int rc = memest_fail(c, "more than %u parameter tensors (memest's limit for one node)",
                              MEMEST_MAX_NODE_PARAMS);
@@ -492,22 +496,60 @@ int memest_param(struct memest_ictx *c, const char *name, int ndim, const int64_
     uint32_t st;
     if (tied >= 0)
         st = c->r->params[tied].storage;
-    else if (new_storage(c, ndim, size, numel, memest_param_dtype(c), MEMEST_ST_PARAM, &st) != 0)
+    else if (new_storage(c, ndim, size, numel, packed ? pdts[0] : memest_param_dtype(c),
+                         MEMEST_ST_PARAM, &st) != 0)
         return -1;
+    uint64_t state = 0;
+    if (packed && tied < 0) {
+        c->r->storages[st].bytes = pbytes[0];
+        for (int i = 1; i < npacked; i++) {   /* the state: storages of its own */
+            uint32_t x;
+            int64_t one = 1;
+            if (new_storage(c, 1, &one, 1, pdts[i], MEMEST_ST_PARAM, &x) != 0)
+                return -1;
+            c->r->storages[x].bytes = pbytes[i];
+            state = memest_sat_add(state, pbytes[i]);
+        }
+    }
     if (GROW(c, params, cap_params, c->r->nparams + 1) != 0)
         return -1;
     c->r->params[c->r->nparams++] = (struct memest_param){
         .node = c->id, .name = name, .numel = numel, .shape = s,
-        .trainable = tied >= 0 ? c->r->params[tied].trainable : c->node->trainable,
-        .tied_to = tied, .storage = st};
+        .trainable = packed ? false
+                     : tied >= 0 ? c->r->params[tied].trainable : c->node->trainable,
+        .tied_to = tied, .storage = st, .state_bytes = state};
     c->ni->nparam++;
     enum memest_dtype pdt = (enum memest_dtype)c->r->storages[st].dtype;
-    if (c->r->opts.amp && c->node->op->amp == MEMEST_AMPP_LOW && memest_dtype_is_float(pdt) &&
-        pdt != c->r->opts.amp_dtype) {
+    if (!packed && c->r->opts.amp && c->node->op->amp == MEMEST_AMPP_LOW &&
+        memest_dtype_is_float(pdt) && pdt != c->r->opts.amp_dtype) {
         uint32_t cast;
         return param_cast(c, st, &cast);
     }
     return 0;
+}
+
+int memest_param(struct memest_ictx *c, const char *name, int ndim, const int64_t *size)
+{
+    return declare_param(c, name, ndim, size, 0, NULL, NULL);
+}
+
+int memest_param_packed(struct memest_ictx *c, const char *name, int ndim, const int64_t *size,
+                        int n, const enum memest_dtype *dt, const uint64_t *bytes)
+{
+    if (n < 1)
+        return memest_fail(c, "a packed parameter needs its data tensor");
+    return declare_param(c, name, ndim, size, n, dt, bytes);
+}
+
+enum memest_wformat memest_wformat(const struct memest_ictx *c)
+{
+    return c->node->wformat < MEMEST_WF_COUNT ? (enum memest_wformat)c->node->wformat
+                                              : MEMEST_WF_DENSE;
+}
+
+const struct memest_quant_params *memest_quant_params(const struct memest_ictx *c)
+{
+    return &c->r->g->quant;
 }
 
 /* True when the node declared a parameter called `name`. */

@@ -5,7 +5,15 @@
  * matmul, which folds the leading dims with reshape (a copy when the input
  * cannot be viewed that way). Autograd saves that [rows, in] operand only
  * when the weight requires grad (addmm/mm save mat1 for grad(mat2)); the
- * weight itself is a parameter, not an activation. */
+ * weight itself is a parameter, not an activation.
+ *
+ * A linear layer the quantisation pass gave a weight format (graph.h:
+ * wformat, quant.h) is bitsandbytes' Linear8bitLt / Linear4bit, GPTQ's
+ * QuantLinear or AWQ's WQLinear_GEMM instead: its weight is stored as
+ * quant.c lays it out (a frozen packed parameter with its quantisation
+ * state, or buffers), and its forward and backward make the transient
+ * dequantised copies and save the tensors quant.c describes. */
+#include "memest/quant.h"
 #include "ops_common.h"
 
 /* ---- linear ---- */
@@ -18,6 +26,62 @@ static const struct memest_argspec linear_args[] = {
     [LIN_OUT] = {"out_features", MEMEST_ARG_INT, .required = true, .lo = 1, .hi = ARG_MAX},
     [LIN_BIAS] = {"bias", MEMEST_ARG_BOOL, .idef = 1},
 };
+
+/* The weight (and bias) of a quantised layer and what its forward and
+ * backward allocate (quant.c). */
+static int linear_quantized(struct memest_ictx *c, enum memest_wformat f,
+                            const struct memest_shape *s, int64_t rows, int64_t in, int64_t out)
+{
+    const struct memest_quant_params *qp = memest_quant_params(c);
+    bool bias = memest_arg_bool(c, LIN_BIAS);
+    struct memest_quant_layout l;
+    char why[160];
+    if (memest_quant_layout(f, qp, out, in, bias, &l, why, sizeof why) != 0)
+        return memest_fail(c, "cannot be stored as %s: %s", memest_wformat_name(f), why);
+    if (l.buffers) {
+        for (int i = 0; i < l.n; i++)
+            if (memest_buffer(c, l.t[i].name, l.t[i].ndim, l.t[i].size, l.t[i].dtype) != 0)
+                return -1;
+    } else {
+        int64_t w[2] = {out, in};
+        enum memest_dtype dt[MEMEST_QUANT_MAX_TENSORS];
+        uint64_t bytes[MEMEST_QUANT_MAX_TENSORS];
+        for (int i = 0; i < l.n; i++) {
+            dt[i] = l.t[i].dtype;
+            bytes[i] = memest_quant_tensor_bytes(&l.t[i]);
+        }
+        if (memest_param_packed(c, "weight", 2, w, l.n, dt, bytes) != 0 ||
+            (bias && memest_param(c, "bias", 1, &out) != 0))
+            return -1;
+    }
+    int64_t size[MEMEST_MAX_DIMS];
+    for (int d = 0; d + 1 < s->ndim; d++)
+        size[d] = s->size[d];
+    size[s->ndim - 1] = out;
+    enum memest_dtype x = memest_in_dtype(c, 0);
+    if (memest_out_new(c, s->ndim, size, x) < 0)
+        return -1;
+    bool rg = memest_in_requires_grad(c, 0);
+    struct memest_quant_transient t;
+    memest_quant_transient(f, qp, out, in, rows, x, memest_float_dtype(c), rg, &t);
+    memest_workspace(c, t.fwd);
+    int64_t folded[2] = {rows, in}, wt[2] = {in, out};
+    if (save_geom_reshaped(c, 0, s, 2, folded, t.saves_input) != 0 ||
+        (t.saved && memest_save_new(c, 2, wt, MEMEST_F16) < 0))
+        return -1;
+    if (t.no_grad) {   /* AWQ: no graph through the layer */
+        memest_grad_none(c, 0);
+        memest_out_set_requires_grad(c, 0, false);
+        rg = false;
+    }
+    memest_bwd_workspace(c, t.bwd);
+    if (s->ndim >= 3)
+        memest_bwd_contiguous(c);
+    double fwd = (double)rows * (double)in * (double)out;
+    memest_macs(c, fwd);
+    memest_macs_bwd(c, rg ? fwd : 0);
+    return 0;
+}
 
 static int infer_linear(struct memest_ictx *c)
 {
@@ -32,18 +96,21 @@ static int infer_linear(struct memest_ictx *c)
         return memest_fail(c, "in_features is %lld but the input's last dimension is %lld",
                            (long long)ain->v[0], (long long)in);
     int64_t out = memest_arg_int(c, LIN_OUT);
-    int64_t w[2] = {out, in};
-    if (memest_param(c, "weight", 2, w) != 0)
-        return -1;
-    if (memest_arg_bool(c, LIN_BIAS) && memest_param(c, "bias", 1, &out) != 0)
-        return -1;
-
     int64_t size[MEMEST_MAX_DIMS];
     int64_t rows = 1;
     for (int d = 0; d + 1 < s->ndim; d++) {
         size[d] = s->size[d];
         rows *= s->size[d];   /* bounded: numel of an existing tensor */
     }
+    enum memest_wformat f = memest_wformat(c);
+    if (f != MEMEST_WF_DENSE)
+        return linear_quantized(c, f, s, rows, in, out);
+    int64_t w[2] = {out, in};
+    if (memest_param(c, "weight", 2, w) != 0)
+        return -1;
+    if (memest_arg_bool(c, LIN_BIAS) && memest_param(c, "bias", 1, &out) != 0)
+        return -1;
+
     size[s->ndim - 1] = out;
     if (memest_out_new(c, s->ndim, size, memest_in_dtype(c, 0)) < 0)
         return -1;

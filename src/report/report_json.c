@@ -140,6 +140,24 @@ void memest_report_json(FILE *f, const struct memest_report *rep)
     memest_jsonw_str(&w, "optimizer", memest_optim_name(rep->step->optim.kind));
     memest_jsonw_f64(&w, "momentum", rep->step->optim.momentum);
     memest_jsonw_str(&w, "dtype", memest_dtype_name(rep->opts.dtype));
+    enum memest_wformat wf;
+    uint32_t nq = memest_graph_quantized(g, &wf);
+    if (nq) {   /* --weights or a config's quantization_config: quant.h */
+        const struct memest_quant_params *qp = &g->quant;
+        memest_jsonw_obj_begin(&w, "weights");
+        memest_jsonw_str(&w, "format", memest_wformat_name(wf));
+        memest_jsonw_u64(&w, "layers", nq);
+        if (memest_wformat_bnb4(wf)) {
+            memest_jsonw_i64(&w, "blocksize", qp->blocksize);
+            memest_jsonw_bool(&w, "double_quant", qp->double_quant);
+            enum memest_dtype cd = qp->compute_dtype ? (enum memest_dtype)(qp->compute_dtype - 1)
+                                                     : MEMEST_F32;   /* the config's default */
+            memest_jsonw_str(&w, "compute_dtype", memest_dtype_name(cd));
+        } else if (wf == MEMEST_WF_GPTQ4 || wf == MEMEST_WF_AWQ4) {
+            memest_jsonw_i64(&w, "group_size", qp->group_size);
+        }
+        memest_jsonw_obj_end(&w);
+    }
     step_obj(&w, rep);
 
     memest_jsonw_obj_begin(&w, "params");

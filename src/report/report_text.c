@@ -209,7 +209,14 @@ void memest_report_text(FILE *f, const struct memest_report *rep)
     fprintf(f, "batch %lld, optimizer %s", (long long)rep->r->opts.batch, memest_optim_name(rep->step->optim.kind));
     if (rep->step->optim.momentum != 0)
         fprintf(f, " (momentum %g)", rep->step->optim.momentum);
-    fprintf(f, ", dtype %s\n\n", memest_dtype_name(o->dtype));
+    fprintf(f, ", dtype %s", memest_dtype_name(o->dtype));
+    enum memest_wformat wf;
+    uint32_t nq = memest_graph_quantized(rep->g, &wf);
+    if (nq) /* --weights or a config's quantization_config */
+        fprintf(f, ", weights %s%s in %u linear layers", memest_wformat_name(wf),
+                memest_wformat_bnb4(wf) && rep->g->quant.double_quant ? " (double-quantised)" : "",
+                (unsigned)nq);
+    fprintf(f, "\n\n");
 
     fprintf(f, "Parameters  %s (%s trainable, %s frozen) in %llu tensors\n",
             memest_fmt_count(e->params.total, a, sizeof a),

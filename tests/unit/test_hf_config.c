@@ -125,7 +125,7 @@ int main(void)
         /* the supported list has the built-in templates too */
         {"model_type", "model_type", "memest_test_lm", MEMEST_ERR_SCHEMA},
         {"wrong_kind", "hidden_size", "expected a number", MEMEST_ERR_SCHEMA},
-        {"quantized", "quantization_config", "not modelled yet", MEMEST_ERR_SCHEMA},
+        {"quantized", "quantization_config", "quant_method: memest models", MEMEST_ERR_SCHEMA},
         {"hidden_act", "hidden_act", "\"relu\" is not supported", MEMEST_ERR_SCHEMA},
         {"dtype", "torch_dtype", "\"float64\" is not supported", MEMEST_ERR_SCHEMA},
         /* values that fail in the template: model errors naming the key */
