@@ -26,14 +26,17 @@ static unsigned state(enum memest_optim k, double momentum, bool amsgrad, bool c
 {
     struct memest_optim_cfg c = {.kind = k, .momentum = momentum, .amsgrad = amsgrad,
                                  .centered = centered};
-    uint64_t b[MEMEST_OPTIM_MAX_STATE];
-    unsigned n = memest_optim_desc(k)->state(pb, &c, b);
+    struct memest_optim_state st;
+    memest_optim_param_state(&c, pb / 4, pb, &st);
     *total = 0;
-    for (unsigned i = 0; i < n; i++)
-        *total += b[i];
-    CHECK_EQ_INT(memest_optim_state_count(&c), n);
-    CHECK_EQ_INT(memest_optim_copies(&c), n);
-    return n;
+    for (unsigned i = 0; i < st.n; i++)
+        *total += st.bytes[i];
+    CHECK_EQ_INT(memest_optim_state_count(&c), st.n);
+    CHECK_EQ_INT(memest_optim_copies(&c), st.n);
+    CHECK_EQ_INT(memest_optim_state_max(&c), st.n);
+    CHECK_EQ_INT(st.paged, 0);
+    CHECK(!st.shared);
+    return st.n;
 }
 
 static void test_state(void)
@@ -159,7 +162,10 @@ static void test_accepting(void)
     CHECK_STR_EQ(memest_optim_accepting(MEMEST_OPTF_AMSGRAD, b, sizeof b), "adam and adamw");
     CHECK_STR_EQ(memest_optim_accepting(MEMEST_OPTF_CENTERED, b, sizeof b), "rmsprop");
     CHECK_STR_EQ(memest_optim_accepting(MEMEST_OPTF_FUSED, b, sizeof b), "sgd, adam and adamw");
-    CHECK_STR_EQ(memest_optim_names(b, sizeof b), "sgd, adam, adamw, rmsprop, adagrad");
+    char all[160];
+    CHECK_STR_EQ(memest_optim_names(all, sizeof all),
+                 "sgd, adam, adamw, rmsprop, adagrad, adam8bit, adamw8bit, paged_adam8bit, "
+                 "paged_adamw8bit, paged_adamw, paged_adamw32bit");
     char small[6];
     CHECK_STR_EQ(memest_optim_accepting(MEMEST_OPTF_FUSED, small, sizeof small), "sgd, ");
 
@@ -173,11 +179,110 @@ static void test_accepting(void)
     CHECK_EQ_INT(memest_optim_parse("Adam", &k), -1);
 }
 
+/* bitsandbytes (bitsandbytes/optim/optimizer.py of 0.50.2.dev0, commit
+ * 95f9af3; blocksize 256 since 0.44.0): Optimizer2State.init_state keeps
+ * state1 and state2 in uint8 (optim_bits 8) or float32 (32, and below
+ * min_8bit_size = 4096 elements), absmax1 and absmax2 as float32
+ * torch.zeros(ceil(numel / 256)) with uint8; get_state_buffer pages state1
+ * and state2 (F.get_paged, cudaMallocManaged) when is_paged and numel >= 1e5,
+ * never absmax; qmap1/qmap2 are create_dynamic_map's 256 float32, made
+ * once. Figures by hand:
+ *   4096 x 4096 = 16,777,216 elements, 8-bit: state1 = state2 = 16,777,216
+ *     bytes; 16,777,216 / 256 = 65,536 blocks, absmax 262,144 bytes each;
+ *     32-bit: 67,108,864 bytes each;
+ *   1,000 elements (< 4096): float32 states, 4,000 bytes each, no absmax;
+ *   4,097 elements: 8-bit, 4,097 bytes each, 17 blocks (16 x 256 = 4,096,
+ *     one element left), absmax 68 bytes each;
+ *   50,000 elements (paged optimizer, < 1e5): on the device, 8-bit 50,000
+ *     bytes each, 196 blocks (195 x 256 = 49,920), absmax 784 bytes each. */
+static struct memest_optim_state bnb(enum memest_optim k, uint64_t numel, uint64_t param_bytes)
+{
+    struct memest_optim_cfg c = {.kind = k};
+    struct memest_optim_state st;
+    memest_optim_param_state(&c, numel, param_bytes, &st);
+    return st;
+}
+
+static void test_bitsandbytes(void)
+{
+    const enum memest_optim q8[] = {MEMEST_OPT_ADAM8BIT, MEMEST_OPT_ADAMW8BIT,
+                                    MEMEST_OPT_PAGED_ADAM8BIT, MEMEST_OPT_PAGED_ADAMW8BIT};
+    for (size_t i = 0; i < sizeof q8 / sizeof *q8; i++) {
+        bool paged = q8[i] == MEMEST_OPT_PAGED_ADAM8BIT || q8[i] == MEMEST_OPT_PAGED_ADAMW8BIT;
+        /* bf16 4096 x 4096: the states do not follow the parameter's bytes */
+        struct memest_optim_state st = bnb(q8[i], 4096ull * 4096, 33554432);
+        CHECK_EQ_INT(st.n, 4);
+        CHECK_EQ_U64(st.bytes[0], 16777216);
+        CHECK_EQ_U64(st.bytes[1], 16777216);
+        CHECK_EQ_U64(st.bytes[2], 262144);
+        CHECK_EQ_U64(st.bytes[3], 262144);
+        CHECK_EQ_INT(st.paged, paged ? 3 : 0);
+        CHECK(st.shared);
+        st = bnb(q8[i], 1000, 2000);   /* float32 below 4096 elements, for a bf16 parameter */
+        CHECK_EQ_INT(st.n, 2);
+        CHECK_EQ_U64(st.bytes[0], 4000);
+        CHECK_EQ_U64(st.bytes[1], 4000);
+        CHECK_EQ_INT(st.paged, 0);
+        CHECK(!st.shared);
+        st = bnb(q8[i], 4095, 16380);
+        CHECK_EQ_INT(st.n, 2);
+        CHECK_EQ_U64(st.bytes[0], 16380);
+        st = bnb(q8[i], 4096, 16384);   /* not < min_8bit_size: 8-bit, 16 blocks */
+        CHECK_EQ_INT(st.n, 4);
+        CHECK_EQ_U64(st.bytes[0], 4096);
+        CHECK_EQ_U64(st.bytes[2], 64);
+        st = bnb(q8[i], 4097, 16388);
+        CHECK_EQ_U64(st.bytes[1], 4097);
+        CHECK_EQ_U64(st.bytes[3], 68);
+        st = bnb(q8[i], 50000, 100000);
+        CHECK_EQ_U64(st.bytes[0] + st.bytes[1] + st.bytes[2] + st.bytes[3], 101568);
+        CHECK_EQ_INT(st.paged, 0);
+        st = bnb(q8[i], 99999, 199998);
+        CHECK_EQ_INT(st.paged, 0);
+        st = bnb(q8[i], 100000, 200000);   /* not < 1e5: paged */
+        CHECK_EQ_INT(st.paged, paged ? 3 : 0);
+        const struct memest_optim_desc *d = memest_optim_desc(q8[i]);
+        CHECK_EQ_INT(d->nshared, 2);
+        CHECK_EQ_U64(d->shared_bytes, 1024);
+        CHECK_EQ_INT(memest_optim_state_count(&(struct memest_optim_cfg){.kind = q8[i]}), 2);
+        CHECK_EQ_INT(memest_optim_state_max(&(struct memest_optim_cfg){.kind = q8[i]}), 6);
+    }
+    const enum memest_optim p32[] = {MEMEST_OPT_PAGED_ADAMW, MEMEST_OPT_PAGED_ADAMW32BIT};
+    for (size_t i = 0; i < sizeof p32 / sizeof *p32; i++) {
+        struct memest_optim_state st = bnb(p32[i], 4096ull * 4096, 33554432);
+        CHECK_EQ_INT(st.n, 2);
+        CHECK_EQ_U64(st.bytes[0], 67108864);
+        CHECK_EQ_U64(st.bytes[1], 67108864);
+        CHECK_EQ_INT(st.paged, 3);
+        CHECK(!st.shared);
+        st = bnb(p32[i], 1000, 2000);
+        CHECK_EQ_U64(st.bytes[0] + st.bytes[1], 8000);
+        CHECK_EQ_INT(st.paged, 0);
+        CHECK_EQ_INT(memest_optim_state_max(&(struct memest_optim_cfg){.kind = p32[i]}), 4);
+    }
+    for (int k = MEMEST_OPT_ADAM8BIT; k <= MEMEST_OPT_PAGED_ADAMW32BIT; k++) {
+        const struct memest_optim_desc *d = memest_optim_desc((enum memest_optim)k);
+        CHECK_EQ_INT(d->init, MEMEST_INIT_PER_PARAM);   /* init_state in step() */
+        CHECK(!d->step_scalar);                         /* state["step"] is an int */
+        CHECK_EQ_INT(d->accepts, 0);                    /* no amsgrad, no fused */
+        CHECK(d->note != NULL);
+        CHECK_EQ_INT(d->paged, strncmp(d->name, "paged_", 6) == 0);
+        CHECK_EQ_INT(temps((enum memest_optim)k, MEMEST_IMPL_FOREACH, 0), 0);
+        CHECK_EQ_INT(temps((enum memest_optim)k, MEMEST_IMPL_FORLOOP, 113), 0);
+    }
+    enum memest_optim k;
+    CHECK_EQ_INT(memest_optim_parse("paged_adamw8bit", &k), 0);
+    CHECK_EQ_INT(k, MEMEST_OPT_PAGED_ADAMW8BIT);
+    CHECK_EQ_INT(memest_optim_parse("paged_adamw32bit", &k), 0);
+    CHECK_EQ_INT(k, MEMEST_OPT_PAGED_ADAMW32BIT);
+}
+
 int main(void)
 {
     test_state();
     test_temporaries();
     test_fused();
     test_accepting();
+    test_bitsandbytes();
     return CHECK_DONE();
 }
