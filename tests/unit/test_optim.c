@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "reference_json.h"
 #include "memest/calc.h"
 #include "memest/optim.h"
 
@@ -277,6 +278,55 @@ static void test_bitsandbytes(void)
     CHECK_EQ_INT(k, MEMEST_OPT_PAGED_ADAMW32BIT);
 }
 
+/* Against the replica of bitsandbytes' state creation run under PyTorch 2.6
+ * (tests/tools/bnb_optim_state.py -> tests/reference/bnb_optim_state.json):
+ * per optimizer and parameter, the state tensors' bytes and paging in
+ * creation order, and the maps' bytes once per optimizer. */
+static void test_bitsandbytes_replica(void)
+{
+    cJSON *ref = read_reference_json("tests/reference/bnb_optim_state.json");
+    CHECK(ref != NULL);
+    if (!ref)
+        return;
+    const cJSON *c;
+    int ncases = 0;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(ref, "cases")) {
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(c, "optim"));
+        const char *dtype = cJSON_GetStringValue(cJSON_GetObjectItem(c, "dtype"));
+        uint64_t numel = (uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(c, "numel"));
+        struct memest_optim_cfg oc = {0};
+        CHECK(name && dtype && memest_optim_parse(name, &oc.kind) == 0);
+        if (!name || !dtype)
+            continue;
+        uint64_t pb = numel * (strcmp(dtype, "bfloat16") == 0 ? 2 : 4);
+        struct memest_optim_state st;
+        memest_optim_param_state(&oc, numel, pb, &st);
+        const cJSON *tensors = cJSON_GetObjectItem(c, "tensors"), *t;
+        CHECK_EQ_INT(cJSON_GetArraySize(tensors), st.n);
+        unsigned i = 0;
+        cJSON_ArrayForEach(t, tensors) {
+            if (i < st.n) {
+                CHECK_EQ_U64((uint64_t)cJSON_GetNumberValue(cJSON_GetArrayItem(t, 1)), st.bytes[i]);
+                CHECK_EQ_INT(cJSON_IsTrue(cJSON_GetArrayItem(t, 2)), (st.paged >> i) & 1u);
+            }
+            i++;
+        }
+        CHECK_EQ_INT(st.shared, st.n == 4);   /* the maps come with uint8 state */
+        ncases++;
+    }
+    CHECK(ncases >= 50);
+    const cJSON *sh;
+    cJSON_ArrayForEach(sh, cJSON_GetObjectItem(ref, "shared")) {
+        struct memest_optim_cfg oc = {0};
+        CHECK(memest_optim_parse(sh->string, &oc.kind) == 0);
+        const struct memest_optim_desc *d = memest_optim_desc(oc.kind);
+        struct memest_optim_state big;
+        memest_optim_param_state(&oc, 1u << 20, 4u << 20, &big);
+        CHECK_EQ_U64((uint64_t)cJSON_GetNumberValue(sh), big.shared ? d->nshared * d->shared_bytes : 0);
+    }
+    cJSON_Delete(ref);
+}
+
 int main(void)
 {
     test_state();
@@ -284,5 +334,6 @@ int main(void)
     test_fused();
     test_accepting();
     test_bitsandbytes();
+    test_bitsandbytes_replica();
     return CHECK_DONE();
 }
