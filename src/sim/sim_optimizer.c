@@ -20,8 +20,10 @@
  *     (one 512-byte block each), made with the state.
  * First step: state made in _init_group is allocated per parameter before
  * the update; state lazily cloned from the gradient (SGD's momentum buffer)
- * during it, parameter by parameter; state made in the constructor exists
- * before the step (sim_step.c). */
+ * or made by bitsandbytes' init_state during it, parameter by parameter;
+ * state made in the constructor exists before the step (sim_step.c).
+ * bitsandbytes' paged state lives in unified memory, not in the caching
+ * allocator: it makes no event here (calc_optimizer.c reports it). */
 
 /* Records one optimizer state tensor of `bytes` for parameter node `node`. */
 static int state_alloc(struct sim *S, uint32_t node, uint64_t bytes)

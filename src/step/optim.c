@@ -1,13 +1,16 @@
 /* optim.c - the optimizer table (optim.h): one descriptor per torch.optim
  * class, as torch/optim/<class>.py of PyTorch 2.x computes one step with the
  * default hyper-parameters (no weight decay, no maximize, not capturable),
- * and PyTorch 1.13's where it differs (its foreach programs).
+ * and PyTorch 1.13's where it differs (its foreach programs); and
+ * bitsandbytes' 8-bit and paged optimizers (bnb.optim, see bnb_state below).
  *
  * Adding an optimizer takes: its enumerator in optim.h's enum memest_optim
  * (before MEMEST_OPT_COUNT), its descriptor in `table` below (name, the flags
  * the command line accepts, its state function, when the state is created,
  * its step scalars, fused version, foreach programs and for-loop
- * temporaries), its line in README.md's --optim list, and tests: its
+ * temporaries; for a library's optimizer also the tensors it makes once,
+ * whether it pages, its report note and kernel), its line in README.md's
+ * --optim list, and tests: its
  * expectations in tests/unit/test_optim.c, from its torch/optim source. No
  * other file names an optimizer: the calculators, the simulator, the event
  * bound, the command line's checks, the advice and the reports read this
