@@ -178,3 +178,10 @@ struct memest_optim_alt {
     struct memest_optim_cfg cfg;
 };
 extern const struct memest_optim_alt memest_optim_lean;
+
+/* The bitsandbytes 8-bit optimizer --advise proposes instead of cur (Adam,
+ * AdamW and the paged 32-bit AdamW: the same update with 1-byte states,
+ * key "optim_8bit") in *out: 0, or -1 when there is none (other
+ * optimizers, amsgrad, which bitsandbytes' 8-bit Adam lacks). */
+int memest_optim_8bit(const struct memest_optim_cfg *cur, struct memest_optim_cfg *out);
+#define MEMEST_OPTIM_8BIT_KEY "optim_8bit"

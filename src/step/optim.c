@@ -216,6 +216,25 @@ const struct memest_optim_alt memest_optim_lean = {
     .key = "sgd_momentum", .cfg = {.kind = MEMEST_OPT_SGD, .momentum = 0.9},
 };
 
+int memest_optim_8bit(const struct memest_optim_cfg *cur, struct memest_optim_cfg *out)
+{
+    static const struct {
+        enum memest_optim from, to;
+    } map[] = {
+        {MEMEST_OPT_ADAM, MEMEST_OPT_ADAM8BIT},
+        {MEMEST_OPT_ADAMW, MEMEST_OPT_ADAMW8BIT},
+        {MEMEST_OPT_PAGED_ADAMW, MEMEST_OPT_PAGED_ADAMW8BIT},
+        {MEMEST_OPT_PAGED_ADAMW32BIT, MEMEST_OPT_PAGED_ADAMW8BIT},
+    };
+    for (size_t i = 0; i < sizeof map / sizeof *map && !cur->amsgrad; i++) {
+        if (map[i].from == cur->kind) {
+            *out = (struct memest_optim_cfg){.kind = map[i].to};
+            return 0;
+        }
+    }
+    return -1;
+}
+
 /* ---- reading it ---- */
 
 const struct memest_optim_desc *memest_optim_desc(enum memest_optim k) { return &table[k]; }

@@ -271,6 +271,18 @@ static void test_bitsandbytes(void)
         CHECK_EQ_INT(temps((enum memest_optim)k, MEMEST_IMPL_FOREACH, 0), 0);
         CHECK_EQ_INT(temps((enum memest_optim)k, MEMEST_IMPL_FORLOOP, 113), 0);
     }
+    /* --advise's 8-bit alternative: the same update with uint8 states */
+    struct memest_optim_cfg q;
+    CHECK_EQ_INT(memest_optim_8bit(&(struct memest_optim_cfg){.kind = MEMEST_OPT_ADAMW}, &q), 0);
+    CHECK_EQ_INT(q.kind, MEMEST_OPT_ADAMW8BIT);
+    CHECK_EQ_INT(memest_optim_8bit(&(struct memest_optim_cfg){.kind = MEMEST_OPT_ADAM}, &q), 0);
+    CHECK_EQ_INT(q.kind, MEMEST_OPT_ADAM8BIT);
+    CHECK_EQ_INT(memest_optim_8bit(&(struct memest_optim_cfg){.kind = MEMEST_OPT_PAGED_ADAMW32BIT}, &q), 0);
+    CHECK_EQ_INT(q.kind, MEMEST_OPT_PAGED_ADAMW8BIT);
+    CHECK_EQ_INT(memest_optim_8bit(&(struct memest_optim_cfg){.kind = MEMEST_OPT_ADAMW, .amsgrad = true}, &q), -1);
+    CHECK_EQ_INT(memest_optim_8bit(&(struct memest_optim_cfg){.kind = MEMEST_OPT_SGD}, &q), -1);
+    CHECK_EQ_INT(memest_optim_8bit(&(struct memest_optim_cfg){.kind = MEMEST_OPT_ADAMW8BIT}, &q), -1);
+    CHECK_STR_EQ(MEMEST_OPTIM_8BIT_KEY, "optim_8bit");
     enum memest_optim k;
     CHECK_EQ_INT(memest_optim_parse("paged_adamw8bit", &k), 0);
     CHECK_EQ_INT(k, MEMEST_OPT_PAGED_ADAMW8BIT);
