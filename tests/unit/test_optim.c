@@ -195,7 +195,9 @@ static void test_accepting(void)
  *   4,097 elements: 8-bit, 4,097 bytes each, 17 blocks (16 x 256 = 4,096,
  *     one element left), absmax 68 bytes each;
  *   50,000 elements (paged optimizer, < 1e5): on the device, 8-bit 50,000
- *     bytes each, 196 blocks (195 x 256 = 49,920), absmax 784 bytes each. */
+ *     bytes each, 196 blocks (195 x 256 = 49,920), absmax 784 bytes each;
+ *   99,999 and 100,000 elements: 391 blocks (390 x 256 = 99,840), absmax
+ *     1,564 bytes each; 100,000 is not < 1e5: paged with is_paged. */
 static struct memest_optim_state bnb(enum memest_optim k, uint64_t numel, uint64_t param_bytes)
 {
     struct memest_optim_cfg c = {.kind = k};
@@ -204,44 +206,42 @@ static struct memest_optim_state bnb(enum memest_optim k, uint64_t numel, uint64
     return st;
 }
 
+/* st: state1 and state2 of `each` bytes, with absmax1 and absmax2 of
+ * `absmax` bytes when absmax is not 0 (uint8 state, with the maps), paged
+ * as the bit mask says. */
+static void expect_state(struct memest_optim_state st, uint64_t each, uint64_t absmax,
+                         unsigned paged)
+{
+    CHECK_EQ_INT(st.n, absmax ? 4 : 2);
+    CHECK_EQ_U64(st.bytes[0], each);
+    CHECK_EQ_U64(st.bytes[1], each);
+    if (absmax && st.n == 4) {
+        CHECK_EQ_U64(st.bytes[2], absmax);
+        CHECK_EQ_U64(st.bytes[3], absmax);
+    }
+    CHECK_EQ_INT(st.paged, paged);
+    CHECK_EQ_INT(st.shared, absmax != 0);
+}
+
 static void test_bitsandbytes(void)
 {
     const enum memest_optim q8[] = {MEMEST_OPT_ADAM8BIT, MEMEST_OPT_ADAMW8BIT,
                                     MEMEST_OPT_PAGED_ADAM8BIT, MEMEST_OPT_PAGED_ADAMW8BIT};
     for (size_t i = 0; i < sizeof q8 / sizeof *q8; i++) {
-        bool paged = q8[i] == MEMEST_OPT_PAGED_ADAM8BIT || q8[i] == MEMEST_OPT_PAGED_ADAMW8BIT;
+        unsigned paged = q8[i] == MEMEST_OPT_PAGED_ADAM8BIT || q8[i] == MEMEST_OPT_PAGED_ADAMW8BIT
+                             ? 3 : 0;
         /* bf16 4096 x 4096: the states do not follow the parameter's bytes */
-        struct memest_optim_state st = bnb(q8[i], 4096ull * 4096, 33554432);
-        CHECK_EQ_INT(st.n, 4);
-        CHECK_EQ_U64(st.bytes[0], 16777216);
-        CHECK_EQ_U64(st.bytes[1], 16777216);
-        CHECK_EQ_U64(st.bytes[2], 262144);
-        CHECK_EQ_U64(st.bytes[3], 262144);
-        CHECK_EQ_INT(st.paged, paged ? 3 : 0);
-        CHECK(st.shared);
-        st = bnb(q8[i], 1000, 2000);   /* float32 below 4096 elements, for a bf16 parameter */
-        CHECK_EQ_INT(st.n, 2);
-        CHECK_EQ_U64(st.bytes[0], 4000);
-        CHECK_EQ_U64(st.bytes[1], 4000);
-        CHECK_EQ_INT(st.paged, 0);
-        CHECK(!st.shared);
-        st = bnb(q8[i], 4095, 16380);
-        CHECK_EQ_INT(st.n, 2);
-        CHECK_EQ_U64(st.bytes[0], 16380);
-        st = bnb(q8[i], 4096, 16384);   /* not < min_8bit_size: 8-bit, 16 blocks */
-        CHECK_EQ_INT(st.n, 4);
-        CHECK_EQ_U64(st.bytes[0], 4096);
-        CHECK_EQ_U64(st.bytes[2], 64);
-        st = bnb(q8[i], 4097, 16388);
-        CHECK_EQ_U64(st.bytes[1], 4097);
-        CHECK_EQ_U64(st.bytes[3], 68);
-        st = bnb(q8[i], 50000, 100000);
-        CHECK_EQ_U64(st.bytes[0] + st.bytes[1] + st.bytes[2] + st.bytes[3], 101568);
-        CHECK_EQ_INT(st.paged, 0);
-        st = bnb(q8[i], 99999, 199998);
-        CHECK_EQ_INT(st.paged, 0);
-        st = bnb(q8[i], 100000, 200000);   /* not < 1e5: paged */
-        CHECK_EQ_INT(st.paged, paged ? 3 : 0);
+        expect_state(bnb(q8[i], 4096ull * 4096, 33554432), 16777216, 262144, paged);
+        /* float32 below 4096 elements, for a bf16 parameter */
+        expect_state(bnb(q8[i], 1000, 2000), 4000, 0, 0);
+        expect_state(bnb(q8[i], 4095, 16380), 16380, 0, 0);
+        /* not < min_8bit_size: 8-bit, 16 blocks */
+        expect_state(bnb(q8[i], 4096, 16384), 4096, 64, 0);
+        expect_state(bnb(q8[i], 4097, 16388), 4097, 68, 0);
+        expect_state(bnb(q8[i], 50000, 100000), 50000, 784, 0);
+        expect_state(bnb(q8[i], 99999, 199998), 99999, 1564, 0);
+        /* not < 1e5: paged (ceil(100000 / 256) = 391 blocks) */
+        expect_state(bnb(q8[i], 100000, 200000), 100000, 1564, paged);
         const struct memest_optim_desc *d = memest_optim_desc(q8[i]);
         CHECK_EQ_INT(d->nshared, 2);
         CHECK_EQ_U64(d->shared_bytes, 1024);
@@ -250,15 +250,9 @@ static void test_bitsandbytes(void)
     }
     const enum memest_optim p32[] = {MEMEST_OPT_PAGED_ADAMW, MEMEST_OPT_PAGED_ADAMW32BIT};
     for (size_t i = 0; i < sizeof p32 / sizeof *p32; i++) {
-        struct memest_optim_state st = bnb(p32[i], 4096ull * 4096, 33554432);
-        CHECK_EQ_INT(st.n, 2);
-        CHECK_EQ_U64(st.bytes[0], 67108864);
-        CHECK_EQ_U64(st.bytes[1], 67108864);
-        CHECK_EQ_INT(st.paged, 3);
-        CHECK(!st.shared);
-        st = bnb(p32[i], 1000, 2000);
-        CHECK_EQ_U64(st.bytes[0] + st.bytes[1], 8000);
-        CHECK_EQ_INT(st.paged, 0);
+        expect_state(bnb(p32[i], 4096ull * 4096, 33554432), 67108864, 0, 3);
+        expect_state(bnb(p32[i], 1000, 2000), 4000, 0, 0);
+        expect_state(bnb(p32[i], 100000, 400000), 400000, 0, 3);
         CHECK_EQ_INT(memest_optim_state_max(&(struct memest_optim_cfg){.kind = p32[i]}), 4);
     }
     for (int k = MEMEST_OPT_ADAM8BIT; k <= MEMEST_OPT_PAGED_ADAMW32BIT; k++) {
