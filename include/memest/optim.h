@@ -1,7 +1,8 @@
 /* optim.h - the optimizer table (src/step/optim.c): one descriptor per
- * torch.optim class, holding everything memest knows of it: the flags the
- * command line accepts for it, the state it keeps per parameter and when it
- * creates that state, its `step` scalars, the temporaries of one update per
+ * torch.optim class (and per bitsandbytes optimizer, bnb.optim), holding
+ * everything memest knows of it: the flags the command line accepts for it,
+ * the state it keeps per parameter (paged or not) and when it creates that
+ * state, its `step` scalars, the temporaries of one update per
  * implementation, and whether PyTorch has a fused kernel for it. The
  * calculators, the simulator, the event bound, the command line, the advice
  * and the reports read this table; none of them names an optimizer kind
