@@ -26,6 +26,29 @@ static uint64_t optstate(struct memest_run *r, struct memest_optim_cfg cfg, uint
     return s.device_bytes;
 }
 
+/* A model read from the JSON text and built, its run inferred with o. */
+struct built_run {
+    struct memest_model m;
+    struct memest_graph g;
+    struct memest_run r;
+};
+
+static void open_run(struct built_run *b, const char *text, const struct memest_run_opts *o)
+{
+    struct memest_error err = {0};
+    memset(b, 0, sizeof *b);
+    CHECK_EQ_INT(memest_model_read_string(text, strlen(text), "t.json", &b->m, &err), 0);
+    CHECK_EQ_INT(memest_model_build(&b->m, NULL, 0, &b->g, &err), 0);
+    CHECK_EQ_INT(memest_run_infer(&b->r, &b->g, o, &err), 0);
+}
+
+static void close_run(struct built_run *b)
+{
+    memest_run_free(&b->r);
+    memest_graph_free(&b->g);
+    memest_model_free(&b->m);
+}
+
 /* bitsandbytes' optimizers (bitsandbytes/optim/optimizer.py of 0.50.2.dev0,
  * Optimizer2State.init_state, get_state_buffer; test_optim.c has the rules)
  * on x[4096] -> Linear(4096, 4096, bias=False) -> Linear(4096, 1000) in
@@ -67,18 +90,14 @@ static void test_bitsandbytes(void)
         {MEMEST_OPT_PAGED_ADAMW32BIT, 8000, 166985728, 8192},
         {MEMEST_OPT_PAGED_ADAMW, 8000, 166985728, 8192},
     };
-    struct memest_model m;
-    struct memest_graph g;
-    struct memest_run r = {0};
+    struct built_run b;
+    struct memest_run *r = &b.r;
     struct memest_error err = {0};
-    CHECK_EQ_INT(memest_model_read_string(bjson, strlen(bjson), "b.json", &m, &err), 0);
-    CHECK_EQ_INT(memest_model_build(&m, NULL, 0, &g, &err), 0);
-    struct memest_run_opts o = {.batch = 2, .dtype = MEMEST_BF16};
-    CHECK_EQ_INT(memest_run_infer(&r, &g, &o, &err), 0);
+    open_run(&b, bjson, &(struct memest_run_opts){.batch = 2, .dtype = MEMEST_BF16});
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         struct memest_optstate s;
         struct memest_optim_cfg oc = {.kind = cases[i].kind};
-        CHECK_EQ_INT(memest_calc_optimizer(&r, &oc, &s, &err), 0);
+        CHECK_EQ_INT(memest_calc_optimizer(r, &oc, &s, &err), 0);
         CHECK_EQ_U64(s.device_bytes, cases[i].device);
         CHECK_EQ_U64(s.paged_bytes, cases[i].paged);
         CHECK_EQ_U64(s.host_bytes, 0);   /* state["step"] is a Python int */
@@ -88,7 +107,7 @@ static void test_bitsandbytes(void)
             cfg.optim = oc;
             cfg.first_step = first;
             struct memest_estimate e;
-            CHECK_EQ_INT(memest_estimate(&r, &cfg, &e, NULL, NULL, &err), 0);
+            CHECK_EQ_INT(memest_estimate(r, &cfg, &e, NULL, NULL, &err), 0);
             CHECK_EQ_U64(e.opt.paged_bytes, cases[i].paged);
             if (!first) {   /* the state lives through the steady-state step */
                 uint64_t at = e.train_peak.at_peak[MEMEST_CAT_OPTSTATE];
@@ -98,9 +117,7 @@ static void test_bitsandbytes(void)
             CHECK(e.train_peak.sim_events <= e.cost.train_events);
         }
     }
-    memest_run_free(&r);
-    memest_graph_free(&g);
-    memest_model_free(&m);
+    close_run(&b);
 }
 
 int main(void)
