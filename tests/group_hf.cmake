@@ -44,3 +44,10 @@ foreach(i RANGE ${last})
                    -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/peaks.cmake)
   set_tests_properties(${name} PROPERTIES LABELS hf)
 endforeach()
+
+# bitsandbytes' 8-bit and paged optimizer state of Llama-2-7B, by hand
+# (tests/hf/optim_bnb.cmake).
+add_test(NAME hf.optim_bnb
+         COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR}
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/optim_bnb.cmake)
+set_tests_properties(hf.optim_bnb PROPERTIES LABELS hf)

@@ -25,13 +25,17 @@ int memest_calc_params(const struct memest_run *r, struct memest_param_totals *o
 /* calc_grads.c: one gradient per trainable parameter, in its dtype. */
 uint64_t memest_calc_grads(const struct memest_run *r);
 
-/* calc_optimizer.c: the state tensors PyTorch's optimizers keep (the
- * optimizers' names and options: step.h). */
+/* calc_optimizer.c: the state tensors PyTorch's and bitsandbytes'
+ * optimizers keep (the optimizers' names and options: optim.h). */
 struct memest_optstate {
     unsigned copies;          /* parameter-sized state tensors per parameter */
-    uint64_t device_bytes;    /* those copies, on the device */
+    uint64_t device_bytes;    /* the state in PyTorch's caching allocator */
     uint64_t step_tensors;    /* per-parameter "step" scalars (float32, host) */
     uint64_t host_bytes;
+    uint64_t paged_bytes;     /* bitsandbytes' paged state: unified memory
+                                 (cudaMallocManaged), outside the allocator and
+                                 the peak, evicted to the host when the device
+                                 runs short */
 };
 /* The state tensors the optimizer keeps per trainable parameter (the
  * optimizer table's count, optim.h: memest_optim_state_count). */

@@ -1,7 +1,8 @@
 /* optim.h - the optimizer table (src/step/optim.c): one descriptor per
- * torch.optim class, holding everything memest knows of it: the flags the
- * command line accepts for it, the state it keeps per parameter and when it
- * creates that state, its `step` scalars, the temporaries of one update per
+ * torch.optim class (and per bitsandbytes optimizer, bnb.optim), holding
+ * everything memest knows of it: the flags the command line accepts for it,
+ * the state it keeps per parameter (paged or not) and when it creates that
+ * state, its `step` scalars, the temporaries of one update per
  * implementation, and whether PyTorch has a fused kernel for it. The
  * calculators, the simulator, the event bound, the command line, the advice
  * and the reports read this table; none of them names an optimizer kind
@@ -23,6 +24,14 @@ enum memest_optim {
     MEMEST_OPT_ADAMW,
     MEMEST_OPT_RMSPROP,
     MEMEST_OPT_ADAGRAD,
+    /* bitsandbytes (bnb.optim): Adam8bit, AdamW8bit, PagedAdam8bit,
+     * PagedAdamW8bit, PagedAdamW, PagedAdamW32bit */
+    MEMEST_OPT_ADAM8BIT,
+    MEMEST_OPT_ADAMW8BIT,
+    MEMEST_OPT_PAGED_ADAM8BIT,
+    MEMEST_OPT_PAGED_ADAMW8BIT,
+    MEMEST_OPT_PAGED_ADAMW,
+    MEMEST_OPT_PAGED_ADAMW32BIT,
     MEMEST_OPT_COUNT
 };
 struct memest_optim_cfg {
@@ -49,6 +58,9 @@ enum memest_optim_init {
     MEMEST_INIT_LAZY_CLONE,      /* during the first update, parameter by parameter:
                                     buffer = torch.clone(grad).detach() */
     MEMEST_INIT_CONSTRUCTOR,     /* in the optimizer's __init__: before any step */
+    MEMEST_INIT_PER_PARAM,       /* during the first step, each parameter's just
+                                    before its update (bitsandbytes'
+                                    Optimizer8bit.step: init_state, update_step) */
 };
 
 /* Most device state tensors per parameter, and most entries and lists of a
@@ -66,15 +78,47 @@ struct memest_optim_prog {
     uint8_t n;
 };
 
+/* One trainable parameter as an optimizer's state function sees it. */
+struct memest_optim_param {
+    uint64_t numel;
+    uint64_t bytes;          /* its storage's */
+};
+
+/* The state tensors an optimizer keeps for one parameter. */
+struct memest_optim_state {
+    uint64_t bytes[MEMEST_OPTIM_MAX_STATE];   /* in creation order */
+    unsigned n;
+    unsigned paged;          /* bit i: tensor i is in unified memory
+                                (bitsandbytes' get_paged: cudaMallocManaged),
+                                outside PyTorch's caching allocator */
+    bool shared;             /* it uses the tensors made once
+                                (memest_optim_desc.nshared) */
+};
+
 struct memest_optim_desc {
-    const char *name;        /* torch.optim class, in lower case */
+    const char *name;        /* torch.optim class, in lower case (bitsandbytes':
+                                the --optim name of optim.c) */
     unsigned accepts;        /* MEMEST_OPTF_* */
-    /* The device state tensors kept per trainable parameter of param_bytes
-     * bytes under cfg: their bytes in bytes[0..n) (creation order), n
-     * returned (at most MEMEST_OPTIM_MAX_STATE). A function, not a count:
-     * an 8-bit or sharded optimizer keeps tensors of other sizes. */
-    unsigned (*state)(uint64_t param_bytes, const struct memest_optim_cfg *cfg,
-                      uint64_t bytes[MEMEST_OPTIM_MAX_STATE]);
+    /* The state tensors kept per trainable parameter p under cfg, in *s. A
+     * function, not a count: an 8-bit or sharded optimizer keeps tensors of
+     * other sizes. */
+    void (*state)(const struct memest_optim_param *p, const struct memest_optim_cfg *cfg,
+                  struct memest_optim_state *s);
+    /* Device tensors of shared_bytes each made once, before the state of
+     * the first parameter whose state uses them (bitsandbytes' qmap1 and
+     * qmap2), kept as state. */
+    unsigned nshared;
+    uint64_t shared_bytes;
+    /* Whether the optimizer may page its state (is_paged): the reports then
+     * show the unified-memory bytes. */
+    bool paged;
+    /* For the text report, what the state is when it is not copies of the
+     * parameters (NULL: "N copies of the trainable parameters"). */
+    const char *note;
+    /* The one implementation of an optimizer outside torch.optim
+     * ("bitsandbytes": its fused kernel, whatever --optim-impl says; no
+     * temporaries), or NULL: --optim-impl's. */
+    const char *kernel;
     enum memest_optim_init init;
     bool step_scalar;        /* a 0-d float32 `step` tensor per parameter: on the
                                 host, on the device with --optim-impl fused */
@@ -94,6 +138,14 @@ const struct memest_optim_desc *memest_optim_desc(enum memest_optim k);
  * with parameters of 0 bytes: only the count). */
 unsigned memest_optim_state_count(const struct memest_optim_cfg *cfg);
 
+/* The most state tensors cfg's optimizer makes per parameter, the tensors
+ * it makes once counted with each (an upper bound for the event count). */
+unsigned memest_optim_state_max(const struct memest_optim_cfg *cfg);
+
+/* The state of parameter p under cfg (memest_optim_desc.state). */
+void memest_optim_param_state(const struct memest_optim_cfg *cfg, uint64_t numel, uint64_t bytes,
+                              struct memest_optim_state *s);
+
 /* The foreach program of cfg's optimizer for the PyTorch torch_version
  * follows (step.h: 0 = 2.x, 113 = 1.13). */
 const struct memest_optim_prog *memest_optim_foreach(enum memest_optim k, unsigned torch_version);
@@ -101,6 +153,10 @@ const struct memest_optim_prog *memest_optim_foreach(enum memest_optim k, unsign
 /* Temporaries one update makes per updated parameter (lists made by the
  * foreach program, forloop_temps, none fused): the event bound's count. */
 unsigned memest_optim_temporaries(const struct memest_step_cfg *cfg);
+
+/* The implementation cfg's update runs, for the reports: the optimizer's
+ * kernel, else --optim-impl's name. */
+const char *memest_optim_impl_label(const struct memest_step_cfg *cfg);
 
 /* Whether the update keeps a `step` scalar per parameter on the device (a
  * fused update of an optimizer with step scalars: one 4-byte tensor each,
@@ -123,3 +179,10 @@ struct memest_optim_alt {
     struct memest_optim_cfg cfg;
 };
 extern const struct memest_optim_alt memest_optim_lean;
+
+/* The bitsandbytes 8-bit optimizer --advise proposes instead of cur (Adam,
+ * AdamW and the paged 32-bit AdamW: the same update with 1-byte states,
+ * key "optim_8bit") in *out: 0, or -1 when there is none (other
+ * optimizers, amsgrad, which bitsandbytes' 8-bit Adam lacks). */
+int memest_optim_8bit(const struct memest_optim_cfg *cur, struct memest_optim_cfg *out);
+#define MEMEST_OPTIM_8BIT_KEY "optim_8bit"

@@ -450,6 +450,17 @@ int memest_flow_advise(struct memest_app *a)
             if (advise_step(ad, memest_optim_lean.key, &s, change, &err) != 0)
                 goto fail;
         }
+        struct memest_optim_cfg q8;
+        if (memest_optim_8bit(&a->step.optim, &q8) == 0) {   /* bitsandbytes' 8-bit states */
+            s = ad->a->step;
+            s.optim = q8;
+            s.impl = MEMEST_IMPL_FOREACH;   /* its own kernel; --optim-impl fused is refused */
+            char change[120];
+            snprintf(change, sizeof change, "--optim %s instead of %s (bitsandbytes)",
+                     memest_optim_name(q8.kind), memest_optim_name(k));
+            if (advise_step(ad, MEMEST_OPTIM_8BIT_KEY, &s, change, &err) != 0)
+                goto fail;
+        }
     }
     if (advise_batch(ad, &err) != 0)
         goto fail;

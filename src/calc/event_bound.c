@@ -47,8 +47,9 @@
  *   optimizer [optimizer], per step: the temporaries (lists of one tensor
  *     per trainable parameter: foreach Adam/AdamW/RMSprop 1, Adagrad 2;
  *     PyTorch 1.13's foreach Adam/AdamW 2, Adagrad 4; for-loop Adam/AdamW
- *     2, RMSprop and Adagrad 1), and once, the state (copies, plus the
- *     fused step counters);
+ *     2, RMSprop and Adagrad 1; bitsandbytes' none), and once, the state
+ *     (copies: the most per parameter, bitsandbytes' qmaps counted with
+ *     each, plus the fused step counters);
  * and the no-grad pass: its setup, and its forward twice (warm-up, step). */
 
 struct tally {

@@ -162,9 +162,10 @@ int memest_roofline(const struct memest_run *r, const struct memest_estimate *e,
     free(recompute);
     double k = (double)o->grad_accum;
     if (!o->inference) {
-        /* read params, grads and state; write params and state */
+        /* read params, grads and state; write params and state (bitsandbytes'
+           paged state too: resident, it is read and written like the rest) */
         double opt_bytes = 2.0 * (double)e->params.trainable_bytes + (double)e->gradients +
-                           2.0 * (double)e->opt.device_bytes;
+                           2.0 * ((double)e->opt.device_bytes + (double)e->opt.paged_bytes);
         out->opt_s = opt_bytes / o->bandwidth;
         bytes = bytes * k + opt_bytes;
         flops *= k;

@@ -59,7 +59,7 @@ static void step_obj(struct memest_jsonw *w, const struct memest_report *rep)
     const struct memest_step_cfg *s = rep->step;
     memest_jsonw_obj_begin(w, "step");
     memest_jsonw_str(w, "kind", rep->opts.inference ? "inference" : "training");
-    memest_jsonw_str(w, "optim_impl", memest_optim_impl_name(s->impl));
+    memest_jsonw_str(w, "optim_impl", memest_optim_impl_label(s));
     memest_jsonw_bool(w, "first_step", s->first_step);
     enum memest_zero_grad z = s->zero_grad_zeros ? MEMEST_ZERO_GRAD_ZEROS : MEMEST_ZERO_GRAD_NONE;
     memest_jsonw_str(w, "zero_grad", memest_zero_grad_name(z));
@@ -177,6 +177,10 @@ void memest_report_json(FILE *f, const struct memest_report *rep)
     memest_jsonw_u64(&w, "gradients", e->gradients);
     memest_jsonw_u64(&w, "optimizer_state", e->opt.device_bytes);
     memest_jsonw_u64(&w, "optimizer_state_host", e->opt.host_bytes);
+    /* bitsandbytes' paged state (unified memory, not in the peak): only
+       with a paged optimizer, so other documents keep their keys */
+    if (memest_optim_desc(rep->step->optim.kind)->paged)
+        memest_jsonw_u64(&w, "optimizer_state_paged", e->opt.paged_bytes);
     memest_jsonw_u64(&w, "activations", e->activations);
     /* the step reported (training, or inference with --inference): the
      * allocator's allocated peak, the exact tensor bytes, reserved, the

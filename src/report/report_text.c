@@ -119,7 +119,7 @@ static void step_line(FILE *f, const struct memest_report *rep, bool inf)
         return;
     }
     fprintf(f, "%s (%s), %s, zero_grad %s, loss %s", memest_optim_name(s->optim.kind),
-            memest_optim_impl_name(s->impl),
+            memest_optim_impl_label(s),
             s->first_step ? "first step" : "steady state",
             s->zero_grad_zeros ? "zeros" : "set_to_none", memest_loss_name(s->loss));
     if (s->amp != MEMEST_AMP_NONE)
@@ -231,7 +231,8 @@ void memest_report_text(FILE *f, const struct memest_report *rep)
     bool inf = o->inference;
     const struct memest_peak *p = inf ? &e->infer_peak : &e->train_peak;
     uint64_t max = e->params.bytes;
-    uint64_t items[] = {e->params.buffer_bytes, e->gradients, e->opt.device_bytes, e->activations};
+    uint64_t items[] = {e->params.buffer_bytes, e->gradients, e->opt.device_bytes, e->opt.paged_bytes,
+                        e->activations};
     for (size_t i = 0; i < sizeof items / sizeof *items; i++)
         if (items[i] > max)
             max = items[i];
@@ -239,10 +240,17 @@ void memest_report_text(FILE *f, const struct memest_report *rep)
     mem_line(f, "parameters", e->params.bytes, max, "");
     mem_line(f, "buffers", e->params.buffer_bytes, max, "");
     mem_line(f, "gradients", e->gradients, max, "");
-    snprintf(note, sizeof note, "(%u cop%s of the trainable parameters%s%s)", e->opt.copies,
-             e->opt.copies == 1 ? "y" : "ies", e->opt.step_tensors ? "; step scalars on host: " : "",
-             e->opt.step_tensors ? memest_fmt_bytes(e->opt.host_bytes, a, sizeof a) : "");
+    const struct memest_optim_desc *od = memest_optim_desc(rep->step->optim.kind);
+    if (od->note)   /* state that is not copies of the parameters (bitsandbytes') */
+        snprintf(note, sizeof note, "(%s)", od->note);
+    else
+        snprintf(note, sizeof note, "(%u cop%s of the trainable parameters%s%s)", e->opt.copies,
+                 e->opt.copies == 1 ? "y" : "ies", e->opt.step_tensors ? "; step scalars on host: " : "",
+                 e->opt.step_tensors ? memest_fmt_bytes(e->opt.host_bytes, a, sizeof a) : "");
     mem_line(f, "optimizer state", e->opt.device_bytes, max, note);
+    if (od->paged)   /* bitsandbytes' get_paged: cudaMallocManaged */
+        mem_line(f, "optimizer state, paged", e->opt.paged_bytes, max,
+                 "(unified memory: outside the allocator and the peak, evicted to the host when short)");
     mem_line(f, "activations (saved)", e->activations, max, "");
     fputc('\n', f);
     peak_section(f, rep, p, inf);

@@ -156,6 +156,7 @@ struct sim {
     uint32_t ngs, capgs, *gsfree, ngsfree;
     uint32_t *state;      /* optimizer state ids, per trainable parameter storage: copies */
     uint32_t nstate, capstate;
+    bool shared_state;    /* the optimizer's tensors made once (optim.h: nshared) exist */
     uint32_t *pids;       /* bwd_node's parameter gradient ids: the most parameters
                              of one node */
     uint32_t *held_ids;   /* the caller's `out` and `loss` of the current micro-batch */
@@ -289,6 +290,11 @@ int sim_backward(struct sim *S);
 /* ---- sim_optimizer.c ---- */
 
 int sim_optimizer(struct sim *S, bool first);
+/* Allocates the optimizer state of parameter pp (optim.h), made once (the
+ * optimizer's shared tensors with the first state using them) and in
+ * device memory only (paged tensors are not the caching allocator's), then
+ * its device `step` scalar with dev_step. 0 / -1. */
+int sim_optim_state(struct sim *S, const struct memest_param *pp, bool dev_step);
 
 /* ---- sim_generate.c ---- */
 

@@ -20,25 +20,44 @@
  *     (one 512-byte block each), made with the state.
  * First step: state made in _init_group is allocated per parameter before
  * the update; state lazily cloned from the gradient (SGD's momentum buffer)
- * during it, parameter by parameter; state made in the constructor exists
- * before the step (sim_step.c). */
+ * or made by bitsandbytes' init_state during it, parameter by parameter;
+ * state made in the constructor exists before the step (sim_step.c).
+ * bitsandbytes' paged state lives in unified memory, not in the caching
+ * allocator: it makes no event here (calc_optimizer.c reports it). */
 
-/* Allocates one parameter's state tensors, made in the first step (then its
- * device `step` scalar with dev_step), and records them in S->state. */
-static int first_state(struct sim *S, const struct memest_param *pp, bool dev_step)
+/* Records one optimizer state tensor of `bytes` for parameter node `node`. */
+static int state_alloc(struct sim *S, uint32_t node, uint64_t bytes)
+{
+    uint32_t id;
+    if (sim_ev_alloc(S, MEMEST_CAT_OPTSTATE, node, bytes, &id) != 0)
+        return -1;
+    if (sim_grow_u32(&S->state, &S->capstate, S->nstate + 1) != 0)
+        return sim_nomem(S);
+    S->state[S->nstate++] = id;
+    return 0;
+}
+
+/* Allocates one parameter's state tensors (sim_internal.h), then its
+ * device `step` scalar with dev_step, and records them in S->state: first
+ * the tensors made once when this is the first state using them
+ * (bitsandbytes' qmaps); tensors in unified memory (paged) are not the
+ * caching allocator's and are left out (calc_optimizer.c reports them). */
+int sim_optim_state(struct sim *S, const struct memest_param *pp, bool dev_step)
 {
     const struct memest_optim_cfg *oc = &S->cfg->optim;
-    uint64_t bytes[MEMEST_OPTIM_MAX_STATE];
-    unsigned n = memest_optim_desc(oc->kind)->state(S->r->storages[pp->storage].bytes, oc, bytes);
-    for (unsigned c = 0; c < n + (dev_step ? 1 : 0); c++) {
-        uint32_t id;
-        if (sim_ev_alloc(S, MEMEST_CAT_OPTSTATE, pp->node, c < n ? bytes[c] : 4, &id) != 0)
-            return -1;
-        if (sim_grow_u32(&S->state, &S->capstate, S->nstate + 1) != 0)
-            return sim_nomem(S);
-        S->state[S->nstate++] = id;
+    const struct memest_optim_desc *d = memest_optim_desc(oc->kind);
+    struct memest_optim_state st;
+    memest_optim_param_state(oc, pp->numel, S->r->storages[pp->storage].bytes, &st);
+    if (st.shared && !S->shared_state) {
+        for (unsigned k = 0; k < d->nshared; k++)
+            if (state_alloc(S, pp->node, d->shared_bytes) != 0)
+                return -1;
+        S->shared_state = true;
     }
-    return 0;
+    for (unsigned c = 0; c < st.n; c++)
+        if (!(st.paged & (1u << c)) && state_alloc(S, pp->node, st.bytes[c]) != 0)
+            return -1;
+    return dev_step ? state_alloc(S, pp->node, 4) : 0;
 }
 
 int sim_optimizer(struct sim *S, bool first)
@@ -55,11 +74,13 @@ int sim_optimizer(struct sim *S, bool first)
             const struct memest_param *pp = &r->params[p];
             if (pp->tied_to >= 0 || !pp->trainable)
                 continue;
-            if (first_state(S, pp, dev_steps) != 0)
+            if (sim_optim_state(S, pp, dev_steps) != 0)
                 return -1;
         }
     }
-    bool lazy_clone = first && d->init == MEMEST_INIT_LAZY_CLONE;
+    /* state made parameter by parameter during the update: SGD's lazy
+       clone, bitsandbytes' init_state (its update makes no temporaries) */
+    bool lazy_clone = first && (d->init == MEMEST_INIT_LAZY_CLONE || d->init == MEMEST_INIT_PER_PARAM);
     const struct memest_optim_prog *prog = memest_optim_foreach(oc->kind, S->cfg->torch_version);
     unsigned nt = d->forloop_temps;
     /* the parameters the step updates (those with a gradient), in order */
@@ -73,8 +94,8 @@ int sim_optimizer(struct sim *S, bool first)
         if (pp->tied_to >= 0 || !pp->trainable || S->pg[pp->storage] == NONE)
             continue;
         ps[np++] = p;
-        if (lazy_clone)   /* momentum_buffer = clone(grad) */
-            rc = first_state(S, pp, false);
+        if (lazy_clone)   /* momentum_buffer = clone(grad); bnb's init_state */
+            rc = sim_optim_state(S, pp, false);
     }
     if (rc == 0 && impl == MEMEST_IMPL_FOREACH && prog->n) {
         uint32_t *lists[MEMEST_OPTIM_MAX_LISTS + 1] = {NULL};

@@ -111,13 +111,8 @@ static int early_state(struct sim *S)
         const struct memest_param *pp = &r->params[p];
         if (pp->tied_to >= 0 || !pp->trainable)
             continue;
-        uint64_t bytes[MEMEST_OPTIM_MAX_STATE];
-        unsigned n = d->state(r->storages[pp->storage].bytes, oc, bytes);
-        for (unsigned c = 0; c < n; c++) {
-            uint32_t id;
-            if (sim_ev_alloc(S, MEMEST_CAT_OPTSTATE, pp->node, bytes[c], &id) != 0)
-                return -1;
-        }
+        if (sim_optim_state(S, pp, false) != 0)
+            return -1;
     }
     return 0;
 }

@@ -1,13 +1,16 @@
 /* optim.c - the optimizer table (optim.h): one descriptor per torch.optim
  * class, as torch/optim/<class>.py of PyTorch 2.x computes one step with the
  * default hyper-parameters (no weight decay, no maximize, not capturable),
- * and PyTorch 1.13's where it differs (its foreach programs).
+ * and PyTorch 1.13's where it differs (its foreach programs); and
+ * bitsandbytes' 8-bit and paged optimizers (bnb.optim, see bnb_state below).
  *
  * Adding an optimizer takes: its enumerator in optim.h's enum memest_optim
  * (before MEMEST_OPT_COUNT), its descriptor in `table` below (name, the flags
  * the command line accepts, its state function, when the state is created,
  * its step scalars, fused version, foreach programs and for-loop
- * temporaries), its line in README.md's --optim list, and tests: its
+ * temporaries; for a library's optimizer also the tensors it makes once,
+ * whether it pages, its report note and kernel), its line in README.md's
+ * --optim list, and tests: its
  * expectations in tests/unit/test_optim.c, from its torch/optim source. No
  * other file names an optimizer: the calculators, the simulator, the event
  * bound, the command line's checks, the advice and the reports read this
@@ -56,47 +59,121 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "memest/checked.h"
 #include "memest/step.h"
 
 /* ---- state functions: the tensors each keeps per parameter ---- */
 
-static unsigned copies(uint64_t param_bytes, unsigned n, uint64_t bytes[MEMEST_OPTIM_MAX_STATE])
+static void copies(uint64_t param_bytes, unsigned n, struct memest_optim_state *s)
 {
     for (unsigned i = 0; i < n; i++)
-        bytes[i] = param_bytes;
-    return n;
+        s->bytes[i] = param_bytes;
+    s->n = n;
 }
 
-static unsigned sgd_state(uint64_t pb, const struct memest_optim_cfg *c,
-                          uint64_t bytes[MEMEST_OPTIM_MAX_STATE])
+static void sgd_state(const struct memest_optim_param *p, const struct memest_optim_cfg *c,
+                      struct memest_optim_state *s)
 {
-    return copies(pb, c->momentum != 0 ? 1 : 0, bytes);   /* momentum_buffer */
+    copies(p->bytes, c->momentum != 0 ? 1 : 0, s);   /* momentum_buffer */
 }
 
-static unsigned adam_state(uint64_t pb, const struct memest_optim_cfg *c,
-                           uint64_t bytes[MEMEST_OPTIM_MAX_STATE])
+static void adam_state(const struct memest_optim_param *p, const struct memest_optim_cfg *c,
+                       struct memest_optim_state *s)
 {
     /* exp_avg, exp_avg_sq, max_exp_avg_sq */
-    return copies(pb, 2 + (c->amsgrad ? 1 : 0), bytes);
+    copies(p->bytes, 2 + (c->amsgrad ? 1 : 0), s);
 }
 
-static unsigned rmsprop_state(uint64_t pb, const struct memest_optim_cfg *c,
-                              uint64_t bytes[MEMEST_OPTIM_MAX_STATE])
+static void rmsprop_state(const struct memest_optim_param *p, const struct memest_optim_cfg *c,
+                          struct memest_optim_state *s)
 {
     /* square_avg, momentum_buffer, grad_avg */
-    return copies(pb, 1 + (c->momentum != 0 ? 1 : 0) + (c->centered ? 1 : 0), bytes);
+    copies(p->bytes, 1 + (c->momentum != 0 ? 1 : 0) + (c->centered ? 1 : 0), s);
 }
 
-static unsigned adagrad_state(uint64_t pb, const struct memest_optim_cfg *c,
-                              uint64_t bytes[MEMEST_OPTIM_MAX_STATE])
+static void adagrad_state(const struct memest_optim_param *p, const struct memest_optim_cfg *c,
+                          struct memest_optim_state *s)
 {
     (void)c;
-    return copies(pb, 1, bytes);   /* sum */
+    copies(p->bytes, 1, s);   /* sum */
+}
+
+/* bitsandbytes' Optimizer2State.init_state (bitsandbytes 0.44.0 to 0.50,
+ * bitsandbytes/optim/optimizer.py; read at 0.50.2.dev0, commit 95f9af3):
+ *   dtype = uint8 with optim_bits 8, float32 with 32, and float32 whatever
+ *     the parameter's dtype when p.numel() < min_8bit_size (4096);
+ *   state1, state2 = get_state_buffer(p, dtype): zeros_like(p, dtype), or
+ *     with is_paged and p.numel() >= 1e5, F.get_paged (functional.py:
+ *     cget_managed_ptr, cudaMallocManaged(..., cudaMemAttachHost)) filled
+ *     with zeros: unified memory, outside the caching allocator;
+ *   with uint8: absmax1, absmax2 = torch.zeros(blocks, float32) on the
+ *     device (never paged), blocks = ceil(numel / 256) (blocksize = 256
+ *     since 0.44.0, 2048 before), and qmap1, qmap2: the optimizer's
+ *     create_dynamic_map(signed=True / False), 256 float32 each, made on
+ *     the host in __init__ and moved to the device (.to(p.device)) by the
+ *     first init_state with uint8 state, then shared by every parameter;
+ *   state["step"]: a Python int (no tensor).
+ * The update (optimizer_update_8bit_blockwise / optimizer_update_32bit)
+ * is one kernel over the tensors in place: no temporaries (max_unorm 0,
+ * the default, makes no unorm_vec). */
+#define BNB_MIN_8BIT_SIZE 4096u
+#define BNB_BLOCKSIZE 256u
+#define BNB_PAGED_MIN_NUMEL 100000u
+#define BNB_QMAP_BYTES (256u * 4u)
+
+static void bnb_state(const struct memest_optim_param *p, unsigned bits, bool paged,
+                      struct memest_optim_state *s)
+{
+    bool q8 = bits == 8 && p->numel >= BNB_MIN_8BIT_SIZE;
+    uint64_t each = q8 ? p->numel : memest_sat_mul(p->numel, 4);
+    s->bytes[0] = s->bytes[1] = each;   /* state1, state2 */
+    s->n = 2;
+    if (paged && p->numel >= BNB_PAGED_MIN_NUMEL)
+        s->paged = 1u | 2u;
+    if (q8) {
+        uint64_t blocks = p->numel / BNB_BLOCKSIZE + (p->numel % BNB_BLOCKSIZE != 0);
+        s->bytes[2] = s->bytes[3] = blocks * 4;   /* absmax1, absmax2 */
+        s->n = 4;
+        s->shared = true;                         /* qmap1, qmap2 */
+    }
+}
+
+static void bnb8_state(const struct memest_optim_param *p, const struct memest_optim_cfg *c,
+                       struct memest_optim_state *s)
+{
+    (void)c;
+    bnb_state(p, 8, false, s);
+}
+
+static void paged8_state(const struct memest_optim_param *p, const struct memest_optim_cfg *c,
+                         struct memest_optim_state *s)
+{
+    (void)c;
+    bnb_state(p, 8, true, s);
+}
+
+static void paged32_state(const struct memest_optim_param *p, const struct memest_optim_cfg *c,
+                          struct memest_optim_state *s)
+{
+    (void)c;
+    bnb_state(p, 32, true, s);
 }
 
 /* ---- the table ---- */
 
 #define PROG(...) {.op = {__VA_ARGS__}, .n = sizeof((int8_t[]){__VA_ARGS__})}
+
+/* bitsandbytes' (bitsandbytes/optim/adam.py, adamw.py): Adam and AdamW
+ * differ in weight decay only, inside the kernel; PagedAdamW and
+ * PagedAdamW32bit are the same class (optim_bits=32). No amsgrad (Adam8bit
+ * raises for it), no `step` tensor, one kernel whatever --optim-impl says. */
+#define BNB(nm, fn, pg, nt)                                                                    \
+    {.name = nm, .accepts = 0, .state = fn, .nshared = 2, .shared_bytes = BNB_QMAP_BYTES,      \
+     .paged = pg, .note = nt, .kernel = "bitsandbytes", .init = MEMEST_INIT_PER_PARAM, .step_scalar = false,             \
+     .fused_since = 0, .forloop_temps = 0}
+#define BNB8_NOTE "bitsandbytes: 2 uint8 copies + float32 absmax per 256 elements; float32 below 4096"
+#define BNB32_NOTE "bitsandbytes: 2 float32 copies of the trainable parameters"
+#define BNB_PAGED_NOTE "; paged from 100000 elements"
 
 static const struct memest_optim_desc table[] = {
     [MEMEST_OPT_SGD] = {
@@ -125,12 +202,38 @@ static const struct memest_optim_desc table[] = {
         .fused_since = 0, .foreach = PROG(1, 2), .foreach113 = PROG(1, 2, -1, 3, 4, -3),
         .forloop_temps = 1,
     },
+    /* bitsandbytes */
+    [MEMEST_OPT_ADAM8BIT] = BNB("adam8bit", bnb8_state, false, BNB8_NOTE),
+    [MEMEST_OPT_ADAMW8BIT] = BNB("adamw8bit", bnb8_state, false, BNB8_NOTE),
+    [MEMEST_OPT_PAGED_ADAM8BIT] = BNB("paged_adam8bit", paged8_state, true, BNB8_NOTE BNB_PAGED_NOTE),
+    [MEMEST_OPT_PAGED_ADAMW8BIT] = BNB("paged_adamw8bit", paged8_state, true, BNB8_NOTE BNB_PAGED_NOTE),
+    [MEMEST_OPT_PAGED_ADAMW] = BNB("paged_adamw", paged32_state, true, BNB32_NOTE BNB_PAGED_NOTE),
+    [MEMEST_OPT_PAGED_ADAMW32BIT] = BNB("paged_adamw32bit", paged32_state, true, BNB32_NOTE BNB_PAGED_NOTE),
 };
 static_assert(sizeof table / sizeof *table == MEMEST_OPT_COUNT, "one descriptor per optimizer");
 
 const struct memest_optim_alt memest_optim_lean = {
     .key = "sgd_momentum", .cfg = {.kind = MEMEST_OPT_SGD, .momentum = 0.9},
 };
+
+int memest_optim_8bit(const struct memest_optim_cfg *cur, struct memest_optim_cfg *out)
+{
+    static const struct {
+        enum memest_optim from, to;
+    } map[] = {
+        {MEMEST_OPT_ADAM, MEMEST_OPT_ADAM8BIT},
+        {MEMEST_OPT_ADAMW, MEMEST_OPT_ADAMW8BIT},
+        {MEMEST_OPT_PAGED_ADAMW, MEMEST_OPT_PAGED_ADAMW8BIT},
+        {MEMEST_OPT_PAGED_ADAMW32BIT, MEMEST_OPT_PAGED_ADAMW8BIT},
+    };
+    for (size_t i = 0; i < sizeof map / sizeof *map && !cur->amsgrad; i++) {
+        if (map[i].from == cur->kind) {
+            *out = (struct memest_optim_cfg){.kind = map[i].to};
+            return 0;
+        }
+    }
+    return -1;
+}
 
 /* ---- reading it ---- */
 
@@ -149,10 +252,30 @@ int memest_optim_parse(const char *s, enum memest_optim *out)
     return -1;
 }
 
+void memest_optim_param_state(const struct memest_optim_cfg *cfg, uint64_t numel, uint64_t bytes,
+                              struct memest_optim_state *s)
+{
+    const struct memest_optim_param p = {.numel = numel, .bytes = bytes};
+    memset(s, 0, sizeof *s);
+    table[cfg->kind].state(&p, cfg, s);
+    assert(s->n <= MEMEST_OPTIM_MAX_STATE);
+}
+
 unsigned memest_optim_state_count(const struct memest_optim_cfg *cfg)
 {
-    uint64_t bytes[MEMEST_OPTIM_MAX_STATE];
-    return table[cfg->kind].state(0, cfg, bytes);
+    struct memest_optim_state s;
+    memest_optim_param_state(cfg, 0, 0, &s);
+    return s.n;
+}
+
+unsigned memest_optim_state_max(const struct memest_optim_cfg *cfg)
+{
+    /* the state functions make no fewer tensors for a larger parameter:
+       ask for an empty one and a very large one (2^40 elements) */
+    struct memest_optim_state s0, s1;
+    memest_optim_param_state(cfg, 0, 0, &s0);
+    memest_optim_param_state(cfg, (uint64_t)1 << 40, (uint64_t)1 << 42, &s1);
+    return (s0.n > s1.n ? s0.n : s1.n) + table[cfg->kind].nshared;
 }
 
 const struct memest_optim_prog *memest_optim_foreach(enum memest_optim k, unsigned torch_version)
@@ -180,6 +303,12 @@ unsigned memest_optim_temporaries(const struct memest_step_cfg *cfg)
         break;
     }
     return n;
+}
+
+const char *memest_optim_impl_label(const struct memest_step_cfg *cfg)
+{
+    const char *k = table[cfg->optim.kind].kernel;
+    return k ? k : memest_optim_impl_name(cfg->impl);
 }
 
 bool memest_optim_device_steps(const struct memest_step_cfg *cfg)

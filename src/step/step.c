@@ -180,6 +180,11 @@ int memest_step_cfg_resolve_loss(struct memest_step_cfg *c, const char *model_lo
 int memest_step_cfg_check(const struct memest_step_cfg *c, struct memest_error *err)
 {
     char fused[160];
+    const char *kernel = memest_optim_desc(c->optim.kind)->kernel;
+    if (c->impl == MEMEST_IMPL_FUSED && kernel)
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                           "--optim-impl fused: %s is %s' optimizer, one fused kernel of its own "
+                           "(leave --optim-impl out)", memest_optim_name(c->optim.kind), kernel);
     if (c->impl == MEMEST_IMPL_FUSED &&
         !(memest_optim_desc(c->optim.kind)->accepts & MEMEST_OPTF_FUSED))
         return memest_errf(err, MEMEST_ERR_USAGE, NULL,

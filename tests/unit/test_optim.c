@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "reference_json.h"
 #include "memest/calc.h"
 #include "memest/optim.h"
 
@@ -26,14 +27,17 @@ static unsigned state(enum memest_optim k, double momentum, bool amsgrad, bool c
 {
     struct memest_optim_cfg c = {.kind = k, .momentum = momentum, .amsgrad = amsgrad,
                                  .centered = centered};
-    uint64_t b[MEMEST_OPTIM_MAX_STATE];
-    unsigned n = memest_optim_desc(k)->state(pb, &c, b);
+    struct memest_optim_state st;
+    memest_optim_param_state(&c, pb / 4, pb, &st);
     *total = 0;
-    for (unsigned i = 0; i < n; i++)
-        *total += b[i];
-    CHECK_EQ_INT(memest_optim_state_count(&c), n);
-    CHECK_EQ_INT(memest_optim_copies(&c), n);
-    return n;
+    for (unsigned i = 0; i < st.n; i++)
+        *total += st.bytes[i];
+    CHECK_EQ_INT(memest_optim_state_count(&c), st.n);
+    CHECK_EQ_INT(memest_optim_copies(&c), st.n);
+    CHECK_EQ_INT(memest_optim_state_max(&c), st.n);
+    CHECK_EQ_INT(st.paged, 0);
+    CHECK(!st.shared);
+    return st.n;
 }
 
 static void test_state(void)
@@ -159,7 +163,10 @@ static void test_accepting(void)
     CHECK_STR_EQ(memest_optim_accepting(MEMEST_OPTF_AMSGRAD, b, sizeof b), "adam and adamw");
     CHECK_STR_EQ(memest_optim_accepting(MEMEST_OPTF_CENTERED, b, sizeof b), "rmsprop");
     CHECK_STR_EQ(memest_optim_accepting(MEMEST_OPTF_FUSED, b, sizeof b), "sgd, adam and adamw");
-    CHECK_STR_EQ(memest_optim_names(b, sizeof b), "sgd, adam, adamw, rmsprop, adagrad");
+    char all[160];
+    CHECK_STR_EQ(memest_optim_names(all, sizeof all),
+                 "sgd, adam, adamw, rmsprop, adagrad, adam8bit, adamw8bit, paged_adam8bit, "
+                 "paged_adamw8bit, paged_adamw, paged_adamw32bit");
     char small[6];
     CHECK_STR_EQ(memest_optim_accepting(MEMEST_OPTF_FUSED, small, sizeof small), "sgd, ");
 
@@ -173,11 +180,166 @@ static void test_accepting(void)
     CHECK_EQ_INT(memest_optim_parse("Adam", &k), -1);
 }
 
+/* bitsandbytes (bitsandbytes/optim/optimizer.py of 0.50.2.dev0, commit
+ * 95f9af3; blocksize 256 since 0.44.0): Optimizer2State.init_state keeps
+ * state1 and state2 in uint8 (optim_bits 8) or float32 (32, and below
+ * min_8bit_size = 4096 elements), absmax1 and absmax2 as float32
+ * torch.zeros(ceil(numel / 256)) with uint8; get_state_buffer pages state1
+ * and state2 (F.get_paged, cudaMallocManaged) when is_paged and numel >= 1e5,
+ * never absmax; qmap1/qmap2 are create_dynamic_map's 256 float32, made
+ * once. Figures by hand:
+ *   4096 x 4096 = 16,777,216 elements, 8-bit: state1 = state2 = 16,777,216
+ *     bytes; 16,777,216 / 256 = 65,536 blocks, absmax 262,144 bytes each;
+ *     32-bit: 67,108,864 bytes each;
+ *   1,000 elements (< 4096): float32 states, 4,000 bytes each, no absmax;
+ *   4,097 elements: 8-bit, 4,097 bytes each, 17 blocks (16 x 256 = 4,096,
+ *     one element left), absmax 68 bytes each;
+ *   50,000 elements (paged optimizer, < 1e5): on the device, 8-bit 50,000
+ *     bytes each, 196 blocks (195 x 256 = 49,920), absmax 784 bytes each;
+ *   99,999 and 100,000 elements: 391 blocks (390 x 256 = 99,840), absmax
+ *     1,564 bytes each; 100,000 is not < 1e5: paged with is_paged. */
+static struct memest_optim_state bnb(enum memest_optim k, uint64_t numel, uint64_t param_bytes)
+{
+    struct memest_optim_cfg c = {.kind = k};
+    struct memest_optim_state st;
+    memest_optim_param_state(&c, numel, param_bytes, &st);
+    return st;
+}
+
+/* st: state1 and state2 of `each` bytes, with absmax1 and absmax2 of
+ * `absmax` bytes when absmax is not 0 (uint8 state, with the maps), paged
+ * as the bit mask says. */
+static void expect_state(struct memest_optim_state st, uint64_t each, uint64_t absmax,
+                         unsigned paged)
+{
+    CHECK_EQ_INT(st.n, absmax ? 4 : 2);
+    CHECK_EQ_U64(st.bytes[0], each);
+    CHECK_EQ_U64(st.bytes[1], each);
+    if (absmax && st.n == 4) {
+        CHECK_EQ_U64(st.bytes[2], absmax);
+        CHECK_EQ_U64(st.bytes[3], absmax);
+    }
+    CHECK_EQ_INT(st.paged, paged);
+    CHECK_EQ_INT(st.shared, absmax != 0);
+}
+
+static void test_bitsandbytes(void)
+{
+    const enum memest_optim q8[] = {MEMEST_OPT_ADAM8BIT, MEMEST_OPT_ADAMW8BIT,
+                                    MEMEST_OPT_PAGED_ADAM8BIT, MEMEST_OPT_PAGED_ADAMW8BIT};
+    for (size_t i = 0; i < sizeof q8 / sizeof *q8; i++) {
+        unsigned paged = q8[i] == MEMEST_OPT_PAGED_ADAM8BIT || q8[i] == MEMEST_OPT_PAGED_ADAMW8BIT
+                             ? 3 : 0;
+        /* bf16 4096 x 4096: the states do not follow the parameter's bytes */
+        expect_state(bnb(q8[i], 4096ull * 4096, 33554432), 16777216, 262144, paged);
+        /* float32 below 4096 elements, for a bf16 parameter */
+        expect_state(bnb(q8[i], 1000, 2000), 4000, 0, 0);
+        expect_state(bnb(q8[i], 4095, 16380), 16380, 0, 0);
+        /* not < min_8bit_size: 8-bit, 16 blocks */
+        expect_state(bnb(q8[i], 4096, 16384), 4096, 64, 0);
+        expect_state(bnb(q8[i], 4097, 16388), 4097, 68, 0);
+        expect_state(bnb(q8[i], 50000, 100000), 50000, 784, 0);
+        expect_state(bnb(q8[i], 99999, 199998), 99999, 1564, 0);
+        /* not < 1e5: paged (ceil(100000 / 256) = 391 blocks) */
+        expect_state(bnb(q8[i], 100000, 200000), 100000, 1564, paged);
+        const struct memest_optim_desc *d = memest_optim_desc(q8[i]);
+        CHECK_EQ_INT(d->nshared, 2);
+        CHECK_EQ_U64(d->shared_bytes, 1024);
+        CHECK_EQ_INT(memest_optim_state_count(&(struct memest_optim_cfg){.kind = q8[i]}), 2);
+        CHECK_EQ_INT(memest_optim_state_max(&(struct memest_optim_cfg){.kind = q8[i]}), 6);
+    }
+    const enum memest_optim p32[] = {MEMEST_OPT_PAGED_ADAMW, MEMEST_OPT_PAGED_ADAMW32BIT};
+    for (size_t i = 0; i < sizeof p32 / sizeof *p32; i++) {
+        expect_state(bnb(p32[i], 4096ull * 4096, 33554432), 67108864, 0, 3);
+        expect_state(bnb(p32[i], 1000, 2000), 4000, 0, 0);
+        expect_state(bnb(p32[i], 100000, 400000), 400000, 0, 3);
+        CHECK_EQ_INT(memest_optim_state_max(&(struct memest_optim_cfg){.kind = p32[i]}), 4);
+    }
+    for (int k = MEMEST_OPT_ADAM8BIT; k <= MEMEST_OPT_PAGED_ADAMW32BIT; k++) {
+        const struct memest_optim_desc *d = memest_optim_desc((enum memest_optim)k);
+        CHECK_EQ_INT(d->init, MEMEST_INIT_PER_PARAM);   /* init_state in step() */
+        CHECK(!d->step_scalar);                         /* state["step"] is an int */
+        CHECK_EQ_INT(d->accepts, 0);                    /* no amsgrad, no fused */
+        CHECK(d->note != NULL);
+        CHECK_EQ_INT(d->paged, strncmp(d->name, "paged_", 6) == 0);
+        CHECK_EQ_INT(temps((enum memest_optim)k, MEMEST_IMPL_FOREACH, 0), 0);
+        CHECK_EQ_INT(temps((enum memest_optim)k, MEMEST_IMPL_FORLOOP, 113), 0);
+    }
+    /* --advise's 8-bit alternative: the same update with uint8 states */
+    struct memest_optim_cfg q;
+    CHECK_EQ_INT(memest_optim_8bit(&(struct memest_optim_cfg){.kind = MEMEST_OPT_ADAMW}, &q), 0);
+    CHECK_EQ_INT(q.kind, MEMEST_OPT_ADAMW8BIT);
+    CHECK_EQ_INT(memest_optim_8bit(&(struct memest_optim_cfg){.kind = MEMEST_OPT_ADAM}, &q), 0);
+    CHECK_EQ_INT(q.kind, MEMEST_OPT_ADAM8BIT);
+    CHECK_EQ_INT(memest_optim_8bit(&(struct memest_optim_cfg){.kind = MEMEST_OPT_PAGED_ADAMW32BIT}, &q), 0);
+    CHECK_EQ_INT(q.kind, MEMEST_OPT_PAGED_ADAMW8BIT);
+    CHECK_EQ_INT(memest_optim_8bit(&(struct memest_optim_cfg){.kind = MEMEST_OPT_ADAMW, .amsgrad = true}, &q), -1);
+    CHECK_EQ_INT(memest_optim_8bit(&(struct memest_optim_cfg){.kind = MEMEST_OPT_SGD}, &q), -1);
+    CHECK_EQ_INT(memest_optim_8bit(&(struct memest_optim_cfg){.kind = MEMEST_OPT_ADAMW8BIT}, &q), -1);
+    CHECK_STR_EQ(MEMEST_OPTIM_8BIT_KEY, "optim_8bit");
+    enum memest_optim k;
+    CHECK_EQ_INT(memest_optim_parse("paged_adamw8bit", &k), 0);
+    CHECK_EQ_INT(k, MEMEST_OPT_PAGED_ADAMW8BIT);
+    CHECK_EQ_INT(memest_optim_parse("paged_adamw32bit", &k), 0);
+    CHECK_EQ_INT(k, MEMEST_OPT_PAGED_ADAMW32BIT);
+}
+
+/* Against the replica of bitsandbytes' state creation run under PyTorch 2.6
+ * (tests/tools/bnb_optim_state.py -> tests/reference/bnb_optim_state.json):
+ * per optimizer and parameter, the state tensors' bytes and paging in
+ * creation order, and the maps' bytes once per optimizer. */
+static void test_bitsandbytes_replica(void)
+{
+    cJSON *ref = read_reference_json("tests/reference/bnb_optim_state.json");
+    CHECK(ref != NULL);
+    if (!ref)
+        return;
+    const cJSON *c;
+    int ncases = 0;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(ref, "cases")) {
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(c, "optim"));
+        const char *dtype = cJSON_GetStringValue(cJSON_GetObjectItem(c, "dtype"));
+        uint64_t numel = (uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(c, "numel"));
+        struct memest_optim_cfg oc = {0};
+        CHECK(name && dtype && memest_optim_parse(name, &oc.kind) == 0);
+        if (!name || !dtype)
+            continue;
+        uint64_t pb = numel * (strcmp(dtype, "bfloat16") == 0 ? 2 : 4);
+        struct memest_optim_state st;
+        memest_optim_param_state(&oc, numel, pb, &st);
+        const cJSON *tensors = cJSON_GetObjectItem(c, "tensors"), *t;
+        CHECK_EQ_INT(cJSON_GetArraySize(tensors), st.n);
+        unsigned i = 0;
+        cJSON_ArrayForEach(t, tensors) {
+            if (i < st.n) {
+                CHECK_EQ_U64((uint64_t)cJSON_GetNumberValue(cJSON_GetArrayItem(t, 1)), st.bytes[i]);
+                CHECK_EQ_INT(cJSON_IsTrue(cJSON_GetArrayItem(t, 2)), (st.paged >> i) & 1u);
+            }
+            i++;
+        }
+        CHECK_EQ_INT(st.shared, st.n == 4);   /* the maps come with uint8 state */
+        ncases++;
+    }
+    CHECK(ncases >= 50);
+    const cJSON *sh;
+    cJSON_ArrayForEach(sh, cJSON_GetObjectItem(ref, "shared")) {
+        struct memest_optim_cfg oc = {0};
+        CHECK(memest_optim_parse(sh->string, &oc.kind) == 0);
+        const struct memest_optim_desc *d = memest_optim_desc(oc.kind);
+        struct memest_optim_state big;
+        memest_optim_param_state(&oc, 1u << 20, 4u << 20, &big);
+        CHECK_EQ_U64((uint64_t)cJSON_GetNumberValue(sh), big.shared ? d->nshared * d->shared_bytes : 0);
+    }
+    cJSON_Delete(ref);
+}
+
 int main(void)
 {
     test_state();
     test_temporaries();
     test_fused();
     test_accepting();
+    test_bitsandbytes();
+    test_bitsandbytes_replica();
     return CHECK_DONE();
 }

@@ -21,7 +21,9 @@ static void test_names(void)
     CHECK_EQ_INT(memest_optim_impl_parse("forloop", &iv), -1);
     CHECK_STR_EQ(memest_optim_impl_name(MEMEST_IMPL_COUNT), "?");
 
-    static const char *const optims[] = {"sgd", "adam", "adamw", "rmsprop", "adagrad"};
+    static const char *const optims[] = {"sgd", "adam", "adamw", "rmsprop", "adagrad",
+                                         "adam8bit", "adamw8bit", "paged_adam8bit",
+                                         "paged_adamw8bit", "paged_adamw", "paged_adamw32bit"};
     for (int i = 0; i < MEMEST_OPT_COUNT; i++) {
         enum memest_optim v;
         CHECK_STR_EQ(memest_optim_name((enum memest_optim)i), optims[i]);
@@ -100,6 +102,8 @@ static void test_check(void)
         {MEMEST_OPT_ADAGRAD, MEMEST_IMPL_FUSED, false},
         {MEMEST_OPT_ADAGRAD, MEMEST_IMPL_FOREACH, true},
         {MEMEST_OPT_RMSPROP, MEMEST_IMPL_FORLOOP, true},
+        {MEMEST_OPT_ADAMW8BIT, MEMEST_IMPL_FUSED, false},   /* bitsandbytes' own kernel */
+        {MEMEST_OPT_PAGED_ADAMW8BIT, MEMEST_IMPL_FOREACH, true},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         struct memest_step_cfg c;
