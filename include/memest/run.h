@@ -117,6 +117,9 @@ struct memest_run_opts {
                                       the balanced share; 0 or 1: balanced */
     uint32_t fused;                /* MEMEST_FUSED_* bits: fused kernels */
     uint16_t torch;                /* PyTorch rules: 0 = 2.x, 113 = 1.13 */
+    bool no_grad;                  /* under torch.no_grad() (--generate): no parameter
+                                      requires grad, so no tensor does, and ops take
+                                      their inference paths (bitsandbytes' gemv_4bit) */
 };
 
 /* --attention: what a scaled_dot_product_attention node runs. AUTO is what

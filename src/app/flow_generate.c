@@ -24,6 +24,7 @@ static int infer(struct memest_app *a, const struct memest_graph *g, int64_t bat
     ro.batch = batch;
     ro.dtype = a->dtype;
     ro.fused &= ~(uint32_t)MEMEST_FUSED_LINEAR_CE;   /* no loss */
+    ro.no_grad = true;   /* generate() runs under torch.no_grad() */
     struct memest_cost c;
     if (memest_app_charge(a, 0, err) != 0)
         return -1;

@@ -515,7 +515,7 @@ static int declare_param(struct memest_ictx *c, const char *name, int ndim, cons
         return -1;
     c->r->params[c->r->nparams++] = (struct memest_param){
         .node = c->id, .name = name, .numel = numel, .shape = s,
-        .trainable = packed ? false
+        .trainable = packed || c->r->opts.no_grad ? false
                      : tied >= 0 ? c->r->params[tied].trainable : c->node->trainable,
         .tied_to = tied, .storage = st, .state_bytes = state};
     c->ni->nparam++;
