@@ -44,8 +44,9 @@ void memest_advice_print_text(FILE *f, const struct memest_advice *ad)
                 memest_fmt_bytes(op->needs, nd, sizeof nd), sp, change, note[0] ? " (" : "", note,
                 note[0] ? ")" : "");
     }
-    fprintf(f, "  %-4s %11s %11s %11s  ZeRO stages, LoRA: not available (a later issue)\n", "-",
-            "-", "-", "");
+    fprintf(f, "  %-4s %11s %11s %11s  not weighed: ZeRO stages (a later issue); LoRA and "
+               "quantised weights (estimate them with --lora R, --weights nf4)\n",
+            "-", "-", "-", "");
     if (ad->has_time)
         fprintf(f, "\nsamples/s: roofline estimate at %g%% of the peak (now: %.4g); not a "
                    "measurement\n",
