@@ -17,7 +17,7 @@
 #   torch.utils.checkpoint (use_reentrant=True) and PyTorch's caching
 #     allocator (c10/cuda/CUDACachingAllocator.cpp: 512-byte rounding, a
 #     request over 10 MiB gets its own segment rounded to 2 MiB and keeps
-#     the remainder when that is under 1 MiB, kSmallSize).
+#     the remainder when that is not over 1 MiB, kSmallSize).
 # Llama-2-7B: hidden 4096, intermediate 11008, 32 layers, 32 heads of 128,
 # vocabulary 32000, untied head. Two cases: --weights nf4 (bitsandbytes'
 # default compute dtype, float32), and tests/hf/llama-2-7b-qlora.json, the
@@ -113,9 +113,24 @@ calc(kept "32 * ${h} + 2 * ${S} * 128 * 4")
 #   already freed by its LoRA branch's backward.
 calc(recomputed "4 * ${S} + 4 * ${drop4} + 4 * ${h} + 32 * ${S} * 4 + ${h} + 4 * ${S} + 2 * (${drop4} + ${m}) + ${m}")
 calc(saved "${kept} + ${recomputed}")                           # 883,433,472
+# memory.activations is what the forward would save without checkpointing
+# (the loss's log-softmax aside): per block its input (saved by the input
+# RMSNorm), the recomputed tensors above and down_proj's adapter (dropout
+# output [1024, 11008] float32, its bool mask, lora_A's output); RoPE's cos
+# and sin; the final RMSNorm's input and rstd. Block 0's input is the frozen
+# embedding's output, which requires no grad (PEFT's
+# enable_input_require_grads hook is not modelled): its input RMSNorm and
+# the q/k/v adapters' dropout save nothing for it (h + 4,096 + 3 masks).
+calc(drop11 "${m} + ${S} * 11008 + ${S} * 16 * 4")
+calc(activations "32 * (${h} + ${recomputed} + ${drop11}) + 2 * ${S} * 128 * 4 + ${h} + 4 * ${S} - (${h} + 4 * ${S} + 3 * ${S} * 4096)")
 # Transient: the float32 logits [1024, 32000] the loop holds as the model's
 # output, the 0-d loss, and the recomputed block's output (CheckpointFunction.
 # backward's `outputs`, alive while it runs autograd.backward on them).
+# The logits are memest's plain loop (`out = model(x); loss = crit(out, y);
+# loss.backward()`, `out` alive to the end); transformers' Trainer drops them
+# before the backward (Trainer.compute_loss returns only the loss; read from
+# memory of v4.48 trainer.py, not checked here): its peak would be
+# 131,072,000 B lower.
 calc(transient "${S} * 32000 * 4 + 4 + ${h}")
 # Activation gradients: the incoming gradient of block 31's output (also
 # down_proj's output gradient), the gradient of down_proj's input through
@@ -141,7 +156,7 @@ set(checks
   "params total=${frozen} + ${lora}" "params trainable=${lora}" "params frozen=${frozen}"
   "lora trainable_params=${lora}" "memory parameters=${params_bytes}" "memory buffers=${buffers}"
   "memory gradients=${lora_bytes}" "memory optimizer_state=${opt_dev}"
-  "memory optimizer_state_paged=${opt_paged}" "memory peak=${peak}" "memory peak_tensors=${peak_tensors}"
+  "memory optimizer_state_paged=${opt_paged}" "memory activations=${activations}" "memory peak=${peak}" "memory peak_tensors=${peak_tensors}"
   "memory at_peak parameters=${params_blocks}" "memory at_peak buffers=512"
   "memory at_peak gradients=${grads}" "memory at_peak optimizer_state=${opt_blocks}"
   "memory at_peak inputs=${inputs}" "memory at_peak saved_activations=${saved}"
