@@ -51,3 +51,11 @@ add_test(NAME hf.optim_bnb
          COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR}
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/optim_bnb.cmake)
 set_tests_properties(hf.optim_bnb PROPERTIES LABELS hf)
+
+# The standard QLoRA step of Llama-2-7B (nf4 + double quantisation,
+# kbit-prep, LoRA r=16 on all-linear, paged_adamw8bit, checkpointing), every
+# component and the peak by hand (tests/hf/qlora_7b.cmake).
+add_test(NAME hf.qlora_7b
+         COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR}
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/qlora_7b.cmake)
+set_tests_properties(hf.qlora_7b PROPERTIES LABELS hf)
