@@ -67,6 +67,7 @@ enum {
     OPT_WEIGHTS,
     OPT_GROUP_SIZE,
     OPT_DOUBLE_QUANT,
+    OPT_COMPUTE_DTYPE,
     OPT_KBIT_PREP,
 };
 
@@ -112,6 +113,7 @@ static const struct option long_opts[] = {
     {"weights", required_argument, NULL, OPT_WEIGHTS},
     {"group-size", required_argument, NULL, OPT_GROUP_SIZE},
     {"double-quant", no_argument, NULL, OPT_DOUBLE_QUANT},
+    {"compute-dtype", required_argument, NULL, OPT_COMPUTE_DTYPE},
     {"kbit-prep", no_argument, NULL, OPT_KBIT_PREP},
     {"layers", no_argument, NULL, OPT_LAYERS},
     {"json", no_argument, NULL, OPT_JSON},
@@ -242,6 +244,16 @@ static int parse_quant(int c, const char *arg, struct memest_quant_cfg *q, struc
     case OPT_DOUBLE_QUANT:
         q->p.double_quant = q->dq_set = true;
         return 0;
+    case OPT_COMPUTE_DTYPE: {
+        /* BitsAndBytesConfig(bnb_4bit_compute_dtype=...): float32 unless given */
+        enum memest_dtype t;
+        if (memest_dtype_parse(arg, &t) != 0 ||
+            (t != MEMEST_F32 && t != MEMEST_F16 && t != MEMEST_BF16))
+            return bad(err, "--compute-dtype", arg, "fp32, fp16 or bf16");
+        q->p.compute_dtype = (uint8_t)(t + 1);
+        q->compute_set = q->compute_cli = true;
+        return 0;
+    }
     default:
         q->kbit_prep = true;
         return 0;
@@ -327,6 +339,8 @@ static int check_conflicts(const struct memest_cli *o, bool csv, struct memest_e
         return usage(err, "--group-size is the group of GPTQ and AWQ (--weights int4, gptq, awq)");
     if (q->dq_set && q->format != MEMEST_WF_DENSE && !memest_wformat_bnb4(q->format))
         return usage(err, "--double-quant is bitsandbytes' 4-bit option (--weights nf4 or fp4)");
+    if (q->compute_cli && q->format != MEMEST_WF_DENSE && !memest_wformat_bnb4(q->format))
+        return usage(err, "--compute-dtype is bitsandbytes' 4-bit option (--weights nf4 or fp4)");
     if (o->layers && o->fit && o->format != MEMEST_OUTPUT_JSON)
         return usage(err, "--fit prints a one-line verdict: --layers needs --json with it");
     return 0;
@@ -609,6 +623,7 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
         case OPT_WEIGHTS:
         case OPT_GROUP_SIZE:
         case OPT_DOUBLE_QUANT:
+        case OPT_COMPUTE_DTYPE:
         case OPT_KBIT_PREP:
             if (parse_quant(c, optarg, &o->quant, err) != 0)
                 return -1;

@@ -195,6 +195,8 @@ static void llm_options(FILE *f)
           "config says), gptq, awq");
     fixed(f, "      --group-size G", "GPTQ/AWQ scale group (default 128; -1: a whole row)");
     fixed(f, "      --double-quant", "bitsandbytes 4-bit: quantise the block scales again");
+    fixed(f, "      --compute-dtype T", "bitsandbytes 4-bit: bnb_4bit_compute_dtype, fp32 (default), "
+                                       "fp16, bf16");
     fixed(f, "      --kbit-prep",
           "PEFT's prepare_model_for_kbit_training: all frozen, fp16/bf16 parameters to fp32");
 }

@@ -46,6 +46,10 @@ void memest_quant_cfg_merge(const struct memest_quant_cfg *config,
         out->dq_set = true;
         out->p.double_quant = cli->p.double_quant;
     }
+    if (cli->compute_set) {
+        out->compute_set = out->compute_cli = true;
+        out->p.compute_dtype = cli->p.compute_dtype;
+    }
     out->kbit_prep = cli->kbit_prep;
 }
 
@@ -98,7 +102,8 @@ int memest_quantize(struct memest_graph *g, const struct memest_quant_cfg *q,
     enum memest_wformat f = (enum memest_wformat)q->format;
     bool dense = f == MEMEST_WF_DENSE || f >= MEMEST_WF_COUNT;
     const char *opt = q->kbit_prep ? "--kbit-prep" : q->group_set ? "--group-size"
-                      : q->dq_set && q->p.double_quant ? "--double-quant" : NULL;
+                      : q->dq_set && q->p.double_quant ? "--double-quant"
+                      : q->compute_cli ? "--compute-dtype" : NULL;
     if (dense && opt)
         return memest_errf(err, MEMEST_ERR_USAGE, NULL,
                            "%s applies to quantised weights: it needs --weights (or a config's "
@@ -111,6 +116,9 @@ int memest_quantize(struct memest_graph *g, const struct memest_quant_cfg *q,
                            "AWQ, not of the config's %s weights", memest_wformat_name(f));
     if (q->dq_set && q->p.double_quant && !memest_wformat_bnb4(f))
         return memest_errf(err, MEMEST_ERR_USAGE, NULL, "--double-quant is bitsandbytes' 4-bit "
+                           "option, not of the config's %s weights", memest_wformat_name(f));
+    if (q->compute_cli && !memest_wformat_bnb4(f))
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL, "--compute-dtype is bitsandbytes' 4-bit "
                            "option, not of the config's %s weights", memest_wformat_name(f));
     set_params(g, q);
     int64_t head = memest_graph_output_head(g);
