@@ -150,9 +150,8 @@ def paged_adamw8bit(params):
 
 
 # model dtype, bnb_4bit_compute_dtype, r, alpha, dropout, targets, gradient checkpointing
-CASES = [(d, "bfloat16", 8, 16, p, t, c)
-         for c in (False, True) for t in ("all-linear", "q_proj,v_proj") for p in (0.0, 0.05)
-         for d in ("bfloat16",)]
+CASES = [("bfloat16", "bfloat16", 8, 16, p, t, c)
+         for c in (False, True) for t in ("all-linear", "q_proj,v_proj") for p in (0.0, 0.05)]
 
 
 def main(argv):
