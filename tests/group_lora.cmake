@@ -64,3 +64,12 @@ foreach(case 0 1 2 3)
                    -DCASE=${case} -P ${CMAKE_CURRENT_SOURCE_DIR}/lora/check.cmake)
   set_tests_properties(lora.peak.${case} PROPERTIES LABELS lora)
 endforeach()
+
+# a QLoRA training step's peak of live tensors (tests/tools/qlora_peak.py): nf4 base, kbit prep, LoRA,
+# paged 8-bit AdamW, cases 0..7 (targets, dropout, --checkpoint)
+foreach(case 0 1 2 3 4 5 6 7)
+  add_test(NAME lora.qlora_peak.${case}
+           COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR} -DCHECK=qlora
+                   -DCASE=${case} -P ${CMAKE_CURRENT_SOURCE_DIR}/lora/check.cmake)
+  set_tests_properties(lora.qlora_peak.${case} PROPERTIES LABELS lora)
+endforeach()

@@ -283,8 +283,13 @@ static int infer_rmsnorm(struct memest_ictx *c)
  *   act(gate): SiluBackward0 / GeluBackward0 save self (gate) when gate
  *     requires grad; the result a is a new tensor of gate's dtype;
  *   a * up: MulBackward0 saves a when up requires grad and up when a does.
- * Backward scratch: grad * up (a's gradient) before act's backward turns it
- * into gate's.
+ * Backward: MulBackward0 makes a's gradient (grad * up) and up's, then the
+ * engine frees the incoming gradient (its input buffer, PyTorch 2.x
+ * engine.cpp call_function) before SiluBackward0 / GeluBackward0 turns a's
+ * gradient into gate's: the live gradients are {grad, ga, gu}, then
+ * {ga, gu, gg}. The default model holds {grad, gg, gu}: the same bytes when
+ * a's gradient is no wider than gate's, else the difference is scratch
+ * (tests/tools/qlora_peak.py measured the whole step).
  * Fused (Liger LigerSiLUMulFunction / LigerGELUMulFunction, ops/swiglu.py,
  * ops/geglu.py): views gate and up as [rows, n], writes c = empty_like(gate)
  * and saves gate and up only (the activation is recomputed in backward,
@@ -344,8 +349,9 @@ static int infer_act_mul(struct memest_ictx *c)
         return -1;
     if (!keep_a)
         memest_workspace(c, nbytes(n, gdt));
-    if (rg_g)
-        memest_bwd_workspace(c, nbytes(n, promote_dtypes(gdt, udt)));
+    size_t wa = memest_dtype_size(promote_dtypes(gdt, udt)), wg = memest_dtype_size(gdt);
+    if (rg_g && wa > wg)
+        memest_bwd_workspace(c, memest_sat_mul(n, wa - wg));
     return 0;
 }
 

@@ -12,6 +12,9 @@
 #   cmake -DMEMEST=path -DSRC=dir -DCHECK=peak -DCASE=n -P check.cmake
 #     the peak of live tensor bytes of a LoRA training step within 3% of PyTorch's
 #     (tests/tools/lora_peak.py, tests/reference/lora_peaks.json).
+#   cmake -DMEMEST=path -DSRC=dir -DCHECK=qlora -DCASE=n -P check.cmake
+#     the same for a QLoRA step: nf4 base, --kbit-prep, LoRA, paged 8-bit AdamW, with and without
+#     --checkpoint (tests/tools/qlora_peak.py, tests/reference/qlora_peaks.json).
 cmake_minimum_required(VERSION 3.25)
 include(${CMAKE_CURRENT_LIST_DIR}/../hf/memest_json.cmake)
 
@@ -97,6 +100,46 @@ elseif(CHECK STREQUAL "peak")
   math(EXPR off "100 * (${got} - ${peak_tensors})")
   math(EXPR tol "3 * ${peak_tensors}")
   message(STATUS "case ${CASE} (${dtype} ${targets} dropout ${dropout}): memest ${got}, PyTorch ${peak_tensors}")
+  if(off GREATER tol OR off LESS -${tol})
+    message(FATAL_ERROR "case ${CASE}: memest peak_tensors ${got}, PyTorch ${peak_tensors}: more than 3% apart")
+  endif()
+elseif(CHECK STREQUAL "qlora")
+  # QLoRA (nf4 double-quantised base with bfloat16 compute, --kbit-prep, LoRA, paged 8-bit AdamW,
+  # with and without --checkpoint): memory.peak_tensors within 3% of tests/tools/qlora_peak.py's
+  # measurement (tests/reference/qlora_peaks.json), case number CASE. The compute dtype comes from a
+  # config's quantization_config, as from_pretrained(quantization_config=BitsAndBytesConfig(...))
+  # saves it: added here to the tiny config the measurement builds.
+  file(READ ${SRC}/tests/reference/qlora_peaks.json ref)
+  foreach(k config batch seq weights double_quant optim memest_attention)
+    string(JSON ${k} GET "${ref}" ${k})
+  endforeach()
+  foreach(k dtype compute_dtype r alpha dropout targets checkpoint peak_tensors)
+    string(JSON ${k} GET "${ref}" cases ${CASE} ${k})
+  endforeach()
+  if(NOT weights STREQUAL "nf4" OR NOT double_quant OR NOT dtype STREQUAL "bfloat16")
+    message(FATAL_ERROR "qlora_peaks.json: nf4, double quantisation and bfloat16 expected")
+  endif()
+  file(READ ${SRC}/${config} cfg)
+  string(JSON cfg SET "${cfg}" quantization_config "{\"quant_method\": \"bitsandbytes\", \"load_in_4bit\": true,
+    \"bnb_4bit_quant_type\": \"nf4\", \"bnb_4bit_use_double_quant\": true, \"bnb_4bit_compute_dtype\": \"${compute_dtype}\"}")
+  set(qcfg ${CMAKE_CURRENT_BINARY_DIR}/qlora_${CASE}.json)
+  file(WRITE ${qcfg} "${cfg}")
+  set(args ${qcfg} --batch ${batch} --seq ${seq} --dtype bf16 --attention ${memest_attention} --optim ${optim}
+           --kbit-prep --lora ${r} --lora-alpha ${alpha} --lora-dropout ${dropout} --lora-targets ${targets})
+  if(checkpoint)
+    list(APPEND args --checkpoint)
+  endif()
+  memest_json(json ${args})
+  file(REMOVE ${qcfg})
+  string(JSON wformat GET "${json}" weights format)
+  string(JSON wcompute GET "${json}" weights compute_dtype)
+  if(NOT wformat STREQUAL "nf4" OR NOT wcompute STREQUAL "bf16")
+    message(FATAL_ERROR "case ${CASE}: weights ${wformat} computing in ${wcompute}, expected nf4 in bf16")
+  endif()
+  string(JSON got GET "${json}" memory peak_tensors)
+  math(EXPR off "100 * (${got} - ${peak_tensors})")
+  math(EXPR tol "3 * ${peak_tensors}")
+  message(STATUS "case ${CASE} (${wformat} ${targets} dropout ${dropout} checkpoint ${checkpoint}): memest ${got}, PyTorch ${peak_tensors}")
   if(off GREATER tol OR off LESS -${tol})
     message(FATAL_ERROR "case ${CASE}: memest peak_tensors ${got}, PyTorch ${peak_tensors}: more than 3% apart")
   endif()

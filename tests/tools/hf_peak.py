@@ -176,17 +176,19 @@ class Recorder(TorchDispatchMode):
 
 
 def state_tensors(opt):
-    """The optimizer state that lives on the device (Adam's 'step' is a CPU scalar on CUDA too)."""
+    """The optimizer state that lives on the device (Adam's 'step' is a CPU scalar on CUDA too; a state
+    marked is_paged, bitsandbytes' unified memory in tests/tools/bnb_optim_state.py, is not the allocator's)."""
     for st in opt.state.values():
         for k, v in st.items():
-            if isinstance(v, torch.Tensor) and k != "step":
+            if isinstance(v, torch.Tensor) and k != "step" and not getattr(v, "is_paged", False):
                 yield v
 
 
 def measure(cfg, attn, dtype, optim, prepare=None):
     """prepare(model), when given, changes the built model (tests/tools/lora_peak.py: PEFT's LoRA); the
     optimizer gets the parameters that require grad (all of them, without it), as transformers' Trainer
-    hands them."""
+    hands them. optim: "sgd", "adam", or a function making the optimizer from those parameters
+    (tests/tools/qlora_peak.py: bitsandbytes' paged 8-bit AdamW)."""
     torch.manual_seed(0)
     torch.set_default_dtype(dtype)  # as from_pretrained(torch_dtype=...): inv_freq stays float32
     try:
@@ -204,7 +206,9 @@ def measure(cfg, attn, dtype, optim, prepare=None):
     x = torch.randint(V, (B, S))
     target = torch.randint(V, (B * S,))
     params = [p for p in model.parameters() if p.requires_grad]
-    if optim == "sgd":
+    if callable(optim):
+        opt = optim(params)
+    elif optim == "sgd":
         opt = torch.optim.SGD(params, lr=1e-3, foreach=False)
     else:
         opt = torch.optim.Adam(params, lr=1e-3, foreach=True)
