@@ -138,17 +138,18 @@ if(MEMEST_VALGRIND_TESTS AND NOT MEMEST_SANITIZE)
   # and generation with vLLM's blocks and the context search, on tiny configs.
   set(_tiny ${PROJECT_SOURCE_DIR}/tests/hf/tiny)
   set(_ft_cases
-      "qlora|${_tiny}/llama.json|--weights;nf4;--double-quant;--compute-dtype;bf16;--kbit-prep;--lora;4;--lora-dropout;0.05;--lora-targets;all-linear;--optim;paged_adamw8bit;--checkpoint;--dtype;bf16;--layers"
-      "gptq_lora|${_tiny}/mistral.json|--weights;int4;--group-size;-1;--lora;4;--optim;adamw8bit;--first-step;--layers"
-      "int8_inference|${_tiny}/qwen2.json|--weights;int8;--inference;--layers"
-      "generate|${_tiny}/mixtral.json|--generate;--context;64;--new-tokens;8;--kv-block;16;--gpu;a100-80gb"
-      "generate_max_context|${_tiny}/llama.json|--generate;--context;64;--cache;static;--max-context;--mem;1GiB")
+      "qlora|llama.json|--weights nf4 --double-quant --compute-dtype bf16 --kbit-prep --lora 4 --lora-dropout 0.05 --lora-targets all-linear --optim paged_adamw8bit --checkpoint --dtype bf16 --layers"
+      "gptq_lora|mistral.json|--weights int4 --group-size -1 --lora 4 --optim adamw8bit --first-step --layers"
+      "int8_inference|qwen2.json|--weights int8 --inference --layers"
+      "generate|mixtral.json|--generate --context 64 --new-tokens 8 --kv-block 16 --gpu a100-80gb"
+      "generate_max_context|llama.json|--generate --context 64 --cache static --max-context --mem 1GiB")
   foreach(c IN LISTS _ft_cases)
-    string(REPLACE "|" ";" parts "${c}")
+    string(REPLACE "|" ";" parts "${c}")   # name;model;arguments (no ';' inside)
     list(GET parts 0 name)
     list(GET parts 1 model)
-    list(SUBLIST parts 2 -1 args)
-    add_test(NAME valgrind.ft.${name} COMMAND ${_vg} $<TARGET_FILE:memest> ${model} ${args})
+    list(GET parts 2 argstr)
+    separate_arguments(args UNIX_COMMAND "${argstr}")
+    add_test(NAME valgrind.ft.${name} COMMAND ${_vg} $<TARGET_FILE:memest> ${_tiny}/${model} ${args})
     set_tests_properties(valgrind.ft.${name} PROPERTIES LABELS valgrind TIMEOUT 600)
   endforeach()
   # Every bad input: exit 3 (or 2), never 99 (a valgrind error); 4 shards.
