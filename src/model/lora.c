@@ -51,7 +51,11 @@
 #include "memest/quant.h"
 #include "memest/strmap.h"
 
-/* PEFT v0.17.1 utils/constants.py, TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING */
+/* PEFT v0.17.1 utils/constants.py, TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING.
+ * Keyed, as PEFT keys it, by the model_type the model file itself declares
+ * (a config.json's "model_type", a template's hf_config.model_type), never
+ * by the file's name; the targets are then matched against the graph's node
+ * names, so a model without such layers gets an error, not a guess. */
 static const struct {
     const char *model_type, *targets;
 } default_targets[] = {

@@ -77,7 +77,10 @@ class LoraLinear(nn.Module):
         self.lora_A = nn.ModuleDict({"default": nn.Linear(base.in_features, r, bias=False)})
         self.lora_B = nn.ModuleDict({"default": nn.Linear(r, base.out_features, bias=False)})
         self.scaling = {"default": alpha / r}
-        # _move_adapter_to_device_of_base_layer, then _cast_adapter_dtype (autocast_adapter_dtype=True)
+        # _move_adapter_to_device_of_base_layer (float base weights only: a packed 4-bit weight leaves
+        # the adapters float32), then _cast_adapter_dtype (autocast_adapter_dtype=True)
+        if not base.weight.dtype.is_floating_point:
+            return
         for d in (self.lora_A, self.lora_B):
             d["default"] = d["default"].to(dtype=base.weight.dtype)
             for p in d["default"].parameters():

@@ -59,7 +59,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import quant_replica  # noqa: E402
 from bnb_optim_state import Replica2State  # noqa: E402
 from hf_peak import B, S, here, measure  # noqa: E402
-from lora_reference import Dropout, checkpoint_layers, targeted  # noqa: E402
+from lora_reference import LoraLinear, checkpoint_layers, targeted  # noqa: E402
 
 BLOCK, NESTED_BLOCK = 64, 256
 
@@ -100,16 +100,9 @@ def prepare_model_for_kbit_training(model):
             p.data = p.data.to(torch.float32)
 
 
-class LoraLinear4bit(nn.Module):
-    """peft v0.17.1 tuners/lora/bnb.py Linear4bit (one adapter, "default")."""
-
-    def __init__(self, base, r, alpha, dropout):
-        super().__init__()
-        self.base_layer = base
-        self.lora_dropout = nn.ModuleDict({"default": Dropout(dropout) if dropout > 0 else nn.Identity()})
-        self.lora_A = nn.ModuleDict({"default": nn.Linear(base.in_features, r, bias=False)})
-        self.lora_B = nn.ModuleDict({"default": nn.Linear(r, base.out_features, bias=False)})
-        self.scaling = {"default": alpha / r}
+class LoraLinear4bit(LoraLinear):
+    """peft v0.17.1 tuners/lora/bnb.py Linear4bit (one adapter, "default"): layer.py's adapters, its own
+    forward."""
 
     def forward(self, x):
         result = self.base_layer(x)
