@@ -106,6 +106,8 @@ int memest_loss_shapes(enum memest_loss l, int class_dim, const struct memest_sh
  * the reserved peak itself is at that limit. */
 #define MEMEST_MAX_OVERHEAD ((uint64_t)1 << 40)
 
+struct memest_rank_view;   /* dist.h */
+
 struct memest_step_cfg {
     struct memest_optim_cfg optim;
     enum memest_optim_impl impl;
@@ -131,6 +133,8 @@ struct memest_step_cfg {
     unsigned gpu_arch;      /* target card's compute capability, major * 10 + minor
                                (e.g. 80 for A100, 90 for H100); 0 = unknown: the
                                overhead and cuBLAS workspace of pre-Hopper cards */
+    const struct memest_rank_view *rank;  /* several GPUs (dist.h): the rank the step
+                                             simulates; NULL: one GPU */
 };
 
 /* Defaults: adam, foreach, steady state, set_to_none, no accumulation,

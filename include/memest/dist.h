@@ -1,0 +1,130 @@
+/* dist.h - several GPUs (src/step/dist.c): the parallel layout a training
+ * run uses (--gpus, --strategy, --tp, --sequence-parallel, --cp, --pp,
+ * --micro-batches, --schedule, --virtual-stages, --ep, --offload, or a
+ * DeepSpeed / FSDP config file), the engines' settings with their defaults,
+ * and one rank's view of the layout, which the step simulator (sim.h) runs.
+ * Names, defaults and checks only; what a rank holds is the simulator's and
+ * the calculators' (layer "step", like step.h).
+ *
+ * Sizes: N GPUs = DP x TP x PP x CP, with DP the data-parallel size
+ * (Megatron-LM's order, megatron/core/parallel_state.py). Expert
+ * parallelism (EP) splits the experts of an MoE layer over EP ranks of the
+ * data-parallel group (Megatron-Core: EP divides DP x CP). --batch stays
+ * the micro-batch per GPU. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "memest/error.h"
+
+/* The data-parallel engine, as --strategy names it. */
+enum memest_strategy {
+    MEMEST_STRAT_NONE = 0,      /* one GPU, or model parallelism only */
+    MEMEST_STRAT_DDP,           /* torch.nn.parallel.DistributedDataParallel */
+    MEMEST_STRAT_ZERO1,         /* DeepSpeed ZeRO stage 1: optimizer state sharded */
+    MEMEST_STRAT_ZERO2,         /* + gradients */
+    MEMEST_STRAT_ZERO3,         /* + parameters */
+    MEMEST_STRAT_FSDP,          /* PyTorch FSDP FULL_SHARD */
+    MEMEST_STRAT_FSDP_GRAD_OP,  /* FSDP SHARD_GRAD_OP (ZeRO-2 like) */
+    MEMEST_STRAT_HSDP,          /* FSDP HYBRID_SHARD: full shard within a node,
+                                   replicated across nodes */
+    MEMEST_STRAT_COUNT
+};
+/* "none", "ddp", "zero1", "zero2", "zero3", "fsdp", "fsdp-grad-op", "hsdp";
+ * "?" out of range. */
+const char *memest_strategy_name(enum memest_strategy s);
+/* Exact name; 0, or -1 for an unknown one. */
+int memest_strategy_parse(const char *s, enum memest_strategy *out);
+
+/* The pipeline schedule (--schedule). */
+enum memest_schedule {
+    MEMEST_SCHED_1F1B = 0,      /* PipeDream-Flush, Narayanan et al. 2021 */
+    MEMEST_SCHED_INTERLEAVED,   /* interleaved 1F1B with --virtual-stages V */
+    MEMEST_SCHED_COUNT
+};
+const char *memest_schedule_name(enum memest_schedule s);
+int memest_schedule_parse(const char *s, enum memest_schedule *out);
+
+/* ZeRO-Offload / ZeRO-Infinity (--offload). */
+enum memest_offload {
+    MEMEST_OFFLOAD_NONE = 0,
+    MEMEST_OFFLOAD_OPTIMIZER,         /* optimizer state (and fp32 master) on the host */
+    MEMEST_OFFLOAD_OPTIMIZER_PARAMS,  /* + the parameters' partitions (ZeRO-3 / FSDP) */
+    MEMEST_OFFLOAD_COUNT
+};
+const char *memest_offload_name(enum memest_offload o);
+int memest_offload_parse(const char *s, enum memest_offload *out);
+
+/* The engines' settings. memest_dist_default() gives each engine's own
+ * default, cited in dist.c; a DeepSpeed or FSDP config file overrides them. */
+struct memest_engine_cfg {
+    /* DDP (torch/nn/parallel/distributed.py) */
+    uint64_t ddp_bucket_bytes;         /* bucket_cap_mb: 25 MiB */
+    bool ddp_grad_as_bucket_view;      /* gradient_as_bucket_view: False */
+    /* DeepSpeed ZeRO (deepspeed/runtime/zero/config.py), in elements */
+    uint64_t reduce_bucket_size;       /* 5e8 */
+    uint64_t allgather_bucket_size;    /* 5e8 */
+    bool overlap_comm;                 /* stage 1/2: False; stage 3: True */
+    bool overlap_comm_set;             /* given in the config (else the stage's default) */
+    bool contiguous_gradients;         /* True */
+    uint64_t prefetch_bucket_size;     /* stage3_prefetch_bucket_size: 5e7 */
+    uint64_t max_live_parameters;      /* stage3_max_live_parameters: 1e9 */
+    uint64_t max_reuse_distance;       /* stage3_max_reuse_distance: 1e9 */
+    uint64_t param_persistence_threshold;  /* stage3_param_persistence_threshold: 1e5 */
+    /* FSDP (torch/distributed/fsdp) */
+    const char *wrap_block;            /* auto-wrap policy: the block type (transformer
+                                          layer class) each instance of which is a unit;
+                                          NULL: the block instances called from the top
+                                          level */
+    bool backward_prefetch;            /* BACKWARD_PRE (the default): the next unit's
+                                          parameters are gathered during a unit's
+                                          backward */
+    bool forward_prefetch;             /* False */
+    bool limit_all_gathers;            /* True */
+};
+
+struct memest_dist_cfg {
+    bool set;                   /* any several-GPU option or config given */
+    int64_t gpus;               /* N, world size, >= 1 */
+    int64_t gpus_per_node;      /* 0: not given (N if N <= 8, else 8) */
+    enum memest_strategy strategy;
+    int64_t tp, cp, pp, ep;     /* >= 1 */
+    bool sequence_parallel;     /* Megatron's sequence parallelism (needs tp > 1) */
+    int64_t micro_batches;      /* M per step and pipeline (default: pp) */
+    enum memest_schedule schedule;
+    int64_t virtual_stages;     /* V, interleaved only, >= 1 */
+    enum memest_offload offload;
+    struct memest_engine_cfg eng;
+    const char *config_path;    /* --deepspeed / --fsdp-config file, for messages */
+};
+
+void memest_dist_default(struct memest_dist_cfg *c);
+/* DP = N / (TP * PP * CP). */
+int64_t memest_dist_dp(const struct memest_dist_cfg *c);
+/* The group the strategy shards over: DP, or for HSDP the GPUs of a node
+ * over TP * PP * CP (at least 1). */
+int64_t memest_dist_shard_group(const struct memest_dist_cfg *c);
+/* A usage error for sizes that do not divide (N not a multiple of
+ * TP * PP * CP, EP not dividing DP * CP, V > 1 without interleaved,
+ * interleaved with M not a multiple of PP, --sequence-parallel without
+ * TP > 1, --offload without a ZeRO or FSDP strategy, ...). 0 / -1. */
+int memest_dist_check(const struct memest_dist_cfg *c, struct memest_error *err);
+
+/* One rank's view, as the step simulator runs it (sim.h; NULL in the step
+ * configuration: one GPU, every figure as before). Built per distinct rank
+ * by the several-GPU flow. */
+struct memest_rank_view {
+    const struct memest_dist_cfg *cfg;
+    int64_t shard;              /* ranks the sharded states are split over (>= 1) */
+    bool shard_optim;           /* ZeRO-1 and up, FSDP: optimizer state / shard */
+    bool shard_grads;           /* ZeRO-2 and up, FSDP: gradients reduce-scattered */
+    bool shard_params;          /* ZeRO-3, FSDP FULL_SHARD/HSDP: parameters gathered per unit */
+    bool master_fp32;           /* DeepSpeed with 16-bit parameters: an fp32 master copy
+                                   of the trainable parameters and fp32 optimizer state */
+    /* pipeline: the stage's extra live tensors held through the step */
+    int64_t in_flight;          /* micro-batches whose activations the stage holds at
+                                   once (1: one, as one GPU) */
+    uint64_t inflight_bytes;    /* the saved activations of the other in_flight - 1
+                                   micro-batches, held from setup to teardown */
+};
