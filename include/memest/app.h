@@ -23,6 +23,7 @@
 
 #include "memest/calc.h"
 #include "memest/cli.h"
+#include "memest/ds_config.h"
 #include "memest/fit.h"
 #include "memest/gpu.h"
 #include "memest/model.h"
@@ -50,7 +51,16 @@ struct memest_app {
     uint32_t estimates;
     const char *flow;
     bool over_budget;              /* a charge was refused: the command must stop */
+    /* several GPUs (app_dist.c): the layout (the options over a --deepspeed
+     * config), what the config said, and the rank the step simulates */
+    struct memest_dist_cfg dist;
+    struct memest_ds_settings ds;
+    struct memest_rank_view view;
 };
+
+/* Several GPUs: reads --deepspeed's config, settles the layout and the
+ * step's rank (a->step.rank); nothing without the options. 0 / -1. */
+int memest_app_dist(struct memest_app *a, struct memest_error *err);
 
 /* Loads the GPU presets and resolves --gpu NAME / --mem (an unknown name is
  * a usage error), then reads the model and builds its graph with the --set

@@ -55,6 +55,27 @@ struct memest_flops {
 };
 void memest_calc_flops(const struct memest_run *r, struct memest_flops *out);
 
+/* calc_dist.c: one rank's model states under several GPUs (dist.h): what
+ * each engine keeps per GPU at rest, and its buffers, stated separately. */
+struct memest_dist_states {
+    uint64_t params;        /* device: the rank's parameters at rest (ZeRO-3 and FSDP:
+                               its shards; ZeRO-3's persistent small ones whole) */
+    uint64_t grads;         /* device: the gradients the step keeps (whole, or the
+                               rank's partition) */
+    uint64_t optim;         /* device: the optimizer state (its partition) */
+    uint64_t master;        /* device: ZeRO's fp32 master partition (16-bit parameters) */
+    uint64_t total;         /* params + grads + optim + master */
+    uint64_t host;          /* host memory the offload takes (state, master, fp32
+                               gradient partition, parameter shards) */
+    uint64_t buckets;       /* DDP's bucket copies, DeepSpeed's reduce buckets */
+    uint64_t gathered;      /* the most gathered parameters live at once: the two
+                               largest units (the one computing and the prefetched one) */
+    uint64_t units;         /* units parameters are gathered by (ZeRO-3, FSDP) */
+    uint64_t shard_elems;   /* the rank's partition of the trainable parameters */
+};
+int memest_calc_dist_states(const struct memest_run *r, const struct memest_step_cfg *cfg,
+                            struct memest_dist_states *out, struct memest_error *err);
+
 /* Everything at once. */
 struct memest_estimate {
     struct memest_param_totals params;
@@ -72,6 +93,8 @@ struct memest_estimate {
                                         (infer_total_device for --inference) */
     uint64_t infer_total_device;
     struct memest_cost cost;         /* what the estimate cost (cost.h) */
+    bool has_dist;                   /* several GPUs: cfg->rank was set */
+    struct memest_dist_states dist;  /* its model states per GPU */
 };
 /* Readies r for the step cfg describes (shape inference again when the
  * autocast setting differs) and counts what its estimate costs, without

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "memest/dist.h"
 #include "memest/dtype.h"
 #include "memest/error.h"
 #include "memest/lora.h"
@@ -22,6 +23,8 @@ struct memest_cli {
     int64_t batch;                 /* --batch, default 1 */
     bool batch_set;
     struct memest_step_cfg step;   /* optimizer and step simulation */
+    bool optim_set, grad_accum_set, impl_set;   /* --optim, --grad-accum given (a DeepSpeed
+                                         config's values do not replace them) */
     enum memest_dtype dtype;       /* --dtype */
     bool dtype_set;                /* --dtype was given */
     struct memest_override sets[MEMEST_MAX_SETS];   /* --set, and --seq N (seq_len=N) */
@@ -76,8 +79,37 @@ struct memest_cli {
     const char *gen_sweep;         /* --sweep-context LIST */
     char gen_context_str[24];      /* --context as the seq_len override's value */
 
+    /* several GPUs (cli_dist.c): --gpus, --strategy, --offload, --deepspeed, ... */
+    struct memest_dist_cfg dist;
+
     bool help, version, list_ops, list_gpus;
 };
+
+/* The several-GPU options' getopt values (cli_dist.c). */
+enum {
+    MEMEST_OPT_GPUS = 1000,
+    MEMEST_OPT_GPUS_PER_NODE,
+    MEMEST_OPT_STRATEGY,
+    MEMEST_OPT_TP,
+    MEMEST_OPT_CP,
+    MEMEST_OPT_PP,
+    MEMEST_OPT_EP,
+    MEMEST_OPT_SEQUENCE_PARALLEL,
+    MEMEST_OPT_MICRO_BATCHES,
+    MEMEST_OPT_SCHEDULE,
+    MEMEST_OPT_VIRTUAL_STAGES,
+    MEMEST_OPT_OFFLOAD,
+    MEMEST_OPT_DEEPSPEED,
+    MEMEST_OPT_FSDP_WRAP,
+    MEMEST_OPT_BUCKET_VIEW,
+    MEMEST_OPT_DIST_END
+};
+/* One several-GPU option's value (c: a MEMEST_OPT_ above); 0 / -1. */
+int memest_cli_dist_opt(int c, const char *arg, struct memest_cli *o, struct memest_error *err);
+/* The checks that need every option (sizes, strategy, what they exclude),
+ * and the defaults that depend on others (micro-batches: --pp; a strategy:
+ * ddp when data-parallel without one). 0 / -1. */
+int memest_cli_dist_check(struct memest_cli *o, struct memest_error *err);
 
 /* Parses argv with getopt_long. 0, or -1 with err (MEMEST_ERR_USAGE) set;
  * o->format is MEMEST_OUTPUT_JSON in both cases when argv has --json

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "memest/error.h"
+#include "memest/run.h"
 
 /* The data-parallel engine, as --strategy names it. */
 enum memest_strategy {
@@ -89,6 +90,7 @@ struct memest_dist_cfg {
     int64_t gpus;               /* N, world size, >= 1 */
     int64_t gpus_per_node;      /* 0: not given (N if N <= 8, else 8) */
     enum memest_strategy strategy;
+    bool strategy_set;          /* --strategy given (a config file may set it) */
     int64_t tp, cp, pp, ep;     /* >= 1 */
     bool sequence_parallel;     /* Megatron's sequence parallelism (needs tp > 1) */
     int64_t micro_batches;      /* M per step and pipeline (default: pp) */
@@ -112,19 +114,59 @@ int64_t memest_dist_shard_group(const struct memest_dist_cfg *c);
 int memest_dist_check(const struct memest_dist_cfg *c, struct memest_error *err);
 
 /* One rank's view, as the step simulator runs it (sim.h; NULL in the step
- * configuration: one GPU, every figure as before). Built per distinct rank
- * by the several-GPU flow. */
+ * configuration: one GPU, every figure as before) and the model-state
+ * calculator (calc.h: memest_calc_dist_states) reads it. Built per distinct
+ * rank by the several-GPU flow (memest_rank_view_init). */
 struct memest_rank_view {
     const struct memest_dist_cfg *cfg;
+    enum memest_strategy strategy;
     int64_t shard;              /* ranks the sharded states are split over (>= 1) */
     bool shard_optim;           /* ZeRO-1 and up, FSDP: optimizer state / shard */
     bool shard_grads;           /* ZeRO-2 and up, FSDP: gradients reduce-scattered */
-    bool shard_params;          /* ZeRO-3, FSDP FULL_SHARD/HSDP: parameters gathered per unit */
-    bool master_fp32;           /* DeepSpeed with 16-bit parameters: an fp32 master copy
-                                   of the trainable parameters and fp32 optimizer state */
+    bool shard_params;          /* ZeRO-3, FSDP (all three): parameters at rest are
+                                   shards, gathered per unit to compute */
+    bool reshard_after_forward; /* ZeRO-3, FSDP FULL_SHARD and HSDP: a unit's gathered
+                                   parameters go after its forward (SHARD_GRAD_OP keeps
+                                   them to its backward) */
+    bool flat_units;            /* FSDP: one FlatParameter per unit, padded to a multiple
+                                   of the shard group; ZeRO-3: each parameter padded */
+    bool deepspeed;             /* a DeepSpeed engine (ZeRO 1-3): its reduce bucket */
+    bool master_fp32;           /* 16-bit parameters under ZeRO or FSDP: fp32 master
+                                   (ZeRO: a copy of the partition; FSDP MixedPrecision:
+                                   the shard itself) and fp32 optimizer state */
+    bool offload_optim;         /* optimizer state, master and gradient partition on
+                                   the host (ZeRO-Offload) */
+    bool offload_params;        /* + the parameter shards (ZeRO-Infinity, FSDP
+                                   CPUOffload) */
+    bool ddp_buckets;           /* DDP without gradient_as_bucket_view: the reducer's
+                                   buckets, a second copy of every gradient */
     /* pipeline: the stage's extra live tensors held through the step */
     int64_t in_flight;          /* micro-batches whose activations the stage holds at
                                    once (1: one, as one GPU) */
     uint64_t inflight_bytes;    /* the saved activations of the other in_flight - 1
                                    micro-batches, held from setup to teardown */
 };
+
+/* The view of every data-parallel rank of layout c (they are alike);
+ * half_params: the parameters are fp16/bf16 (--dtype), which makes ZeRO
+ * and FSDP keep fp32 master weights and optimizer state. */
+void memest_rank_view_init(const struct memest_dist_cfg *c, bool half_params,
+                           struct memest_rank_view *v);
+
+/* ceil(n / k), k >= 1. */
+static inline uint64_t memest_dist_part(uint64_t n, int64_t k)
+{
+    uint64_t d = k > 0 ? (uint64_t)k : 1;
+    return n / d + (n % d != 0);
+}
+
+/* The unit (sharding granularity) of each node of r's graph under view v:
+ * the top-level block instances, or the instances of the FSDP wrap block
+ * (dist.h: wrap_block); unit_of[node] is the unit's index in graph order or
+ * UINT32_MAX (the root: parameters outside every unit). Returns the number
+ * of units; unit_of has nnodes entries. */
+uint32_t memest_dist_units(const struct memest_run *r, const struct memest_rank_view *v,
+                           uint32_t *unit_of);
+/* Whether parameter p stays whole on every rank under v (ZeRO-3's
+ * stage3_param_persistence_threshold: numel at most the threshold). */
+bool memest_dist_persistent(const struct memest_rank_view *v, const struct memest_param *p);

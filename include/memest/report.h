@@ -171,6 +171,11 @@ void memest_report_estimate_text(FILE *f, const struct memest_report *rep);
  * shape, parameters, saved bytes, forward MACs; then, for a training step
  * with a loss, the loss's row (name "loss") and its input and target. */
 void memest_report_layers(FILE *f, const struct memest_report *rep);
+/* Several GPUs (report_dist.c): the layout and the rank's model states;
+ * nothing on one GPU. */
+struct memest_jsonw;
+void memest_report_dist_text(FILE *f, const struct memest_report *rep);
+void memest_report_dist_json(struct memest_jsonw *w, const struct memest_report *rep);
 /* The loss row of --layers: false when the report has none (--inference,
  * loss none, no output); else the loss's shapes (step.h) and the value it
  * reads (the model's last output). */

@@ -34,6 +34,8 @@ enum memest_category {
     MEMEST_CAT_OPTTEMP,     /* optimizer temporaries */
     MEMEST_CAT_WORKSPACE,   /* library scratch from the caching allocator that is
                                not a tensor (the cuBLAS workspace) */
+    MEMEST_CAT_COMM,        /* several GPUs: the engines' buffers (DDP's buckets,
+                               DeepSpeed's reduce buckets) and gathered parameters */
     MEMEST_CAT_COUNT
 };
 

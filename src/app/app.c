@@ -56,7 +56,7 @@ int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct mem
     a->dtype = o->dtype;
     if (!o->dtype_set && o->step.amp == MEMEST_AMP_NONE && a->m.has_dtype)
         a->dtype = a->m.dtype;
-    if (memest_app_graph_passes(a, &a->g, err) != 0)
+    if (memest_app_dist(a, err) != 0 || memest_app_graph_passes(a, &a->g, err) != 0)
         return memest_error_exit(err);
     uint32_t unused, unused_at;
     if (memest_graph_unused_inputs(&a->g, &unused, &unused_at, err) != 0)

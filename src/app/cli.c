@@ -133,6 +133,21 @@ static const struct option long_opts[] = {
     {"device", required_argument, NULL, OPT_DEVICE},
     {"list-ops", no_argument, NULL, OPT_LIST_OPS},
     {"list-gpus", no_argument, NULL, OPT_LIST_GPUS},
+    {"gpus", required_argument, NULL, MEMEST_OPT_GPUS},
+    {"gpus-per-node", required_argument, NULL, MEMEST_OPT_GPUS_PER_NODE},
+    {"strategy", required_argument, NULL, MEMEST_OPT_STRATEGY},
+    {"tp", required_argument, NULL, MEMEST_OPT_TP},
+    {"cp", required_argument, NULL, MEMEST_OPT_CP},
+    {"pp", required_argument, NULL, MEMEST_OPT_PP},
+    {"ep", required_argument, NULL, MEMEST_OPT_EP},
+    {"sequence-parallel", no_argument, NULL, MEMEST_OPT_SEQUENCE_PARALLEL},
+    {"micro-batches", required_argument, NULL, MEMEST_OPT_MICRO_BATCHES},
+    {"schedule", required_argument, NULL, MEMEST_OPT_SCHEDULE},
+    {"virtual-stages", required_argument, NULL, MEMEST_OPT_VIRTUAL_STAGES},
+    {"offload", required_argument, NULL, MEMEST_OPT_OFFLOAD},
+    {"deepspeed", required_argument, NULL, MEMEST_OPT_DEEPSPEED},
+    {"fsdp-wrap", required_argument, NULL, MEMEST_OPT_FSDP_WRAP},
+    {"ddp-bucket-view", no_argument, NULL, MEMEST_OPT_BUCKET_VIEW},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
@@ -418,6 +433,7 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
     o->lora.alpha = 8;   /* peft LoraConfig: lora_alpha=8, lora_dropout=0.0 */
     o->gen_new_tokens = 128;
     o->gpu_util = 0.9;
+    memest_dist_default(&o->dist);
     o->format = wants_json(argc, argv) ? MEMEST_OUTPUT_JSON : MEMEST_OUTPUT_TEXT;
     bool csv = false;
     /* glibc: 0, not 1, starts over in the default order (not wants_json's)
@@ -435,6 +451,7 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
             o->batch_set = true;
             break;
         case 'o':
+            o->optim_set = true;
             if (memest_optim_parse(optarg, &o->step.optim.kind) != 0) {
                 char names[160], expected[180];
                 snprintf(expected, sizeof expected, "one of %s",
@@ -455,6 +472,7 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
         case OPT_OPTIM_IMPL:
             if (memest_optim_impl_parse(optarg, &o->step.impl) != 0)
                 return bad(err, "--optim-impl", optarg, "foreach, for-loop or fused");
+            o->impl_set = true;
             break;
         case OPT_FIRST_STEP:
             o->step.first_step = true;
@@ -484,6 +502,7 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
             if (memest_parse_u64(optarg, 1, 1u << 20, &u) != 0)
                 return bad(err, "--grad-accum", optarg, "a whole number between 1 and 1048576");
             o->step.grad_accum = (int64_t)u;
+            o->grad_accum_set = true;
             break;
         case OPT_CHECKPOINT:
             if (parse_checkpoint(optarg, &o->step, err) != 0)
@@ -697,11 +716,17 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
             return 0;
         case ':':
         default:
+            if (c >= MEMEST_OPT_GPUS && c < MEMEST_OPT_DIST_END) {
+                if (memest_cli_dist_opt(c, optarg, o, err) != 0)
+                    return -1;
+                break;
+            }
             return bad_option(c, argc, argv, before, err);
         }
         before = optind;
     }
-    if (check_conflicts(o, csv, err) != 0 || check_generate(o, csv, err) != 0)
+    if (check_conflicts(o, csv, err) != 0 || check_generate(o, csv, err) != 0 ||
+        memest_cli_dist_check(o, err) != 0)
         return -1;
     if (csv)
         o->format = MEMEST_OUTPUT_CSV;

@@ -231,6 +231,27 @@ static void generate_options(FILE *f)
     fixed(f, "      --gpu-util U", "vLLM's gpu_memory_utilization (default 0.9)");
 }
 
+/* Several GPUs (dist.h, README's "Several GPUs"). */
+static void dist_options(FILE *f)
+{
+    struct text t = {0};
+    char names[160];
+    size_t k = 0;
+    names[0] = 0;
+    for (int s = MEMEST_STRAT_DDP; s < MEMEST_STRAT_COUNT; s++)
+        k += (size_t)snprintf(names + k, sizeof names - k, "%s%s", s > MEMEST_STRAT_DDP ? ", " : "",
+                              memest_strategy_name((enum memest_strategy)s));
+    fixed(f, "      --gpus N", "world size; --batch stays the micro-batch per GPU");
+    fixed(f, "      --gpus-per-node N", "GPUs per node (default: N up to 8): hsdp's shard group");
+    add(&t, "the data-parallel engine: %s (default ddp)", names);
+    option(f, "      --strategy S", &t);
+    fixed(f, "      --offload W", "ZeRO-Offload / FSDP CPU offload: optimizer or optimizer+params");
+    fixed(f, "      --deepspeed F", "a DeepSpeed config (ds_config.json): ZeRO stage, offload, "
+                                    "buckets, bf16/fp16, batch, accumulation");
+    fixed(f, "      --fsdp-wrap B", "FSDP's auto-wrap block (default: the top-level block instances)");
+    fixed(f, "      --ddp-bucket-view", "DDP's gradient_as_bucket_view=True (no bucket copies)");
+}
+
 static void card_options(FILE *f)
 {
     char dflt[32], max[32]; /* "287", MB as README.md writes it; "1 TiB" */
@@ -301,6 +322,8 @@ void memest_cli_usage(FILE *f)
     lora_options(f);
     fputs("\nGeneration and serving:\n", f);
     generate_options(f);
+    fputs("\nSeveral GPUs:\n", f);
+    dist_options(f);
     fputs("\nThe card:\n", f);
     card_options(f);
     fputs("\nOutput:\n", f);

@@ -70,6 +70,9 @@ int memest_estimate(struct memest_run *r, const struct memest_step_cfg *cfg,
     e->gradients = memest_calc_grads(r);
     e->activations = memest_calc_activations(r);
     memest_calc_flops(r, &e->flops);
+    e->has_dist = cfg->rank != NULL;
+    if (memest_calc_dist_states(r, cfg, &e->dist, err) != 0)
+        return -1;
     if (check_limits(r, e, err) != 0) /* the sums so far (the peaks are still 0) */
         return -1;
     struct memest_peak_opts inf = {.inference = true, .step = cfg,

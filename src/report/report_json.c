@@ -15,7 +15,8 @@ static void at_peak_obj(struct memest_jsonw *w, const struct memest_peak *p)
 {
     memest_jsonw_obj_begin(w, "at_peak");
     for (int c = 0; c < MEMEST_CAT_COUNT; c++)
-        memest_jsonw_u64(w, memest_category_name((enum memest_category)c), p->at_peak[c]);
+        if (c != MEMEST_CAT_COMM || p->at_peak[c])   /* several GPUs only */
+            memest_jsonw_u64(w, memest_category_name((enum memest_category)c), p->at_peak[c]);
     memest_jsonw_obj_end(w);
 }
 
@@ -170,6 +171,7 @@ void memest_report_json(FILE *f, const struct memest_report *rep)
     memest_jsonw_obj_end(&w);
     if (rep->opts.lora)
         lora_obj(&w, rep->opts.lora, &e->params);
+    memest_report_dist_json(&w, rep);
 
     memest_jsonw_obj_begin(&w, "memory");
     memest_jsonw_u64(&w, "parameters", e->params.bytes);

@@ -22,8 +22,14 @@ void memest_timeline_write_csv(FILE *f, const struct memest_timeline *tl,
                                const struct memest_graph *g)
 {
     struct memest_live live = {0}, blocks = {0};
+    /* the engines' buffers have a column only in a several-GPU step */
+    bool comm = false;
+    for (size_t i = 0; i < tl->n && !comm; i++)
+        comm = tl->ev[i].category == MEMEST_CAT_COMM;
+    int ncat = comm ? MEMEST_CAT_COUNT : MEMEST_CAT_COMM;
+    static_assert(MEMEST_CAT_COMM == MEMEST_CAT_COUNT - 1, "the optional column is the last");
     fputs("index,phase,node,event,category,bytes,block", f);
-    for (int c = 0; c < MEMEST_CAT_COUNT; c++)
+    for (int c = 0; c < ncat; c++)
         fprintf(f, ",%s", memest_category_name((enum memest_category)c));
     fputs(",live_tensors,allocated,reserved\n", f);
     for (size_t i = 0; i < tl->n; i++) {
@@ -35,7 +41,7 @@ void memest_timeline_write_csv(FILE *f, const struct memest_timeline *tl,
         memest_esc_csv(f, node_label(g, e->node, e->phase));
         fprintf(f, ",%s,%s,%" PRIu64 ",%" PRIu64, a ? "alloc" : "free",
                 memest_category_name((enum memest_category)c), e->bytes, e->block);
-        for (int k = 0; k < MEMEST_CAT_COUNT; k++)
+        for (int k = 0; k < ncat; k++)
             fprintf(f, ",%" PRIu64, live.cat[k]);
         fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", live.total, blocks.total,
                 (uint64_t)e->reserved * MEMEST_TIMELINE_RESERVED_UNIT);
@@ -50,8 +56,9 @@ static const char *const colors[MEMEST_CAT_COUNT] = {
     [MEMEST_CAT_INPUTS] = "#59a14f",   [MEMEST_CAT_SAVED] = "#8cd17d",
     [MEMEST_CAT_TRANSIENT] = "#b6992d", [MEMEST_CAT_ACTGRADS] = "#e15759",
     [MEMEST_CAT_OPTTEMP] = "#ff9d9a",  [MEMEST_CAT_WORKSPACE] = "#79706e",
+    [MEMEST_CAT_COMM] = "#b07aa1",
 };
-static_assert(MEMEST_CAT_COUNT == 10, "MEMEST_CAT_COUNT changed: add a color");
+static_assert(MEMEST_CAT_COUNT == 11, "MEMEST_CAT_COUNT changed: add a color");
 
 static const char *const phase_fill[MEMEST_PH_COUNT] = {
     [MEMEST_PH_SETUP] = "#f4f4f4",    [MEMEST_PH_FORWARD] = "#eaf2fb",

@@ -149,6 +149,7 @@ static void peak_section(FILE *f, const struct memest_report *rep, const struct 
         [MEMEST_CAT_INPUTS] = "inputs and target",   [MEMEST_CAT_SAVED] = "saved activations",
         [MEMEST_CAT_TRANSIENT] = "other activations", [MEMEST_CAT_ACTGRADS] = "activation grads",
         [MEMEST_CAT_OPTTEMP] = "optimizer temps",    [MEMEST_CAT_WORKSPACE] = "cuBLAS workspace",
+        [MEMEST_CAT_COMM] = "engine buffers",
     };
     fprintf(f, "Peak of %s: ", inf ? "a no-grad forward pass" : "one step");
     step_line(f, rep, inf);
@@ -228,6 +229,7 @@ void memest_report_text(FILE *f, const struct memest_report *rep)
             memest_fmt_count(e->params.buffer_elems, a, sizeof a),
             (unsigned long long)e->params.buffer_tensors);
 
+    memest_report_dist_text(f, rep);
     bool inf = o->inference;
     const struct memest_peak *p = inf ? &e->infer_peak : &e->train_peak;
     uint64_t max = e->params.bytes;
@@ -236,7 +238,9 @@ void memest_report_text(FILE *f, const struct memest_report *rep)
     for (size_t i = 0; i < sizeof items / sizeof *items; i++)
         if (items[i] > max)
             max = items[i];
-    fprintf(f, "Memory of a training step\n");
+    fprintf(f, rep->e->has_dist ? "Memory of the whole model (one GPU's view; the rank's states "
+                                  "are above)\n"
+                                : "Memory of a training step\n");
     mem_line(f, "parameters", e->params.bytes, max, "");
     mem_line(f, "buffers", e->params.buffer_bytes, max, "");
     mem_line(f, "gradients", e->gradients, max, "");

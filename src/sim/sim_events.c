@@ -204,6 +204,9 @@ int sim_deliver(struct sim *S, uint32_t node, uint32_t v, uint32_t slot)
 /* AccumulateGrad: the parameter (storage ps) receives gradient allocation id. */
 int sim_accumulate_param(struct sim *S, uint32_t node, uint32_t ps, uint32_t id)
 {
+    int took = sim_dist_accumulate(S, node, ps, id);   /* DeepSpeed's buckets */
+    if (took != 0)
+        return took < 0 ? -1 : 0;
     if (S->pg[ps] == NONE) {
         S->pg[ps] = id;            /* .grad is None: the gradient is stolen */
         return 0;

@@ -83,6 +83,7 @@
 #include <stdint.h>
 
 #include "memest/checked.h"
+#include "memest/dist.h"
 #include "memest/ops.h"
 #include "memest/sim.h"
 
@@ -176,6 +177,22 @@ struct sim {
     const struct memest_gen_plan *gen;
     uint32_t *gen_ids;
     uint32_t gen_next;
+
+    /* several GPUs (sim_dist.c): the rank's view, its units (ranges of
+     * nodes whose parameters are gathered together; root: index nunits),
+     * their gathered bytes and live gather ids, the gradient partitions */
+    const struct memest_rank_view *rv;
+    uint32_t *unit_of;    /* node -> unit, NONE: the root */
+    uint32_t nunits;
+    uint32_t *ufirst, *ulast;   /* per unit */
+    uint64_t *ugath;      /* per unit and the root: gathered bytes */
+    uint64_t *ushard;     /* per unit and the root: the shard's elements (FSDP) */
+    uint32_t *ugid;       /* per unit and the root: live gathered id, NONE */
+    uint32_t *ugr;        /* per unit and the root: its gradient shard id (FSDP) */
+    uint8_t *pred;        /* parameter storage: its gradient went to the partition */
+    uint32_t gpart;       /* DeepSpeed ZeRO-2/3: the gradient partition's id */
+    uint32_t ipg[2];      /* DeepSpeed's reduce buckets, NONE */
+    uint32_t bcur;        /* backward: the highest unit not yet released, NONE */
 
     /* every allocation: alive, bytes, category (teardown, checks) */
     uint8_t *alive;
@@ -295,6 +312,39 @@ int sim_optimizer(struct sim *S, bool first);
  * device memory only (paged tensors are not the caching allocator's), then
  * its device `step` scalar with dev_step. 0 / -1. */
 int sim_optim_state(struct sim *S, const struct memest_param *pp, bool dev_step);
+
+/* ---- sim_dist.c ---- */
+
+static inline bool dist_on(const struct sim *S)
+{
+    return S->rv != NULL;
+}
+/* Units and gathered bytes (analysis); 0 / -1. */
+int sim_dist_analyze(struct sim *S);
+void sim_dist_free(struct sim *S);
+/* Setup: the rank's parameters (shards), DDP's buckets, ZeRO-3's bucket. */
+int sim_dist_setup(struct sim *S);
+/* Forward: before and after node n (a no-grad pass gathers too). */
+int sim_dist_fwd_enter(struct sim *S, uint32_t n);
+int sim_dist_fwd_leave(struct sim *S, uint32_t n);
+int sim_dist_fwd_end(struct sim *S);
+/* Backward: before the nodes lo..hi run (one node, or a checkpointed block
+ * instance), after they ran, and at its start and end. */
+int sim_dist_bwd_begin(struct sim *S);
+int sim_dist_bwd_enter(struct sim *S, uint32_t lo, uint32_t hi);
+int sim_dist_bwd_leave(struct sim *S, uint32_t lo);
+int sim_dist_bwd_end(struct sim *S);
+/* AccumulateGrad under DeepSpeed's ZeRO-2/3: the gradient goes to the
+ * bucket and its partition; 1 when it took it, 0 when not, -1. */
+int sim_dist_accumulate(struct sim *S, uint32_t node, uint32_t ps, uint32_t id);
+/* Whether parameter storage ps has a gradient for the step. */
+static inline bool sim_has_grad(const struct sim *S, uint32_t ps)
+{
+    return S->pg[ps] != NONE || (S->pred && S->pred[ps]);
+}
+/* The optimizer step over the rank's partition (ZeRO, FSDP); zero_grad. */
+int sim_dist_optimizer(struct sim *S, bool first);
+int sim_dist_zero_grad(struct sim *S);
 
 /* ---- sim_generate.c ---- */
 

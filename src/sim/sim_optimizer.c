@@ -66,6 +66,8 @@ int sim_optimizer(struct sim *S, bool first)
     const struct memest_optim_cfg *oc = &S->cfg->optim;
     const struct memest_optim_desc *d = memest_optim_desc(oc->kind);
     enum memest_optim_impl impl = S->cfg->impl;
+    if (dist_on(S) && S->rv->shard_optim)   /* over the rank's partition */
+        return sim_dist_optimizer(S, first);
     S->ph = (uint8_t)((S->ph & WARM) | MEMEST_PH_OPTIMIZER);
     /* state created at the start of this step (_init_group) */
     if (first && d->init == MEMEST_INIT_FIRST_STEP) {

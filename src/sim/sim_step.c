@@ -81,9 +81,13 @@ static int setup(struct sim *S)
         uint8_t kind = r->storages[s].kind;
         uint8_t cat = kind == MEMEST_ST_PARAM ? MEMEST_CAT_PARAMS
                       : kind == MEMEST_ST_BUFFER ? MEMEST_CAT_BUFFERS : MEMEST_CAT_INPUTS;
+        if (kind == MEMEST_ST_PARAM && dist_on(S))
+            continue;   /* the rank's own (sim_dist_setup) */
         if (persistent_kind(kind) && sim_alloc_storage(S, s, cat, r->storages[s].node) != 0)
             return -1;
     }
+    if (sim_dist_setup(S) != 0)
+        return -1;
     if (S->inference || S->loss == MEMEST_LOSS_NONE)
         return 0;
     /* the target: class indices (int64, one per row: step.h) or a tensor of
@@ -104,7 +108,8 @@ static int early_state(struct sim *S)
     const struct memest_run *r = S->r;
     const struct memest_optim_cfg *oc = &S->cfg->optim;
     const struct memest_optim_desc *d = memest_optim_desc(oc->kind);
-    if (S->inference || d->init != MEMEST_INIT_CONSTRUCTOR)
+    if (S->inference || d->init != MEMEST_INIT_CONSTRUCTOR ||
+        (dist_on(S) && S->rv->shard_optim))   /* the partition's: sim_dist_optimizer */
         return 0;
     S->ph = MEMEST_PH_SETUP;
     for (uint32_t p = 0; p < r->nparams; p++) {
@@ -123,6 +128,8 @@ static int zero_grad(struct sim *S)
 {
     if (S->cfg->zero_grad_zeros)
         return 0;
+    if (sim_dist_zero_grad(S) != 0)
+        return -1;
     for (uint32_t s = 0; s < S->ns; s++) {
         if (S->pg[s] != NONE) {
             if (sim_ev_free(S, NONE, S->pg[s]) != 0)
@@ -174,6 +181,7 @@ static void sim_free(struct sim *S)
     free(S->alive);
     free(S->fused);
     free(S->gen_ids);
+    sim_dist_free(S);
 }
 
 /* The first storage of each node (storages are made in node order), with
@@ -208,7 +216,7 @@ int memest_sim_step(const struct memest_run *r, const struct memest_peak_opts *o
     struct memest_timeline full = {0};
     struct sim S = {.r = r, .g = r->g, .cfg = o->step ? o->step : &defaults,
                     .tl = &full, .err = err, .inference = o->inference || o->gen,
-                    .gen = o->gen,
+                    .gen = o->gen, .rv = o->step ? o->step->rank : NULL,
                     .nn = r->g->nnodes, .ns = r->nstorages, .nv = r->nvalues, .cublas = NONE};
     int rc = -1;
     memset(out, 0, sizeof *out);
@@ -258,6 +266,8 @@ int memest_sim_step(const struct memest_run *r, const struct memest_peak_opts *o
         goto end;
     sim_analyze_lastuse(&S);
     sim_analyze_release(&S);
+    if (sim_dist_analyze(&S) != 0)
+        goto end;
 
     /* room for the events up front: the cost model's bound, or a guess (a
      * warm-up and a step, each about two allocations per storage and

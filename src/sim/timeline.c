@@ -25,8 +25,9 @@ static const char *const category_names[MEMEST_CAT_COUNT] = {
     [MEMEST_CAT_ACTGRADS] = "activation_gradients",
     [MEMEST_CAT_OPTTEMP] = "optimizer_temporaries",
     [MEMEST_CAT_WORKSPACE] = "workspace",
+    [MEMEST_CAT_COMM] = "comm_buffers",
 };
-static_assert(MEMEST_CAT_COUNT == 10, "MEMEST_CAT_COUNT changed: update category_names");
+static_assert(MEMEST_CAT_COUNT == 11, "MEMEST_CAT_COUNT changed: update category_names");
 
 const char *memest_phase_name(enum memest_phase p)
 {

@@ -5,7 +5,12 @@
 #include "memest/dist.h"
 
 #include <assert.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "memest/graph.h"
+
+#define NOUNIT UINT32_MAX
 
 static const char *const strategy_names[] = {
     [MEMEST_STRAT_NONE] = "none",   [MEMEST_STRAT_DDP] = "ddp",
@@ -167,3 +172,108 @@ int memest_dist_check(const struct memest_dist_cfg *c, struct memest_error *err)
                            "(parameters are sharded only there)");
     return 0;
 }
+
+void memest_rank_view_init(const struct memest_dist_cfg *c, bool half_params,
+                           struct memest_rank_view *v)
+{
+    enum memest_strategy s = c->strategy;
+    bool zero = s == MEMEST_STRAT_ZERO1 || s == MEMEST_STRAT_ZERO2 || s == MEMEST_STRAT_ZERO3;
+    bool fsdp = s == MEMEST_STRAT_FSDP || s == MEMEST_STRAT_FSDP_GRAD_OP || s == MEMEST_STRAT_HSDP;
+    memset(v, 0, sizeof *v);
+    v->cfg = c;
+    v->strategy = s;
+    v->shard = zero || fsdp ? memest_dist_shard_group(c) : 1;
+    if (v->shard < 1)
+        v->shard = 1;
+    v->shard_optim = zero || fsdp;
+    v->shard_grads = s == MEMEST_STRAT_ZERO2 || s == MEMEST_STRAT_ZERO3 || fsdp;
+    v->shard_params = s == MEMEST_STRAT_ZERO3 || fsdp;
+    v->reshard_after_forward = s == MEMEST_STRAT_ZERO3 || s == MEMEST_STRAT_FSDP ||
+                               s == MEMEST_STRAT_HSDP;
+    v->flat_units = fsdp;
+    v->deepspeed = zero;
+    v->master_fp32 = (zero || fsdp) && half_params;
+    v->offload_optim = c->offload != MEMEST_OFFLOAD_NONE;
+    v->offload_params = c->offload == MEMEST_OFFLOAD_OPTIMIZER_PARAMS;
+    v->ddp_buckets = s == MEMEST_STRAT_DDP && !c->eng.ddp_grad_as_bucket_view;
+    v->in_flight = 1;
+}
+
+bool memest_dist_persistent(const struct memest_rank_view *v, const struct memest_param *p)
+{
+    return v->strategy == MEMEST_STRAT_ZERO3 &&
+           p->numel <= v->cfg->eng.param_persistence_threshold;
+}
+
+static bool selected_block(const struct memest_block_inst *b, const struct memest_rank_view *v)
+{
+    const char *want = v->cfg ? v->cfg->eng.wrap_block : NULL;
+    return want ? strcmp(b->type, want) == 0 : b->depth == 0;
+}
+
+static int by_first(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+uint32_t memest_dist_units(const struct memest_run *r, const struct memest_rank_view *v,
+                           uint32_t *unit_of)
+{
+    const struct memest_graph *g = r->g;
+    for (uint32_t n = 0; n < g->nnodes; n++)
+        unit_of[n] = NOUNIT;
+    /* the chosen block instances' first nodes, in graph order (an instance
+     * nested in a chosen one belongs to it) */
+    uint32_t nsel = 0;
+    for (uint32_t b = 0; b < g->nblocks; b++)
+        if (selected_block(&g->blocks[b], v))
+            nsel++;
+    uint32_t *firsts = malloc(sizeof *firsts * (nsel ? nsel : 1) * 2);
+    if (!firsts)
+        return UINT32_MAX;
+    nsel = 0;
+    for (uint32_t b = 0; b < g->nblocks; b++)
+        if (selected_block(&g->blocks[b], v)) {
+            firsts[2 * nsel] = g->blocks[b].first;
+            firsts[2 * nsel + 1] = g->blocks[b].last;
+            nsel++;
+        }
+    qsort(firsts, nsel, 2 * sizeof *firsts, by_first);
+    uint32_t nu = 0, end = 0;
+    bool any = false;
+    for (uint32_t i = 0; i < nsel; i++) {
+        uint32_t a = firsts[2 * i], z = firsts[2 * i + 1];
+        if (any && a <= end)
+            continue;   /* nested in the previous unit */
+        for (uint32_t n = a; n <= z; n++)
+            unit_of[n] = nu;
+        nu++;
+        end = z;
+        any = true;
+    }
+    free(firsts);
+    /* ZeRO-3 gathers a module's parameters when the module runs: a node with
+     * parameters outside every block is a unit of its own; FSDP's root unit
+     * keeps them together (unit_of NOUNIT) */
+    if (v->strategy == MEMEST_STRAT_ZERO3) {
+        /* renumber in graph order (new ids are never below old ones) */
+        uint32_t next = 0, prev = NOUNIT;
+        for (uint32_t n = 0; n < g->nnodes; n++) {
+            uint32_t old = unit_of[n];
+            if (old == NOUNIT) {
+                prev = NOUNIT;
+                if (r->nodes[n].nparam > 0)
+                    unit_of[n] = next++;
+                continue;
+            }
+            if (old != prev)
+                next++;
+            prev = old;
+            unit_of[n] = next - 1;
+        }
+        nu = next;
+    }
+    return nu;
+}
+

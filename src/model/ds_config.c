@@ -1,0 +1,348 @@
+/* ds_config.c - a DeepSpeed config file onto the several-GPU layout
+ * (ds_config.h). The keys and their defaults follow DeepSpeed v0.16
+ * (deepspeed/runtime/config.py, deepspeed/runtime/zero/config.py and
+ * offload_config.py); "auto" values follow the Hugging Face Trainer's
+ * integration (transformers integrations/deepspeed.py, trainer_config_process
+ * and trainer_config_finalize: reduce_bucket_size = hidden_size^2,
+ * stage3_prefetch_bucket_size = 0.9 hidden_size^2,
+ * stage3_param_persistence_threshold = 10 hidden_size). Each key is one of:
+ * read (it sets memory), ignored (it changes no memory: noted), or refused
+ * (it changes memory in a way memest does not model). */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "memest/ds_config.h"
+#include "memest/model.h"
+
+#include "hf_internal.h"
+
+struct rd {
+    const char *file;
+    struct memest_error *err;
+    struct memest_ds_settings *s;
+};
+
+static int bad(struct rd *r, const char *path, const char *what)
+{
+    memest_err_file(r->err, r->file);
+    return memest_errf(r->err, MEMEST_ERR_SCHEMA, path, "%s", what);
+}
+
+static void ignore(struct rd *r, const char *key)
+{
+    size_t k = strlen(r->s->ignored);
+    if (k + strlen(key) + 3 < sizeof r->s->ignored)
+        snprintf(r->s->ignored + k, sizeof r->s->ignored - k, "%s%s", k ? ", " : "", key);
+}
+
+static bool is_auto(const cJSON *v)
+{
+    return cJSON_IsString(v) && strcmp(v->valuestring, "auto") == 0;
+}
+
+/* A whole number >= lo (JSON numbers such as 5e8 included), or "auto"
+ * (*out untouched, returns 1). 0 / 1 / -1. */
+static int whole(struct rd *r, const cJSON *v, const char *path, double lo, uint64_t *out)
+{
+    if (is_auto(v))
+        return 1;
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < lo ||
+        v->valuedouble > 9.007199254740992e15 || floor(v->valuedouble) != v->valuedouble) {
+        char m[160];
+        snprintf(m, sizeof m, "expected a whole number of at least %.0f (or \"auto\")", lo);
+        return bad(r, path, m);
+    }
+    *out = (uint64_t)v->valuedouble;
+    return 0;
+}
+
+static int boolean(struct rd *r, const cJSON *v, const char *path, bool *out)
+{
+    if (is_auto(v))
+        return 1;
+    if (!cJSON_IsBool(v))
+        return bad(r, path, "expected true or false (or \"auto\")");
+    *out = cJSON_IsTrue(v);
+    return 0;
+}
+
+/* "device": "cpu" / "nvme" on, "none" off. */
+static int offload(struct rd *r, const cJSON *o, const char *path, bool *on)
+{
+    char p[96];
+    if (cJSON_IsNull(o)) {
+        *on = false;
+        return 0;
+    }
+    if (!cJSON_IsObject(o))
+        return bad(r, path, "expected an object with \"device\"");
+    *on = false;
+    for (const cJSON *k = o->child; k; k = k->next) {
+        snprintf(p, sizeof p, "%s.%s", path, k->string);
+        if (strcmp(k->string, "device") == 0) {
+            if (!cJSON_IsString(k))
+                return bad(r, p, "expected \"cpu\", \"nvme\" or \"none\"");
+            if (strcmp(k->valuestring, "cpu") == 0 || strcmp(k->valuestring, "nvme") == 0)
+                *on = true;
+            else if (strcmp(k->valuestring, "none") != 0)
+                return bad(r, p, "expected \"cpu\", \"nvme\" or \"none\"");
+        } else if (strcmp(k->string, "pin_memory") && strcmp(k->string, "nvme_path") &&
+                   strcmp(k->string, "buffer_count") && strcmp(k->string, "buffer_size") &&
+                   strcmp(k->string, "max_in_cpu") && strcmp(k->string, "pipeline_read") &&
+                   strcmp(k->string, "pipeline_write") && strcmp(k->string, "fast_init") &&
+                   strcmp(k->string, "ratio")) {
+            return bad(r, p, "unknown offload key");
+        }
+    }
+    return 0;
+}
+
+static const char *const zero_ignored[] = {
+    /* change no device memory of the step: communication patterns, saving,
+     * checkpoint loading, elasticity */
+    "allgather_partitions", "reduce_scatter", "round_robin_gradients", "load_from_fp32_weights",
+    "elastic_checkpoint", "ignore_unused_parameters", "legacy_stage1",
+    "stage3_gather_16bit_weights_on_model_save", "stage3_gather_fp16_weights_on_model_save",
+    "gather_16bit_weights_on_model_save", "use_multi_rank_bucket_allreduce",
+    "memory_efficient_linear", "sub_group_size", "log_trace_cache_warnings", "zero_hpz_partition_size",
+};
+
+static int zero(struct rd *r, const cJSON *z, struct memest_dist_cfg *d, int64_t hidden,
+                bool *off_opt, bool *off_par)
+{
+    char p[128];
+    if (!cJSON_IsObject(z))
+        return bad(r, "zero_optimization", "expected an object");
+    uint64_t stage = 0;
+    int rc;
+    struct memest_engine_cfg *e = &d->eng;
+    uint64_t h2 = hidden > 0 ? (uint64_t)hidden * (uint64_t)hidden : 0;
+    for (const cJSON *k = z->child; k; k = k->next) {
+        const char *n = k->string;
+        snprintf(p, sizeof p, "zero_optimization.%s", n);
+        if (strcmp(n, "stage") == 0) {
+            if ((rc = whole(r, k, p, 0, &stage)) != 0 || stage > 3)
+                return rc < 0 ? -1 : bad(r, p, "expected 0, 1, 2 or 3");
+        } else if (strcmp(n, "offload_optimizer") == 0) {
+            if (offload(r, k, p, off_opt) != 0)
+                return -1;
+        } else if (strcmp(n, "offload_param") == 0) {
+            if (offload(r, k, p, off_par) != 0)
+                return -1;
+        } else if (strcmp(n, "cpu_offload") == 0) {   /* the legacy flag */
+            if (boolean(r, k, p, off_opt) < 0)
+                return -1;
+        } else if (strcmp(n, "cpu_offload_params") == 0) {
+            if (boolean(r, k, p, off_par) < 0)
+                return -1;
+        } else if (strcmp(n, "reduce_bucket_size") == 0) {
+            if ((rc = whole(r, k, p, 1, &e->reduce_bucket_size)) < 0)
+                return -1;
+            if (rc == 1 && h2)
+                e->reduce_bucket_size = h2;
+        } else if (strcmp(n, "allgather_bucket_size") == 0) {
+            if (whole(r, k, p, 1, &e->allgather_bucket_size) < 0)
+                return -1;
+        } else if (strcmp(n, "stage3_prefetch_bucket_size") == 0) {
+            if ((rc = whole(r, k, p, 0, &e->prefetch_bucket_size)) < 0)
+                return -1;
+            if (rc == 1 && h2)
+                e->prefetch_bucket_size = (uint64_t)(0.9 * (double)h2);
+        } else if (strcmp(n, "stage3_param_persistence_threshold") == 0) {
+            if ((rc = whole(r, k, p, 0, &e->param_persistence_threshold)) < 0)
+                return -1;
+            if (rc == 1 && hidden > 0)
+                e->param_persistence_threshold = 10 * (uint64_t)hidden;
+        } else if (strcmp(n, "stage3_max_live_parameters") == 0) {
+            if (whole(r, k, p, 0, &e->max_live_parameters) < 0)
+                return -1;
+        } else if (strcmp(n, "stage3_max_reuse_distance") == 0) {
+            if (whole(r, k, p, 0, &e->max_reuse_distance) < 0)
+                return -1;
+        } else if (strcmp(n, "overlap_comm") == 0) {
+            if ((rc = boolean(r, k, p, &e->overlap_comm)) < 0)
+                return -1;
+            e->overlap_comm_set = rc == 0;
+        } else if (strcmp(n, "contiguous_gradients") == 0) {
+            if (boolean(r, k, p, &e->contiguous_gradients) < 0)
+                return -1;
+        } else if (strcmp(n, "zero_quantized_weights") == 0 ||
+                   strcmp(n, "zero_quantized_gradients") == 0 ||
+                   strcmp(n, "zero_quantized_nontrainable_weights") == 0 ||
+                   strcmp(n, "mics_shard_size") == 0 || strcmp(n, "zeropp_loco_param") == 0) {
+            bool on = false;
+            if (cJSON_IsBool(k))
+                on = cJSON_IsTrue(k);
+            else if (cJSON_IsNumber(k))
+                on = k->valuedouble > 0;
+            if (on)
+                return bad(r, p, "changes the memory in a way memest does not model (ZeRO++ / "
+                                 "MiCS): remove it to estimate the plain ZeRO step");
+        } else {
+            bool known = false;
+            for (size_t i = 0; i < sizeof zero_ignored / sizeof *zero_ignored; i++)
+                known |= strcmp(n, zero_ignored[i]) == 0;
+            if (!known)
+                return bad(r, p, "unknown zero_optimization key (a typo would change the "
+                                 "estimate silently)");
+            ignore(r, p);
+        }
+    }
+    static const enum memest_strategy by_stage[] = {MEMEST_STRAT_DDP, MEMEST_STRAT_ZERO1,
+                                                    MEMEST_STRAT_ZERO2, MEMEST_STRAT_ZERO3};
+    d->strategy = by_stage[stage];
+    return 0;
+}
+
+static int half(struct rd *r, const cJSON *v, const char *key, enum memest_dtype t)
+{
+    char p[64];
+    if (!cJSON_IsObject(v))
+        return bad(r, key, "expected an object");
+    for (const cJSON *k = v->child; k; k = k->next) {
+        snprintf(p, sizeof p, "%s.%s", key, k->string);
+        if (strcmp(k->string, "enabled") == 0) {
+            bool on = false;
+            int rc = boolean(r, k, p, &on);
+            if (rc < 0)
+                return -1;
+            if (rc == 0 && on) {
+                if (r->s->half_set && r->s->half != t)
+                    return bad(r, p, "bf16 and fp16 are both enabled");
+                r->s->half_set = true;
+                r->s->half = t;
+            }
+        } else if (strcmp(k->string, "immediate_grad_update") == 0 ||
+                   strcmp(k->string, "check_grad_overflow") == 0 ||
+                   strcmp(k->string, "auto_cast") == 0) {
+            return bad(r, p, "changes the memory in a way memest does not model");
+        } else {
+            ignore(r, p);   /* loss scaling settings */
+        }
+    }
+    return 0;
+}
+
+static int optimizer(struct rd *r, const cJSON *v)
+{
+    if (!cJSON_IsObject(v))
+        return bad(r, "optimizer", "expected an object");
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(v, "type");
+    if (!cJSON_IsString(t))
+        return bad(r, "optimizer.type", "expected a string");
+    const char *n = t->valuestring;
+    if (strcasecmp(n, "adam") == 0 || strcasecmp(n, "cpuadam") == 0 ||
+        strcasecmp(n, "fusedadam") == 0)
+        r->s->optim = MEMEST_OPT_ADAM;
+    else if (strcasecmp(n, "adamw") == 0)
+        r->s->optim = MEMEST_OPT_ADAMW;
+    else if (strcasecmp(n, "sgd") == 0)
+        r->s->optim = MEMEST_OPT_SGD;
+    else
+        return bad(r, "optimizer.type", "an optimizer memest does not model here (Adam, AdamW "
+                                        "and SGD are; give --optim for the others)");
+    r->s->optim_set = true;
+    const cJSON *pa = cJSON_GetObjectItemCaseSensitive(v, "params");
+    const cJSON *m = cJSON_IsObject(pa) ? cJSON_GetObjectItemCaseSensitive(pa, "momentum") : NULL;
+    if (m && cJSON_IsNumber(m))
+        r->s->momentum = m->valuedouble;
+    return 0;
+}
+
+static const char *const top_ignored[] = {
+    "scheduler", "gradient_clipping", "steps_per_print", "wall_clock_breakdown", "tensorboard",
+    "wandb", "csv_monitor", "comet", "flops_profiler", "comms_logger", "zero_allow_untested_optimizer",
+    "zero_force_ds_cpu_optimizer", "prescale_gradients", "gradient_predivide_factor",
+    "communication_data_type", "dump_state", "memory_breakdown", "checkpoint", "elasticity",
+    "autotuning", "aio", "activation_checkpointing", "sparse_gradients", "seq_parallel_communication_data_type",
+    "timers", "monitor_config", "use_data_before_expert_parallelism", "disable_allgather",
+    "nebula", "data_efficiency", "curriculum_learning", "train_batch_size",
+};
+
+int memest_ds_config_read(const char *path, int64_t hidden, struct memest_dist_cfg *d,
+                          struct memest_ds_settings *s, struct memest_error *err)
+{
+    cJSON *root = NULL;
+    memset(s, 0, sizeof *s);
+    if (mb_json_read_file(path, &root, err) != 0)
+        return -1;
+    struct rd r = {path, err, s};
+    int rc = 0;
+    bool off_opt = false, off_par = false, zero_seen = false;
+    if (!cJSON_IsObject(root)) {
+        rc = bad(&r, "(top level)", "expected a JSON object (a DeepSpeed config)");
+        goto end;
+    }
+    for (const cJSON *k = root->child; k && rc == 0; k = k->next) {
+        const char *n = k->string;
+        uint64_t u = 0;
+        int w;
+        if (strcmp(n, "zero_optimization") == 0) {
+            zero_seen = true;
+            rc = zero(&r, k, d, hidden, &off_opt, &off_par);
+        } else if (strcmp(n, "bf16") == 0 || strcmp(n, "bfloat16") == 0) {
+            rc = half(&r, k, n, MEMEST_BF16);
+        } else if (strcmp(n, "fp16") == 0) {
+            rc = half(&r, k, n, MEMEST_F16);
+        } else if (strcmp(n, "train_micro_batch_size_per_gpu") == 0) {
+            if ((w = whole(&r, k, n, 1, &u)) < 0)
+                rc = -1;
+            else if (w == 0)
+                s->micro_batch = (int64_t)u;
+        } else if (strcmp(n, "gradient_accumulation_steps") == 0) {
+            if ((w = whole(&r, k, n, 1, &u)) < 0)
+                rc = -1;
+            else if (w == 0)
+                s->grad_accum = (int64_t)u;
+        } else if (strcmp(n, "optimizer") == 0) {
+            rc = optimizer(&r, k);
+        } else if (strcmp(n, "amp") == 0 || strcmp(n, "compression_training") == 0 ||
+                   strcmp(n, "pipeline") == 0 || strcmp(n, "data_types") == 0) {
+            const cJSON *en = cJSON_IsObject(k) ? cJSON_GetObjectItemCaseSensitive(k, "enabled") : NULL;
+            if (strcmp(n, "pipeline") == 0 || strcmp(n, "data_types") == 0 || cJSON_IsTrue(en))
+                rc = bad(&r, n, "changes the memory in a way memest does not model (apex amp, "
+                                "compression, pipeline engine, data_types.grad_accum_dtype)");
+            else
+                ignore(&r, n);
+        } else {
+            bool known = false;
+            for (size_t i = 0; i < sizeof top_ignored / sizeof *top_ignored; i++)
+                known |= strcmp(n, top_ignored[i]) == 0;
+            if (!known)
+                rc = bad(&r, n, "unknown DeepSpeed config key (a typo would change the estimate "
+                                "silently)");
+            else
+                ignore(&r, n);
+        }
+    }
+    if (rc == 0 && !zero_seen)
+        d->strategy = MEMEST_STRAT_DDP;   /* stage 0: the engine all-reduces whole gradients */
+    if (rc == 0)
+        d->offload = off_par && off_opt ? MEMEST_OFFLOAD_OPTIMIZER_PARAMS
+                     : off_opt          ? MEMEST_OFFLOAD_OPTIMIZER
+                                        : MEMEST_OFFLOAD_NONE;
+    if (rc == 0 && off_par && !off_opt)
+        rc = bad(&r, "zero_optimization.offload_param",
+                 "offloading the parameters without the optimizer is not modelled");
+end:
+    cJSON_Delete(root);
+    return rc;
+}
+
+int64_t memest_ds_model_hidden(const struct memest_model *m)
+{
+    /* a Hugging Face config's hidden size, by the names PretrainedConfig's
+     * attribute_map gives it (GPT-2's n_embd, T5's d_model) */
+    static const char *const keys[] = {"hidden_size", "n_embd", "d_model"};
+    if (!m || !cJSON_IsObject(m->root))
+        return 0;
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(m->root, keys[i]);
+        if (cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble < 1e9)
+            return (int64_t)v->valuedouble;
+    }
+    return 0;
+}

@@ -1,0 +1,118 @@
+/* report_dist.c - several GPUs: the layout, and one rank's model states
+ * with the engine's buffers stated apart, in text and JSON (README
+ * "Several GPUs"). The figures are the calculator's (calc.h:
+ * memest_calc_dist_states) and the step simulation's, run for the rank. */
+#include <stdio.h>
+
+#include "memest/dist.h"
+#include "memest/format.h"
+#include "memest/jsonw.h"
+#include "memest/report.h"
+
+static const char *engine_label(enum memest_strategy s)
+{
+    switch (s) {
+    case MEMEST_STRAT_NONE: return "model parallelism only";
+    case MEMEST_STRAT_DDP: return "PyTorch DDP";
+    case MEMEST_STRAT_ZERO1: return "DeepSpeed ZeRO stage 1 (optimizer state partitioned)";
+    case MEMEST_STRAT_ZERO2: return "DeepSpeed ZeRO stage 2 (+ gradients)";
+    case MEMEST_STRAT_ZERO3: return "DeepSpeed ZeRO stage 3 (+ parameters)";
+    case MEMEST_STRAT_FSDP: return "PyTorch FSDP FULL_SHARD";
+    case MEMEST_STRAT_FSDP_GRAD_OP: return "PyTorch FSDP SHARD_GRAD_OP";
+    case MEMEST_STRAT_HSDP: return "PyTorch FSDP HYBRID_SHARD";
+    case MEMEST_STRAT_COUNT: break;
+    }
+    return "?";
+}
+
+static int64_t global_batch(const struct memest_report *rep, const struct memest_dist_cfg *c)
+{
+    int64_t ga = rep->step->grad_accum > 1 ? rep->step->grad_accum : 1;
+    return rep->r->opts.batch * ga * memest_dist_dp(c);
+}
+
+static void line(FILE *f, const char *label, uint64_t v, const char *note)
+{
+    char b[32];
+    fprintf(f, "  %-22s %12s%s%s\n", label, memest_fmt_bytes(v, b, sizeof b), note && *note ? "  " : "",
+            note ? note : "");
+}
+
+void memest_report_dist_text(FILE *f, const struct memest_report *rep)
+{
+    const struct memest_rank_view *v = rep->step->rank;
+    if (!v || !rep->e->has_dist)
+        return;
+    const struct memest_dist_cfg *c = v->cfg;
+    const struct memest_dist_states *d = &rep->e->dist;
+    char note[160];
+    fprintf(f, "Several GPUs: %lld GPUs, %s; data-parallel %lld", (long long)c->gpus,
+            engine_label(v->strategy), (long long)memest_dist_dp(c));
+    if (v->shard_optim && v->shard != memest_dist_dp(c))
+        fprintf(f, ", sharded over %lld per node", (long long)v->shard);
+    if (v->offload_optim)
+        fprintf(f, ", offload %s", memest_offload_name(c->offload));
+    fprintf(f, "\n  --batch %lld is the micro-batch per GPU: global batch %lld\n",
+            (long long)rep->r->opts.batch, (long long)global_batch(rep, c));
+    fprintf(f, "Model states per GPU (at rest)\n");
+    line(f, "parameters", d->params,
+         v->shard_params ? (v->master_fp32 && v->flat_units ? "(fp32 shards: FSDP MixedPrecision)"
+                                                            : "(shards)")
+                         : "");
+    line(f, "gradients", d->grads, v->shard_grads ? "(the rank's partition)" : "");
+    line(f, "optimizer state", d->optim, v->shard_optim ? "(the rank's partition)" : "");
+    if (d->master)
+        line(f, "fp32 master weights", d->master, "(the rank's partition)");
+    line(f, "model states", d->total, "");
+    if (d->buckets) {
+        snprintf(note, sizeof note, "(%s)",
+                 v->deepspeed ? "reduce bucket: reduce_bucket_size 16-bit elements"
+                              : "DDP's buckets: a copy of the gradients; --ddp-bucket-view drops it");
+        line(f, "engine buckets", d->buckets, note);
+    }
+    if (d->gathered) {
+        snprintf(note, sizeof note, "(over %llu units: %s)", (unsigned long long)d->units,
+                 v->reshard_after_forward ? "the largest two neighbours, plus the root's"
+                                          : "all, kept from forward to backward");
+        line(f, "gathered parameters", d->gathered, note);
+    }
+    if (d->host)
+        line(f, "host memory", d->host, "(what the offload keeps on the CPU)");
+    fputc('\n', f);
+}
+
+void memest_report_dist_json(struct memest_jsonw *w, const struct memest_report *rep)
+{
+    const struct memest_rank_view *v = rep->step->rank;
+    if (!v || !rep->e->has_dist)
+        return;
+    const struct memest_dist_cfg *c = v->cfg;
+    const struct memest_dist_states *d = &rep->e->dist;
+    memest_jsonw_obj_begin(w, "parallel");
+    memest_jsonw_i64(w, "gpus", c->gpus);
+    memest_jsonw_str(w, "strategy", memest_strategy_name(v->strategy));
+    memest_jsonw_i64(w, "dp", memest_dist_dp(c));
+    memest_jsonw_i64(w, "tp", c->tp);
+    memest_jsonw_i64(w, "pp", c->pp);
+    memest_jsonw_i64(w, "cp", c->cp);
+    memest_jsonw_i64(w, "ep", c->ep);
+    memest_jsonw_i64(w, "shard_group", v->shard);
+    memest_jsonw_str(w, "offload", memest_offload_name(c->offload));
+    memest_jsonw_i64(w, "micro_batch", rep->r->opts.batch);
+    memest_jsonw_i64(w, "global_batch", global_batch(rep, c));
+    memest_jsonw_obj_begin(w, "model_states");
+    memest_jsonw_u64(w, "parameters", d->params);
+    memest_jsonw_u64(w, "gradients", d->grads);
+    memest_jsonw_u64(w, "optimizer_state", d->optim);
+    memest_jsonw_u64(w, "master_weights", d->master);
+    memest_jsonw_u64(w, "total", d->total);
+    memest_jsonw_obj_end(w);
+    memest_jsonw_obj_begin(w, "engine_buffers");
+    memest_jsonw_u64(w, "buckets", d->buckets);
+    memest_jsonw_u64(w, "gathered_parameters", d->gathered);
+    memest_jsonw_u64(w, "units", d->units);
+    memest_jsonw_obj_end(w);
+    memest_jsonw_u64(w, "host_bytes", d->host);
+    memest_jsonw_u64(w, "shard_elements", d->shard_elems);
+    memest_jsonw_obj_end(w);
+}

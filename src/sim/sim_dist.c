@@ -1,0 +1,505 @@
+/* sim_dist.c - several GPUs (dist.h): what one data-parallel rank's step
+ * holds besides the one-GPU step (sim_internal.h), as the engines do it:
+ *   setup     the rank's parameters: whole, or ZeRO-3's per-parameter shards
+ *             (the small persistent ones whole) or FSDP's flat shard per unit;
+ *             DDP's buckets (a second copy of the gradients unless
+ *             gradient_as_bucket_view, torch/csrc/distributed/c10d/reducer.cpp)
+ *             and ZeRO-3's reduce bucket (__ipg_bucket_flat_buffer, made at
+ *             init), all kept;
+ *   forward   a unit's parameters are gathered (all-gathered into their
+ *             compute dtype) when its first node runs, with the next unit's
+ *             (FSDP's limit_all_gathers lets two all-gathers be in flight;
+ *             ZeRO-3 prefetches by its trace), and go after its last node
+ *             unless the strategy keeps them to the backward (SHARD_GRAD_OP);
+ *             FSDP's root unit (the parameters outside every unit) is
+ *             gathered for the whole forward and backward;
+ *   backward  a unit is gathered again when the backward reaches it, the one
+ *             before it prefetched (BACKWARD_PRE); when the backward has left
+ *             it, its parameters go and its gradients are reduce-scattered:
+ *             FSDP frees the unit's whole gradients and keeps the rank's
+ *             shard (fp32 with MixedPrecision); DeepSpeed ZeRO-2/3 copy each
+ *             gradient into the reduce bucket as AccumulateGrad makes it
+ *             (the whole gradient goes at once) and keep the partition;
+ *             ZeRO-1/2 make their reduce buckets (ipg_buffer, reduce_bucket_size
+ *             16-bit elements, two with overlap_comm) when the backward starts
+ *             and free them after it (stage_1_and_2.py);
+ *   optimizer over the rank's partition: one flat tensor per group under
+ *             ZeRO (its state, the fp32 master under 16-bit parameters and the
+ *             fp32 gradient the step makes from the partition), one per unit
+ *             under FSDP; nothing on the device with --offload (CPU Adam).
+ * Units are the top-level block instances (or the FSDP wrap block's); ZeRO-3
+ * fetches module by module, so a parameter node outside every block is a
+ * unit of its own there. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "memest/optim.h"
+#include "sim_internal.h"
+
+static uint64_t elem_of(const struct memest_run *r, const struct memest_param *p)
+{
+    uint64_t b = r->storages[p->storage].bytes;
+    return p->numel ? (b + p->numel - 1) / p->numel : 0;
+}
+
+static bool sharded(const struct sim *S, const struct memest_param *p)
+{
+    return S->rv->shard_params && !memest_dist_persistent(S->rv, p);
+}
+
+static uint32_t unit_index(const struct sim *S, uint32_t node)
+{
+    return S->unit_of[node] == NONE ? S->nunits : S->unit_of[node];
+}
+
+int sim_dist_analyze(struct sim *S)
+{
+    const struct memest_run *r = S->r;
+    S->gpart = S->ipg[0] = S->ipg[1] = S->bcur = NONE;
+    if (!S->rv)
+        return 0;
+    size_t nn = S->nn ? S->nn : 1;
+    S->unit_of = malloc(sizeof *S->unit_of * nn);
+    S->pred = calloc(S->ns ? S->ns : 1, 1);
+    if (!S->unit_of || !S->pred)
+        return sim_nomem(S);
+    uint32_t nu = memest_dist_units(r, S->rv, S->unit_of);
+    if (nu == UINT32_MAX)
+        return sim_nomem(S);
+    S->nunits = nu;
+    size_t k = (size_t)nu + 1;
+    S->ufirst = malloc(sizeof *S->ufirst * k);
+    S->ulast = malloc(sizeof *S->ulast * k);
+    S->ugath = calloc(k, sizeof *S->ugath);
+    S->ushard = calloc(k, sizeof *S->ushard);
+    S->ugid = malloc(sizeof *S->ugid * k);
+    S->ugr = malloc(sizeof *S->ugr * k);
+    if (!S->ufirst || !S->ulast || !S->ugath || !S->ushard || !S->ugid || !S->ugr)
+        return sim_nomem(S);
+    for (size_t u = 0; u < k; u++) {
+        S->ufirst[u] = NONE;
+        S->ulast[u] = 0;
+        S->ugid[u] = S->ugr[u] = NONE;
+    }
+    for (uint32_t n = 0; n < S->nn; n++) {
+        uint32_t u = S->unit_of[n];
+        if (u == NONE)
+            continue;
+        if (S->ufirst[u] == NONE)
+            S->ufirst[u] = n;
+        S->ulast[u] = n;
+    }
+    for (uint32_t i = 0; i < r->nparams; i++) {
+        const struct memest_param *p = &r->params[i];
+        if (p->tied_to >= 0 || !sharded(S, p))
+            continue;
+        uint32_t u = unit_index(S, p->node);
+        S->ugath[u] = memest_sat_add(S->ugath[u], r->storages[p->storage].bytes);
+        S->ushard[u] = memest_sat_add(S->ushard[u], p->numel);
+    }
+    return 0;
+}
+
+void sim_dist_free(struct sim *S)
+{
+    free(S->unit_of);
+    free(S->ufirst);
+    free(S->ulast);
+    free(S->ugath);
+    free(S->ushard);
+    free(S->ugid);
+    free(S->ugr);
+    free(S->pred);
+}
+
+/* The element size of unit u's shard: fp32 under MixedPrecision (the
+ * master), else the parameters' own. */
+static uint64_t shard_elem(const struct sim *S, uint32_t u)
+{
+    if (S->rv->master_fp32)
+        return 4;
+    const struct memest_run *r = S->r;
+    for (uint32_t i = 0; i < r->nparams; i++) {
+        const struct memest_param *p = &r->params[i];
+        if (p->tied_to < 0 && sharded(S, p) && unit_index(S, p->node) == u)
+            return elem_of(r, p);
+    }
+    return 4;
+}
+
+int sim_dist_setup(struct sim *S)
+{
+    const struct memest_run *r = S->r;
+    const struct memest_rank_view *v = S->rv;
+    uint32_t id;
+    if (!v)
+        return 0;
+    uint8_t *done = calloc(S->ns ? S->ns : 1, 1);
+    if (!done)
+        return sim_nomem(S);
+    int rc = 0;
+    for (uint32_t i = 0; i < r->nparams && rc == 0; i++) {
+        const struct memest_param *p = &r->params[i];
+        if (p->tied_to >= 0 || done[p->storage])
+            continue;
+        done[p->storage] = 1;
+        if (!sharded(S, p))
+            rc = sim_alloc_storage(S, p->storage, MEMEST_CAT_PARAMS, p->node);
+        else if (!v->flat_units && !v->offload_params)   /* ZeRO-3: its partition */
+            rc = sim_ev_alloc(S, MEMEST_CAT_PARAMS, p->node,
+                              memest_sat_mul(memest_dist_part(p->numel, v->shard), elem_of(r, p)),
+                              &id);
+    }
+    /* other parameter-kind storages (a quantised weight's state) stay whole */
+    for (uint32_t s = 0; s < S->ns && rc == 0; s++)
+        if (r->storages[s].kind == MEMEST_ST_PARAM && !done[s])
+            rc = sim_alloc_storage(S, s, MEMEST_CAT_PARAMS, r->storages[s].node);
+    free(done);
+    if (rc != 0)
+        return -1;
+    if (v->flat_units && !v->offload_params)
+        for (uint32_t u = 0; u <= S->nunits; u++)
+            if (S->ushard[u] &&
+                sim_ev_alloc(S, MEMEST_CAT_PARAMS, u < S->nunits ? S->ufirst[u] : NONE,
+                             memest_sat_mul(memest_dist_part(S->ushard[u], v->shard),
+                                            shard_elem(S, u)),
+                             &id) != 0)
+                return -1;
+    if (v->ddp_buckets && !S->inference) {
+        uint64_t b = 0;
+        for (uint32_t i = 0; i < r->nparams; i++)
+            if (r->params[i].tied_to < 0 && r->params[i].trainable)
+                b = memest_sat_add(b, r->storages[r->params[i].storage].bytes);
+        if (b && sim_ev_alloc(S, MEMEST_CAT_COMM, NONE, b, &id) != 0)
+            return -1;
+    }
+    if (v->strategy == MEMEST_STRAT_ZERO3 && !S->inference &&
+        sim_ev_alloc(S, MEMEST_CAT_COMM, NONE, memest_sat_mul(v->cfg->eng.reduce_bucket_size, 2),
+                     &id) != 0)
+        return -1;
+    return 0;
+}
+
+/* ---- gathering ---- */
+
+static int gather(struct sim *S, uint32_t u, uint32_t node)
+{
+    if (u > S->nunits || S->ugid[u] != NONE || !S->ugath[u])
+        return 0;
+    return sim_ev_alloc(S, MEMEST_CAT_COMM, node, S->ugath[u], &S->ugid[u]);
+}
+
+static int release(struct sim *S, uint32_t u, uint32_t node)
+{
+    if (u > S->nunits || S->ugid[u] == NONE)
+        return 0;
+    uint32_t id = S->ugid[u];
+    S->ugid[u] = NONE;
+    return sim_ev_free(S, node, id);
+}
+
+int sim_dist_fwd_enter(struct sim *S, uint32_t n)
+{
+    if (!dist_on(S) || !S->rv->shard_params)
+        return 0;
+    if (n == 0 && S->rv->flat_units && gather(S, S->nunits, n) != 0)   /* FSDP's root */
+        return -1;
+    uint32_t u = S->unit_of[n];
+    if (u == NONE || S->ufirst[u] != n)
+        return 0;
+    return gather(S, u, n) || gather(S, u + 1 < S->nunits ? u + 1 : NONE, n) ? -1 : 0;
+}
+
+int sim_dist_fwd_leave(struct sim *S, uint32_t n)
+{
+    if (!dist_on(S) || !S->rv->shard_params)
+        return 0;
+    uint32_t u = S->unit_of[n];
+    if (u == NONE || S->ulast[u] != n)
+        return 0;
+    /* a no-grad pass reshards after every unit */
+    return S->rv->reshard_after_forward || S->inference ? release(S, u, n) : 0;
+}
+
+int sim_dist_fwd_end(struct sim *S)
+{
+    if (!dist_on(S) || !S->rv->shard_params || !S->inference)
+        return 0;
+    for (uint32_t u = 0; u <= S->nunits; u++)
+        if (release(S, u, NONE) != 0)
+            return -1;
+    return 0;
+}
+
+/* ---- backward ---- */
+
+static bool ds_reduce_buckets(const struct sim *S)
+{
+    const struct memest_rank_view *v = S->rv;
+    if (!v->deepspeed || v->strategy == MEMEST_STRAT_ZERO3 || !v->cfg->eng.contiguous_gradients)
+        return false;
+    return true;
+}
+
+int sim_dist_bwd_begin(struct sim *S)
+{
+    if (!dist_on(S))
+        return 0;
+    S->bcur = S->nunits ? S->nunits - 1 : NONE;
+    if (ds_reduce_buckets(S)) {
+        const struct memest_engine_cfg *e = &S->rv->cfg->eng;
+        bool overlap = e->overlap_comm_set && e->overlap_comm;
+        for (int i = 0; i < (overlap ? 2 : 1); i++)
+            if (S->ipg[i] == NONE &&
+                sim_ev_alloc(S, MEMEST_CAT_COMM, NONE, memest_sat_mul(e->reduce_bucket_size, 2),
+                             &S->ipg[i]) != 0)
+                return -1;
+    }
+    return 0;
+}
+
+int sim_dist_bwd_enter(struct sim *S, uint32_t lo, uint32_t hi)
+{
+    if (!dist_on(S) || !S->rv->shard_params)
+        return 0;
+    uint32_t low = NONE;
+    for (uint32_t n = hi + 1; n-- > lo;) {
+        uint32_t u = S->unit_of[n];
+        if (u == NONE)
+            continue;
+        if (gather(S, u, n) != 0)
+            return -1;
+        low = u;
+        if (S->ufirst[u] > lo && S->ufirst[u] <= n)
+            n = S->ufirst[u];   /* the rest of the unit is gathered */
+    }
+    if (low != NONE && low > 0 && (S->rv->cfg->eng.backward_prefetch || !S->rv->flat_units))
+        return gather(S, low - 1, lo);
+    return 0;
+}
+
+/* FSDP: the unit's whole gradients go, reduce-scattered into its shard. */
+static int reduce_unit(struct sim *S, uint32_t u, uint32_t node)
+{
+    const struct memest_run *r = S->r;
+    bool any = false;
+    for (uint32_t i = 0; i < r->nparams; i++) {
+        const struct memest_param *p = &r->params[i];
+        if (p->tied_to >= 0 || !p->trainable || unit_index(S, p->node) != u)
+            continue;
+        uint32_t ps = p->storage;
+        if (S->pg[ps] == NONE)
+            continue;
+        if (sim_ev_free(S, node, S->pg[ps]) != 0)
+            return -1;
+        S->pg[ps] = NONE;
+        S->pred[ps] = 1;
+        any = true;
+    }
+    if (!any || S->ugr[u] != NONE || !S->ushard[u])
+        return 0;
+    return sim_ev_alloc(S, MEMEST_CAT_GRADS, node,
+                        memest_sat_mul(memest_dist_part(S->ushard[u], S->rv->shard),
+                                       shard_elem(S, u)),
+                        &S->ugr[u]);
+}
+
+int sim_dist_bwd_leave(struct sim *S, uint32_t lo)
+{
+    if (!dist_on(S) || !S->rv->shard_params)
+        return 0;
+    while (S->bcur != NONE && S->ufirst[S->bcur] >= lo) {
+        uint32_t u = S->bcur;
+        if (release(S, u, lo) != 0 || (S->rv->flat_units && reduce_unit(S, u, lo) != 0))
+            return -1;
+        S->bcur = u ? u - 1 : NONE;
+    }
+    return 0;
+}
+
+int sim_dist_bwd_end(struct sim *S)
+{
+    if (!dist_on(S))
+        return 0;
+    if (S->rv->shard_params) {
+        for (uint32_t u = 0; u <= S->nunits; u++)
+            if (release(S, u, NONE) != 0)
+                return -1;
+        if (S->rv->flat_units && reduce_unit(S, S->nunits, NONE) != 0)
+            return -1;
+    }
+    for (int i = 0; i < 2; i++)
+        if (S->ipg[i] != NONE) {
+            if (sim_ev_free(S, NONE, S->ipg[i]) != 0)
+                return -1;
+            S->ipg[i] = NONE;
+        }
+    return 0;
+}
+
+/* The rank's partition of the trainable parameters under ZeRO: DeepSpeed's
+ * flat group padded to 2 x ranks (ZeRO-1/2), each parameter's partition
+ * (ZeRO-3; the persistent ones too, their state is partitioned). */
+static uint64_t zero_part(const struct sim *S)
+{
+    const struct memest_run *r = S->r;
+    uint64_t all = 0, part3 = 0;
+    for (uint32_t i = 0; i < r->nparams; i++) {
+        const struct memest_param *p = &r->params[i];
+        if (p->tied_to >= 0 || !p->trainable)
+            continue;
+        all += p->numel;
+        part3 += memest_dist_part(p->numel, S->rv->shard);
+    }
+    if (S->rv->strategy == MEMEST_STRAT_ZERO3)
+        return part3;
+    return memest_dist_part(all, S->rv->shard * 2) * 2;
+}
+
+static uint64_t elem16(const struct sim *S)
+{
+    const struct memest_run *r = S->r;
+    for (uint32_t i = 0; i < r->nparams; i++)
+        if (r->params[i].tied_to < 0 && r->params[i].trainable)
+            return elem_of(r, &r->params[i]);
+    return 2;
+}
+
+int sim_dist_accumulate(struct sim *S, uint32_t node, uint32_t ps, uint32_t id)
+{
+    const struct memest_rank_view *v = S->rv;
+    if (!v || !v->deepspeed || !v->shard_grads)
+        return 0;
+    /* copied into the reduce bucket, reduced into the partition: the
+     * gradient itself goes */
+    if (sim_ev_free(S, node, id) != 0)
+        return -1;
+    S->pred[ps] = 1;
+    if (S->gpart == NONE && !v->offload_optim &&
+        sim_ev_alloc(S, MEMEST_CAT_GRADS, node, memest_sat_mul(zero_part(S), elem16(S)),
+                     &S->gpart) != 0)
+        return -1;
+    return 1;
+}
+
+int sim_dist_zero_grad(struct sim *S)
+{
+    if (!dist_on(S) || S->cfg->zero_grad_zeros)
+        return 0;
+    for (uint32_t u = 0; u <= S->nunits; u++)
+        if (S->ugr[u] != NONE) {
+            if (sim_ev_free(S, NONE, S->ugr[u]) != 0)
+                return -1;
+            S->ugr[u] = NONE;
+        }
+    if (S->gpart != NONE) {
+        if (sim_ev_free(S, NONE, S->gpart) != 0)
+            return -1;
+        S->gpart = NONE;
+    }
+    memset(S->pred, 0, S->ns ? S->ns : 1);
+    return 0;
+}
+
+/* ---- the optimizer ---- */
+
+/* One flat tensor the optimizer updates: its node (for the events), its
+ * elements and the bytes of its state's element. */
+struct flat {
+    uint32_t node;
+    uint64_t numel, bytes;
+};
+
+static int optim_state(struct sim *S, const struct flat *f)
+{
+    const struct memest_optim_cfg *oc = &S->cfg->optim;
+    struct memest_optim_state st;
+    memest_optim_param_state(oc, f->numel, f->bytes, &st);
+    for (unsigned c = 0; c < st.n; c++) {
+        uint32_t id;
+        if (st.paged & (1u << c))
+            continue;
+        if (sim_ev_alloc(S, MEMEST_CAT_OPTSTATE, f->node, st.bytes[c], &id) != 0)
+            return -1;
+        if (sim_grow_u32(&S->state, &S->capstate, S->nstate + 1) != 0)
+            return sim_nomem(S);
+        S->state[S->nstate++] = id;
+    }
+    return 0;
+}
+
+int sim_dist_optimizer(struct sim *S, bool first)
+{
+    const struct memest_rank_view *v = S->rv;
+    const struct memest_optim_cfg *oc = &S->cfg->optim;
+    const struct memest_optim_desc *d = memest_optim_desc(oc->kind);
+    S->ph = (uint8_t)((S->ph & WARM) | MEMEST_PH_OPTIMIZER);
+    if (v->offload_optim)   /* CPU Adam: the update runs on the host */
+        return 0;
+    /* the flat tensors: ZeRO's one partition, FSDP's shard per unit */
+    struct flat one, *fl = &one;
+    uint32_t nf = 0;
+    if (v->flat_units) {
+        fl = malloc(sizeof *fl * ((size_t)S->nunits + 1));
+        if (!fl)
+            return sim_nomem(S);
+        for (uint32_t u = 0; u <= S->nunits; u++) {
+            if (!S->ushard[u] || S->ugr[u] == NONE)
+                continue;
+            uint64_t part = memest_dist_part(S->ushard[u], v->shard);
+            fl[nf++] = (struct flat){u < S->nunits ? S->ufirst[u] : NONE, part,
+                                     memest_sat_mul(part, shard_elem(S, u))};
+        }
+    } else {
+        uint64_t part = zero_part(S);
+        one = (struct flat){NONE, part, memest_sat_mul(part, v->master_fp32 ? 4 : elem16(S))};
+        nf = part ? 1 : 0;
+    }
+    int rc = 0;
+    /* state: made in the first step (or the constructor's: there, once) */
+    if (first && (d->init == MEMEST_INIT_FIRST_STEP || d->init == MEMEST_INIT_LAZY_CLONE ||
+                  d->init == MEMEST_INIT_PER_PARAM || d->init == MEMEST_INIT_CONSTRUCTOR)) {
+        for (uint32_t i = 0; i < nf && rc == 0; i++)
+            rc = optim_state(S, &fl[i]);
+        /* ZeRO's fp32 master partition (made with the engine; here with the
+         * state, both kept for good) */
+        uint32_t id;
+        if (rc == 0 && v->deepspeed && v->master_fp32 && nf)
+            rc = sim_ev_alloc(S, MEMEST_CAT_OPTSTATE, NONE, memest_sat_mul(fl[0].numel, 4), &id);
+    }
+    /* ZeRO with 16-bit parameters: the fp32 gradient of the partition */
+    uint32_t g32 = NONE;
+    if (rc == 0 && v->deepspeed && v->master_fp32 && nf)
+        rc = sim_ev_alloc(S, MEMEST_CAT_OPTTEMP, NONE, memest_sat_mul(fl[0].numel, 4), &g32);
+    /* temporaries: the foreach program's lists, one temporary per flat
+     * tensor; the for-loop's, per tensor; none fused */
+    const struct memest_optim_prog *prog = memest_optim_foreach(oc->kind, S->cfg->torch_version);
+    if (rc == 0 && S->cfg->impl == MEMEST_IMPL_FOREACH && nf) {
+        uint32_t *ids = malloc(sizeof *ids * (MEMEST_OPTIM_MAX_LISTS + 1) * nf);
+        uint8_t on[MEMEST_OPTIM_MAX_LISTS + 1] = {0};
+        if (!ids)
+            rc = sim_nomem(S);
+        for (size_t k = 0; ids && k < prog->n && rc == 0; k++) {
+            int l = prog->op[k] > 0 ? prog->op[k] : -prog->op[k];
+            on[l] = prog->op[k] > 0;
+            for (uint32_t i = 0; i < nf && rc == 0; i++) {
+                uint32_t *slot = &ids[(size_t)l * nf + i];
+                rc = prog->op[k] > 0 ? sim_ev_alloc(S, MEMEST_CAT_OPTTEMP, fl[i].node, fl[i].bytes, slot)
+                                     : sim_ev_free(S, fl[i].node, *slot);
+            }
+        }
+        for (int l = MEMEST_OPTIM_MAX_LISTS; ids && l > 0; l--)
+            for (uint32_t i = 0; on[l] && i < nf && rc == 0; i++)
+                rc = sim_ev_free(S, NONE, ids[(size_t)l * nf + i]);
+        free(ids);
+    } else if (rc == 0 && S->cfg->impl == MEMEST_IMPL_FORLOOP) {
+        for (uint32_t i = 0; i < nf && rc == 0; i++)
+            for (unsigned t = 0; t < d->forloop_temps && rc == 0; t++)
+                rc = sim_ev_transient(S, MEMEST_CAT_OPTTEMP, fl[i].node, fl[i].bytes);
+    }
+    if (rc == 0 && g32 != NONE)
+        rc = sim_ev_free(S, NONE, g32);
+    if (fl != &one)
+        free(fl);
+    return rc;
+}
