@@ -108,9 +108,12 @@ int memest_calc_dist_states(const struct memest_run *r, const struct memest_step
         if (!v->shard_params || memest_dist_persistent(v, p)) {
             add(&a, &a.s.params, full);
             if (p->trainable && v->strategy == MEMEST_STRAT_ZERO3) {
-                /* a persistent parameter: whole here, its state partitioned */
-                part3 += memest_dist_part(p->numel, k);
-                add(&a, &a.s.grads, full);
+                /* a persistent parameter: whole here, its gradient reduced
+                 * into the partition like the others, its state partitioned */
+                uint64_t part = memest_dist_part(p->numel, k);
+                part3 += part;
+                add(&a, v->offload_optim ? &a.s.host : &a.s.grads,
+                    memest_sat_mul(part, v->offload_optim ? 4 : e));
             }
             continue;
         }

@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -334,13 +335,24 @@ end:
 
 int64_t memest_ds_model_hidden(const struct memest_model *m)
 {
-    /* a Hugging Face config's hidden size, by the names PretrainedConfig's
-     * attribute_map gives it (GPT-2's n_embd, T5's d_model) */
+    /* a Hugging Face config's hidden size (its value of the template's
+     * variable, else the template's default), by the names
+     * PretrainedConfig's attribute_map gives it (GPT-2's n_embd, T5's
+     * d_model), or a model file's variable of that name */
     static const char *const keys[] = {"hidden_size", "n_embd", "d_model"};
     if (!m || !cJSON_IsObject(m->root))
         return 0;
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(m->root, keys[i]);
+        for (int k = 0; k < m->npreset; k++) {
+            if (strcmp(m->preset[k].name, keys[i]) != 0)
+                continue;
+            char *end;
+            long long v = strtoll(m->preset[k].value, &end, 10);
+            if (*end == 0 && v >= 1 && v < 1000000000)
+                return (int64_t)v;
+        }
+        const cJSON *vars = cJSON_GetObjectItemCaseSensitive(m->root, "variables");
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(vars, keys[i]);
         if (cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble < 1e9)
             return (int64_t)v->valuedouble;
     }

@@ -254,7 +254,7 @@ static int parse_buffer(const char *buf, size_t len, const char *label, cJSON **
     }
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
-        return memest_errf(err, MEMEST_ERR_SCHEMA, "$", "a model file must be a JSON object");
+        return memest_errf(err, MEMEST_ERR_SCHEMA, "$", "the file must be a JSON object");
     }
     char path[512] = "";
     if (check_duplicates(root, path, sizeof path, err) != 0) {
