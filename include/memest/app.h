@@ -56,11 +56,30 @@ struct memest_app {
     struct memest_dist_cfg dist;
     struct memest_ds_settings ds;
     struct memest_rank_view view;
+    /* pipeline stages (--pp): each stage's graph (pipeline.h), the one an
+     * estimate runs swapped into g (in_g: which; -1: the whole model), and
+     * the last estimate's figures per stage, the binding one's in g and r */
+    struct memest_graph *stages;
+    int64_t nstages, in_g, binding;
+    bool in_stage;                 /* memest_app_estimate runs one stage's graph */
+    struct memest_rank_fig *figs;
 };
 
-/* Several GPUs: reads --deepspeed's config, settles the layout and the
- * step's rank (a->step.rank); nothing without the options. 0 / -1. */
+/* Several GPUs (app_dist.c): reads --deepspeed's config, settles the
+ * layout and the step's rank (a->step.rank); nothing without the options.
+ * 0 / -1. */
 int memest_app_dist(struct memest_app *a, struct memest_error *err);
+/* --pp: cuts the graph (after the graph passes) into its stages. 0 / -1. */
+int memest_app_stages(struct memest_app *a, struct memest_error *err);
+void memest_app_stages_free(struct memest_app *a);
+/* One estimate of every pipeline stage at `batch` (memest_app_estimate's
+ * contract): each stage with the activations of the micro-batches it holds
+ * in flight; the binding stage's (the largest device total) is the one in
+ * e, a->g and a->r, with its timelines; a->figs has them all. */
+int memest_app_estimate_stages(struct memest_app *a, int64_t batch,
+                               const struct memest_step_cfg *step, enum memest_dtype dtype,
+                               struct memest_estimate *e, struct memest_timeline *train_tl,
+                               struct memest_timeline *infer_tl, struct memest_error *err);
 
 /* Loads the GPU presets and resolves --gpu NAME / --mem (an unknown name is
  * a usage error), then reads the model and builds its graph with the --set

@@ -62,6 +62,21 @@ struct memest_report_opts {
     const struct memest_lora_summary *lora;   /* --lora: the adapters; NULL: none */
 };
 
+/* One pipeline stage's figures (several GPUs with --pp), for the per-rank
+ * table of the reports. */
+struct memest_rank_fig {
+    int64_t stage;
+    uint64_t params;          /* the stage's parameters (elements) */
+    uint32_t layers;          /* its layers (top-level block instances) */
+    int64_t chunks, per;      /* micro-batch activations in flight: chunks / per */
+    uint64_t activations;     /* saved by one micro-batch */
+    uint64_t inflight;        /* held for the other micro-batches in flight */
+    uint64_t model_states;    /* the rank's model states */
+    uint64_t peak, reserved, total_device;
+    uint8_t phase;
+    const char *node;         /* where the peak is, or NULL */
+};
+
 /* The line PEFT's print_trainable_parameters() prints for these counts,
  * into buf (returned). */
 char *memest_report_lora_line(char *buf, size_t n, const struct memest_param_totals *p);
@@ -78,6 +93,8 @@ struct memest_report {
     const struct memest_probe_result *probe;  /* NULL: no probe ran */
     const struct memest_card_report *card;    /* NULL: no target card */
     const struct memest_max_batch_result *max_batch;  /* --max-batch: "max_batch" first */
+    const struct memest_rank_fig *figs;       /* --pp: every stage, NULL otherwise */
+    int64_t nfigs, binding;
     const struct memest_error *error;          /* the run failed after the estimate (the
                                                   probe): the "error" member, last ... */
     int error_exit;                            /* ... with the process exit code */

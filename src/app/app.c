@@ -27,6 +27,7 @@ int memest_app_fail(const struct memest_cli *o, const struct memest_error *err)
 int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct memest_error *err)
 {
     memset(a, 0, sizeof *a);
+    a->in_g = -1;   /* no pipeline stage in g */
     a->o = o;
     a->step = o->step;
     a->max_work = MEMEST_MAX_WORK;
@@ -46,8 +47,17 @@ int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct mem
         a->card = (struct memest_card){MEMEST_CARD_MEM, "mem", a->mem_label, o->mem, NULL};
         a->has_card = true;
     }
+    /* --tp: the model's own variable tp (README "Several GPUs") */
+    struct memest_override sets[MEMEST_MAX_SETS + 1];
+    int nsets = o->nsets;
+    memcpy(sets, o->sets, sizeof *sets * (size_t)nsets);
+    char tp[24];
+    if (o->dist.set && o->dist.tp > 1) {
+        snprintf(tp, sizeof tp, "%lld", (long long)o->dist.tp);
+        sets[nsets++] = (struct memest_override){"tp", tp, "--tp"};
+    }
     if (memest_model_read_file(o->model, &a->m, err) != 0 ||
-        memest_model_build(&a->m, o->sets, o->nsets, &a->g, err) != 0 ||
+        memest_model_build(&a->m, sets, nsets, &a->g, err) != 0 ||
         memest_step_cfg_resolve_loss(&a->step, a->g.loss, err) != 0)   /* once, here */
         return memest_error_exit(err);
     /* a Hugging Face config's torch_dtype is the weights' type, as
@@ -56,7 +66,8 @@ int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct mem
     a->dtype = o->dtype;
     if (!o->dtype_set && o->step.amp == MEMEST_AMP_NONE && a->m.has_dtype)
         a->dtype = a->m.dtype;
-    if (memest_app_dist(a, err) != 0 || memest_app_graph_passes(a, &a->g, err) != 0)
+    if (memest_app_dist(a, err) != 0 || memest_app_graph_passes(a, &a->g, err) != 0 ||
+        memest_app_stages(a, err) != 0)
         return memest_error_exit(err);
     uint32_t unused, unused_at;
     if (memest_graph_unused_inputs(&a->g, &unused, &unused_at, err) != 0)
@@ -96,6 +107,7 @@ int memest_app_graph_passes(struct memest_app *a, struct memest_graph *g, struct
 void memest_app_close(struct memest_app *a)
 {
     memest_run_free(&a->r);
+    memest_app_stages_free(a);
     memest_graph_free(&a->g);
     memest_model_free(&a->m);
     memest_gpu_table_free(&a->gpus);
@@ -116,6 +128,8 @@ int memest_app_estimate(struct memest_app *a, int64_t batch, const struct memest
                         struct memest_timeline *train_tl, struct memest_timeline *infer_tl,
                         struct memest_error *err)
 {
+    if (a->nstages > 1 && !a->in_stage)
+        return memest_app_estimate_stages(a, batch, step, dtype, e, train_tl, infer_tl, err);
     struct memest_run_opts ro = a->o->run;   /* --attention, --fused, ... */
     ro.batch = batch;
     ro.dtype = dtype;

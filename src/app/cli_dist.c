@@ -91,10 +91,10 @@ int memest_cli_dist_check(struct memest_cli *o, struct memest_error *err)
                                                         "fsdp-grad-op or hsdp");
     if (d->eng.ddp_grad_as_bucket_view && d->strategy != MEMEST_STRAT_DDP)
         return memest_errf(err, MEMEST_ERR_USAGE, NULL, "--ddp-bucket-view needs --strategy ddp");
-    if (d->tp > 1 || d->cp > 1 || d->pp > 1 || d->ep > 1 || d->sequence_parallel)
+    if (d->cp > 1 || d->ep > 1 || d->sequence_parallel)
         return memest_errf(err, MEMEST_ERR_USAGE, NULL,
-                           "--tp, --cp, --pp, --ep and --sequence-parallel are not modelled yet "
-                           "(data parallelism is: --gpus with --strategy)");
+                           "--cp, --ep and --sequence-parallel are not modelled yet (data, "
+                           "tensor and pipeline parallelism are: --gpus, --strategy, --tp, --pp)");
     if (o->inference || o->generate)
         return memest_errf(err, MEMEST_ERR_USAGE, NULL,
                            "the several-GPU options describe a training step: they exclude "

@@ -61,7 +61,8 @@ int memest_flow_single(struct memest_app *a)
         rc = memest_app_fail(o, &err);
         goto end;
     }
-    struct memest_report rep = {.opts = memest_app_report_opts(a), .step = &a->step, .g = &a->g, .r = &a->r, .e = &e};
+    struct memest_report rep = {.opts = memest_app_report_opts(a), .step = &a->step, .g = &a->g, .r = &a->r, .e = &e,
+                             .figs = a->figs, .nfigs = a->nstages, .binding = a->binding};
     if (o->probe) {
         rc = probe(o, &a->g, &tl, &pres, &perr);
         rep.probe = &pres;

@@ -324,7 +324,8 @@ int memest_flow_max_batch(struct memest_app *a)
                 mb.scan_max < MEMEST_MAX_BATCH_SCAN ? ", what this command's work budget allows"
                                                     : "",
                 (long long)best);
-    struct memest_report rep = {.opts = memest_app_report_opts(a), .step = &a->step, .g = &a->g, .r = &a->r, .e = &e, .card = &cr,
+    struct memest_report rep = {.opts = memest_app_report_opts(a), .step = &a->step, .g = &a->g, .r = &a->r, .e = &e,
+                             .figs = a->figs, .nfigs = a->nstages, .binding = a->binding, .card = &cr,
                                 .max_batch = &res};
     memest_render_max_batch(stdout, o->format, &rep);
     free(nodes);

@@ -11,8 +11,9 @@ static const struct memest_argspec input_args[] = {
                   .doc = "per-sample shape, without the batch dimension"},
     [IN_DTYPE] = {"dtype", MEMEST_ARG_STR, .sdef = "float32",
                   .doc = "element type; float inputs follow --dtype"},
-    [IN_BATCH_DIM] = {"batch_dim", MEMEST_ARG_INT, .lo = 0, .hi = MEMEST_MAX_DIMS - 1,
-                      .doc = "where the batch dimension goes (1 for sequence-first inputs)"},
+    [IN_BATCH_DIM] = {"batch_dim", MEMEST_ARG_INT, .lo = -1, .hi = MEMEST_MAX_DIMS - 1,
+                      .doc = "where the batch dimension goes (1 for sequence-first inputs; -1: "
+                             "none, a tensor every sample shares)"},
     [IN_REQUIRES_GRAD] = {"requires_grad", MEMEST_ARG_BOOL, .idef = 0},
     [IN_NAME] = {"name", MEMEST_ARG_STR, .doc = "input name"},
 };
@@ -21,7 +22,7 @@ static int infer_input(struct memest_ictx *c)
 {
     const struct memest_argval *shape = memest_arg(c, IN_SHAPE);
     int64_t bd = memest_arg_int(c, IN_BATCH_DIM);
-    if (shape->n + 1 > MEMEST_MAX_DIMS)
+    if (shape->n + (bd >= 0) > MEMEST_MAX_DIMS)
         return memest_fail(c, "an input has at most %d dimensions besides the batch",
                            MEMEST_MAX_DIMS - 1);
     if (bd > shape->n)

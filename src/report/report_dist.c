@@ -25,10 +25,38 @@ static const char *engine_label(enum memest_strategy s)
     return "?";
 }
 
+/* micro-batch x micro-batches per step (the pipeline's, else the
+ * accumulation's) x data-parallel ranks */
 static int64_t global_batch(const struct memest_report *rep, const struct memest_dist_cfg *c)
 {
     int64_t ga = rep->step->grad_accum > 1 ? rep->step->grad_accum : 1;
+    if (c->pp > 1)
+        ga = c->micro_batches;
     return rep->r->opts.batch * ga * memest_dist_dp(c);
+}
+
+static void stage_table(FILE *f, const struct memest_report *rep)
+{
+    char a[32], b[32], c[32], d[32], e[32];
+    fprintf(f, "Pipeline stages, the binding one first (its figures are below)\n");
+    fprintf(f, "  %-6s %7s %14s %12s %8s %12s %12s %12s\n", "stage", "layers", "parameters",
+            "activations", "in flight", "model states", "peak", "device");
+    for (int64_t k = -1; k < rep->nfigs; k++) {
+        int64_t s = k < 0 ? rep->binding : k;
+        if (k == rep->binding)
+            continue;
+        const struct memest_rank_fig *g = &rep->figs[s];
+        char fl[24];
+        if (g->per > 1)
+            snprintf(fl, sizeof fl, "%lld/%lld", (long long)g->chunks, (long long)g->per);
+        else
+            snprintf(fl, sizeof fl, "%lld", (long long)g->chunks);
+        fprintf(f, "  %-6lld %7u %14s %12s %8s %12s %12s %12s\n", (long long)s, g->layers,
+                memest_fmt_count(g->params, a, sizeof a),
+                memest_fmt_bytes(g->activations, b, sizeof b), fl,
+                memest_fmt_bytes(g->model_states, c, sizeof c), memest_fmt_bytes(g->peak, d, sizeof d),
+                memest_fmt_bytes(g->total_device, e, sizeof e));
+    }
 }
 
 static void line(FILE *f, const char *label, uint64_t v, const char *note)
@@ -52,9 +80,16 @@ void memest_report_dist_text(FILE *f, const struct memest_report *rep)
         fprintf(f, ", sharded over %lld per node", (long long)v->shard);
     if (v->offload_optim)
         fprintf(f, ", offload %s", memest_offload_name(c->offload));
+    if (c->pp > 1)
+        fprintf(f, "; pipeline %lld stages, %s schedule, %lld micro-batches", (long long)c->pp,
+                memest_schedule_name(c->schedule), (long long)c->micro_batches);
     fprintf(f, "\n  --batch %lld is the micro-batch per GPU: global batch %lld\n",
             (long long)rep->r->opts.batch, (long long)global_batch(rep, c));
-    fprintf(f, "Model states per GPU (at rest)\n");
+    if (rep->figs && rep->nfigs > 1)
+        stage_table(f, rep);
+    fprintf(f, rep->figs && rep->nfigs > 1 ? "Model states per GPU of stage %lld (at rest)\n"
+                                           : "Model states per GPU (at rest)\n",
+            (long long)rep->binding);
     line(f, "parameters", d->params,
          v->shard_params ? (v->master_fp32 && v->flat_units ? "(fp32 shards: FSDP MixedPrecision)"
                                                             : "(shards)")
@@ -114,5 +149,33 @@ void memest_report_dist_json(struct memest_jsonw *w, const struct memest_report 
     memest_jsonw_obj_end(w);
     memest_jsonw_u64(w, "host_bytes", d->host);
     memest_jsonw_u64(w, "shard_elements", d->shard_elems);
+    if (c->pp > 1) {
+        memest_jsonw_str(w, "schedule", memest_schedule_name(c->schedule));
+        memest_jsonw_i64(w, "micro_batches", c->micro_batches);
+        memest_jsonw_i64(w, "virtual_stages", c->virtual_stages);
+    }
+    if (rep->figs && rep->nfigs > 1) {
+        memest_jsonw_i64(w, "binding_stage", rep->binding);
+        memest_jsonw_arr_begin(w, "stages");
+        for (int64_t s = 0; s < rep->nfigs; s++) {
+            const struct memest_rank_fig *g = &rep->figs[s];
+            memest_jsonw_obj_begin(w, NULL);
+            memest_jsonw_i64(w, "stage", s);
+            memest_jsonw_u64(w, "layers", g->layers);
+            memest_jsonw_u64(w, "parameters", g->params);
+            memest_jsonw_u64(w, "activations", g->activations);
+            memest_jsonw_i64(w, "in_flight_chunks", g->chunks);
+            memest_jsonw_i64(w, "chunks_per_micro_batch", g->per);
+            memest_jsonw_u64(w, "in_flight_bytes", g->inflight);
+            memest_jsonw_u64(w, "model_states", g->model_states);
+            memest_jsonw_u64(w, "peak", g->peak);
+            memest_jsonw_u64(w, "reserved", g->reserved);
+            memest_jsonw_u64(w, "total_device", g->total_device);
+            memest_jsonw_str(w, "peak_phase", memest_phase_name((enum memest_phase)g->phase));
+            memest_jsonw_str(w, "peak_node", g->node);
+            memest_jsonw_obj_end(w);
+        }
+        memest_jsonw_arr_end(w);
+    }
     memest_jsonw_obj_end(w);
 }

@@ -238,7 +238,7 @@ void memest_report_text(FILE *f, const struct memest_report *rep)
     for (size_t i = 0; i < sizeof items / sizeof *items; i++)
         if (items[i] > max)
             max = items[i];
-    fprintf(f, rep->e->has_dist ? "Memory of the whole model (one GPU's view; the rank's states "
+    fprintf(f, rep->e->has_dist ? "Memory of the rank's graph as one GPU would hold it (its states "
                                   "are above)\n"
                                 : "Memory of a training step\n");
     mem_line(f, "parameters", e->params.bytes, max, "");

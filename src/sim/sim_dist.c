@@ -173,6 +173,10 @@ int sim_dist_setup(struct sim *S)
         if (b && sim_ev_alloc(S, MEMEST_CAT_COMM, NONE, b, &id) != 0)
             return -1;
     }
+    /* pipeline: the saved activations of the other micro-batches in flight */
+    if (v->inflight_bytes && !S->inference &&
+        sim_ev_alloc(S, MEMEST_CAT_SAVED, NONE, v->inflight_bytes, &id) != 0)
+        return -1;
     if (v->strategy == MEMEST_STRAT_ZERO3 && !S->inference &&
         sim_ev_alloc(S, MEMEST_CAT_COMM, NONE, memest_sat_mul(v->cfg->eng.reduce_bucket_size, 2),
                      &id) != 0)

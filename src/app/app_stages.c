@@ -1,0 +1,146 @@
+/* app_stages.c - pipeline parallelism for every flow: the stages' graphs
+ * (pipeline.h), cut once after the graph passes, and one estimate as the
+ * estimates of every stage, each holding the activations of the
+ * micro-batches its schedule keeps in flight; the binding stage answers
+ * (--fit, --max-batch and sweeps judge it). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "memest/app.h"
+#include "memest/pipeline.h"
+
+/* Puts stage s's graph in a->g (-1: the whole model's). */
+static void use(struct memest_app *a, int64_t s)
+{
+    if (a->in_g == s || !a->stages)
+        return;
+    a->r.g = NULL;   /* another graph at the same address: the run starts over */
+    struct memest_graph t;
+    if (a->in_g >= 0) {   /* put the stage back */
+        t = a->g, a->g = a->stages[a->in_g], a->stages[a->in_g] = t;
+        a->in_g = -1;
+    }
+    if (s >= 0) {
+        t = a->g, a->g = a->stages[s], a->stages[s] = t;
+        a->in_g = s;
+    }
+}
+
+int memest_app_stages(struct memest_app *a, struct memest_error *err)
+{
+    a->in_g = -1;
+    a->binding = 0;
+    int64_t pp = a->o->dist.set ? a->dist.pp : 1;
+    if (pp <= 1)
+        return 0;
+    /* the values stages pass, at batch 1 and 2 (their batch dimension) */
+    struct memest_run r1 = {0}, r2 = {0};
+    struct memest_run_opts ro = a->o->run;
+    ro.dtype = a->dtype;
+    ro.batch = 1;
+    int rc = memest_run_infer(&r1, &a->g, &ro, err);
+    ro.batch = 2;
+    if (rc == 0)
+        rc = memest_run_infer(&r2, &a->g, &ro, err);
+    a->stages = rc == 0 ? calloc((size_t)pp, sizeof *a->stages) : NULL;
+    a->figs = rc == 0 ? calloc((size_t)pp, sizeof *a->figs) : NULL;
+    if (rc == 0 && (!a->stages || !a->figs))
+        rc = memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+    for (int64_t s = 0; rc == 0 && s < pp; s++) {
+        rc = memest_pipeline_stage(&a->g, &r1, &r2, pp, s, &a->stages[s], err);
+        if (rc == 0)
+            a->nstages = s + 1;
+    }
+    memest_run_free(&r1);
+    memest_run_free(&r2);
+    return rc == 0 ? 0 : memest_app_overrides_note(a, err);
+}
+
+void memest_app_stages_free(struct memest_app *a)
+{
+    if (!a->stages)
+        return;
+    use(a, -1);
+    for (int64_t s = 0; s < a->nstages; s++)
+        memest_graph_free(&a->stages[s]);
+    free(a->stages);
+    free(a->figs);
+    a->stages = NULL;
+    a->figs = NULL;
+    a->nstages = 0;
+}
+
+/* The micro-batch activations stage s holds at once, as chunks of 1/per
+ * of the stage (PipeDream-Flush, Narayanan et al. 2021; Megatron-LM's
+ * schedules.py): 1F1B min(P - s, M) whole micro-batches; interleaved with V
+ * virtual stages, (P - s - 1) x 2 + (V - 1) x P warm-up chunks plus the
+ * one running, at most M x V, each a V-th of the stage. */
+static void in_flight(const struct memest_dist_cfg *c, int64_t s, int64_t *chunks, int64_t *per)
+{
+    int64_t p = c->pp, m = c->micro_batches > 0 ? c->micro_batches : p;
+    if (c->schedule == MEMEST_SCHED_INTERLEAVED) {
+        int64_t v = c->virtual_stages, w = (p - s - 1) * 2 + (v - 1) * p + 1;
+        *chunks = w < m * v ? w : m * v;
+        *per = v;
+        return;
+    }
+    *chunks = p - s < m ? p - s : m;
+    *per = 1;
+}
+
+int memest_app_estimate_stages(struct memest_app *a, int64_t batch,
+                               const struct memest_step_cfg *step, enum memest_dtype dtype,
+                               struct memest_estimate *e, struct memest_timeline *train_tl,
+                               struct memest_timeline *infer_tl, struct memest_error *err)
+{
+    const struct memest_dist_cfg *c = &a->dist;
+    struct memest_rank_view view = step->rank ? *step->rank : a->view;
+    struct memest_step_cfg st = *step;
+    st.rank = &view;
+    int rc = 0;
+    a->in_stage = true;
+    int64_t best = 0;
+    for (int64_t s = 0; s < a->nstages && rc == 0; s++) {
+        use(a, s);
+        struct memest_rank_fig *f = &a->figs[s];
+        memset(f, 0, sizeof *f);
+        f->stage = s;
+        st.loss = s + 1 == a->nstages ? step->loss : MEMEST_LOSS_NONE;
+        in_flight(c, s, &f->chunks, &f->per);
+        view.in_flight = f->chunks;
+        view.inflight_bytes = 0;
+        rc = memest_app_estimate(a, batch, &st, dtype, e, NULL, NULL, err);
+        if (rc != 0)
+            break;
+        /* the other micro-batches' saved activations, held through the step */
+        f->activations = e->activations;
+        uint64_t held = e->activations / (uint64_t)f->per * (uint64_t)f->chunks;
+        view.inflight_bytes = held > e->activations ? held - e->activations : 0;
+        if (view.inflight_bytes)
+            rc = memest_app_estimate(a, batch, &st, dtype, e, NULL, NULL, err);
+        if (rc != 0)
+            break;
+        f->inflight = view.inflight_bytes;
+        f->params = e->params.total;
+        f->layers = memest_pipeline_layers(&a->g);
+        f->model_states = e->dist.total;
+        f->peak = e->train_peak.bytes;
+        f->reserved = e->reserved_peak;
+        f->total_device = e->total_device;
+        f->phase = e->train_peak.phase;
+        f->node = e->train_peak.node < a->g.nnodes ? a->g.nodes[e->train_peak.node].name : NULL;
+        if (f->total_device > a->figs[best].total_device)
+            best = s;
+    }
+    if (rc == 0) {   /* the binding stage again, with its timelines, left in g and r */
+        const struct memest_rank_fig *f = &a->figs[best];
+        use(a, best);
+        st.loss = best + 1 == a->nstages ? step->loss : MEMEST_LOSS_NONE;
+        view.in_flight = f->chunks;
+        view.inflight_bytes = f->inflight;
+        a->binding = best;
+        rc = memest_app_estimate(a, batch, &st, dtype, e, train_tl, infer_tl, err);
+    }
+    a->in_stage = false;
+    return rc;
+}

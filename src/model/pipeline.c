@@ -1,0 +1,265 @@
+/* pipeline.c - a pipeline-parallel stage of a graph (pipeline.h): the cut
+ * of the layers into equal runs, the values received from the stage before
+ * as new model inputs, and the value sent to the next stage as the output. */
+#include "memest/pipeline.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "memest/ops.h"
+
+#define NOUT UINT32_MAX
+
+static int by_first(const void *a, const void *b)
+{
+    const struct memest_block_inst *x = a, *y = b;
+    return (x->first > y->first) - (x->first < y->first);
+}
+
+/* The top-level block instances in graph order (malloc'ed), their count. */
+static struct memest_block_inst *layers(const struct memest_graph *g, uint32_t *n)
+{
+    *n = 0;
+    struct memest_block_inst *l = malloc(sizeof *l * (g->nblocks ? g->nblocks : 1));
+    if (!l)
+        return NULL;
+    for (uint32_t b = 0; b < g->nblocks; b++)
+        if (g->blocks[b].depth == 0)
+            l[(*n)++] = g->blocks[b];
+    qsort(l, *n, sizeof *l, by_first);
+    return l;
+}
+
+uint32_t memest_pipeline_layers(const struct memest_graph *g)
+{
+    uint32_t n = 0;
+    for (uint32_t b = 0; b < g->nblocks; b++)
+        n += g->blocks[b].depth == 0;
+    return n;
+}
+
+/* The arguments of a model-input node: per-sample shape, dtype, batch_dim,
+ * requires_grad (pipeline.h). */
+static int input_node(struct memest_graph *out, const struct memest_graph *g, uint32_t src,
+                      const struct memest_value *v1, const struct memest_value *v2,
+                      struct memest_node *n, struct memest_error *err)
+{
+    const struct memest_op_desc *op = &memest_op_input;
+    struct memest_argval *av = memest_arena_alloc(&out->arena, sizeof *av * (size_t)op->nargs);
+    int64_t *dims = memest_arena_alloc(&out->arena, sizeof *dims * MEMEST_MAX_DIMS);
+    int64_t *one = memest_arena_alloc(&out->arena, sizeof *one * 3);
+    if (!av || !dims || !one)
+        return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+    int bd = -1, nd = 0;
+    if (v1->shape.ndim != v2->shape.ndim)
+        bd = -2;
+    for (int k = 0; bd != -2 && k < v1->shape.ndim; k++) {
+        int64_t a = v1->shape.size[k], b = v2->shape.size[k];
+        if (a == b) {
+            dims[nd++] = a;
+        } else if (b == 2 * a && a == 1 && bd == -1) {
+            bd = k;
+        } else {
+            bd = -2;
+        }
+    }
+    if (bd == -2)
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                           "--pp: node \"%s\" passes a value to the next pipeline stage whose "
+                           "batch dimension is not one of its own (a flattened batch): not "
+                           "modelled", g->nodes[src].name);
+    if (nd == 0) {   /* a 0-d value: one element every sample shares */
+        dims[nd++] = 1;
+    }
+    for (int i = 0; i < op->nargs; i++) {
+        av[i].n = 1;
+        av[i].none = op->args[i].optional;
+        av[i].v = &one[i < 3 ? i : 0];
+    }
+    int is = memest_op_arg_index(op, "shape"), id = memest_op_arg_index(op, "dtype");
+    int ib = memest_op_arg_index(op, "batch_dim"), ir = memest_op_arg_index(op, "requires_grad");
+    int in = memest_op_arg_index(op, "name");
+    av[is] = (struct memest_argval){.given = true, .n = nd, .list = true, .v = dims};
+    av[id] = (struct memest_argval){.given = true, .n = 1,
+                                    .s = memest_dtype_name((enum memest_dtype)v1->dtype)};
+    one[0] = bd;
+    one[1] = v1->requires_grad;
+    av[ib] = (struct memest_argval){.given = true, .n = 1, .v = &one[0]};
+    av[ir] = (struct memest_argval){.given = true, .n = 1, .v = &one[1]};
+    if (in >= 0)
+        av[in] = (struct memest_argval){.given = true, .n = 1, .s = g->nodes[src].name};
+    char *name = memest_arena_concat(&out->arena, g->nodes[src].name, ":received", (char *)NULL);
+    if (!name)
+        return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+    *n = (struct memest_node){.name = name, .path = g->nodes[src].path, .op = op, .args = av,
+                              .trainable = true, .tie_node = -1};
+    return 0;
+}
+
+int memest_pipeline_stage(const struct memest_graph *g, const struct memest_run *r1,
+                          const struct memest_run *r2, int64_t pp, int64_t stage,
+                          struct memest_graph *out, struct memest_error *err)
+{
+    memset(out, 0, sizeof *out);
+    uint32_t nl;
+    struct memest_block_inst *l = layers(g, &nl);
+    if (!l)
+        return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+    int rc = -1;
+    uint32_t *map = NULL, *ext = NULL;
+    if (nl == 0 || nl % (uint64_t)pp != 0) {
+        memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                    "--pp %lld: the model's %lld top-level block instances (its layers) do not "
+                    "split into equal pipeline stages", (long long)pp, (long long)nl);
+        goto end;
+    }
+    uint32_t per = nl / (uint32_t)pp, s = (uint32_t)stage;
+    uint32_t lo = s == 0 ? 0 : l[s * per].first;
+    uint32_t hi = s + 1 == (uint32_t)pp ? g->nnodes - 1 : l[(s + 1) * per].first - 1;
+    map = malloc(sizeof *map * g->nnodes);
+    ext = malloc(sizeof *ext * g->nnodes * 2);   /* per (node, out<2) the input made */
+    if (!map || !ext) {
+        memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+        goto end;
+    }
+    for (uint32_t i = 0; i < g->nnodes; i++)
+        map[i] = ext[2 * i] = ext[2 * i + 1] = NOUT;
+    /* the values read from before the stage: inputs first, in order of
+     * their producers */
+    uint32_t nin = 0;
+    for (uint32_t i = lo; i <= hi; i++)
+        for (uint32_t k = 0; k < g->nodes[i].nin; k++) {
+            struct memest_ref rf = g->nodes[i].in[k];
+            if (rf.node >= lo)
+                continue;
+            if (rf.out > 1) {
+                memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                            "--pp: node \"%s\" reads output %u of \"%s\" across a pipeline "
+                            "stage: not modelled", g->nodes[i].name, (unsigned)rf.out,
+                            g->nodes[rf.node].name);
+                goto end;
+            }
+            if (ext[2 * rf.node + rf.out] == NOUT)
+                ext[2 * rf.node + rf.out] = nin++;
+        }
+    uint32_t total = nin + (hi - lo + 1);
+    out->nodes = calloc(total, sizeof *out->nodes);
+    if (!out->nodes) {
+        memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+        goto end;
+    }
+    out->nnodes = total;
+    for (uint32_t src = 0; src < lo; src++)
+        for (uint32_t o = 0; o < 2; o++) {
+            uint32_t at = ext[2 * src + o];
+            if (at == NOUT)
+                continue;
+            if (g->nodes[src].op->model_input && o == 0) {   /* a model input stays one */
+                out->nodes[at] = g->nodes[src];
+                continue;
+            }
+            struct memest_ref rf = {src, (uint16_t)o};
+            if (input_node(out, g, src, memest_run_value(r1, rf), memest_run_value(r2, rf),
+                           &out->nodes[at], err) != 0)
+                goto end;
+        }
+    for (uint32_t i = lo; i <= hi; i++) {
+        uint32_t at = nin + (i - lo);
+        map[i] = at;
+        struct memest_node *d = &out->nodes[at];
+        *d = g->nodes[i];
+        if (d->tie_node >= 0)   /* a weight shared with another stage is its own here */
+            d->tie_node = (uint32_t)d->tie_node >= lo ? (int64_t)map[d->tie_node] : -1;
+        if (d->nin) {
+            struct memest_ref *in = memest_arena_alloc(&out->arena, sizeof *in * d->nin);
+            if (!in) {
+                memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+                goto end;
+            }
+            for (uint32_t k = 0; k < d->nin; k++) {
+                struct memest_ref rf = g->nodes[i].in[k];
+                in[k] = rf.node >= lo ? (struct memest_ref){map[rf.node], rf.out}
+                                      : (struct memest_ref){ext[2 * rf.node + rf.out], 0};
+            }
+            d->in = in;
+        }
+    }
+    /* the outputs: the model's on the last stage; else the values later
+     * stages read, the one carrying a gradient from the latest node last */
+    uint32_t nout = 0;
+    struct memest_ref *outs = NULL;
+    if (hi == g->nnodes - 1) {
+        outs = memest_arena_alloc(&out->arena, sizeof *outs * (g->noutputs ? g->noutputs : 1));
+        for (uint32_t o = 0; outs && o < g->noutputs; o++)
+            outs[nout++] = (struct memest_ref){map[g->outputs[o].node], g->outputs[o].out};
+        out->loss = g->loss;
+        out->loss_class_dim = g->loss_class_dim;
+    } else {
+        uint32_t grad_node = NOUT, grad_out = 0, ngrad = 0;
+        uint8_t *seen = calloc((size_t)(hi - lo + 1) * 2, 1);
+        outs = memest_arena_alloc(&out->arena, sizeof *outs * (hi - lo + 1) * 2);
+        for (uint32_t i = hi + 1; seen && outs && i < g->nnodes; i++)
+            for (uint32_t k = 0; k < g->nodes[i].nin; k++) {
+                struct memest_ref rf = g->nodes[i].in[k];
+                if (rf.node < lo || rf.node > hi || rf.out > 1 ||
+                    seen[2 * (rf.node - lo) + rf.out])
+                    continue;
+                seen[2 * (rf.node - lo) + rf.out] = 1;
+                if (memest_run_value(r1, rf)->requires_grad) {
+                    ngrad++;
+                    if (grad_node == NOUT || rf.node > grad_node)
+                        grad_node = rf.node, grad_out = rf.out;
+                    continue;
+                }
+                outs[nout++] = (struct memest_ref){map[rf.node], rf.out};
+            }
+        free(seen);
+        if (!outs) {
+            memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+            goto end;
+        }
+        if (ngrad != 1) {
+            memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                        "--pp: pipeline stage %lld passes %lld values with gradients to the "
+                        "stages after it (one is modelled)", (long long)stage, (long long)ngrad);
+            goto end;
+        }
+        outs[nout++] = (struct memest_ref){map[grad_node], (uint16_t)grad_out};
+        out->loss = "none";   /* out.backward(grad from the next stage) */
+    }
+    if (!outs) {
+        memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+        goto end;
+    }
+    out->outputs = outs;
+    out->noutputs = nout;
+    /* the block instances inside the stage */
+    out->blocks = malloc(sizeof *out->blocks * (g->nblocks ? g->nblocks : 1));
+    if (!out->blocks) {
+        memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+        goto end;
+    }
+    for (uint32_t b = 0; b < g->nblocks; b++) {
+        const struct memest_block_inst *bl = &g->blocks[b];
+        if (bl->first < lo || bl->last > hi)
+            continue;
+        struct memest_block_inst c = *bl;
+        c.first = map[bl->first];
+        c.last = map[bl->last];
+        out->blocks[out->nblocks++] = c;
+    }
+    out->cap_blocks = g->nblocks;
+    out->name = g->name;
+    out->file = g->file;
+    out->overrides = g->overrides;
+    out->max_cost = g->max_cost;
+    out->quant = g->quant;
+    rc = 0;
+end:
+    if (rc != 0)
+        memest_graph_free(out);
+    free(l);
+    free(map);
+    free(ext);
+    return rc;
+}
