@@ -1,7 +1,9 @@
 # Several GPUs (README "Several GPUs"): the model states per GPU of each
 # engine against the ZeRO paper, DeepSpeed's estimator and hand
-# calculations from the engines' code, and --deepspeed's config files.
-foreach(t zero_paper llama_7b ds_config)
+# calculations from the engines' code, --deepspeed's config files, the
+# activations per layer under tensor parallelism against Korthikanti et al.
+# 2022, Megatron-LM's theoretical memory formula, and pipeline stages.
+foreach(t zero_paper llama_7b ds_config korthikanti megatron_formula pipeline)
   add_test(NAME dist.${t}
            COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR}
                    -P ${CMAKE_CURRENT_SOURCE_DIR}/dist/${t}.cmake)
