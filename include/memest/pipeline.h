@@ -11,7 +11,9 @@
 
 /* Stage `stage` of `pp` of graph g as Megatron-LM splits a model
  * (megatron/core/transformer/transformer_block.py, get_num_layers_to_build):
- * the top-level block instances (the layers) in pp equal runs, the nodes
+ * the top-level block instances (the layers) in pp runs of ceil(L / pp),
+ * the layers missing to that taken off the first and the last stage (the
+ * Llama 3 paper's 126 layers on 16 stages: 7, 8 x 14, 7), the nodes
  * before the first layer (embeddings) on the first stage, those after the
  * last (final norm, head) on the last, a node between two layers with the
  * layer before it. Every value a stage reads from an earlier one becomes a
@@ -21,7 +23,7 @@
  * A stage but the last ends with the value the next stage receives (its
  * last output, whose gradient comes back). *out is a new graph (free with
  * memest_graph_free); its name and file are g's, its loss g's on the last
- * stage only. A usage error when the layers do not split in pp equal runs
+ * stage only. A usage error when a stage would have no layer
  * or the stages pass values the inputs cannot express. 0 / -1. */
 int memest_pipeline_stage(const struct memest_graph *g, const struct memest_run *r1,
                           const struct memest_run *r2, int64_t pp, int64_t stage,

@@ -120,4 +120,8 @@ struct memest_peak {
     uint64_t segments;        /* cudaMalloc'd segments held at the end */
     uint64_t sim_events;      /* events the simulation made (warm-up included): what
                                  the cost model (cost.h) bounds from above */
+    uint64_t fwd_saved;       /* exact bytes of the saved activations alive when the
+                                 step's (last micro-batch's) forward ends: what a
+                                 pipeline stage holds per micro-batch in flight
+                                 (checkpointing included) */
 };

@@ -112,10 +112,13 @@ int memest_app_estimate_stages(struct memest_app *a, int64_t batch,
         rc = memest_app_estimate(a, batch, &st, dtype, e, NULL, NULL, err);
         if (rc != 0)
             break;
-        /* the other micro-batches' saved activations, held through the step */
-        f->activations = e->activations;
-        uint64_t held = e->activations / (uint64_t)f->per * (uint64_t)f->chunks;
-        view.inflight_bytes = held > e->activations ? held - e->activations : 0;
+        /* the other micro-batches' saved activations (what one forward
+         * leaves for its backward, checkpointing included), held through
+         * the step */
+        uint64_t act = e->train_peak.fwd_saved;
+        f->activations = act;
+        uint64_t held = act / (uint64_t)f->per * (uint64_t)f->chunks;
+        view.inflight_bytes = held > act ? held - act : 0;
         if (view.inflight_bytes)
             rc = memest_app_estimate(a, batch, &st, dtype, e, NULL, NULL, err);
         if (rc != 0)

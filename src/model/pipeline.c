@@ -107,15 +107,25 @@ int memest_pipeline_stage(const struct memest_graph *g, const struct memest_run 
         return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
     int rc = -1;
     uint32_t *map = NULL, *ext = NULL;
-    if (nl == 0 || nl % (uint64_t)pp != 0) {
+    /* ceil(L / pp) layers a stage; the layers missing to pp of them come
+     * off the first and the last stage (the first one more), as the Llama 3
+     * paper lays out 126 layers on 16 stages: 7, 8 x 14, 7 (Megatron-LM's
+     * decoder_first/last_pipeline_num_layers) */
+    uint32_t p = (uint32_t)pp, s = (uint32_t)stage;
+    uint32_t per = nl ? (nl + p - 1) / p : 0, lack = per * p - nl;
+    uint32_t cut_first = (lack + 1) / 2, cut_last = lack / 2;
+    if (nl == 0 || (p > 1 && (cut_first >= per || cut_last >= per)) || (p == 1 && lack)) {
         memest_errf(err, MEMEST_ERR_USAGE, NULL,
                     "--pp %lld: the model's %lld top-level block instances (its layers) do not "
-                    "split into equal pipeline stages", (long long)pp, (long long)nl);
+                    "split into pipeline stages of at least one layer each", (long long)pp,
+                    (long long)nl);
         goto end;
     }
-    uint32_t per = nl / (uint32_t)pp, s = (uint32_t)stage;
-    uint32_t lo = s == 0 ? 0 : l[s * per].first;
-    uint32_t hi = s + 1 == (uint32_t)pp ? g->nnodes - 1 : l[(s + 1) * per].first - 1;
+    /* the first layer of stage k: k * per, less what the first stage lacks */
+    uint32_t first_layer = s == 0 ? 0 : s * per - cut_first;
+    uint32_t next_layer = s + 1 == p ? nl : (s + 1) * per - cut_first;
+    uint32_t lo = s == 0 ? 0 : l[first_layer].first;
+    uint32_t hi = s + 1 == p ? g->nnodes - 1 : l[next_layer].first - 1;
     map = malloc(sizeof *map * g->nnodes);
     ext = malloc(sizeof *ext * g->nnodes * 2);   /* per (node, out<2) the input made */
     if (!map || !ext) {

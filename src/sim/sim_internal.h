@@ -193,6 +193,7 @@ struct sim {
     uint32_t gpart;       /* DeepSpeed ZeRO-2/3: the gradient partition's id */
     uint32_t ipg[2];      /* DeepSpeed's reduce buckets, NONE */
     uint32_t bcur;        /* backward: the highest unit not yet released, NONE */
+    uint64_t fwd_saved;   /* the saved activations alive when the forward ended */
 
     /* every allocation: alive, bytes, category (teardown, checks) */
     uint8_t *alive;

@@ -35,11 +35,33 @@ static int take_outputs(struct sim *S)
     return 0;
 }
 
+/* The exact bytes of the saved activations alive now, and of the model
+ * inputs that require grad (what a pipeline stage received, kept for its
+ * backward). */
+static uint64_t saved_now(const struct sim *S)
+{
+    uint64_t sum = 0;
+    const struct memest_run *r = S->r;
+    for (uint32_t n = 0; n < S->nn; n++)
+        if (S->g->nodes[n].op->model_input && r->values[r->nodes[n].out_first].requires_grad)
+            sum = memest_sat_add(sum, value_bytes(r, r->nodes[n].out_first));
+    const struct memest_timeline *t = S->tl;
+    for (size_t i = 0; i < t->n; i++) {
+        const struct memest_event *e = &t->ev[i];
+        if (e->kind == MEMEST_EV_ALLOC && e->category == MEMEST_CAT_SAVED && e->id < S->capalive &&
+            S->alive[e->id])
+            sum = memest_sat_add(sum, e->bytes);
+    }
+    return sum;
+}
+
 static int micro_batch(struct sim *S, uint32_t mb)
 {
     uint32_t old = S->nheld;
     if (sim_forward(S, FM_TRAIN) != 0 || take_outputs(S) != 0)
         return -1;
+    if (!(S->ph & WARM) && dist_on(S))   /* a pipeline stage's in-flight share */
+        S->fwd_saved = saved_now(S) - (S->rv->inflight_bytes ? S->rv->inflight_bytes : 0);
     if (mb > 0) {   /* out = model(x) rebinds `out` of the previous micro-batch */
         uint32_t keep = S->nheld - old;
         for (uint32_t i = 0; i < old; i++)
@@ -314,6 +336,7 @@ int memest_sim_step(const struct memest_run *r, const struct memest_peak_opts *o
     if (sim_finish(&S, start, tl, out) != 0)
         goto end;
     out->sim_events = made;
+    out->fwd_saved = S.fwd_saved;
     rc = 0;
 end:
     free(vreach);
