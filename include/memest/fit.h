@@ -100,6 +100,7 @@ struct memest_card_report {
     struct memest_time time;
     double mfu;
     int64_t grad_accum;             /* micro-batches per step */
+    double slots, samples_k;  /* several GPUs: the time options' (roofline.h), 0 on one */
     enum memest_precision precision;
     double peak_flops;              /* of that precision (or the fp32 fallback) */
     bool peak_fallback;

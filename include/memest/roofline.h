@@ -37,6 +37,12 @@ struct memest_time_opts {
     const struct memest_step_cfg *step;  /* may be NULL; with checkpoint set, the
                                             forward of the checkpointed block
                                             instances runs again in backward */
+    /* several GPUs (0: one GPU): a pipeline's step runs its stage's forward
+     * and backward `slots` times (1F1B: M + P - 1 micro-batch slots, the
+     * bubble included; interleaved: M + (P - 1) / V), and the step trains
+     * `samples_k` micro-batches over all data-parallel ranks (M x DP) */
+    double slots;
+    double samples_k;
 };
 
 /* One pass of one layer. */

@@ -172,6 +172,12 @@ bool memest_app_time_opts(const struct memest_app *a, const struct memest_step_c
         .inference = a->o->inference,
         .step = step,
     };
+    if (step->rank) {   /* the pipeline's slots, the samples of every data-parallel rank */
+        const struct memest_dist_cfg *c = step->rank->cfg;
+        double m = c->pp > 1 ? (double)c->micro_batches : (double)t->grad_accum;
+        t->slots = c->pp > 1 ? m + (double)(c->pp - 1) / (double)c->virtual_stages : 0;
+        t->samples_k = m * (double)memest_dist_dp(c);
+    }
     if (prec)
         *prec = p;
     if (fallback)
@@ -195,6 +201,8 @@ int memest_app_card_report(const struct memest_app *a, const struct memest_estim
     struct memest_time_opts t;
     if (!memest_app_time_opts(a, step, dtype, &t, &c->precision, &c->peak_fallback))
         return 0;
+    c->slots = t.slots;
+    c->samples_k = t.samples_k;
     int rc = memest_roofline(&a->r, e, &t, &c->time, nodes);
     if (rc == -2)
         return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");

@@ -160,7 +160,7 @@ int memest_roofline(const struct memest_run *r, const struct memest_estimate *e,
             per_node[n] = t;
     }
     free(recompute);
-    double k = (double)o->grad_accum;
+    double k = o->slots > 0 ? o->slots : (double)o->grad_accum;
     if (!o->inference) {
         /* read params, grads and state; write params and state (bitsandbytes'
            paged state too: resident, it is read and written like the rest) */
@@ -177,7 +177,8 @@ int memest_roofline(const struct memest_run *r, const struct memest_estimate *e,
     }
     out->flops = flops;
     out->bytes = bytes;
-    double samples = (double)r->opts.batch * (o->inference ? 1 : k);
+    double samples = (double)r->opts.batch *
+                     (o->inference ? 1 : o->samples_k > 0 ? o->samples_k : k);
     out->samples_per_s = out->step_s > 0 ? samples / out->step_s : 0;
     out->memory_bound_fraction = out->step_s > 0 ? out->memory_bound_s / out->step_s : 0;
     return 0;

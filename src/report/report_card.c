@@ -169,7 +169,11 @@ void memest_card_print_text(FILE *f, const struct memest_card_report *c,
         char rs[32];
         snprintf(re, sizeof re, " + recompute %s", memest_fmt_seconds(t->recompute_s, rs, sizeof rs));
     }
-    if (c->grad_accum > 1)
+    if (c->slots > 0)   /* a pipeline's micro-batch slots, the bubble included */
+        fprintf(f, "  %.4g pipeline slots x (forward %s%s + backward %s)", c->slots,
+                memest_fmt_seconds(t->fwd_s, fw, sizeof fw), re,
+                memest_fmt_seconds(t->bwd_s, bw, sizeof bw));
+    else if (c->grad_accum > 1)
         fprintf(f, "  %lld x (forward %s%s + backward %s)", (long long)c->grad_accum,
                 memest_fmt_seconds(t->fwd_s, fw, sizeof fw), re,
                 memest_fmt_seconds(t->bwd_s, bw, sizeof bw));
@@ -180,9 +184,14 @@ void memest_card_print_text(FILE *f, const struct memest_card_report *c,
         fprintf(f, "  forward %s", memest_fmt_seconds(t->fwd_s, fw, sizeof fw));
     if (t->opt_s > 0)
         fprintf(f, " + optimizer %s", memest_fmt_seconds(t->opt_s, op, sizeof op));
-    fprintf(f, " = %s per step, %.4g samples/s (batch %lld)\n",
-            memest_fmt_seconds(t->step_s, st, sizeof st), t->samples_per_s,
-            (long long)(batch * (c->grad_accum > 1 ? c->grad_accum : 1)));
+    if (c->samples_k > 0)
+        fprintf(f, " = %s per step, %.4g samples/s (global batch %.0f, all GPUs)\n",
+                memest_fmt_seconds(t->step_s, st, sizeof st), t->samples_per_s,
+                (double)batch * c->samples_k);
+    else
+        fprintf(f, " = %s per step, %.4g samples/s (batch %lld)\n",
+                memest_fmt_seconds(t->step_s, st, sizeof st), t->samples_per_s,
+                (long long)(batch * (c->grad_accum > 1 ? c->grad_accum : 1)));
     fprintf(f, "  memory-bound: %.0f%% of the time, %u of %u layer passes\n",
             t->memory_bound_fraction * 100, t->memory_bound_passes, t->passes);
     if (c->nodes)
