@@ -104,8 +104,8 @@ struct memest_dist_cfg {
 void memest_dist_default(struct memest_dist_cfg *c);
 /* DP = N / (TP * PP * CP). */
 int64_t memest_dist_dp(const struct memest_dist_cfg *c);
-/* The group the strategy shards over: DP, or for HSDP the GPUs of a node
- * over TP * PP * CP (at least 1). */
+/* The group the strategy shards over: DP x CP, or for HSDP the GPUs of a
+ * node over TP * PP * CP (at least 1). */
 int64_t memest_dist_shard_group(const struct memest_dist_cfg *c);
 /* A usage error for sizes that do not divide (N not a multiple of
  * TP * PP * CP, EP not dividing DP * CP, V > 1 without interleaved,

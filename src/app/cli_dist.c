@@ -91,10 +91,11 @@ int memest_cli_dist_check(struct memest_cli *o, struct memest_error *err)
                                                         "fsdp-grad-op or hsdp");
     if (d->eng.ddp_grad_as_bucket_view && d->strategy != MEMEST_STRAT_DDP)
         return memest_errf(err, MEMEST_ERR_USAGE, NULL, "--ddp-bucket-view needs --strategy ddp");
-    if (d->cp > 1 || d->ep > 1 || d->sequence_parallel)
+    if (d->ep > 1 || d->sequence_parallel)
         return memest_errf(err, MEMEST_ERR_USAGE, NULL,
-                           "--cp, --ep and --sequence-parallel are not modelled yet (data, "
-                           "tensor and pipeline parallelism are: --gpus, --strategy, --tp, --pp)");
+                           "--ep and --sequence-parallel are not modelled yet (data, tensor, "
+                           "pipeline and context parallelism are: --gpus, --strategy, --tp, "
+                           "--pp, --cp)");
     if (o->inference || o->generate)
         return memest_errf(err, MEMEST_ERR_USAGE, NULL,
                            "the several-GPU options describe a training step: they exclude "

@@ -242,6 +242,12 @@ static void dist_options(FILE *f)
         k += (size_t)snprintf(names + k, sizeof names - k, "%s%s", s > MEMEST_STRAT_DDP ? ", " : "",
                               memest_strategy_name((enum memest_strategy)s));
     fixed(f, "      --gpus N", "world size; --batch stays the micro-batch per GPU");
+    fixed(f, "      --tp T", "tensor parallelism (the model's variable tp: Megatron-LM's split)");
+    fixed(f, "      --pp P", "pipeline stages, each estimated; the binding one answers");
+    fixed(f, "      --micro-batches M", "micro-batches per step and pipeline (default P)");
+    fixed(f, "      --schedule S", "1f1b (default) or interleaved");
+    fixed(f, "      --virtual-stages V", "model chunks per stage (interleaved)");
+    fixed(f, "      --cp C", "context parallelism: --seq / C tokens per rank");
     fixed(f, "      --gpus-per-node N", "GPUs per node (default: N up to 8): hsdp's shard group");
     add(&t, "the data-parallel engine: %s (default ddp)", names);
     option(f, "      --strategy S", &t);

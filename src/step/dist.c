@@ -126,8 +126,11 @@ int64_t memest_dist_dp(const struct memest_dist_cfg *c)
 int64_t memest_dist_shard_group(const struct memest_dist_cfg *c)
 {
     int64_t dp = memest_dist_dp(c);
-    if (c->strategy != MEMEST_STRAT_HSDP)
-        return dp;
+    if (c->strategy != MEMEST_STRAT_HSDP)   /* the context-parallel ranks reduce
+                                               gradients together: Megatron-LM's
+                                               distributed optimizer shards over
+                                               DP x CP */
+        return dp * c->cp;
     int64_t per_node = c->gpus_per_node > 0 ? c->gpus_per_node : (c->gpus <= 8 ? c->gpus : 8);
     int64_t mp = c->tp * c->pp * c->cp;
     int64_t g = per_node / mp;
