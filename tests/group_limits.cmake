@@ -142,7 +142,14 @@ if(MEMEST_VALGRIND_TESTS AND NOT MEMEST_SANITIZE)
       "gptq_lora|mistral.json|--weights int4 --group-size -1 --lora 4 --optim adamw8bit --first-step --layers"
       "int8_inference|qwen2.json|--weights int8 --inference --layers"
       "generate|mixtral.json|--generate --context 64 --new-tokens 8 --kv-block 16 --gpu a100-80gb"
-      "generate_max_context|llama.json|--generate --context 64 --cache static --max-context --mem 1GiB")
+      "generate_max_context|llama.json|--generate --context 64 --cache static --max-context --mem 1GiB"
+      # several GPUs (README "Several GPUs"): sharded states with gathered
+      # units and offload, pipeline stages with tensor parallelism, a
+      # DeepSpeed config
+      "dist_fsdp|llama.json|--gpus 8 --strategy fsdp --checkpoint --dtype bf16 --layers"
+      "dist_zero3_offload|mistral.json|--gpus 4 --strategy zero3 --offload optimizer+params --first-step"
+      "dist_pipeline|llama.json|--gpus 8 --tp 2 --pp 2 --strategy zero1 --micro-batches 4 --max-batch --mem 4GiB"
+      "dist_deepspeed|qwen2.json|--gpus 8 --deepspeed ${PROJECT_SOURCE_DIR}/tests/dist/ds_zero2_bf16.json")
   foreach(c IN LISTS _ft_cases)
     string(REPLACE "|" ";" parts "${c}")   # name;model;arguments (no ';' inside)
     list(GET parts 0 name)

@@ -50,6 +50,13 @@ int memest_app_stages(struct memest_app *a, struct memest_error *err)
         rc = memest_pipeline_stage(&a->g, &r1, &r2, pp, s, &a->stages[s], err);
         if (rc == 0)
             a->nstages = s + 1;
+        /* the interleaved schedule cuts each stage into V model chunks */
+        int64_t v = a->dist.virtual_stages;
+        uint32_t nl = rc == 0 ? memest_pipeline_layers(&a->stages[s]) : 0;
+        if (rc == 0 && a->dist.schedule == MEMEST_SCHED_INTERLEAVED && nl % (uint64_t)v != 0)
+            rc = memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                             "--virtual-stages %lld: pipeline stage %lld has %u layers, not a "
+                             "multiple of the model chunks", (long long)v, (long long)s, nl);
     }
     memest_run_free(&r1);
     memest_run_free(&r2);

@@ -42,6 +42,8 @@ static uint64_t elem_of(const struct memest_run *r, const struct memest_param *p
     return p->numel ? (b + p->numel - 1) / p->numel : 0;
 }
 
+static uint64_t elem16(const struct sim *S);
+
 static bool sharded(const struct sim *S, const struct memest_param *p)
 {
     return S->rv->shard_params && !memest_dist_persistent(S->rv, p);
@@ -178,8 +180,8 @@ int sim_dist_setup(struct sim *S)
         sim_ev_alloc(S, MEMEST_CAT_SAVED, NONE, v->inflight_bytes, &id) != 0)
         return -1;
     if (v->strategy == MEMEST_STRAT_ZERO3 && !S->inference &&
-        sim_ev_alloc(S, MEMEST_CAT_COMM, NONE, memest_sat_mul(v->cfg->eng.reduce_bucket_size, 2),
-                     &id) != 0)
+        sim_ev_alloc(S, MEMEST_CAT_COMM, NONE,
+                     memest_sat_mul(v->cfg->eng.reduce_bucket_size, elem16(S)), &id) != 0)
         return -1;
     return 0;
 }
@@ -255,8 +257,8 @@ int sim_dist_bwd_begin(struct sim *S)
         bool overlap = e->overlap_comm_set && e->overlap_comm;
         for (int i = 0; i < (overlap ? 2 : 1); i++)
             if (S->ipg[i] == NONE &&
-                sim_ev_alloc(S, MEMEST_CAT_COMM, NONE, memest_sat_mul(e->reduce_bucket_size, 2),
-                             &S->ipg[i]) != 0)
+                sim_ev_alloc(S, MEMEST_CAT_COMM, NONE,
+                             memest_sat_mul(e->reduce_bucket_size, elem16(S)), &S->ipg[i]) != 0)
                 return -1;
     }
     return 0;
