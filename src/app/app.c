@@ -48,13 +48,15 @@ int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct mem
         a->has_card = true;
     }
     /* --tp: the model's own variable tp (README "Several GPUs") */
-    struct memest_override sets[MEMEST_MAX_SETS + 1];
+    struct memest_override sets[MEMEST_MAX_SETS + 2];
     int nsets = o->nsets;
     memcpy(sets, o->sets, sizeof *sets * (size_t)nsets);
     char tp[24], seq[24];
     if (o->dist.set && o->dist.tp > 1) {
         snprintf(tp, sizeof tp, "%lld", (long long)o->dist.tp);
         sets[nsets++] = (struct memest_override){"tp", tp, "--tp"};
+        if (o->dist.sequence_parallel)   /* and its variable sp */
+            sets[nsets++] = (struct memest_override){"sp", tp, "--sequence-parallel"};
     }
     /* --cp C: each rank holds seq_len / C tokens of every activation (README
      * "Several GPUs"): the overrides' seq_len, divided */

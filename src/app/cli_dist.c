@@ -91,11 +91,11 @@ int memest_cli_dist_check(struct memest_cli *o, struct memest_error *err)
                                                         "fsdp-grad-op or hsdp");
     if (d->eng.ddp_grad_as_bucket_view && d->strategy != MEMEST_STRAT_DDP)
         return memest_errf(err, MEMEST_ERR_USAGE, NULL, "--ddp-bucket-view needs --strategy ddp");
-    if (d->ep > 1 || d->sequence_parallel)
+    if (d->ep > 1)
         return memest_errf(err, MEMEST_ERR_USAGE, NULL,
-                           "--ep and --sequence-parallel are not modelled yet (data, tensor, "
-                           "pipeline and context parallelism are: --gpus, --strategy, --tp, "
-                           "--pp, --cp)");
+                           "--ep is not modelled yet (data, tensor, sequence, pipeline and "
+                           "context parallelism are: --gpus, --strategy, --tp, "
+                           "--sequence-parallel, --pp, --cp)");
     if (o->inference || o->generate)
         return memest_errf(err, MEMEST_ERR_USAGE, NULL,
                            "the several-GPU options describe a training step: they exclude "
