@@ -48,10 +48,14 @@ int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct mem
         a->has_card = true;
     }
     /* --tp: the model's own variable tp (README "Several GPUs") */
-    struct memest_override sets[MEMEST_MAX_SETS + 2];
+    struct memest_override sets[MEMEST_MAX_SETS + 3];
     int nsets = o->nsets;
     memcpy(sets, o->sets, sizeof *sets * (size_t)nsets);
-    char tp[24], seq[24];
+    char tp[24], seq[24], ep[24];
+    if (o->dist.set && o->dist.ep > 1) {   /* the model's variable ep */
+        snprintf(ep, sizeof ep, "%lld", (long long)o->dist.ep);
+        sets[nsets++] = (struct memest_override){"ep", ep, "--ep"};
+    }
     if (o->dist.set && o->dist.tp > 1) {
         snprintf(tp, sizeof tp, "%lld", (long long)o->dist.tp);
         sets[nsets++] = (struct memest_override){"tp", tp, "--tp"};

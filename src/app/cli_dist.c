@@ -91,11 +91,11 @@ int memest_cli_dist_check(struct memest_cli *o, struct memest_error *err)
                                                         "fsdp-grad-op or hsdp");
     if (d->eng.ddp_grad_as_bucket_view && d->strategy != MEMEST_STRAT_DDP)
         return memest_errf(err, MEMEST_ERR_USAGE, NULL, "--ddp-bucket-view needs --strategy ddp");
-    if (d->ep > 1)
+    if (d->ep > 1 && d->strategy >= MEMEST_STRAT_ZERO1)
         return memest_errf(err, MEMEST_ERR_USAGE, NULL,
-                           "--ep is not modelled yet (data, tensor, sequence, pipeline and "
-                           "context parallelism are: --gpus, --strategy, --tp, "
-                           "--sequence-parallel, --pp, --cp)");
+                           "--ep with --strategy %s is not modelled: the expert parameters shard "
+                           "over the expert-data-parallel ranks, not all of them (--strategy ddp "
+                           "is)", memest_strategy_name(d->strategy));
     if (o->inference || o->generate)
         return memest_errf(err, MEMEST_ERR_USAGE, NULL,
                            "the several-GPU options describe a training step: they exclude "

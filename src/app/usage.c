@@ -249,6 +249,7 @@ static void dist_options(FILE *f)
     fixed(f, "      --virtual-stages V", "model chunks per stage (interleaved)");
     fixed(f, "      --cp C", "context parallelism: --seq / C tokens per rank");
     fixed(f, "      --sequence-parallel", "Megatron-LM's sequence parallelism (with --tp)");
+    fixed(f, "      --ep E", "expert parallelism: E-th of the MoE experts per rank");
     fixed(f, "      --gpus-per-node N", "GPUs per node (default: N up to 8): hsdp's shard group");
     add(&t, "the data-parallel engine: %s (default ddp)", names);
     option(f, "      --strategy S", &t);

@@ -95,11 +95,18 @@ static int64_t tokens_of_expert(int64_t T, int64_t top_k, int64_t num_experts, i
     return q + (e - first < r ? 1 : 0);
 }
 
+/* The arguments of moe_gather and moe_index_add (expert_args below). */
+enum { MX_EXPERTS, MX_TOPK, MX_EXPERT, MX_EP };
+
 /* n_e of the expert a moe_gather / moe_index_add node names, from T. */
 static int expert_tokens(struct memest_ictx *c, int64_t T, int64_t top_k, int64_t num_experts,
                          int64_t e, int64_t *n_e)
 {
-    int64_t total;
+    int64_t total, ep = memest_arg_int(c, MX_EP);
+    /* expert parallelism: the all-to-all brings this rank's experts the
+     * tokens of ep ranks, routed alike */
+    if (!mul_i64(T, ep, &T))
+        return memest_fail(c, "tokens * ep overflows");
     if (top_k > num_experts)
         return memest_fail(c, "top_k %lld is more than num_experts %lld", (long long)top_k,
                            (long long)num_experts);
@@ -187,12 +194,14 @@ static int infer_router(struct memest_ictx *c)
 
 /* ---- moe_gather ---- */
 
-enum { MX_EXPERTS, MX_TOPK, MX_EXPERT };
 static const struct memest_argspec expert_args[] = {
     [MX_EXPERTS] = {"num_experts", MEMEST_ARG_INT, .required = true, .lo = 1, .hi = ARG_MAX},
     [MX_TOPK] = {"top_k", MEMEST_ARG_INT, .required = true, .lo = 1, .hi = ARG_MAX},
     [MX_EXPERT] = {"expert", MEMEST_ARG_INT, .required = true, .lo = 0, .hi = ARG_MAX,
                    .doc = "expert index, 0 .. num_experts - 1"},
+    [MX_EP] = {"ep", MEMEST_ARG_INT, .idef = 1, .lo = 1, .hi = 1 << 20,
+               .doc = "expert-parallel ranks: this rank's experts receive the tokens of ep ranks "
+                      "(each of ep ranks routes its tokens over all num_experts)"},
 };
 
 static int infer_gather(struct memest_ictx *c)
