@@ -2,7 +2,7 @@
 #   NAME <TAB> EXIT <TAB> STDERR FRAGMENT <TAB> ARGUMENTS
 # In ARGUMENTS, @ stands for tests/errors/NAME.json, GOOD for the valid
 # tests/errors/good.json, @models/ for the shipped models directory and @hf/
-# for tests/hf/; arguments are separated by spaces, and an argument
+# for tests/hf/, @errors/ for tests/errors/ (other files of a case); arguments are separated by spaces, and an argument
 # env:NAME=VALUE sets an environment variable of the run instead (run_case's
 # ENV; VALUE may hold @hf/).
 file(STRINGS ${CMAKE_CURRENT_SOURCE_DIR}/errors/cases.tsv _cases ENCODING UTF-8)
@@ -21,6 +21,7 @@ foreach(line IN LISTS _cases)
   list(GET f 3 args)
   string(REPLACE "@models/" "${PROJECT_SOURCE_DIR}/models/" args "${args}")
   string(REPLACE "@hf/" "${CMAKE_CURRENT_SOURCE_DIR}/hf/" args "${args}")
+  string(REPLACE "@errors/" "${CMAKE_CURRENT_SOURCE_DIR}/errors/" args "${args}")
   string(REPLACE "@" "${CMAKE_CURRENT_SOURCE_DIR}/errors/${name}.json" args "${args}")
   string(REPLACE "GOOD" "${CMAKE_CURRENT_SOURCE_DIR}/errors/good.json" args "${args}")
   string(REPLACE " " ";" args "${args}")

@@ -149,7 +149,8 @@ if(MEMEST_VALGRIND_TESTS AND NOT MEMEST_SANITIZE)
       "dist_fsdp|llama.json|--gpus 8 --strategy fsdp --checkpoint --dtype bf16 --layers"
       "dist_zero3_offload|mistral.json|--gpus 4 --strategy zero3 --offload optimizer+params --first-step"
       "dist_pipeline|llama.json|--gpus 8 --tp 2 --pp 2 --strategy zero1 --micro-batches 4 --max-batch --mem 4GiB"
-      "dist_deepspeed|qwen2.json|--gpus 8 --deepspeed ${PROJECT_SOURCE_DIR}/tests/dist/ds_zero2_bf16.json")
+      "dist_deepspeed|qwen2.json|--gpus 8 --deepspeed ${PROJECT_SOURCE_DIR}/tests/dist/ds_zero2_bf16.json"
+      "dist_accelerate|llama.json|--fsdp-config ${PROJECT_SOURCE_DIR}/tests/dist/accelerate_fsdp.yaml")
   foreach(c IN LISTS _ft_cases)
     string(REPLACE "|" ";" parts "${c}")   # name;model;arguments (no ';' inside)
     list(GET parts 0 name)

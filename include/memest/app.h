@@ -24,6 +24,7 @@
 #include "memest/calc.h"
 #include "memest/cli.h"
 #include "memest/ds_config.h"
+#include "memest/fsdp_config.h"
 #include "memest/fit.h"
 #include "memest/gpu.h"
 #include "memest/model.h"
@@ -55,6 +56,7 @@ struct memest_app {
      * config), what the config said, and the rank the step simulates */
     struct memest_dist_cfg dist;
     struct memest_ds_settings ds;
+    struct memest_fsdp_settings fsdp;
     struct memest_rank_view view;
     /* pipeline stages (--pp): each stage's graph (pipeline.h), the one an
      * estimate runs swapped into g (in_g: which; -1: the whole model), and

@@ -102,6 +102,7 @@ enum {
     MEMEST_OPT_DEEPSPEED,
     MEMEST_OPT_FSDP_WRAP,
     MEMEST_OPT_BUCKET_VIEW,
+    MEMEST_OPT_FSDP_CONFIG,
     MEMEST_OPT_DIST_END
 };
 /* One several-GPU option's value (c: a MEMEST_OPT_ above); 0 / -1. */

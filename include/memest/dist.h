@@ -98,7 +98,9 @@ struct memest_dist_cfg {
     int64_t virtual_stages;     /* V, interleaved only, >= 1 */
     enum memest_offload offload;
     struct memest_engine_cfg eng;
-    const char *config_path;    /* --deepspeed / --fsdp-config file, for messages */
+    const char *config_path;    /* --deepspeed file */
+    const char *fsdp_path;      /* --fsdp-config file */
+    bool gpus_set;              /* --gpus given (a config's num_processes does not replace it) */
 };
 
 void memest_dist_default(struct memest_dist_cfg *c);

@@ -8,6 +8,38 @@
 #include "memest/escape.h"
 #include "memest/optim.h"
 
+/* --fsdp-config: an accelerate config or the Trainer's fsdp_config; the
+ * options given on the command line win. */
+static int fsdp_config(struct memest_app *a, struct memest_error *err)
+{
+    const struct memest_cli *o = a->o;
+    struct memest_dist_cfg from = a->dist;
+    if (memest_fsdp_config_read(a->dist.fsdp_path, &from, &a->fsdp, err) != 0)
+        return -1;
+    if (!o->dist.strategy_set)
+        a->dist.strategy = from.strategy;
+    if (o->dist.offload == MEMEST_OFFLOAD_NONE)
+        a->dist.offload = from.offload;
+    if (!o->dist.eng.wrap_block)
+        a->dist.eng.wrap_block = from.eng.wrap_block;
+    a->dist.eng.backward_prefetch = from.eng.backward_prefetch;
+    a->dist.eng.forward_prefetch = from.eng.forward_prefetch;
+    if (!o->dist.gpus_set && a->fsdp.processes)
+        a->dist.gpus = a->fsdp.processes;
+    if (!o->dist.gpus_per_node && a->fsdp.machines && a->dist.gpus % a->fsdp.machines == 0)
+        a->dist.gpus_per_node = a->dist.gpus / a->fsdp.machines;
+    if (a->fsdp.half_set && !o->dtype_set && o->step.amp == MEMEST_AMP_NONE)
+        a->dtype = a->fsdp.half;   /* MixedPrecision(param_dtype=...): fp32 shards */
+    if (a->fsdp.checkpoint)
+        a->step.checkpoint = true;
+    if (a->fsdp.ignored[0]) {
+        char file[MEMEST_ESC_NAME];
+        fprintf(stderr, "memest: note: %s: ignored, as they change no memory: %s\n",
+                memest_esc_text(a->dist.fsdp_path, file, sizeof file), a->fsdp.ignored);
+    }
+    return memest_dist_check(&a->dist, err);
+}
+
 int memest_app_dist(struct memest_app *a, struct memest_error *err)
 {
     const struct memest_cli *o = a->o;
@@ -48,6 +80,17 @@ int memest_app_dist(struct memest_app *a, struct memest_error *err)
               a->dist.strategy == MEMEST_STRAT_ZERO3;
     if (ds && !o->impl_set && memest_optim_desc(a->step.optim.kind)->fused_since)
         a->step.impl = MEMEST_IMPL_FUSED;
+    if (a->dist.fsdp_path && fsdp_config(a, err) != 0)
+        return -1;
+    if (a->dist.eng.wrap_block) {   /* the wrap class must be one of the model's blocks */
+        bool found = false;
+        for (uint32_t b = 0; b < a->g.nblocks && !found; b++)
+            found = strcmp(a->g.blocks[b].type, a->dist.eng.wrap_block) == 0;
+        if (!found)
+            return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                               "the FSDP wrap class \"%s\" is none of the model's blocks",
+                               a->dist.eng.wrap_block);
+    }
     bool half = a->dtype == MEMEST_F16 || a->dtype == MEMEST_BF16;
     memest_rank_view_init(&a->dist, half, &a->view);
     a->step.rank = &a->view;

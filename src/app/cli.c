@@ -148,6 +148,7 @@ static const struct option long_opts[] = {
     {"deepspeed", required_argument, NULL, MEMEST_OPT_DEEPSPEED},
     {"fsdp-wrap", required_argument, NULL, MEMEST_OPT_FSDP_WRAP},
     {"ddp-bucket-view", no_argument, NULL, MEMEST_OPT_BUCKET_VIEW},
+    {"fsdp-config", required_argument, NULL, MEMEST_OPT_FSDP_CONFIG},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},

@@ -27,6 +27,7 @@ int memest_cli_dist_opt(int c, const char *arg, struct memest_cli *o, struct mem
     d->set = true;
     switch (c) {
     case MEMEST_OPT_GPUS:
+        d->gpus_set = true;
         return count("--gpus", arg, &d->gpus, err);
     case MEMEST_OPT_GPUS_PER_NODE:
         return count("--gpus-per-node", arg, &d->gpus_per_node, err);
@@ -69,6 +70,11 @@ int memest_cli_dist_opt(int c, const char *arg, struct memest_cli *o, struct mem
             return bad(err, "--fsdp-wrap", arg, "a block name (the transformer layer class)");
         d->eng.wrap_block = arg;
         return 0;
+    case MEMEST_OPT_FSDP_CONFIG:
+        if (!*arg)
+            return bad(err, "--fsdp-config", arg, "an accelerate config (YAML) or fsdp_config JSON");
+        d->fsdp_path = arg;
+        return 0;
     case MEMEST_OPT_BUCKET_VIEW:
         d->eng.ddp_grad_as_bucket_view = true;
         return 0;
@@ -83,6 +89,15 @@ int memest_cli_dist_check(struct memest_cli *o, struct memest_error *err)
         return 0;
     if (d->micro_batches == 0)
         d->micro_batches = d->pp;
+    if (d->config_path && d->fsdp_path)
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                           "--deepspeed and --fsdp-config are two engines: give one");
+    if (d->fsdp_path)   /* the file's layout is checked once it is read */
+        return o->inference || o->generate
+                   ? memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                                 "the several-GPU options describe a training step: they "
+                                 "exclude --inference and --generate")
+                   : 0;
     if (!d->strategy_set && !d->config_path && memest_dist_dp(d) > 1)
         d->strategy = MEMEST_STRAT_DDP;   /* data parallel without a word: DDP */
     if (d->eng.wrap_block && d->strategy != MEMEST_STRAT_FSDP &&

@@ -256,6 +256,8 @@ static void dist_options(FILE *f)
     fixed(f, "      --offload W", "ZeRO-Offload / FSDP CPU offload: optimizer or optimizer+params");
     fixed(f, "      --deepspeed F", "a DeepSpeed config (ds_config.json): ZeRO stage, offload, "
                                     "buckets, bf16/fp16, batch, accumulation");
+    fixed(f, "      --fsdp-config F", "an accelerate FSDP config (YAML) or the Trainer's fsdp_config "
+                                      "JSON");
     fixed(f, "      --fsdp-wrap B", "FSDP's auto-wrap block (default: the top-level block instances)");
     fixed(f, "      --ddp-bucket-view", "DDP's gradient_as_bucket_view=True (no bucket copies)");
 }
