@@ -74,6 +74,12 @@ int memest_app_dist(struct memest_app *a, struct memest_error *err);
 /* --pp: cuts the graph (after the graph passes) into its stages. 0 / -1. */
 int memest_app_stages(struct memest_app *a, struct memest_error *err);
 void memest_app_stages_free(struct memest_app *a);
+/* --pp with --timeline or --plot: every stage's files beside the binding
+ * one's, "-stage<s>" before the extension; leaves the binding stage's
+ * estimate in e, a->g and a->r. 0 / -1. */
+int memest_app_stage_files(struct memest_app *a, int64_t batch, const struct memest_step_cfg *step,
+                           enum memest_dtype dtype, struct memest_estimate *e,
+                           struct memest_error *err);
 /* One estimate of every pipeline stage at `batch` (memest_app_estimate's
  * contract): each stage with the activations of the micro-batches it holds
  * in flight; the binding stage's (the largest device total) is the one in

@@ -8,6 +8,7 @@
 
 #include "memest/app.h"
 #include "memest/pipeline.h"
+#include "memest/plot.h"
 
 /* Puts stage s's graph in a->g (-1: the whole model's). */
 static void use(struct memest_app *a, int64_t s)
@@ -150,6 +151,58 @@ int memest_app_estimate_stages(struct memest_app *a, int64_t batch,
         view.inflight_bytes = f->inflight;
         a->binding = best;
         rc = memest_app_estimate(a, batch, &st, dtype, e, train_tl, infer_tl, err);
+    }
+    a->in_stage = false;
+    return rc;
+}
+
+/* path with "-stage<s>" before its extension ("step.svg" -> "step-stage2.svg"),
+ * into buf; NULL for NULL. */
+static const char *stage_path(const char *path, int64_t s, char *buf, size_t n)
+{
+    if (!path)
+        return NULL;
+    const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
+    if (!dot || (slash && dot < slash) || dot == (slash ? slash + 1 : path))
+        dot = path + strlen(path);
+    snprintf(buf, n, "%.*s-stage%lld%s", (int)(dot - path), path, (long long)s, dot);
+    return buf;
+}
+
+int memest_app_stage_files(struct memest_app *a, int64_t batch, const struct memest_step_cfg *step,
+                           enum memest_dtype dtype, struct memest_estimate *e,
+                           struct memest_error *err)
+{
+    const struct memest_cli *o = a->o;
+    if (a->nstages <= 1 || (!o->timeline_path && !o->plot_path))
+        return 0;
+    struct memest_rank_view view = step->rank ? *step->rank : a->view;
+    struct memest_step_cfg st = *step;
+    st.rank = &view;
+    int rc = 0;
+    a->in_stage = true;
+    for (int64_t s = 0; s < a->nstages && rc == 0; s++) {
+        const struct memest_rank_fig *f = &a->figs[s];
+        struct memest_timeline tl = {0};
+        char tp[4096], pp[4096];
+        use(a, s);
+        st.loss = s + 1 == a->nstages ? step->loss : MEMEST_LOSS_NONE;
+        view.in_flight = f->chunks;
+        view.inflight_bytes = f->inflight;
+        rc = memest_app_estimate(a, batch, &st, dtype, e, &tl, NULL, err);
+        if (rc == 0)
+            rc = memest_write_step_files(stage_path(o->timeline_path, s, tp, sizeof tp),
+                                         stage_path(o->plot_path, s, pp, sizeof pp), false, &a->r,
+                                         e, &tl, err);
+        memest_timeline_dispose(&tl);
+    }
+    if (rc == 0) {   /* the binding stage back in g, r and e, for the report */
+        const struct memest_rank_fig *f = &a->figs[a->binding];
+        use(a, a->binding);
+        st.loss = a->binding + 1 == a->nstages ? step->loss : MEMEST_LOSS_NONE;
+        view.in_flight = f->chunks;
+        view.inflight_bytes = f->inflight;
+        rc = memest_app_estimate(a, batch, &st, dtype, e, NULL, NULL, err);
     }
     a->in_stage = false;
     return rc;

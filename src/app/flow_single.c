@@ -57,7 +57,8 @@ int memest_flow_single(struct memest_app *a)
     if (memest_app_estimate(a, o->batch, &a->step, a->dtype, &e, &tl,
                             files && o->inference ? &itl : NULL, &err) != 0 ||
         memest_write_step_files(o->timeline_path, o->plot_path, o->inference, &a->r, &e,
-                                o->inference ? &itl : &tl, &err) != 0) {
+                                o->inference ? &itl : &tl, &err) != 0 ||
+        memest_app_stage_files(a, o->batch, &a->step, a->dtype, &e, &err) != 0) {
         rc = memest_app_fail(o, &err);
         goto end;
     }

@@ -63,3 +63,29 @@ string(JSON total GET "${out}" memory total_device)
 if(NOT total EQUAL tb)
   message(FATAL_ERROR "the report's device total ${total} is not the binding stage's ${tb}")
 endif()
+
+# --plot and --timeline with --pp: every stage's files beside the binding
+# stage's, "-stage<s>" before the extension; the plain name is the binding one
+set(dir ${CMAKE_CURRENT_BINARY_DIR}/pipeline_files)
+file(REMOVE_RECURSE ${dir})
+file(MAKE_DIRECTORY ${dir})
+execute_process(COMMAND ${MEMEST} tests/dist/megatron_gpt.json --dtype bf16 --set layers=8
+                        --set seq_len=512 --batch 2 --gpus 4 --pp 4 --micro-batches 8
+                        --timeline ${dir}/step.csv --plot ${dir}/step.svg --json
+                WORKING_DIRECTORY ${SRC} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "files: exit ${rc}: ${err}")
+endif()
+string(JSON b GET "${out}" parallel binding_stage)
+foreach(s 0 1 2 3)
+  foreach(ext csv svg)
+    if(NOT EXISTS ${dir}/step-stage${s}.${ext})
+      message(FATAL_ERROR "no step-stage${s}.${ext}")
+    endif()
+  endforeach()
+endforeach()
+file(SHA256 ${dir}/step.csv h)
+file(SHA256 ${dir}/step-stage${b}.csv hb)
+if(NOT h STREQUAL hb)
+  message(FATAL_ERROR "step.csv is not the binding stage ${b}'s timeline")
+endif()
