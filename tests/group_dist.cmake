@@ -6,6 +6,6 @@
 foreach(t zero_paper llama_7b ds_config korthikanti megatron_formula pipeline context expert fsdp_config)
   add_test(NAME dist.${t}
            COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR}
-                   -P ${CMAKE_CURRENT_SOURCE_DIR}/dist/${t}.cmake)
+                   -DWORK=${CMAKE_CURRENT_BINARY_DIR} -P ${CMAKE_CURRENT_SOURCE_DIR}/dist/${t}.cmake)
   set_tests_properties(dist.${t} PROPERTIES LABELS dist)
 endforeach()

@@ -66,7 +66,10 @@ endif()
 
 # --plot and --timeline with --pp: every stage's files beside the binding
 # stage's, "-stage<s>" before the extension; the plain name is the binding one
-set(dir ${CMAKE_CURRENT_BINARY_DIR}/pipeline_files)
+if(NOT WORK)   # the test's scratch directory (ctest: the build tree)
+  set(WORK ${CMAKE_CURRENT_BINARY_DIR})
+endif()
+set(dir ${WORK}/pipeline_files)
 file(REMOVE_RECURSE ${dir})
 file(MAKE_DIRECTORY ${dir})
 execute_process(COMMAND ${MEMEST} tests/dist/megatron_gpt.json --dtype bf16 --set layers=8
