@@ -59,3 +59,25 @@ foreach(t 1 2 4 8)
   endif()
   message(STATUS "tp ${t} + sequence parallel: ${got} bytes per layer, as Table 2")
 endforeach()
+
+# Full recomputation (Table 2's last row, 2sbh per layer): with --checkpoint
+# a layer keeps only its input until its backward. What a pipeline stage
+# holds per micro-batch in flight (parallel.stages[].activations: what its
+# forward leaves for its backward) grows by 2sbh with each layer of stage 0
+# (4 layers on 2 stages against 2 on 2).
+foreach(layers 2 4)
+  execute_process(COMMAND ${MEMEST} tests/dist/megatron_gpt.json --dtype fp16 --batch ${b}
+                          --set seq_len=${s} --gpus 2 --pp 2 --checkpoint --set layers=${layers}
+                          --json
+                  WORKING_DIRECTORY ${SRC} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "full recomputation, ${layers} layers: exit ${rc}: ${err}")
+  endif()
+  string(JSON held${layers} GET "${out}" parallel stages 0 activations)
+endforeach()
+math(EXPR got "${held4} - ${held2}")
+math(EXPR want "2 * ${s} * ${b} * ${h}")
+if(NOT got EQUAL want)
+  message(FATAL_ERROR "full recomputation: one layer holds ${got} bytes, Table 2 gives ${want}")
+endif()
+message(STATUS "full recomputation: ${got} bytes per layer, as Table 2")
