@@ -205,8 +205,14 @@ int memest_calc_dist_states(const struct memest_run *r, const struct memest_step
      * and the prefetched one), and FSDP's root unit throughout */
     if (v->shard_params) {
         uint64_t most = 0, all = 0;
+        /* the prefetched unit: whole under FSDP, at most
+         * stage3_prefetch_bucket_size elements under ZeRO-3 */
+        uint64_t cap = v->flat_units ? UINT64_MAX
+                                     : memest_sat_mul(v->cfg->eng.prefetch_bucket_size, e16);
         for (uint32_t u = 0; u < nu; u++) {
-            uint64_t pair = ug[u] + (u + 1 < nu ? ug[u + 1] : 0);
+            uint64_t next = u + 1 < nu ? ug[u + 1] : 0, prev = u ? ug[u - 1] : 0;
+            uint64_t ahead = (next > prev ? next : prev) < cap ? (next > prev ? next : prev) : cap;
+            uint64_t pair = ug[u] + ahead;
             if (pair > most)
                 most = pair;
             add(&a, &all, ug[u]);

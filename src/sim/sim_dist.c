@@ -75,13 +75,16 @@ int sim_dist_analyze(struct sim *S)
     S->ugath = calloc(k, sizeof *S->ugath);
     S->ushard = calloc(k, sizeof *S->ushard);
     S->ugid = malloc(sizeof *S->ugid * k);
+    S->ugid2 = malloc(sizeof *S->ugid2 * k);
+    S->upre = calloc(k, sizeof *S->upre);
     S->ugr = malloc(sizeof *S->ugr * k);
-    if (!S->ufirst || !S->ulast || !S->ugath || !S->ushard || !S->ugid || !S->ugr)
+    if (!S->ufirst || !S->ulast || !S->ugath || !S->ushard || !S->ugid || !S->ugid2 || !S->upre ||
+        !S->ugr)
         return sim_nomem(S);
     for (size_t u = 0; u < k; u++) {
         S->ufirst[u] = NONE;
         S->ulast[u] = 0;
-        S->ugid[u] = S->ugr[u] = NONE;
+        S->ugid[u] = S->ugid2[u] = S->ugr[u] = NONE;
     }
     for (uint32_t n = 0; n < S->nn; n++) {
         uint32_t u = S->unit_of[n];
@@ -99,6 +102,8 @@ int sim_dist_analyze(struct sim *S)
         S->ugath[u] = memest_sat_add(S->ugath[u], r->storages[p->storage].bytes);
         S->ushard[u] = memest_sat_add(S->ushard[u], p->numel);
     }
+    for (size_t u = 0; u < k; u++)
+        S->upre[u] = S->ugath[u];
     return 0;
 }
 
@@ -110,6 +115,8 @@ void sim_dist_free(struct sim *S)
     free(S->ugath);
     free(S->ushard);
     free(S->ugid);
+    free(S->ugid2);
+    free(S->upre);
     free(S->ugr);
     free(S->pred);
 }
@@ -188,20 +195,46 @@ int sim_dist_setup(struct sim *S)
 
 /* ---- gathering ---- */
 
+/* Unit u's parameters gathered whole (the unit computes): what a prefetch
+ * left out comes now, in a second allocation. */
 static int gather(struct sim *S, uint32_t u, uint32_t node)
 {
-    if (u > S->nunits || S->ugid[u] != NONE || !S->ugath[u])
+    if (u > S->nunits || !S->ugath[u])
         return 0;
-    return sim_ev_alloc(S, MEMEST_CAT_COMM, node, S->ugath[u], &S->ugid[u]);
+    if (S->ugid[u] == NONE)
+        return sim_ev_alloc(S, MEMEST_CAT_COMM, node, S->ugath[u], &S->ugid[u]);
+    if (S->upre[u] < S->ugath[u] && S->ugid2[u] == NONE)
+        return sim_ev_alloc(S, MEMEST_CAT_COMM, node, S->ugath[u] - S->upre[u], &S->ugid2[u]);
+    return 0;
+}
+
+/* Unit u's parameters fetched ahead: FSDP all-gathers the whole flat
+ * parameter; ZeRO-3 fetches up to stage3_prefetch_bucket_size elements
+ * (stage3.py, PartitionedParameterCoordinator.fetch_sub_module). */
+static int prefetch(struct sim *S, uint32_t u, uint32_t node)
+{
+    if (u >= S->nunits || S->ugid[u] != NONE || !S->ugath[u])
+        return 0;
+    uint64_t want = S->ugath[u];
+    if (!S->rv->flat_units) {
+        uint64_t cap = memest_sat_mul(S->rv->cfg->eng.prefetch_bucket_size, elem16(S));
+        if (cap < want)
+            want = cap;
+        if (!want)
+            return 0;
+    }
+    S->upre[u] = want;
+    return sim_ev_alloc(S, MEMEST_CAT_COMM, node, want, &S->ugid[u]);
 }
 
 static int release(struct sim *S, uint32_t u, uint32_t node)
 {
     if (u > S->nunits || S->ugid[u] == NONE)
         return 0;
-    uint32_t id = S->ugid[u];
-    S->ugid[u] = NONE;
-    return sim_ev_free(S, node, id);
+    uint32_t id = S->ugid[u], id2 = S->ugid2[u];
+    S->ugid[u] = S->ugid2[u] = NONE;
+    S->upre[u] = S->ugath[u];
+    return sim_ev_free(S, node, id) || (id2 != NONE && sim_ev_free(S, node, id2)) ? -1 : 0;
 }
 
 int sim_dist_fwd_enter(struct sim *S, uint32_t n)
@@ -213,7 +246,7 @@ int sim_dist_fwd_enter(struct sim *S, uint32_t n)
     uint32_t u = S->unit_of[n];
     if (u == NONE || S->ufirst[u] != n)
         return 0;
-    return gather(S, u, n) || gather(S, u + 1 < S->nunits ? u + 1 : NONE, n) ? -1 : 0;
+    return gather(S, u, n) || prefetch(S, u + 1 < S->nunits ? u + 1 : NONE, n) ? -1 : 0;
 }
 
 int sim_dist_fwd_leave(struct sim *S, uint32_t n)
@@ -280,7 +313,7 @@ int sim_dist_bwd_enter(struct sim *S, uint32_t lo, uint32_t hi)
             n = S->ufirst[u];   /* the rest of the unit is gathered */
     }
     if (low != NONE && low > 0 && (S->rv->cfg->eng.backward_prefetch || !S->rv->flat_units))
-        return gather(S, low - 1, lo);
+        return prefetch(S, low - 1, lo);
     return 0;
 }
 

@@ -188,6 +188,9 @@ struct sim {
     uint64_t *ugath;      /* per unit and the root: gathered bytes */
     uint64_t *ushard;     /* per unit and the root: the shard's elements (FSDP) */
     uint32_t *ugid;       /* per unit and the root: live gathered id, NONE */
+    uint32_t *ugid2;      /* ... and the rest after a partial prefetch, NONE */
+    uint64_t *upre;       /* per unit: the bytes its live ugid holds (a ZeRO-3
+                             prefetch: at most stage3_prefetch_bucket_size) */
     uint32_t *ugr;        /* per unit and the root: its gradient shard id (FSDP) */
     uint8_t *pred;        /* parameter storage: its gradient went to the partition */
     uint32_t gpart;       /* DeepSpeed ZeRO-2/3: the gradient partition's id */

@@ -20,8 +20,10 @@
 #   elements: 2 x, 4 x and 8 x that = 1,684,603,904, 3,369,207,808,
 #   6,738,415,616; in all 13,477,297,152. ZeRO-3 gathers module by module:
 #   the decoder layers, and the embeddings, the final norm and the head each
-#   on their own; at most two neighbouring layers without their persistent
-#   norms, 2 x 2 x (202,383,360 - 8,192) = 809,500,672.
+#   on their own, and fetches ahead at most stage3_prefetch_bucket_size (5e7)
+#   elements of the next: at most a layer without its persistent norms,
+#   2 x (202,383,360 - 8,192) = 404,750,336, and 1e8 bytes of the next,
+#   504,750,336.
 # fsdp: _flat_param.py: one FlatParameter per decoder layer (32 units) and
 #   the root (embeddings, the final norm and the head: 262,148,096), each
 #   padded to a multiple of 8 and cut: 25,297,920 and 32,768,512 elements, in
@@ -56,7 +58,7 @@ function(run name want_total want_buckets want_gathered)
 endfunction()
 run(zero2_estimator 28638266368 1000000000 0 --strategy zero2)
 run(zero2_offload 13476831232 1000000000 0 --strategy zero2 --offload optimizer)
-run(zero3 13477297152 1000000000 809500672 --strategy zero3)
+run(zero3 13477297152 1000000000 504750336 --strategy zero3)
 run(fsdp 13476831232 0 1333829632 --strategy fsdp)
 run(ddp_view 53907324928 0 0 --strategy ddp --ddp-bucket-view)
 run(ddp 53907324928 13476831232 0 --strategy ddp)
