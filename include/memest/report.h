@@ -129,6 +129,7 @@ struct memest_advice {
     double now_samples_per_s;
     const struct memest_advice_option *opts;
     int nopts;
+    bool strategies;                /* several GPUs: the engines were weighed */
 };
 
 /* --generate (report_generate.c): the generation estimate, its verdict on

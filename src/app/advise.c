@@ -22,7 +22,7 @@
 #include "memest/optim.h"
 #include "memest/report.h"
 
-#define MAX_OPTIONS 12
+#define MAX_OPTIONS 20
 #define MAX_SINGLE 256  /* in-place candidates evaluated one at a time, at most */
 /* Estimates kept for what follows the in-place trials (the step options,
  * and the two largest-batch searches' doubling and bisection) when the work
@@ -384,6 +384,49 @@ static int advise_step(struct advisor *ad, const char *key, const struct memest_
     return 0;
 }
 
+/* Several GPUs (--gpus N with data-parallel ranks): the other engines, and
+ * ZeRO-Offload of the sharded ones, each its own rank view (dist.h). */
+static int advise_strategies(struct advisor *ad, struct memest_error *err)
+{
+    struct memest_app *a = ad->a;
+    const struct memest_dist_cfg *now = &a->dist;
+    if (!ad->o->dist.set || memest_dist_dp(now) < 2 || now->ep > 1)
+        return 0;
+    static const enum memest_strategy alts[] = {MEMEST_STRAT_ZERO1, MEMEST_STRAT_ZERO2,
+                                                MEMEST_STRAT_ZERO3, MEMEST_STRAT_FSDP};
+    bool half = a->dtype == MEMEST_F16 || a->dtype == MEMEST_BF16;
+    for (size_t i = 0; i < sizeof alts / sizeof *alts; i++) {
+        for (int off = 0; off < 2; off++) {
+            struct memest_dist_cfg c = *now;
+            c.strategy = alts[i];
+            c.offload = off ? MEMEST_OFFLOAD_OPTIMIZER : MEMEST_OFFLOAD_NONE;
+            if (off && alts[i] != MEMEST_STRAT_ZERO2 && alts[i] != MEMEST_STRAT_ZERO3)
+                continue;   /* ZeRO-Offload: stages 2 and 3 */
+            if (c.strategy == now->strategy && c.offload == now->offload)
+                continue;   /* the configuration as given */
+            struct memest_rank_view v;
+            memest_rank_view_init(&c, half, &v);
+            struct memest_step_cfg s = a->step;
+            s.rank = &v;
+            bool ds = alts[i] != MEMEST_STRAT_FSDP;
+            if (ds && !ad->o->impl_set && memest_optim_desc(s.optim.kind)->fused_since)
+                s.impl = MEMEST_IMPL_FUSED;   /* DeepSpeed's FusedAdam (app_dist.c) */
+            static const char *const keys[][2] = {
+                {"strategy_zero1", "strategy_zero1_offload"},
+                {"strategy_zero2", "strategy_zero2_offload"},
+                {"strategy_zero3", "strategy_zero3_offload"},
+                {"strategy_fsdp", "strategy_fsdp_offload"},
+            };
+            char change[160];
+            snprintf(change, sizeof change, "--strategy %s%s", memest_strategy_name(alts[i]),
+                     off ? " --offload optimizer: ZeRO-Offload (the optimizer on the host)" : "");
+            if (advise_step(ad, keys[i][off], &s, change, err) != 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
 static int by_saves(const void *x, const void *y)
 {
     const struct memest_advice_option *a = x, *b = y;
@@ -437,7 +480,7 @@ int memest_flow_advise(struct memest_app *a)
                             "block", &err) != 0)
                 goto fail;
         }
-        if (advise_accum(ad, &err) != 0)
+        if (advise_accum(ad, &err) != 0 || advise_strategies(ad, &err) != 0)
             goto fail;
         enum memest_optim k = a->step.optim.kind;
         const struct memest_optim_cfg *lean = &memest_optim_lean.cfg;   /* optim.h */
@@ -471,6 +514,7 @@ int memest_flow_advise(struct memest_app *a)
         .card = &a->card, .headroom_pct = o->headroom, .mfu = o->mfu,
         .has_time = ad->base.has_time, .now_samples_per_s = ad->base.samples_per_s,
         .opts = ad->opts, .nopts = ad->n,
+        .strategies = o->dist.set && memest_dist_dp(&a->dist) > 1,
     };
     memest_fit_check(ad->base.needs, a->card.memory, o->headroom, &doc.now);
     memest_render_advice(stdout, o->format, &doc);

@@ -44,9 +44,9 @@ void memest_advice_print_text(FILE *f, const struct memest_advice *ad)
                 memest_fmt_bytes(op->needs, nd, sizeof nd), sp, change, note[0] ? " (" : "", note,
                 note[0] ? ")" : "");
     }
-    fprintf(f, "  %-4s %11s %11s %11s  not weighed: ZeRO stages (a later issue); LoRA and "
-               "quantised weights (estimate them with --lora R, --weights nf4)\n",
-            "-", "-", "-", "");
+    fprintf(f, "  %-4s %11s %11s %11s  not weighed: %sLoRA and quantised weights (estimate them "
+               "with --lora R, --weights nf4)\n",
+            "-", "-", "-", "", ad->strategies ? "" : "ZeRO and FSDP (give --gpus N); ");
     if (ad->has_time)
         fprintf(f, "\nsamples/s: roofline estimate at %g%% of the peak (now: %.4g); not a "
                    "measurement\n",
@@ -101,7 +101,8 @@ void memest_advice_print_json(FILE *f, const struct memest_advice *ad)
     }
     memest_jsonw_arr_end(&w);
     memest_jsonw_arr_begin(&w, "not_available");
-    memest_jsonw_str(&w, NULL, "zero");
+    if (!ad->strategies)
+        memest_jsonw_str(&w, NULL, "zero");
     memest_jsonw_str(&w, NULL, "lora");
     memest_jsonw_arr_end(&w);
     memest_jsonw_obj_end(&w);
