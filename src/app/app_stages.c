@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "memest/app.h"
+#include "memest/checked.h"
 #include "memest/pipeline.h"
 #include "memest/plot.h"
 
@@ -34,6 +35,12 @@ int memest_app_stages(struct memest_app *a, struct memest_error *err)
     int64_t pp = a->o->dist.set ? a->dist.pp : 1;
     if (pp <= 1)
         return 0;
+    uint32_t nl = memest_pipeline_layers(&a->g);
+    if ((uint64_t)pp > nl)   /* before a graph per stage is made */
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                           "--pp %lld: the model's %u top-level block instances (its layers) do "
+                           "not split into pipeline stages of at least one layer each",
+                           (long long)pp, nl);
     /* the values stages pass, at batch 1 and 2 (their batch dimension) */
     struct memest_run r1 = {0}, r2 = {0};
     struct memest_run_opts ro = a->o->run;
@@ -53,11 +60,11 @@ int memest_app_stages(struct memest_app *a, struct memest_error *err)
             a->nstages = s + 1;
         /* the interleaved schedule cuts each stage into V model chunks */
         int64_t v = a->dist.virtual_stages;
-        uint32_t nl = rc == 0 ? memest_pipeline_layers(&a->stages[s]) : 0;
-        if (rc == 0 && a->dist.schedule == MEMEST_SCHED_INTERLEAVED && nl % (uint64_t)v != 0)
+        uint32_t sl = rc == 0 ? memest_pipeline_layers(&a->stages[s]) : 0;
+        if (rc == 0 && a->dist.schedule == MEMEST_SCHED_INTERLEAVED && sl % (uint64_t)v != 0)
             rc = memest_errf(err, MEMEST_ERR_USAGE, NULL,
                              "--virtual-stages %lld: pipeline stage %lld has %u layers, not a "
-                             "multiple of the model chunks", (long long)v, (long long)s, nl);
+                             "multiple of the model chunks", (long long)v, (long long)s, sl);
     }
     memest_run_free(&r1);
     memest_run_free(&r2);
@@ -125,7 +132,7 @@ int memest_app_estimate_stages(struct memest_app *a, int64_t batch,
          * the step */
         uint64_t act = e->train_peak.fwd_saved;
         f->activations = act;
-        uint64_t held = act / (uint64_t)f->per * (uint64_t)f->chunks;
+        uint64_t held = memest_sat_mul(act / (uint64_t)f->per, (uint64_t)f->chunks);
         view.inflight_bytes = held > act ? held - act : 0;
         if (view.inflight_bytes)
             rc = memest_app_estimate(a, batch, &st, dtype, e, NULL, NULL, err);
