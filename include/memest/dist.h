@@ -172,3 +172,14 @@ uint32_t memest_dist_units(const struct memest_run *r, const struct memest_rank_
 /* Whether parameter p stays whole on every rank under v (ZeRO-3's
  * stage3_param_persistence_threshold: numel at most the threshold). */
 bool memest_dist_persistent(const struct memest_rank_view *v, const struct memest_param *p);
+/* The bytes of one element of parameter p as the run stores it. */
+uint64_t memest_dist_param_elem(const struct memest_run *r, const struct memest_param *p);
+/* The element of the trainable parameters (the first one's; 2 when none):
+ * DeepSpeed's 16-bit partitions and reduce buckets are in it. */
+uint64_t memest_dist_train_elem(const struct memest_run *r);
+/* The rank's partition of the trainable parameters under ZeRO, in
+ * elements: ZeRO-1/2 cut the flat group padded to a multiple of 2 x the
+ * ranks (nccl_start_alignment_factor, stage_1_and_2.py), ZeRO-3 each
+ * parameter padded to a multiple of the ranks (partition_parameters.py;
+ * the persistent ones too: their gradients and state are partitioned). */
+uint64_t memest_dist_zero_part(const struct memest_run *r, const struct memest_rank_view *v);

@@ -31,23 +31,6 @@
 
 #define NOUNIT UINT32_MAX
 
-/* DeepSpeed's ZeRO-1/2 partition of a flat group of n elements over k ranks:
- * the flat buffer is padded to a multiple of nccl_start_alignment_factor (2)
- * times the ranks, then cut into k equal partitions (stage_1_and_2.py,
- * align_dense_tensors / get_data_parallel_partitions). */
-static uint64_t zero12_part(uint64_t n, int64_t k)
-{
-    uint64_t per = memest_dist_part(n, k * 2);
-    return per * 2;
-}
-
-/* The bytes of one element of parameter p as stored (its run dtype). */
-static uint64_t param_elem(const struct memest_run *r, const struct memest_param *p)
-{
-    uint64_t b = r->storages[p->storage].bytes;
-    return p->numel ? (b + p->numel - 1) / p->numel : 0;
-}
-
 struct acc {
     bool ok;
     struct memest_dist_states s;
@@ -95,12 +78,12 @@ int memest_calc_dist_states(const struct memest_run *r, const struct memest_step
         free(unit_of), free(un), free(ut), free(ug), free(ue);
         return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
     }
-    uint64_t trainable = 0, part3 = 0, grad_full = 0;
+    uint64_t trainable = 0, grad_full = 0;
     for (uint32_t i = 0; i < r->nparams; i++) {
         const struct memest_param *p = &r->params[i];
         if (p->tied_to >= 0)
             continue;
-        uint64_t full = r->storages[p->storage].bytes, e = param_elem(r, p);
+        uint64_t full = r->storages[p->storage].bytes, e = memest_dist_param_elem(r, p);
         if (p->trainable) {
             trainable += p->numel;
             add(&a, &grad_full, full);
@@ -110,10 +93,8 @@ int memest_calc_dist_states(const struct memest_run *r, const struct memest_step
             if (p->trainable && v->strategy == MEMEST_STRAT_ZERO3) {
                 /* a persistent parameter: whole here, its gradient reduced
                  * into the partition like the others, its state partitioned */
-                uint64_t part = memest_dist_part(p->numel, k);
-                part3 += part;
                 add(&a, v->offload_optim ? &a.s.host : &a.s.grads,
-                    memest_sat_mul(part, v->offload_optim ? 4 : e));
+                    memest_sat_mul(memest_dist_part(p->numel, k), v->offload_optim ? 4 : e));
             }
             continue;
         }
@@ -132,17 +113,11 @@ int memest_calc_dist_states(const struct memest_run *r, const struct memest_step
         add(&a, v->offload_params ? &a.s.host : &a.s.params, memest_sat_mul(part, e));
         add(&a, &ug[unit_of[p->node] == NOUNIT ? nu : unit_of[p->node]], full);
         if (p->trainable) {
-            part3 += part;
             add(&a, v->offload_optim ? &a.s.host : &a.s.grads,
                 memest_sat_mul(part, v->offload_optim ? 4 : e));
         }
     }
-    uint64_t e16 = 2;   /* DeepSpeed's 16-bit partitions; the run's element otherwise */
-    for (uint32_t i = 0; i < r->nparams; i++)
-        if (r->params[i].tied_to < 0 && r->params[i].trainable) {
-            e16 = param_elem(r, &r->params[i]);
-            break;
-        }
+    uint64_t e16 = memest_dist_train_elem(r);   /* DeepSpeed's 16-bit partitions */
     uint64_t es = v->master_fp32 ? 4 : e16;   /* the optimizer state's element */
     if (v->flat_units) {
         /* FSDP: one FlatParameter per unit and the root; its shard is the
@@ -159,13 +134,14 @@ int memest_calc_dist_states(const struct memest_run *r, const struct memest_step
             add_state(&a, oc, part, memest_sat_mul(part, pe), v->offload_optim);
         }
     } else if (v->strategy == MEMEST_STRAT_ZERO3) {
+        uint64_t part3 = memest_dist_zero_part(r, v);
         a.s.shard_elems = part3;
         add_state(&a, oc, part3, memest_sat_mul(part3, es), v->offload_optim);
         if (v->master_fp32)
             add(&a, v->offload_optim ? &a.s.host : &a.s.master, memest_sat_mul(part3, 4));
     } else if (v->shard_optim) {
         /* ZeRO-1/2: the flat group's partition */
-        uint64_t part = zero12_part(trainable, k);
+        uint64_t part = memest_dist_zero_part(r, v);
         a.s.shard_elems = part;
         add_state(&a, oc, part, memest_sat_mul(part, es), v->offload_optim);
         if (v->master_fp32)

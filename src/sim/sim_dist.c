@@ -36,14 +36,6 @@
 #include "memest/optim.h"
 #include "sim_internal.h"
 
-static uint64_t elem_of(const struct memest_run *r, const struct memest_param *p)
-{
-    uint64_t b = r->storages[p->storage].bytes;
-    return p->numel ? (b + p->numel - 1) / p->numel : 0;
-}
-
-static uint64_t elem16(const struct sim *S);
-
 static bool sharded(const struct sim *S, const struct memest_param *p)
 {
     return S->rv->shard_params && !memest_dist_persistent(S->rv, p);
@@ -77,9 +69,10 @@ int sim_dist_analyze(struct sim *S)
     S->ugid = malloc(sizeof *S->ugid * k);
     S->ugid2 = malloc(sizeof *S->ugid2 * k);
     S->upre = calloc(k, sizeof *S->upre);
+    S->uelem = calloc(k, sizeof *S->uelem);
     S->ugr = malloc(sizeof *S->ugr * k);
     if (!S->ufirst || !S->ulast || !S->ugath || !S->ushard || !S->ugid || !S->ugid2 || !S->upre ||
-        !S->ugr)
+        !S->uelem || !S->ugr)
         return sim_nomem(S);
     for (size_t u = 0; u < k; u++) {
         S->ufirst[u] = NONE;
@@ -104,6 +97,18 @@ int sim_dist_analyze(struct sim *S)
     }
     for (size_t u = 0; u < k; u++)
         S->upre[u] = S->ugath[u];
+    /* the element of each unit's shard: fp32 under MixedPrecision (the
+     * master), else its parameters' own */
+    for (uint32_t i = r->nparams; i-- > 0;) {
+        const struct memest_param *p = &r->params[i];
+        if (p->tied_to < 0 && sharded(S, p))
+            S->uelem[unit_index(S, p->node)] = memest_dist_param_elem(r, p);
+    }
+    for (size_t u = 0; u < k; u++)
+        if (S->rv->master_fp32 || !S->uelem[u])
+            S->uelem[u] = 4;
+    S->e16 = memest_dist_train_elem(r);
+    S->zpart = memest_dist_zero_part(r, S->rv);
     return 0;
 }
 
@@ -117,23 +122,9 @@ void sim_dist_free(struct sim *S)
     free(S->ugid);
     free(S->ugid2);
     free(S->upre);
+    free(S->uelem);
     free(S->ugr);
     free(S->pred);
-}
-
-/* The element size of unit u's shard: fp32 under MixedPrecision (the
- * master), else the parameters' own. */
-static uint64_t shard_elem(const struct sim *S, uint32_t u)
-{
-    if (S->rv->master_fp32)
-        return 4;
-    const struct memest_run *r = S->r;
-    for (uint32_t i = 0; i < r->nparams; i++) {
-        const struct memest_param *p = &r->params[i];
-        if (p->tied_to < 0 && sharded(S, p) && unit_index(S, p->node) == u)
-            return elem_of(r, p);
-    }
-    return 4;
 }
 
 int sim_dist_setup(struct sim *S)
@@ -156,7 +147,7 @@ int sim_dist_setup(struct sim *S)
             rc = sim_alloc_storage(S, p->storage, MEMEST_CAT_PARAMS, p->node);
         else if (!v->flat_units && !v->offload_params)   /* ZeRO-3: its partition */
             rc = sim_ev_alloc(S, MEMEST_CAT_PARAMS, p->node,
-                              memest_sat_mul(memest_dist_part(p->numel, v->shard), elem_of(r, p)),
+                              memest_sat_mul(memest_dist_part(p->numel, v->shard), memest_dist_param_elem(r, p)),
                               &id);
     }
     /* other parameter-kind storages (a quantised weight's state) stay whole */
@@ -171,7 +162,7 @@ int sim_dist_setup(struct sim *S)
             if (S->ushard[u] &&
                 sim_ev_alloc(S, MEMEST_CAT_PARAMS, u < S->nunits ? S->ufirst[u] : NONE,
                              memest_sat_mul(memest_dist_part(S->ushard[u], v->shard),
-                                            shard_elem(S, u)),
+                                            S->uelem[u]),
                              &id) != 0)
                 return -1;
     if (v->ddp_buckets && !S->inference) {
@@ -188,7 +179,7 @@ int sim_dist_setup(struct sim *S)
         return -1;
     if (v->strategy == MEMEST_STRAT_ZERO3 && !S->inference &&
         sim_ev_alloc(S, MEMEST_CAT_COMM, NONE,
-                     memest_sat_mul(v->cfg->eng.reduce_bucket_size, elem16(S)), &id) != 0)
+                     memest_sat_mul(v->cfg->eng.reduce_bucket_size, S->e16), &id) != 0)
         return -1;
     return 0;
 }
@@ -217,7 +208,7 @@ static int prefetch(struct sim *S, uint32_t u, uint32_t node)
         return 0;
     uint64_t want = S->ugath[u];
     if (!S->rv->flat_units) {
-        uint64_t cap = memest_sat_mul(S->rv->cfg->eng.prefetch_bucket_size, elem16(S));
+        uint64_t cap = memest_sat_mul(S->rv->cfg->eng.prefetch_bucket_size, S->e16);
         if (cap < want)
             want = cap;
         if (!want)
@@ -291,7 +282,7 @@ int sim_dist_bwd_begin(struct sim *S)
         for (int i = 0; i < (overlap ? 2 : 1); i++)
             if (S->ipg[i] == NONE &&
                 sim_ev_alloc(S, MEMEST_CAT_COMM, NONE,
-                             memest_sat_mul(e->reduce_bucket_size, elem16(S)), &S->ipg[i]) != 0)
+                             memest_sat_mul(e->reduce_bucket_size, S->e16), &S->ipg[i]) != 0)
                 return -1;
     }
     return 0;
@@ -322,24 +313,30 @@ static int reduce_unit(struct sim *S, uint32_t u, uint32_t node)
 {
     const struct memest_run *r = S->r;
     bool any = false;
-    for (uint32_t i = 0; i < r->nparams; i++) {
-        const struct memest_param *p = &r->params[i];
-        if (p->tied_to >= 0 || !p->trainable || unit_index(S, p->node) != u)
+    /* a unit's parameters are its nodes'; the root's, every node's outside
+     * the units (once, at the end of the backward) */
+    uint32_t lo = u < S->nunits ? S->ufirst[u] : 0, hi = u < S->nunits ? S->ulast[u] : S->nn - 1;
+    for (uint32_t n = lo; S->nn && n <= hi; n++) {
+        const struct memest_nodeinfo *ni = &r->nodes[n];
+        if (unit_index(S, n) != u)
             continue;
-        uint32_t ps = p->storage;
-        if (S->pg[ps] == NONE)
-            continue;
-        if (sim_ev_free(S, node, S->pg[ps]) != 0)
-            return -1;
-        S->pg[ps] = NONE;
-        S->pred[ps] = 1;
-        any = true;
+        for (uint32_t i = ni->param_first; i < ni->param_first + ni->nparam; i++) {
+            const struct memest_param *p = &r->params[i];
+            uint32_t ps = p->storage;
+            if (p->tied_to >= 0 || !p->trainable || S->pg[ps] == NONE)
+                continue;
+            if (sim_ev_free(S, node, S->pg[ps]) != 0)
+                return -1;
+            S->pg[ps] = NONE;
+            S->pred[ps] = 1;
+            any = true;
+        }
     }
     if (!any || S->ugr[u] != NONE || !S->ushard[u])
         return 0;
     return sim_ev_alloc(S, MEMEST_CAT_GRADS, node,
                         memest_sat_mul(memest_dist_part(S->ushard[u], S->rv->shard),
-                                       shard_elem(S, u)),
+                                       S->uelem[u]),
                         &S->ugr[u]);
 }
 
@@ -376,34 +373,6 @@ int sim_dist_bwd_end(struct sim *S)
     return 0;
 }
 
-/* The rank's partition of the trainable parameters under ZeRO: DeepSpeed's
- * flat group padded to 2 x ranks (ZeRO-1/2), each parameter's partition
- * (ZeRO-3; the persistent ones too, their state is partitioned). */
-static uint64_t zero_part(const struct sim *S)
-{
-    const struct memest_run *r = S->r;
-    uint64_t all = 0, part3 = 0;
-    for (uint32_t i = 0; i < r->nparams; i++) {
-        const struct memest_param *p = &r->params[i];
-        if (p->tied_to >= 0 || !p->trainable)
-            continue;
-        all += p->numel;
-        part3 += memest_dist_part(p->numel, S->rv->shard);
-    }
-    if (S->rv->strategy == MEMEST_STRAT_ZERO3)
-        return part3;
-    return memest_dist_part(all, S->rv->shard * 2) * 2;
-}
-
-static uint64_t elem16(const struct sim *S)
-{
-    const struct memest_run *r = S->r;
-    for (uint32_t i = 0; i < r->nparams; i++)
-        if (r->params[i].tied_to < 0 && r->params[i].trainable)
-            return elem_of(r, &r->params[i]);
-    return 2;
-}
-
 int sim_dist_accumulate(struct sim *S, uint32_t node, uint32_t ps, uint32_t id)
 {
     const struct memest_rank_view *v = S->rv;
@@ -415,7 +384,7 @@ int sim_dist_accumulate(struct sim *S, uint32_t node, uint32_t ps, uint32_t id)
         return -1;
     S->pred[ps] = 1;
     if (S->gpart == NONE && !v->offload_optim &&
-        sim_ev_alloc(S, MEMEST_CAT_GRADS, node, memest_sat_mul(zero_part(S), elem16(S)),
+        sim_ev_alloc(S, MEMEST_CAT_GRADS, node, memest_sat_mul(S->zpart, S->e16),
                      &S->gpart) != 0)
         return -1;
     return 1;
@@ -487,11 +456,11 @@ int sim_dist_optimizer(struct sim *S, bool first)
                 continue;
             uint64_t part = memest_dist_part(S->ushard[u], v->shard);
             fl[nf++] = (struct flat){u < S->nunits ? S->ufirst[u] : NONE, part,
-                                     memest_sat_mul(part, shard_elem(S, u))};
+                                     memest_sat_mul(part, S->uelem[u])};
         }
     } else {
-        uint64_t part = zero_part(S);
-        one = (struct flat){NONE, part, memest_sat_mul(part, v->master_fp32 ? 4 : elem16(S))};
+        uint64_t part = S->zpart;
+        one = (struct flat){NONE, part, memest_sat_mul(part, v->master_fp32 ? 4 : S->e16)};
         nf = part ? 1 : 0;
     }
     int rc = 0;

@@ -193,6 +193,9 @@ struct sim {
                              prefetch: at most stage3_prefetch_bucket_size) */
     uint32_t *ugr;        /* per unit and the root: its gradient shard id (FSDP) */
     uint8_t *pred;        /* parameter storage: its gradient went to the partition */
+    uint64_t *uelem;      /* per unit and the root: its shard's element (FSDP) */
+    uint64_t e16;         /* the trainable parameters' element (DeepSpeed's 16-bit) */
+    uint64_t zpart;       /* ZeRO: the rank's partition, in elements */
     uint32_t gpart;       /* DeepSpeed ZeRO-2/3: the gradient partition's id */
     uint32_t ipg[2];      /* DeepSpeed's reduce buckets, NONE */
     uint32_t bcur;        /* backward: the highest unit not yet released, NONE */

@@ -280,3 +280,32 @@ uint32_t memest_dist_units(const struct memest_run *r, const struct memest_rank_
     return nu;
 }
 
+
+uint64_t memest_dist_param_elem(const struct memest_run *r, const struct memest_param *p)
+{
+    uint64_t b = r->storages[p->storage].bytes;
+    return p->numel ? (b + p->numel - 1) / p->numel : 0;
+}
+
+uint64_t memest_dist_train_elem(const struct memest_run *r)
+{
+    for (uint32_t i = 0; i < r->nparams; i++)
+        if (r->params[i].tied_to < 0 && r->params[i].trainable)
+            return memest_dist_param_elem(r, &r->params[i]);
+    return 2;
+}
+
+uint64_t memest_dist_zero_part(const struct memest_run *r, const struct memest_rank_view *v)
+{
+    uint64_t all = 0, part3 = 0;
+    for (uint32_t i = 0; i < r->nparams; i++) {
+        const struct memest_param *p = &r->params[i];
+        if (p->tied_to >= 0 || !p->trainable)
+            continue;
+        all += p->numel;
+        part3 += memest_dist_part(p->numel, v->shard);
+    }
+    if (v->strategy == MEMEST_STRAT_ZERO3)
+        return part3;
+    return memest_dist_part(all, v->shard * 2) * 2;
+}
