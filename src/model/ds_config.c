@@ -18,25 +18,17 @@
 #include "memest/ds_config.h"
 #include "memest/model.h"
 
+#include "config_keys.h"
 #include "hf_internal.h"
 
 struct rd {
-    const char *file;
-    struct memest_error *err;
+    struct mb_cfg c;    /* the file, the error, the noted keys */
     struct memest_ds_settings *s;
 };
 
 static int bad(struct rd *r, const char *path, const char *what)
 {
-    memest_err_file(r->err, r->file);
-    return memest_errf(r->err, MEMEST_ERR_SCHEMA, path, "%s", what);
-}
-
-static void ignore(struct rd *r, const char *key)
-{
-    size_t k = strlen(r->s->ignored);
-    if (k + strlen(key) + 3 < sizeof r->s->ignored)
-        snprintf(r->s->ignored + k, sizeof r->s->ignored - k, "%s%s", k ? ", " : "", key);
+    return mb_cfg_bad(&r->c, path, what);
 }
 
 static bool is_auto(const cJSON *v)
@@ -183,13 +175,11 @@ static int zero(struct rd *r, const cJSON *z, struct memest_dist_cfg *d, int64_t
                 return bad(r, p, "changes the memory in a way memest does not model (ZeRO++ / "
                                  "MiCS): remove it to estimate the plain ZeRO step");
         } else {
-            bool known = false;
-            for (size_t i = 0; i < sizeof zero_ignored / sizeof *zero_ignored; i++)
-                known |= strcmp(n, zero_ignored[i]) == 0;
+            bool known = mb_cfg_listed(n, zero_ignored, sizeof zero_ignored / sizeof *zero_ignored);
             if (!known)
                 return bad(r, p, "unknown zero_optimization key (a typo would change the "
                                  "estimate silently)");
-            ignore(r, p);
+            mb_cfg_ignore(&r->c, p);
         }
     }
     static const enum memest_strategy by_stage[] = {MEMEST_STRAT_DDP, MEMEST_STRAT_ZERO1,
@@ -221,7 +211,7 @@ static int half(struct rd *r, const cJSON *v, const char *key, enum memest_dtype
                    strcmp(k->string, "auto_cast") == 0) {
             return bad(r, p, "changes the memory in a way memest does not model");
         } else {
-            ignore(r, p);   /* loss scaling settings */
+            mb_cfg_ignore(&r->c, p);   /* loss scaling settings */
         }
     }
     return 0;
@@ -270,7 +260,7 @@ int memest_ds_config_read(const char *path, int64_t hidden, struct memest_dist_c
     memset(s, 0, sizeof *s);
     if (mb_json_read_file(path, &root, err) != 0)
         return -1;
-    struct rd r = {path, err, s};
+    struct rd r = {{path, err, s->ignored, sizeof s->ignored}, s};
     int rc = 0;
     bool off_opt = false, off_par = false, zero_seen = false;
     if (!cJSON_IsObject(root)) {
@@ -307,16 +297,14 @@ int memest_ds_config_read(const char *path, int64_t hidden, struct memest_dist_c
                 rc = bad(&r, n, "changes the memory in a way memest does not model (apex amp, "
                                 "compression, pipeline engine, data_types.grad_accum_dtype)");
             else
-                ignore(&r, n);
+                mb_cfg_ignore(&r.c, n);
         } else {
-            bool known = false;
-            for (size_t i = 0; i < sizeof top_ignored / sizeof *top_ignored; i++)
-                known |= strcmp(n, top_ignored[i]) == 0;
+            bool known = mb_cfg_listed(n, top_ignored, sizeof top_ignored / sizeof *top_ignored);
             if (!known)
                 rc = bad(&r, n, "unknown DeepSpeed config key (a typo would change the estimate "
                                 "silently)");
             else
-                ignore(&r, n);
+                mb_cfg_ignore(&r.c, n);
         }
     }
     if (rc == 0 && !zero_seen)

@@ -20,6 +20,7 @@
 
 #include "memest/fsdp_config.h"
 
+#include "config_keys.h"
 #include "hf_internal.h"
 
 #define FSDP_MAX_BYTES (1u << 20)   /* a config file: 1 MiB is far past any */
@@ -128,22 +129,13 @@ static int read_yaml(const char *path, cJSON **out, struct memest_error *err)
 /* ---- the keys ---- */
 
 struct rd {
-    const char *file;
-    struct memest_error *err;
+    struct mb_cfg c;    /* the file, the error, the noted keys */
     struct memest_fsdp_settings *s;
 };
 
 static int bad(struct rd *r, const char *path, const char *what)
 {
-    memest_err_file(r->err, r->file);
-    return memest_errf(r->err, MEMEST_ERR_SCHEMA, path, "%s", what);
-}
-
-static void ignore(struct rd *r, const char *key)
-{
-    size_t k = strlen(r->s->ignored);
-    if (k + strlen(key) + 3 < sizeof r->s->ignored)
-        snprintf(r->s->ignored + k, sizeof r->s->ignored - k, "%s%s", k ? ", " : "", key);
+    return mb_cfg_bad(&r->c, path, what);
 }
 
 /* A boolean, also as accelerate writes some ("true"/"false" strings). */
@@ -255,13 +247,11 @@ static int fsdp_keys(struct rd *r, const cJSON *o, const char *base, struct meme
             return bad(r, path, "a size-based wrap policy is not modelled (units by the "
                                 "transformer layer class are)");
         } else {
-            bool known = false;
-            for (size_t j = 0; j < sizeof fsdp_ignored / sizeof *fsdp_ignored; j++)
-                known |= !strcmp(n, fsdp_ignored[j]);
+            bool known = mb_cfg_listed(n, fsdp_ignored, sizeof fsdp_ignored / sizeof *fsdp_ignored);
             if (!known)
                 return bad(r, path, "unknown FSDP config key (a typo would change the estimate "
                                     "silently)");
-            ignore(r, path);
+            mb_cfg_ignore(&r->c, path);
         }
     }
     return 0;
@@ -288,7 +278,7 @@ int memest_fsdp_config_read(const char *path, struct memest_dist_cfg *d,
     cJSON *root = NULL;
     if ((c == '{' ? mb_json_read_file(path, &root, err) : read_yaml(path, &root, err)) != 0)
         return -1;
-    struct rd r = {path, err, s};
+    struct rd r = {{path, err, s->ignored, sizeof s->ignored}, s};
     int rc = 0;
     d->strategy = MEMEST_STRAT_FSDP;   /* the Trainer's and accelerate's default */
     if (!cJSON_IsObject(root)) {
@@ -319,11 +309,9 @@ int memest_fsdp_config_read(const char *path, struct memest_dist_cfg *d,
         } else if (!strcmp(n, "num_machines")) {
             rc = whole(&r, k, n, &s->machines);
         } else {
-            bool known = false;
-            for (size_t j = 0; j < sizeof top_ignored / sizeof *top_ignored; j++)
-                known |= !strcmp(n, top_ignored[j]);
+            bool known = mb_cfg_listed(n, top_ignored, sizeof top_ignored / sizeof *top_ignored);
             if (known) {
-                ignore(&r, n);
+                mb_cfg_ignore(&r.c, n);
                 continue;
             }
             /* the Trainer's fsdp_config: the FSDP keys at the top */

@@ -17,33 +17,17 @@
 #     partitions, 16 x 842,301,952 = 13,476,831,232.
 #   --strategy on the command line wins over the file's stage.
 #   cmake -DMEMEST=... -DSRC=<source dir> -P ds_config.cmake
-function(run name)
-  cmake_parse_arguments(W "" "" "ARGS;WANT" ${ARGN})
-  execute_process(COMMAND ${MEMEST} models/hf/llama-2-7b.json --seq 128 --gpus 8 ${W_ARGS} --json
-                  WORKING_DIRECTORY ${SRC} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "${name}: exit ${rc}: ${err}")
-  endif()
-  while(W_WANT)
-    list(POP_FRONT W_WANT path want)
-    string(REPLACE "." ";" keys "${path}")
-    string(JSON got GET "${out}" ${keys})
-    if(NOT got STREQUAL want)
-      message(FATAL_ERROR "${name}: ${path} is ${got}, expected ${want}")
-    endif()
-  endwhile()
-  set(stderr "${err}" PARENT_SCOPE)
-endfunction()
-run(zero2 ARGS --deepspeed tests/dist/ds_zero2_bf16.json
+include(${CMAKE_CURRENT_LIST_DIR}/expect_json.cmake)
+expect_json(zero2 ARGS --gpus 8 --deepspeed tests/dist/ds_zero2_bf16.json
     WANT batch 4 dtype bf16 optimizer adamw step.grad_accum 2 step.optim_impl fused
          parallel.strategy zero2 parallel.global_batch 64
          parallel.engine_buffers.buckets 800000000 parallel.model_states.total 25269058560)
 if(NOT stderr MATCHES "ignored, as they change no memory: scheduler, gradient_clipping, steps_per_print, zero_optimization.reduce_scatter")
   message(FATAL_ERROR "zero2: no note of the ignored keys: ${stderr}")
 endif()
-run(zero3_auto ARGS --batch 2 --dtype bf16 --deepspeed tests/dist/ds_zero3_auto.json
+expect_json(zero3_auto ARGS --gpus 8 --batch 2 --dtype bf16 --deepspeed tests/dist/ds_zero3_auto.json
     WANT batch 2 dtype bf16 parallel.strategy zero3 parallel.offload optimizer
          parallel.engine_buffers.buckets 33554432 parallel.model_states.total 1685069824
          parallel.host_bytes 13476831232)
-run(strategy_wins ARGS --strategy zero1 --deepspeed tests/dist/ds_zero2_bf16.json
+expect_json(strategy_wins ARGS --gpus 8 --strategy zero1 --deepspeed tests/dist/ds_zero2_bf16.json
     WANT parallel.strategy zero1 parallel.model_states.gradients 13476831232)

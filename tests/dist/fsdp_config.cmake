@@ -8,25 +8,10 @@
 #     same 13,476,831,232 bytes on the host, checkpointing on (cmake reads
 #     JSON true as ON).
 #   cmake -DMEMEST=... -DSRC=<source dir> -P fsdp_config.cmake
-function(run name)
-  cmake_parse_arguments(W "" "" "ARGS;WANT" ${ARGN})
-  execute_process(COMMAND ${MEMEST} models/hf/llama-2-7b.json --seq 128 ${W_ARGS} --json
-                  WORKING_DIRECTORY ${SRC} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "${name}: exit ${rc}: ${err}")
-  endif()
-  while(W_WANT)
-    list(POP_FRONT W_WANT path want)
-    string(REPLACE "." ";" keys "${path}")
-    string(JSON got GET "${out}" ${keys})
-    if(NOT got STREQUAL want)
-      message(FATAL_ERROR "${name}: ${path} is ${got}, expected ${want}")
-    endif()
-  endwhile()
-endfunction()
-run(accelerate ARGS --fsdp-config tests/dist/accelerate_fsdp.yaml
+include(${CMAKE_CURRENT_LIST_DIR}/expect_json.cmake)
+expect_json(accelerate ARGS --fsdp-config tests/dist/accelerate_fsdp.yaml
     WANT dtype bf16 parallel.gpus 8 parallel.strategy fsdp parallel.engine_buffers.units 32
          parallel.model_states.total 13476831232)
-run(trainer ARGS --gpus 8 --dtype bf16 --fsdp-config tests/dist/trainer_fsdp.json
+expect_json(trainer ARGS --gpus 8 --dtype bf16 --fsdp-config tests/dist/trainer_fsdp.json
     WANT step.checkpoint ON parallel.offload optimizer+params parallel.model_states.total 0
          parallel.host_bytes 13476831232)
