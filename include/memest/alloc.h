@@ -51,6 +51,11 @@ int memest_alloc_malloc(struct memest_alloc *a, uint64_t bytes, uint32_t *handle
  * segment. The handle must be live. */
 void memest_alloc_free(struct memest_alloc *a, uint32_t handle);
 const struct memest_alloc_stats *memest_alloc_stats(const struct memest_alloc *a);
+/* The live block's address. Segments are laid out one after another from
+ * 2^32 in the order they are made, so a malloc that made a segment (stats'
+ * `segments` grew) returns the block at its start: the segment spans
+ * [address, address + the growth of `reserved`). */
+uint64_t memest_alloc_addr(const struct memest_alloc *a, uint32_t handle);
 /* torch.cuda.reset_peak_memory_stats(): the maxima restart from the
  * current values. */
 void memest_alloc_reset_peak(struct memest_alloc *a);

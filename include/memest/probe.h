@@ -16,9 +16,13 @@
  *
  * What the probe proves: that the predicted footprint can be allocated on
  * this card, next to memest's own CUDA context and whatever other processes
- * hold right now. It does not run the model: kernels' own workspaces,
- * library handles (cuBLAS, cuDNN) and allocator fragmentation beyond the
- * timeline are not exercised. */
+ * hold right now. With the allocator's layout (timeline.h; memest's
+ * --probe asks the simulator for it) it allocates what PyTorch's caching
+ * allocator would: one cuMemAlloc per segment, at the event that makes it,
+ * so the device holds the predicted reserved memory and its usage is what
+ * nvidia-smi would show; without one, one cuMemAlloc per tensor. It does
+ * not run the model: kernels' own workspaces beyond the timeline's (cuDNN's
+ * algorithm-dependent ones), and library handles, are not exercised. */
 #pragma once
 
 #include <stdbool.h>
@@ -66,8 +70,9 @@ struct memest_probe_backend {
     enum memest_probe_status (*mem_info)(uint64_t *free_bytes, uint64_t *total_bytes);
     /* Plain device memory (never managed memory), its handle in *handle. */
     enum memest_probe_status (*mem_alloc)(uint64_t bytes, uint64_t *handle);
-    /* Writes all `bytes` of an allocation so the device really backs it. */
-    enum memest_probe_status (*mem_touch)(uint64_t handle, uint64_t bytes);
+    /* Writes `bytes` of an allocation from `offset` on, so the device
+     * really backs them. */
+    enum memest_probe_status (*mem_touch)(uint64_t handle, uint64_t offset, uint64_t bytes);
     enum memest_probe_status (*mem_free)(uint64_t handle);
     /* Releases any context still held and unloads the driver. Safe to call
      * twice and without a successful open(). */
@@ -84,6 +89,10 @@ struct memest_probe_config {
      * else "libcuda.so.1", then "libcuda.so". */
     const char *libpath;
     const struct memest_probe_backend *backend;  /* NULL: &memest_probe_cuda */
+    /* The estimate's CUDA context (calc.h: overhead), compared with the
+     * context measured. */
+    bool have_predicted_context;
+    uint64_t predicted_context;
 };
 
 /* Where the replay ran out of device memory (or hit a driver error). */
@@ -92,8 +101,10 @@ struct memest_probe_failure {
     enum memest_phase phase;
     uint32_t node;          /* node index, UINT32_MAX = none */
     char node_name[160];    /* "" when unknown */
-    uint64_t bytes;         /* size of the allocation that failed */
-    uint64_t live;          /* timeline bytes live just before it */
+    bool segment;           /* a segment failed (replaying segments) */
+    uint64_t bytes;         /* size of the allocation (tensor or segment) that failed */
+    uint64_t live;          /* tensors: timeline bytes live just before it;
+                               segments: segment bytes made before it */
 };
 
 /* All byte figures come from the driver, except predicted_peak and
@@ -143,6 +154,13 @@ struct memest_probe_result {
     bool have_measured_peak;    /* measured_peak and free_at_peak are set */
     uint64_t measured_peak;
     uint64_t free_at_peak;
+    bool segments;              /* replayed segment by segment */
+    size_t nsegments;
+    uint64_t predicted_reserved, predicted_reserved_at_peak;
+    bool have_measured_reserved;
+    uint64_t measured_reserved;
+    bool have_predicted_context;
+    uint64_t predicted_context;
     bool verdict;               /* the replay completed or ran out of memory */
     bool fits;                  /* every event was replayed (valid if verdict) */
     bool failed;                /* failed_at is set (out of memory, or a driver error) */
@@ -151,9 +169,12 @@ struct memest_probe_result {
     bool no_memory;             /* not run: the host is out of memory */
 };
 
-/* Replays the timeline on device cfg->device: every ALLOC becomes a device
- * allocation that is memset (so it is backed), every FREE frees it; at the
- * predicted peak device usage is measured. Everything allocated is freed
+/* Replays the timeline on device cfg->device. With the allocator's layout:
+ * every segment becomes a device allocation at the event that makes it,
+ * each ALLOC writes its block within its segment, and nothing is freed
+ * before the end. Without: every ALLOC becomes a device allocation that is
+ * memset (so it is backed), every FREE frees it. At the predicted peak and
+ * at the end device usage is measured. Everything allocated is freed
  * and the contexts destroyed on every path. SIGINT and SIGTERM are caught
  * for the duration: the replay stops, cleans up, restores the previous
  * handlers and re-raises the signal (if that returns: INTERNAL, err set).

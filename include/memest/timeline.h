@@ -58,11 +58,27 @@ struct memest_event {
     uint64_t block;    /* the caching allocator's block for it (0: not simulated) */
 };
 
+/* One segment of the caching-allocator model: what PyTorch cudaMallocs. */
+struct memest_segment {
+    uint64_t addr;    /* its start in the model's address space (alloc.h) */
+    uint64_t bytes;   /* a multiple of MEMEST_TIMELINE_RESERVED_UNIT */
+    size_t event;     /* the event that made it; 0 also for the segments made
+                         before the step (setup, warm-up step): they come first */
+};
+
 struct memest_timeline {
     struct memest_event *ev;
     size_t n, cap;
     uint32_t next_id;
     const char *const *node_names;  /* node index -> name, for messages; may be NULL */
+    /* The allocator's layout, for the probe: set `layout` on the timeline
+     * handed to the simulator (sim.h) and it fills seg (every segment, in
+     * the order made: their addresses ascend) and addr (per event, the
+     * address of its block; 0 for a 0-byte allocation). */
+    int layout;
+    struct memest_segment *seg;
+    size_t nseg;
+    uint64_t *addr;
 };
 
 const char *memest_phase_name(enum memest_phase p);
@@ -75,6 +91,7 @@ int memest_timeline_alloc(struct memest_timeline *t, uint8_t phase, uint8_t cat,
 int memest_timeline_free(struct memest_timeline *t, uint8_t phase, uint8_t cat,
                          uint32_t node, uint32_t id, uint64_t bytes);
 void memest_timeline_reset(struct memest_timeline *t);
+/* Frees the events and the layout; the timeline is empty (layout unset). */
 void memest_timeline_dispose(struct memest_timeline *t);
 
 /* Peak of live bytes over the timeline, and the index of the event at which

@@ -12,8 +12,8 @@
 #include "memest/report.h"
 
 static int probe(const struct memest_cli *o, const struct memest_graph *g,
-                 struct memest_timeline *tl, struct memest_probe_result *res,
-                 struct memest_error *err)
+                 const struct memest_estimate *e, struct memest_timeline *tl,
+                 struct memest_probe_result *res, struct memest_error *err)
 {
     memset(res, 0, sizeof *res);
     const char **names = malloc(sizeof *names * (g->nnodes ? g->nnodes : 1));
@@ -25,7 +25,8 @@ static int probe(const struct memest_cli *o, const struct memest_graph *g,
     for (uint32_t n = 0; n < g->nnodes; n++)
         names[n] = g->nodes[n].name;
     tl->node_names = names;
-    struct memest_probe_config cfg = {.device = o->device};
+    struct memest_probe_config cfg = {.device = o->device, .have_predicted_context = true,
+                                      .predicted_context = e->overhead};
     int rc = memest_probe_run(&cfg, tl, res, err);
     tl->node_names = NULL;
     free(names);
@@ -54,6 +55,7 @@ int memest_flow_single(struct memest_app *a)
     struct memest_node_time *nodes = NULL;
     int rc = MEMEST_EXIT_OK;
     bool files = o->timeline_path || o->plot_path;
+    tl.layout = o->probe;   /* the probe replays the allocator's segments */
     if (memest_app_estimate(a, o->batch, &a->step, a->dtype, &e, &tl,
                             files && o->inference ? &itl : NULL, &err) != 0 ||
         memest_write_step_files(o->timeline_path, o->plot_path, o->inference, &a->r, &e,
@@ -65,7 +67,7 @@ int memest_flow_single(struct memest_app *a)
     struct memest_report rep = {.opts = memest_app_report_opts(a), .step = &a->step, .g = &a->g, .r = &a->r, .e = &e,
                              .figs = a->figs, .nfigs = a->nstages, .binding = a->binding};
     if (o->probe) {
-        rc = probe(o, &a->g, &tl, &pres, &perr);
+        rc = probe(o, &a->g, &e, &tl, &pres, &perr);
         rep.probe = &pres;
         if (rc != MEMEST_EXIT_OK && rc != MEMEST_EXIT_NOFIT) {
             rep.error = &perr;

@@ -1,8 +1,7 @@
-/* probe.c - the live probe's replay logic, independent of the driver: opens
- * the backend, measures the context, replays a timeline's allocations and
- * frees on the device, measures usage at the predicted peak, and cleans up
- * on every path (including SIGINT / SIGTERM). Also its text and JSON
- * reports. */
+/* probe.c - the live probe's run, independent of the driver: the
+ * predictions it checks, opening the backend and the device, measuring the
+ * context, the replay (probe_replay.c), and cleaning up on every path
+ * (including SIGINT / SIGTERM). Its reports are report_probe.c's. */
 #include "memest/probe.h"
 
 #include <inttypes.h>
@@ -11,26 +10,18 @@
 #include <string.h>
 
 #include "memest/checked.h"
-#include "memest/escape.h"
+#include "probe_internal.h"
 
 #define UNCHECKED "cannot probe; the estimate above is unchecked"
 
-/* One timeline allocation id: live, and its device handle (0 for a 0-byte
- * allocation, which PyTorch does not send to the device either). */
-struct slot {
-    uint64_t handle;
-    uint64_t bytes;
-    bool live;
-};
-
 /* ---- signals ----------------------------------------------------------- */
 
-static volatile sig_atomic_t caught_signal;
+volatile sig_atomic_t memest_probe_caught_signal;
 
 static void on_signal(int sig)
 {
-    if (!caught_signal)
-        caught_signal = sig;
+    if (!memest_probe_caught_signal)
+        memest_probe_caught_signal = sig;
 }
 
 struct saved_signals {
@@ -44,7 +35,7 @@ static void signals_install(struct saved_signals *s)
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
-    caught_signal = 0;
+    memest_probe_caught_signal = 0;
     s->installed = sigaction(SIGINT, &sa, &s->old_int) == 0;
     if (s->installed && sigaction(SIGTERM, &sa, &s->old_term) != 0) {
         sigaction(SIGINT, &s->old_int, NULL);
@@ -60,69 +51,15 @@ static int signals_restore(struct saved_signals *s)
         sigaction(SIGINT, &s->old_int, NULL);
         s->installed = false;
     }
-    int sig = caught_signal;
-    caught_signal = 0;
+    int sig = memest_probe_caught_signal;
+    memest_probe_caught_signal = 0;
     return sig;
 }
 
 /* ---- the replay -------------------------------------------------------- */
 
-struct replay {
-    const struct memest_probe_backend *b;
-    const struct memest_timeline *tl;
-    struct memest_probe_result *res;
-    struct memest_error *err;
-    struct slot *slots;     /* indexed by allocation id */
-    size_t nslots;
-    void *ctx;              /* memest's context, NULL when none */
-    bool opened;
-};
-
-static const char *node_name(const struct memest_timeline *tl, uint32_t node)
-{
-    if (!tl->node_names || node == UINT32_MAX)
-        return NULL;
-    return tl->node_names[node];
-}
-
-/* " (forward, node 'fc1')" or " (forward)" for event i, into buf. */
-static const char *event_where(const struct memest_timeline *tl, size_t i, char *buf, size_t n)
-{
-    const struct memest_event *e = &tl->ev[i];
-    const char *name = node_name(tl, e->node);
-    if (name)
-        snprintf(buf, n, "%s, node '%s'", memest_phase_name(e->phase), name);
-    else
-        snprintf(buf, n, "%s", memest_phase_name(e->phase));
-    return buf;
-}
-
-static void record_failure(struct replay *r, size_t i, uint64_t live)
-{
-    const struct memest_event *e = &r->tl->ev[i];
-    struct memest_probe_failure *f = &r->res->failed_at;
-    const char *name = node_name(r->tl, e->node);
-    r->res->failed = true;
-    f->event = i;
-    f->phase = (enum memest_phase)e->phase;
-    f->node = e->node;
-    snprintf(f->node_name, sizeof f->node_name, "%s", name ? name : "");
-    f->bytes = e->bytes;
-    f->live = live;
-}
-
-/* A driver error other than out-of-memory during the replay. */
-static int driver_error(struct replay *r, size_t i, const char *what)
-{
-    char where[256];
-    event_where(r->tl, i, where, sizeof where);
-    memest_errf(r->err, MEMEST_ERR_PROBE, NULL, "CUDA driver error at event %zu (%s) while %s: %s",
-                i, where, what, r->b->last_error());
-    return MEMEST_EXIT_RUNTIME;
-}
-
 /* A driver error outside the replay (setup, measurement, cleanup). */
-static int setup_error(struct replay *r, int rc, const char *what)
+static int setup_error(struct probe_run *r, int rc, const char *what)
 {
     memest_errf(r->err, MEMEST_ERR_PROBE, NULL, "CUDA driver error while %s: %s", what,
                 r->b->last_error());
@@ -138,7 +75,7 @@ static enum memest_probe_status warm_up(const struct memest_probe_backend *b)
     enum memest_probe_status st = b->mem_alloc(1, &h);
     if (st != MEMEST_PROBE_OK)
         return st == MEMEST_PROBE_OOM ? MEMEST_PROBE_OK : st;
-    st = b->mem_touch(h, 1);
+    st = b->mem_touch(h, 0, 1);
     enum memest_probe_status st2 = b->mem_free(h);
     if (st == MEMEST_PROBE_OOM)
         st = MEMEST_PROBE_OK;
@@ -148,7 +85,7 @@ static enum memest_probe_status warm_up(const struct memest_probe_backend *b)
 /* Measures one context's cost with a scratch context, then makes memest's
  * context current again. A scratch context that cannot be created leaves
  * the overhead unmeasured; returns 0, or an exit code on a driver error. */
-static int measure_overhead(struct replay *r, int device)
+static int measure_overhead(struct probe_run *r, int device)
 {
     const struct memest_probe_backend *b = r->b;
     void *scratch = NULL;
@@ -176,7 +113,7 @@ static int measure_overhead(struct replay *r, int device)
 }
 
 /* Sizes the slot table from the largest allocation id. 0, or an exit code. */
-static int make_slots(struct replay *r)
+static int make_slots(struct probe_run *r)
 {
     uint64_t max_id = 0;
     bool any = false;
@@ -185,11 +122,15 @@ static int make_slots(struct replay *r)
             max_id = r->tl->ev[i].id;
         any = true;
     }
-    r->nslots = any ? (size_t)max_id + 1 : 0;
-    if (r->nslots == 0)
-        return 0;
+    r->nslots = any ? (size_t)max_id + 1 : 1;
     r->slots = calloc(r->nslots, sizeof *r->slots);
-    if (!r->slots) {
+    if (r->res->segments && r->tl->nseg > 0)
+        r->seg_handle = calloc(r->tl->nseg, sizeof *r->seg_handle);
+    if (!r->slots || (r->res->segments && r->tl->nseg > 0 && !r->seg_handle)) {
+        free(r->slots);
+        free(r->seg_handle);
+        r->slots = NULL;
+        r->seg_handle = NULL;
         r->res->no_memory = true;
         memest_errf(r->err, MEMEST_ERR_NOMEM, NULL, "out of memory (probe: %zu allocation slots)",
                     r->nslots);
@@ -198,99 +139,28 @@ static int make_slots(struct replay *r)
     return 0;
 }
 
-/* Replays every event. Returns MEMEST_EXIT_OK, NOFIT or INTERNAL. */
-static int replay_events(struct replay *r)
-{
-    const struct memest_probe_backend *b = r->b;
-    const struct memest_timeline *tl = r->tl;
-    struct memest_probe_result *res = r->res;
-    uint64_t live = 0, total;
-    char where[256];
-
-    for (size_t i = 0; i < tl->n; i++) {
-        if (caught_signal) {
-            res->interrupted = true;
-            return MEMEST_EXIT_RUNTIME;
-        }
-        const struct memest_event *e = &tl->ev[i];
-        struct slot *s = &r->slots[e->id];
-        if (e->kind == MEMEST_EV_ALLOC) {
-            if (s->live) {
-                memest_errf(r->err, MEMEST_ERR_PROBE, NULL,
-                            "inconsistent timeline: event %zu (%s) allocates id %" PRIu32
-                            ", which is already live", i, event_where(tl, i, where, sizeof where),
-                            e->id);
-                return MEMEST_EXIT_RUNTIME;
-            }
-            if (e->bytes > 0) {
-                enum memest_probe_status st = b->mem_alloc(e->bytes, &s->handle);
-                if (st == MEMEST_PROBE_OK) {
-                    s->live = true;
-                    s->bytes = e->bytes;
-                    st = b->mem_touch(s->handle, e->bytes);
-                }
-                if (st != MEMEST_PROBE_OK) {
-                    record_failure(r, i, live);
-                    if (st == MEMEST_PROBE_OOM) {
-                        res->verdict = true;
-                        res->fits = false;
-                        return MEMEST_EXIT_NOFIT;
-                    }
-                    return driver_error(r, i, s->live ? "writing an allocation"
-                                                      : "allocating device memory");
-                }
-            }
-            s->live = true;
-            s->bytes = e->bytes;
-            live = memest_sat_add(live, e->bytes);
-        } else {
-            if (!s->live) {
-                memest_errf(r->err, MEMEST_ERR_PROBE, NULL,
-                            "inconsistent timeline: event %zu (%s) frees id %" PRIu32
-                            ", which is not live", i, event_where(tl, i, where, sizeof where),
-                            e->id);
-                return MEMEST_EXIT_RUNTIME;
-            }
-            s->live = false;
-            if (s->bytes > 0 && b->mem_free(s->handle) != MEMEST_PROBE_OK)
-                return driver_error(r, i, "freeing device memory");
-            live = s->bytes < live ? live - s->bytes : 0;
-        }
-        if (i == res->peak_event) {
-            if (b->mem_info(&res->free_at_peak, &total) != MEMEST_PROBE_OK)
-                return driver_error(r, i, "reading free memory at the peak");
-            res->measured_peak = res->free_at_peak < res->free_after_ctx
-                                     ? res->free_after_ctx - res->free_at_peak : 0;
-            res->have_measured_peak = true;
-        }
-    }
-    if (tl->n == 0) {   /* nothing to replay: the peak is 0 bytes */
-        res->free_at_peak = res->free_after_ctx;
-        res->have_measured_peak = true;
-    }
-    if (caught_signal) {
-        res->interrupted = true;
-        return MEMEST_EXIT_RUNTIME;
-    }
-    res->verdict = true;
-    res->fits = true;
-    return MEMEST_EXIT_OK;
-}
-
 /* Frees every live allocation, destroys memest's context and unloads the
  * driver. Returns rc, or INTERNAL if rc was OK/NOFIT and cleanup failed. */
-static int cleanup(struct replay *r, int rc)
+static int cleanup(struct probe_run *r, int rc)
 {
     const struct memest_probe_backend *b = r->b;
     bool failed = false;
     for (size_t id = 0; id < r->nslots; id++) {
-        struct slot *s = &r->slots[id];
+        struct probe_slot *s = &r->slots[id];
         if (s->live && s->bytes > 0 && b->mem_free(s->handle) != MEMEST_PROBE_OK && !failed) {
             failed = true;
             memest_errf(r->err, MEMEST_ERR_PROBE, NULL,
                         "CUDA driver error while freeing device memory: %s", b->last_error());
         }
         s->live = false;
+    }
+    for (size_t k = 0; r->seg_handle && k < r->tl->nseg; k++) {
+        if (r->seg_handle[k] && b->mem_free(r->seg_handle[k]) != MEMEST_PROBE_OK && !failed) {
+            failed = true;
+            memest_errf(r->err, MEMEST_ERR_PROBE, NULL,
+                        "CUDA driver error while freeing a segment: %s", b->last_error());
+        }
+        r->seg_handle[k] = 0;
     }
     if (r->ctx && b->ctx_destroy(r->ctx) != MEMEST_PROBE_OK && !failed) {
         failed = true;
@@ -303,13 +173,15 @@ static int cleanup(struct replay *r, int rc)
     r->opened = false;
     free(r->slots);
     r->slots = NULL;
+    free(r->seg_handle);
+    r->seg_handle = NULL;
     if (failed && (rc == MEMEST_EXIT_OK || rc == MEMEST_EXIT_NOFIT))
         rc = MEMEST_EXIT_RUNTIME;
     return rc;
 }
 
 /* Opens the driver and selects the device. 0, or an exit code. */
-static int open_device(struct replay *r, int device)
+static int open_device(struct probe_run *r, int device)
 {
     const struct memest_probe_backend *b = r->b;
     struct memest_probe_result *res = r->res;
@@ -339,19 +211,55 @@ static int open_device(struct replay *r, int device)
     return 0;
 }
 
+/* The peak of live blocks (the allocator's allocated peak) and the first
+ * event that reaches it. */
+static uint64_t block_peak(const struct memest_timeline *tl, size_t *at)
+{
+    struct memest_live l = {0};
+    uint64_t peak = 0;
+    *at = 0;
+    for (size_t i = 0; i < tl->n; i++) {
+        memest_live_apply(&l, &tl->ev[i], MEMEST_LIVE_BLOCKS);
+        if (l.total > peak) {
+            peak = l.total;
+            *at = i;
+        }
+    }
+    return peak;
+}
+
+/* The predictions: the peak and where it is; replaying segments, the
+ * reserved memory (every segment: the allocator never releases one during
+ * the step) and the device total. */
+static void predict(const struct memest_probe_config *cfg, const struct memest_timeline *tl,
+                    struct memest_probe_result *res)
+{
+    res->segments = tl->layout && (tl->addr || tl->n == 0);
+    res->predicted_peak = res->segments ? block_peak(tl, &res->peak_event)
+                                        : memest_timeline_peak(tl, &res->peak_event);
+    if (res->peak_event < tl->n) {
+        uint32_t node = tl->ev[res->peak_event].node;
+        const char *name = tl->node_names && node != UINT32_MAX ? tl->node_names[node] : NULL;
+        res->peak_phase = (enum memest_phase)tl->ev[res->peak_event].phase;
+        snprintf(res->peak_node, sizeof res->peak_node, "%s", name ? name : "");
+    }
+    res->have_predicted_context = cfg->have_predicted_context;
+    res->predicted_context = cfg->predicted_context;
+    if (res->segments) {
+        res->nsegments = tl->nseg;
+        for (size_t k = 0; k < tl->nseg; k++)
+            res->predicted_reserved = memest_sat_add(res->predicted_reserved, tl->seg[k].bytes);
+    }
+}
+
 int memest_probe_run(const struct memest_probe_config *cfg, const struct memest_timeline *tl,
                      struct memest_probe_result *res, struct memest_error *err)
 {
     memset(res, 0, sizeof *res);
     res->device = cfg->device;
-    res->predicted_peak = memest_timeline_peak(tl, &res->peak_event);
-    if (res->peak_event < tl->n) {
-        const char *name = node_name(tl, tl->ev[res->peak_event].node);
-        res->peak_phase = (enum memest_phase)tl->ev[res->peak_event].phase;
-        snprintf(res->peak_node, sizeof res->peak_node, "%s", name ? name : "");
-    }
+    predict(cfg, tl, res);
 
-    struct replay r = {
+    struct probe_run r = {
         .b = cfg->backend ? cfg->backend : &memest_probe_cuda,
         .tl = tl, .res = res, .err = err,
     };
@@ -392,7 +300,7 @@ int memest_probe_run(const struct memest_probe_config *cfg, const struct memest_
     if (!rc)
         rc = measure_overhead(&r, cfg->device);
     if (!rc)
-        rc = replay_events(&r);
+        rc = memest_probe_replay(&r);
     rc = cleanup(&r, rc);
 
     int sig = signals_restore(&sigs);

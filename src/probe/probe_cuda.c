@@ -337,9 +337,9 @@ static enum memest_probe_status cuda_mem_alloc(uint64_t bytes, uint64_t *handle)
     return MEMEST_PROBE_OK;
 }
 
-static enum memest_probe_status cuda_mem_touch(uint64_t handle, uint64_t bytes)
+static enum memest_probe_status cuda_mem_touch(uint64_t handle, uint64_t offset, uint64_t bytes)
 {
-    CUresult r = cu.MemsetD8((CUdeviceptr)handle, 0, (size_t)bytes);
+    CUresult r = cu.MemsetD8((CUdeviceptr)(handle + offset), 0, (size_t)bytes);
     if (r == CUDA_SUCCESS)
         return MEMEST_PROBE_OK;
     char call[64];

@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 
+#include "memest/checked.h"
 #include "memest/escape.h"
 #include "memest/format.h"
 #include "memest/jsonw.h"
@@ -18,6 +19,61 @@ static void print_where(FILE *f, size_t event, enum memest_phase phase, const ch
     fputc(')', f);
 }
 
+/* "+26.3 MiB (+9.6%)": measured against predicted. */
+static const char *diff_text(uint64_t predicted, uint64_t measured, char *buf, size_t n)
+{
+    char d[32];
+    uint64_t abs = measured >= predicted ? measured - predicted : predicted - measured;
+    memest_fmt_iec(abs, 1, d, sizeof d);
+    if (abs == 0)
+        snprintf(buf, n, "0 B (0.0%%)");
+    else if (predicted == 0)
+        snprintf(buf, n, "%c%s", measured >= predicted ? '+' : '-', d);
+    else
+        snprintf(buf, n, "%c%s (%c%.1f%%)", measured >= predicted ? '+' : '-', d,
+                 measured >= predicted ? '+' : '-', 100.0 * (double)abs / (double)predicted);
+    return buf;
+}
+
+/* One row of the table of predicted against measured. */
+static void row(FILE *f, const char *what, bool have_p, uint64_t p, bool have_m, uint64_t m)
+{
+    char a[32], b[32], c[64];
+    fprintf(f, "probe:   %-14s %11s %11s  %s\n", what,
+            have_p ? memest_fmt_iec(p, 1, a, sizeof a) : "-",
+            have_m ? memest_fmt_iec(m, 1, b, sizeof b) : "-",
+            have_p && have_m ? diff_text(p, m, c, sizeof c) : "");
+}
+
+/* Replaying segments: context, reserved and device total, predicted and
+ * measured, and the device at the allocated peak. */
+static void print_segments(FILE *f, const struct memest_probe_result *r)
+{
+    char a[32], b[32], c[32];
+    fprintf(f, "probe:   %-14s %11s %11s  %s\n", "", "predicted", "measured", "difference");
+    row(f, "CUDA context", r->have_predicted_context, r->predicted_context, r->have_overhead,
+        r->context_overhead);
+    row(f, "reserved", true, r->predicted_reserved, r->have_measured_reserved,
+        r->measured_reserved);
+    row(f, "device total", r->have_predicted_context,
+        memest_sat_add(r->predicted_reserved, r->predicted_context),
+        r->have_overhead && r->have_measured_reserved,
+        memest_sat_add(r->measured_reserved, r->context_overhead));
+    fprintf(f, "probe:   %zu segment%s replayed as PyTorch's caching allocator makes them\n",
+            r->nsegments, r->nsegments == 1 ? "" : "s");
+    fprintf(f, "probe:   allocated peak %s", memest_fmt_iec(r->predicted_peak, 1, a, sizeof a));
+    if (r->predicted_peak > 0) {
+        fputs(" at ", f);
+        print_where(f, r->peak_event, r->peak_phase, r->peak_node);
+    }
+    if (r->have_measured_peak)
+        fprintf(f, ": segments then %s predicted, %s measured; headroom %s free",
+                memest_fmt_iec(r->predicted_reserved_at_peak, 1, b, sizeof b),
+                memest_fmt_iec(r->measured_peak, 1, c, sizeof c),
+                memest_fmt_iec(r->free_at_peak, 1, a, sizeof a));
+    fputc('\n', f);
+}
+
 void memest_probe_print_text(FILE *f, const struct memest_probe_result *r)
 {
     char a[32], b[32], c[32];
@@ -30,7 +86,18 @@ void memest_probe_print_text(FILE *f, const struct memest_probe_result *r)
     fprintf(f, "probe: %s (device %d), %s total\n",
             memest_esc_text(r->device_name, name, sizeof name), r->device,
             memest_fmt_iec(r->total, 1, a, sizeof a));
-    if (r->have_overhead)
+    if (r->segments && r->have_context) {
+        if (r->have_overhead)
+            fprintf(f, "probe:   free before memest: %s; free after its CUDA context: %s\n",
+                    memest_fmt_iec(r->free_before, 1, a, sizeof a),
+                    memest_fmt_iec(r->free_after_ctx, 1, c, sizeof c));
+        else
+            fprintf(f, "probe:   free after memest's CUDA context: %s (context size not measured)\n",
+                    memest_fmt_iec(r->free_after_ctx, 1, a, sizeof a));
+        print_segments(f, r);
+    } else if (r->segments) {
+        /* no context: nothing measured */
+    } else if (r->have_overhead)
         fprintf(f, "probe:   free before memest: %s; CUDA context: %s; free after it: %s\n",
                 memest_fmt_iec(r->free_before, 1, a, sizeof a),
                 memest_fmt_iec(r->context_overhead, 1, b, sizeof b),
@@ -38,13 +105,16 @@ void memest_probe_print_text(FILE *f, const struct memest_probe_result *r)
     else if (r->have_context)
         fprintf(f, "probe:   free after memest's CUDA context: %s (context size not measured)\n",
                 memest_fmt_iec(r->free_after_ctx, 1, a, sizeof a));
-    fprintf(f, "probe:   predicted peak: %s", memest_fmt_iec(r->predicted_peak, 1, a, sizeof a));
-    if (r->predicted_peak > 0) {
-        fputs(" at ", f);
-        print_where(f, r->peak_event, r->peak_phase, r->peak_node);
+    if (!r->segments) {
+        fprintf(f, "probe:   predicted peak: %s",
+                memest_fmt_iec(r->predicted_peak, 1, a, sizeof a));
+        if (r->predicted_peak > 0) {
+            fputs(" at ", f);
+            print_where(f, r->peak_event, r->peak_phase, r->peak_node);
+        }
+        fputc('\n', f);
     }
-    fputc('\n', f);
-    if (r->have_measured_peak) {
+    if (r->have_measured_peak && !r->segments) {
         uint64_t m = r->measured_peak, p = r->predicted_peak;
         fprintf(f, "probe:   measured at the peak: %s (%c%s against the prediction); "
                    "headroom: %s free\n",
@@ -58,8 +128,13 @@ void memest_probe_print_text(FILE *f, const struct memest_probe_result *r)
         const struct memest_probe_failure *x = &r->failed_at;
         fprintf(f, "probe: %s at ", r->verdict ? "does not fit: out of memory" : "driver error");
         print_where(f, x->event, x->phase, x->node_name);
-        fprintf(f, " allocating %s with %s live\n", memest_fmt_iec(x->bytes, 1, a, sizeof a),
-                memest_fmt_iec(x->live, 1, b, sizeof b));
+        if (x->segment)
+            fprintf(f, " making a %s segment with %s of segments held\n",
+                    memest_fmt_iec(x->bytes, 1, a, sizeof a),
+                    memest_fmt_iec(x->live, 1, b, sizeof b));
+        else
+            fprintf(f, " allocating %s with %s live\n", memest_fmt_iec(x->bytes, 1, a, sizeof a),
+                    memest_fmt_iec(x->live, 1, b, sizeof b));
     } else if (r->verdict && r->fits) {
         fprintf(f, "probe: fits: the whole step was allocated on this device\n");
     } else {
@@ -94,6 +169,7 @@ void memest_probe_write_json(struct memest_jsonw *w, const struct memest_probe_r
         memest_jsonw_u64(w, "event", x->event);
         memest_jsonw_str(w, "phase", memest_phase_name(x->phase));
         memest_jsonw_str(w, "node", x->node_name[0] ? x->node_name : NULL);
+        memest_jsonw_str(w, "what", x->segment ? "segment" : "tensor");
         memest_jsonw_u64(w, "bytes", x->bytes);
         memest_jsonw_u64(w, "live", x->live);
         memest_jsonw_obj_end(w);
@@ -104,5 +180,17 @@ void memest_probe_write_json(struct memest_jsonw *w, const struct memest_probe_r
     json_u64_if(w, "free_after_context", r->have_context, r->free_after_ctx);
     json_u64_if(w, "free_at_peak", r->have_measured_peak, r->free_at_peak);
     memest_jsonw_u64(w, "peak_event", r->peak_event);
+    memest_jsonw_str(w, "replay", r->segments ? "segments" : "tensors");
+    bool seg = r->segments;
+    json_u64_if(w, "segments", seg, r->nsegments);
+    json_u64_if(w, "predicted_context", r->have_predicted_context, r->predicted_context);
+    json_u64_if(w, "predicted_reserved", seg, r->predicted_reserved);
+    json_u64_if(w, "measured_reserved", seg && r->have_measured_reserved, r->measured_reserved);
+    json_u64_if(w, "predicted_total", seg && r->have_predicted_context,
+                memest_sat_add(r->predicted_reserved, r->predicted_context));
+    json_u64_if(w, "measured_total", seg && r->have_measured_reserved && r->have_overhead,
+                memest_sat_add(r->measured_reserved, r->context_overhead));
+    json_u64_if(w, "predicted_reserved_at_peak", seg && r->have_measured_peak,
+                r->predicted_reserved_at_peak);
     memest_jsonw_obj_end(w);
 }

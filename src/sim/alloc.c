@@ -109,6 +109,8 @@ void memest_alloc_destroy(struct memest_alloc *a)
 
 const struct memest_alloc_stats *memest_alloc_stats(const struct memest_alloc *a) { return &a->st; }
 
+uint64_t memest_alloc_addr(const struct memest_alloc *a, uint32_t handle) { return a->b[handle].addr; }
+
 void memest_alloc_reset_peak(struct memest_alloc *a)
 {
     a->st.max_allocated = a->st.allocated;

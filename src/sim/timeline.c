@@ -90,11 +90,14 @@ void memest_timeline_reset(struct memest_timeline *t)
 {
     t->n = 0;
     t->next_id = 0;
+    t->nseg = 0;
 }
 
 void memest_timeline_dispose(struct memest_timeline *t)
 {
     free(t->ev);
+    free(t->seg);
+    free(t->addr);
     *t = (struct memest_timeline){0};
 }
 

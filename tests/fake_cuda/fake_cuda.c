@@ -27,7 +27,7 @@
  *
  * Leak detection: fakecuda_*() report live allocations and contexts,
  * allocations dropped with their context instead of freed, and allocations
- * freed without having been written (cuMemsetD8_v2). When the library is
+ * freed without a byte of them written (cuMemsetD8_v2). When the library is
  * unloaded (dlclose or process exit) with anything still live or dropped,
  * it prints the leak and ends the process with status 86. */
 #include <signal.h>
@@ -516,7 +516,7 @@ CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char uc, size_t n)
     for (size_t i = 0; i < F.nallocs; i++) {
         struct allocation *a = &F.allocs[i];
         if (dst >= a->ptr && dst - a->ptr <= a->size && n <= a->size - (dst - a->ptr)) {
-            if (dst == a->ptr && n == a->size)
+            if (n > 0)
                 a->touched = true;
             return CUDA_SUCCESS;
         }

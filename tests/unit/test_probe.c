@@ -183,7 +183,10 @@ static void test_fits(void)
                     "\"free_before\":7516192768,\"context_overhead\":268435456,"
                     "\"predicted_peak\":430964738,\"measured_peak\":436207616,\"fits\":true,"
                     "\"failed_at\":null,\"device_index\":0,\"free_after_context\":7247757312,"
-                    "\"free_at_peak\":6811549696,\"peak_event\":6}}\n");
+                    "\"free_at_peak\":6811549696,\"peak_event\":6,"
+                    "\"replay\":\"tensors\",\"segments\":null,\"predicted_context\":null,"
+                    "\"predicted_reserved\":null,\"measured_reserved\":null,\"predicted_total\":null,"
+                    "\"measured_total\":null,\"predicted_reserved_at_peak\":null}}\n");
     free(s);
     memest_timeline_dispose(&t);
 }
@@ -221,7 +224,7 @@ static void test_out_of_memory(void)
     free(s);
     s = capture_json(&r);
     CHECK_CONTAINS(s, "\"measured_peak\":null,\"fits\":false,\"failed_at\":{\"event\":6,"
-                      "\"phase\":\"backward\",\"node\":\"fc\",\"bytes\":838860800,"
+                      "\"phase\":\"backward\",\"node\":\"fc\",\"what\":\"tensor\",\"bytes\":838860800,"
                       "\"live\":1153433600},");
     free(s);
 
@@ -294,7 +297,10 @@ static void test_no_driver(void)
     CHECK_STR_EQ(s, "{\"probe\":{\"device\":null,\"total\":null,\"free_before\":null,"
                     "\"context_overhead\":null,\"predicted_peak\":5,\"measured_peak\":null,"
                     "\"fits\":null,\"failed_at\":null,\"device_index\":0,"
-                    "\"free_after_context\":null,\"free_at_peak\":null,\"peak_event\":6}}\n");
+                    "\"free_after_context\":null,\"free_at_peak\":null,\"peak_event\":6,"
+                    "\"replay\":\"tensors\",\"segments\":null,\"predicted_context\":null,"
+                    "\"predicted_reserved\":null,\"measured_reserved\":null,\"predicted_total\":null,"
+                    "\"measured_total\":null,\"predicted_reserved_at_peak\":null}}\n");
     free(s);
 
     /* MEMEST_LIBCUDA pointing at the fake works the same as the config path. */
@@ -502,6 +508,132 @@ static void test_edge_timelines(void)
 
 static volatile sig_atomic_t got_sigint;
 
+/* A step with the allocator's layout, worked out by hand from the caching
+ * allocator's rules (alloc.h): segments from 2^32 on, in the order made.
+ *   0 setup    A 100 MiB: no cached block; a large request of 10 MiB or
+ *              more gets its own segment, rounded to 2 MiB: S0 = 100 MiB
+ *   1 forward  B 1000 B: 1024 B in a new small-pool segment S1 = 2 MiB
+ *   2 forward  C 5 MiB: under 10 MiB, a 20 MiB segment S2; C at S2 + 0,
+ *              the remaining 15 MiB (> 1 MiB) split off
+ *   3 forward  D 3 MiB: best fit, the 15 MiB block: S2 + 5 MiB
+ *   4 forward  free C (5 MiB at S2 + 0; D's neighbour is in use)
+ *   5 backward G 7 MiB: the 5 MiB block is too small, the 12 MiB one at
+ *              S2 + 8 MiB serves it              <- allocated peak:
+ *              A + B + D + G = 110 MiB + 1024 B
+ *   6 free D, 7 free G, 8 free B, 9 teardown free A
+ * Reserved: 100 + 2 + 20 = 122 MiB, all made by the peak. `move_d` puts D
+ * past its segment's end (an inconsistent layout). */
+static void make_layout_step(struct memest_timeline *t, bool move_d)
+{
+    static struct memest_segment seg[3];
+    static uint64_t addr[10];
+    const uint64_t s0 = 1ull << 32, s1 = s0 + 100 * MiB, s2 = s1 + 2 * MiB;
+    seg[0] = (struct memest_segment){s0, 100 * MiB, 0};
+    seg[1] = (struct memest_segment){s1, 2 * MiB, 1};
+    seg[2] = (struct memest_segment){s2, 20 * MiB, 2};
+    uint32_t A, B, C, D, G;
+    *t = (struct memest_timeline){.node_names = names};
+    memest_timeline_alloc(t, MEMEST_PH_SETUP, MEMEST_CAT_PARAMS, 1, 100 * MiB, &A);
+    memest_timeline_alloc(t, MEMEST_PH_FORWARD, MEMEST_CAT_INPUTS, 0, 1000, &B);
+    memest_timeline_alloc(t, MEMEST_PH_FORWARD, MEMEST_CAT_SAVED, 1, 5 * MiB, &C);
+    memest_timeline_alloc(t, MEMEST_PH_FORWARD, MEMEST_CAT_SAVED, 2, 3 * MiB, &D);
+    memest_timeline_free(t, MEMEST_PH_FORWARD, MEMEST_CAT_SAVED, 2, C, 5 * MiB);
+    memest_timeline_alloc(t, MEMEST_PH_BACKWARD, MEMEST_CAT_GRADS, 3, 7 * MiB, &G);
+    memest_timeline_free(t, MEMEST_PH_BACKWARD, MEMEST_CAT_SAVED, 3, D, 3 * MiB);
+    memest_timeline_free(t, MEMEST_PH_BACKWARD, MEMEST_CAT_GRADS, 3, G, 7 * MiB);
+    memest_timeline_free(t, MEMEST_PH_BACKWARD, MEMEST_CAT_INPUTS, 3, B, 1000);
+    memest_timeline_free(t, MEMEST_PH_TEARDOWN, MEMEST_CAT_PARAMS, UINT32_MAX, A, 100 * MiB);
+    const uint64_t block[10] = {100 * MiB, 1024, 5 * MiB, 3 * MiB, 5 * MiB,
+                                7 * MiB, 3 * MiB, 7 * MiB, 1024, 100 * MiB};
+    const uint64_t at[10] = {s0, s1, s2, s2 + (move_d ? 19 : 5) * MiB, s2,
+                             s2 + 8 * MiB, s2 + 5 * MiB, s2 + 8 * MiB, s1, s0};
+    for (size_t i = 0; i < 10; i++) {
+        t->ev[i].block = block[i];
+        addr[i] = at[i];
+    }
+    t->layout = 1;
+    t->seg = seg;
+    t->nseg = 3;
+    t->addr = addr;
+}
+
+static void drop_layout(struct memest_timeline *t)
+{
+    t->seg = NULL;   /* static: not the timeline's to free */
+    t->addr = NULL;
+    memest_timeline_dispose(t);
+}
+
+static void test_segments(void)
+{
+    fake_reset();
+    struct memest_timeline t;
+    make_layout_step(&t, false);
+    struct memest_probe_config cfg = fake_config();
+    cfg.have_predicted_context = true;
+    cfg.predicted_context = 250 * MiB;
+    struct memest_probe_result r;
+    struct memest_error err = {0};
+    CHECK_EQ_INT(memest_probe_run(&cfg, &t, &r, &err), MEMEST_EXIT_OK);
+    CHECK(r.segments && r.verdict && r.fits && r.have_measured_reserved);
+    /* since cuInit: two context warm-ups (memest's and the scratch
+     * context's), then one cuMemAlloc per segment, none per tensor */
+    CHECK_EQ_INT(alloc_calls(), 2 + 3);
+    CHECK_EQ_U64(r.nsegments, 3);
+    CHECK_EQ_U64(r.predicted_reserved, 122 * MiB);
+    CHECK_EQ_U64(r.measured_reserved, 122 * MiB);   /* all multiples of 2 MiB */
+    CHECK_EQ_U64(r.peak_event, 5);
+    CHECK_EQ_U64(r.predicted_peak, 110 * MiB + 1024);
+    CHECK_EQ_U64(r.predicted_reserved_at_peak, 122 * MiB);
+    CHECK_EQ_U64(r.measured_peak, 122 * MiB);
+    CHECK_EQ_U64(r.context_overhead, 256 * MiB);
+    CHECK_NO_LEAKS();   /* every segment written (its blocks) and freed */
+    char *s = capture_text(&r);
+    CHECK_CONTAINS(s, "probe:   CUDA context     250.0 MiB   256.0 MiB  +6.0 MiB (+2.4%)\n");
+    CHECK_CONTAINS(s, "probe:   reserved         122.0 MiB   122.0 MiB  0 B (0.0%)\n");
+    CHECK_CONTAINS(s, "probe:   device total     372.0 MiB   378.0 MiB  +6.0 MiB (+1.6%)\n");
+    CHECK_CONTAINS(s, "3 segments replayed");
+    CHECK_CONTAINS(s, "allocated peak 110.0 MiB at event 5 (backward, node 'fc'): segments then "
+                      "122.0 MiB predicted, 122.0 MiB measured");
+    free(s);
+    s = capture_json(&r);
+    CHECK_CONTAINS(s, "\"replay\":\"segments\",\"segments\":3,\"predicted_context\":262144000,"
+                      "\"predicted_reserved\":127926272,\"measured_reserved\":127926272,"
+                      "\"predicted_total\":390070272,\"measured_total\":396361728,"
+                      "\"predicted_reserved_at_peak\":127926272}");
+    free(s);
+
+    /* The card holds the context and 110 MiB: S2 (20 MiB, after 102 MiB of
+     * segments) does not fit, at event 2. */
+    setenv("FAKECUDA_TOTAL", "366M", 1);
+    setenv("FAKECUDA_OTHER", "0", 1);
+    memset(&err, 0, sizeof err);
+    CHECK_EQ_INT(memest_probe_run(&cfg, &t, &r, &err), MEMEST_EXIT_NOFIT);
+    CHECK(r.failed && r.failed_at.segment && !r.fits && r.verdict);
+    CHECK_EQ_U64(r.failed_at.event, 2);
+    CHECK_EQ_U64(r.failed_at.bytes, 20 * MiB);
+    CHECK_EQ_U64(r.failed_at.live, 102 * MiB);
+    CHECK_NO_LEAKS();
+    s = capture_text(&r);
+    CHECK_CONTAINS(s, "out of memory at event 2 (forward, node 'conv1') making a 20.0 MiB "
+                      "segment with 102.0 MiB of segments held\n");
+    free(s);
+    s = capture_json(&r);
+    CHECK_CONTAINS(s, "\"what\":\"segment\",\"bytes\":20971520,\"live\":106954752}");
+    free(s);
+    drop_layout(&t);
+
+    /* A block outside its segment: an inconsistent timeline, nothing left behind. */
+    fake_reset();
+    make_layout_step(&t, true);
+    memset(&err, 0, sizeof err);
+    CHECK_EQ_INT(memest_probe_run(&cfg, &t, &r, &err), MEMEST_EXIT_RUNTIME);
+    CHECK_STR_EQ(err.msg, "inconsistent timeline: event 3 (forward, node 'relu1') places 3145728 "
+                          "bytes outside every segment made so far");
+    CHECK_NO_LEAKS();
+    drop_layout(&t);
+}
+
 static void test_handler(int sig)
 {
     (void)sig;
@@ -610,6 +742,7 @@ int main(void)
     test_no_device();
     test_alloc_error();
     test_edge_timelines();
+    test_segments();
     test_signal();
     test_fake_driver();   /* last: it frees one allocation unwritten on purpose */
     dlclose(fake);

@@ -612,6 +612,86 @@ static void test_loss_class_dim(void)
     }
 }
 
+/* The allocator's layout the probe replays (timeline.h), checked against
+ * the events: segments ascend and do not overlap; each one's event is an
+ * ALLOC of a block at its start (0: made before the step); every block lies
+ * in a segment made by its event; each event's `reserved` is the segments
+ * made by then; and they sum to the reserved peak. Returns the count. */
+static size_t check_layout(const struct memest_timeline *tl, uint64_t reserved_peak)
+{
+    bool ok = tl->layout && tl->addr && (tl->nseg == 0 || tl->seg);
+    uint64_t sum = 0;
+    for (size_t k = 0; ok && k < tl->nseg; k++) {
+        const struct memest_segment *s = &tl->seg[k];
+        ok = s->bytes > 0 && s->bytes % MEMEST_TIMELINE_RESERVED_UNIT == 0 &&
+             (k == 0 || (s->addr >= tl->seg[k - 1].addr + tl->seg[k - 1].bytes &&
+                         s->event >= tl->seg[k - 1].event)) &&
+             (s->event == 0 || (s->event < tl->n && tl->ev[s->event].kind == MEMEST_EV_ALLOC &&
+                                tl->addr[s->event] == s->addr));
+        sum += s->bytes;
+    }
+    CHECK(ok);
+    CHECK_EQ_U64(sum, reserved_peak);
+    size_t made = 0;
+    uint64_t held = 0;
+    for (size_t i = 0; ok && i < tl->n; i++) {
+        while (made < tl->nseg && tl->seg[made].event <= i)
+            held += tl->seg[made++].bytes;
+        const struct memest_event *e = &tl->ev[i];
+        if (e->kind == MEMEST_EV_ALLOC && e->bytes > 0) {
+            bool in = false;
+            for (size_t k = 0; k < made && !in; k++)
+                in = tl->addr[i] >= tl->seg[k].addr &&
+                     tl->addr[i] + e->block <= tl->seg[k].addr + tl->seg[k].bytes;
+            ok = in;
+        }
+        ok = ok && (uint64_t)e->reserved * MEMEST_TIMELINE_RESERVED_UNIT == held;
+    }
+    CHECK(ok);
+    return tl->nseg;
+}
+
+static void test_layout(void)
+{
+    /* the tiny model with SGD (see above): the cuBLAS workspace's 20 MiB
+     * segment and one 2 MiB small-pool segment */
+    struct fixture t;
+    struct memest_estimate e;
+    struct memest_timeline tl = {.layout = 1};
+    CHECK(open_model(&t, tiny, NULL, 4) == 0);
+    CHECK(sgd_step(&t, &e, &tl) == 0);
+    CHECK_EQ_U64(e.train_peak.reserved, 22ull << 20);
+    CHECK_EQ_U64(check_layout(&tl, e.train_peak.reserved), 2);
+    memest_timeline_dispose(&tl);
+    close_model(&t);
+
+    /* shipped models, training (Adam, foreach) and inference */
+    static const char *const files[] = {"models/resnet18.json", "models/lstm-lm.json",
+                                        "models/bert-base.json"};
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        struct memest_step_cfg cfg;
+        memest_step_cfg_default(&cfg);
+        struct memest_timeline itl = {.layout = 1};
+        struct memest_error err = {0};
+        tl = (struct memest_timeline){.layout = 1};
+        CHECK(open_model(&t, NULL, files[f], 2) == 0);
+        CHECK(memest_step_cfg_resolve_loss(&cfg, t.g.loss, &err) == 0);
+        CHECK(memest_estimate(&t.r, &cfg, &e, &tl, &itl, &err) == 0);
+        CHECK(check_layout(&tl, e.train_peak.reserved) > 2);
+        CHECK(check_layout(&itl, e.infer_peak.reserved) > 2);
+        memest_timeline_dispose(&tl);
+        memest_timeline_dispose(&itl);
+        close_model(&t);
+    }
+    /* without the flag, no layout */
+    tl = (struct memest_timeline){0};
+    CHECK(open_model(&t, tiny, NULL, 4) == 0);
+    CHECK(sgd_step(&t, &e, &tl) == 0);
+    CHECK(!tl.layout && !tl.seg && !tl.addr && tl.nseg == 0);
+    memest_timeline_dispose(&tl);
+    close_model(&t);
+}
+
 int main(void)
 {
     test_lstm_33_layers();
@@ -623,5 +703,6 @@ int main(void)
     test_fused_ce_large();
     test_fused_ce_refused();
     test_loss_class_dim();
+    test_layout();
     return CHECK_DONE();
 }
