@@ -672,9 +672,21 @@ static void test_signal(void)
     char *s = capture_text(&r);
     CHECK_CONTAINS(s, "probe: interrupted; everything allocated was freed\n");
     free(s);
+    memest_timeline_dispose(&t);
+
+    /* replaying segments: SIGINT after the second segment (S1, event 1) */
+    fake_reset();
+    setenv("FAKECUDA_SIGNAL_AT", "4", 1);   /* two warm-ups, S0, S1 */
+    make_layout_step(&t, false);
+    got_sigint = 0;
+    memset(&err, 0, sizeof err);
+    CHECK_EQ_INT(memest_probe_run(&cfg, &t, &r, &err), MEMEST_EXIT_RUNTIME);
+    CHECK_EQ_INT(got_sigint, 1);
+    CHECK(r.interrupted && !r.verdict && r.segments);
+    CHECK_NO_LEAKS();
 
     sigaction(SIGINT, &old, NULL);
-    memest_timeline_dispose(&t);
+    drop_layout(&t);
 }
 
 /* The fake itself: it must behave like the driver where the probe relies on
