@@ -68,7 +68,10 @@ typedef int64_t (*memest_afford_fn)(void *ctx);
 
 struct memest_max_batch {
     int64_t best;      /* the largest batch in [1, limit] that fits; 0: none */
-    int64_t steady;    /* the largest N such that every batch 1..N fits */
+    int64_t steady;    /* a batch N that fits where N + 1 does not, found by
+                          doubling and bisection: when the memory grows
+                          steadily with the batch, every batch up to N fits
+                          (not proven otherwise: see below) */
     int64_t bound;     /* the largest batch that may fit (no larger one can) */
     int calls;         /* evaluations of fits() */
     int64_t scan_max;  /* batches the scan could check: MEMEST_MAX_BATCH_SCAN, or
@@ -82,7 +85,9 @@ struct memest_max_batch {
  * always grow with the batch: PyTorch's caching allocator rounds blocks
  * and picks segment sizes by block size, so a larger batch can reserve
  * less. So: `steady` by a doubling search and bisection (O(log limit)
- * calls), `bound` the same way over may_fit (which is monotone), then every
+ * calls: where fitting is not monotone it ends at the end of some run of
+ * fitting batches, not always the first), `bound` the same way over may_fit
+ * (which is monotone), then every
  * batch from bound down to steady + 1 in turn until one fits (none is
  * needed when the memory does grow steadily). The answer equals the last
  * fitting batch of a brute-force sweep of 1..limit unless `capped`. The

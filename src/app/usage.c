@@ -264,8 +264,8 @@ static void dist_options(FILE *f)
 
 static void card_options(FILE *f)
 {
-    char dflt[32], max[32]; /* "287", MB as README.md writes it; "1 TiB" */
-    memest_fmt_double((double)memest_default_overhead(0) / 1e6, dflt, sizeof dflt);
+    char dflt[32], max[32]; /* "426", MiB as README.md writes it; "1 TiB" */
+    memest_fmt_double((double)memest_default_overhead(0) / 1048576.0, dflt, sizeof dflt);
     memest_fmt_iec(MEMEST_MAX_OVERHEAD, 0, max, sizeof max);
     struct text t = {0};
 
@@ -273,7 +273,7 @@ static void card_options(FILE *f)
     fixed(f, "      --mem SIZE", "target memory, e.g. 24GiB, 16GB, 500MiB");
     /* one default for every card (cuda_overhead.c: no per-generation
      * figure is published) */
-    add(&t, "the CUDA context's size, up to %s (default %s MB)", max, dflt);
+    add(&t, "the CUDA context's size, up to %s (default %s MiB)", max, dflt);
     option(f, "      --overhead SIZE", &t);
     fixed(f, "      --fit", "one-line verdict; exit 1 if it does not fit");
     fixed(f, "      --headroom P", "percent of the card to keep free for --fit (default 5)");

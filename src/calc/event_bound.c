@@ -17,7 +17,9 @@
  * below (the simulator's functions in brackets, src/sim/sim_*.c, sim_ left out):
  *   setup [setup, early_state]: each persistent storage (parameters,
  *     buffers, model inputs) once, the loss target, Adagrad's state
- *     (copies per trainable parameter), the cuBLAS workspace once;
+ *     (copies per trainable parameter), the cuBLAS workspaces once (in
+ *     training the forward's and the backward's, sim_cublas; none under
+ *     PyTorch 1.13);
  *   per micro-batch (two with --grad-accum > 1), per step (two: warm-up
  *     and step, one with --first-step):
  *     forward [forward_node]: each other storage once, each node's
@@ -177,8 +179,9 @@ int memest_cost_count(const struct memest_run *r, const struct memest_step_cfg *
     bool fused_steps = memest_optim_device_steps(cfg);
     uint64_t state = (uint64_t)(copies + (fused_steps ? 1 : 0)) * t.untied;
     uint64_t step = micro * batch + memest_optim_temporaries(cfg) * t.untied;
-    uint64_t train = t.persistent + 2 + state + steps * step;   /* 2: the target, cuBLAS */
-    uint64_t nograd = t.persistent + 1 + 2 * fwd;               /* 1: cuBLAS */
+    uint64_t ws = cfg->torch_version == 113 ? 0 : 1;   /* cuBLAS's, per thread (sim_cublas) */
+    uint64_t train = t.persistent + 1 + 2 * ws + state + steps * step;   /* 1: the target */
+    uint64_t nograd = t.persistent + ws + 2 * fwd;
     c->train_events = 2 * train;
     c->events = 2 * (train + nograd);
     c->total = c->records + c->events;

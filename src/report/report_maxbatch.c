@@ -37,7 +37,7 @@ void memest_report_max_batch_text(FILE *f, const struct memest_report *rep)
                     memest_fit_line(&m->next_fit, line, sizeof line));
     }
     if (best > m->mb.steady)
-        fprintf(f, "  note: every batch up to %lld fits, batch %lld does not: the allocator's "
+        fprintf(f, "  note: batch %lld fits, batch %lld does not: the allocator's "
                    "rounding makes the memory of a step grow unevenly with the batch\n",
                 (long long)m->mb.steady, (long long)m->mb.steady + 1);
     if (cr->has_time) {

@@ -1,12 +1,19 @@
 /* cuda_overhead.c - the device memory CUDA and its libraries take beside the
  * tensors (cuda_overhead.h).
  *
- * What nvidia-smi shows beyond memory_reserved() is mostly the CUDA context:
- * about 287 MB with lazy module loading (CUDA >= 11.7, CUDA_MODULE_LOADING=
- * LAZY, which PyTorch 2.x sets by default) against 667 MB loaded eagerly
- * (PyTorch PR #86509, measured on an A100; /work/shared/reference). No
- * per-generation figure is published, so every generation uses it; pass
- * --overhead to use a measured one (nvidia-smi minus memory_reserved()).
+ * What nvidia-smi shows beyond memory_reserved() is mostly the CUDA context.
+ * The default is the most recent clean measurement of a context alone on a
+ * current stack: 426 MiB, nvidia-smi after torch.cuda.mem_get_info(0) with
+ * nothing allocated, RTX 6000 Ada, PyTorch 2.10.0+cu130 (unslothai/
+ * unsloth-zoo PR #1053, 2026; row C3 of ../shared/reference/
+ * gpu-measurements.md). Older and other figures, for comparison: 287,047,680
+ * B of total - free on CUDA 11.7 with lazy module loading (PyTorch PR #86509,
+ * row C2) holds the 20 MiB segment of the 6.4 MB tensor it made, so that
+ * context was 266,076,160 B (253.75 MiB), and 645,660,672 B loaded eagerly; an
+ * H100 vLLM 0.19 worker at start, imports included, 0.51 GiB (row C4). No
+ * per-generation figure from one stack is published, so every generation
+ * uses the default; pass --overhead to use a measured one (nvidia-smi minus
+ * memory_reserved(), or tests/tools/cuda_validate.py's context column).
  * cuBLAS's workspace is not overhead: PyTorch takes it from the caching
  * allocator on the first matrix product, one per handle and stream
  * (aten/src/ATen/cuda/CublasHandlePool.cpp, getChosenWorkspaceSize():
@@ -18,7 +25,7 @@
 uint64_t memest_default_overhead(unsigned gpu_arch)
 {
     (void)gpu_arch;
-    return 287000000;
+    return (uint64_t)426 << 20;   /* 446,693,376 B: row C3 */
 }
 
 uint64_t memest_cublas_workspace(unsigned gpu_arch)

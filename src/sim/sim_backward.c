@@ -97,6 +97,8 @@ static int bwd_node(struct sim *S, uint32_t n, const struct ckpt *inner)
         any |= S->vg[ni->out_first + k] != NONE;
     if (!ni->needs_grad || !S->reach[n] || !any)
         return release_node(S, n, inner);
+    if (sim_cublas(S, n, true) != 0)
+        return -1;
     /* 1. a contiguous copy of the incoming gradient */
     uint32_t copy = NONE, og0 = S->vg[ni->out_first];
     if ((ni->bwd_flags & MEMEST_BWD_CONTIG_OUT) && og0 != NONE &&

@@ -28,13 +28,26 @@ static bool uses_cublas(const struct memest_run *r, uint32_t n)
     return r->nodes[n].fwd_macs > 0 && r->g->nodes[n].op->lib == MEMEST_LIB_CUBLAS;
 }
 
+/* PyTorch 2.x takes cuBLAS's workspace from the caching allocator, one per
+ * (handle, stream), kept for the process (aten/src/ATen/cuda/
+ * CublasHandlePool.cpp: cublas_handle_stream_to_workspace()); handles are
+ * per thread (a thread_local PoolWindow of the handle pool), and the
+ * autograd engine runs a CUDA backward on a device thread of its own, so
+ * the backward's first matrix product takes a second workspace. PyTorch
+ * 1.13 left the workspace to cuBLAS, outside the allocator: none. */
+int sim_cublas(struct sim *S, uint32_t n, bool backward)
+{
+    uint32_t *id = backward ? &S->cublas_bwd : &S->cublas;
+    if (*id != NONE || S->cfg->torch_version == 113 || !uses_cublas(S->r, n))
+        return 0;
+    return sim_ev_alloc(S, MEMEST_CAT_WORKSPACE, n, memest_cublas_workspace(S->cfg->gpu_arch), id);
+}
+
 int sim_forward_node(struct sim *S, uint32_t n, enum fmode m, const struct ckpt *k,
                         uint32_t *sfirst)
 {
     const struct memest_run *r = S->r;
-    if (S->cublas == NONE && uses_cublas(r, n) &&
-        sim_ev_alloc(S, MEMEST_CAT_WORKSPACE, n, memest_cublas_workspace(S->cfg->gpu_arch),
-                 &S->cublas) != 0)
+    if (sim_cublas(S, n, S->in_recompute) != 0)
         return -1;
     /* the storages this node makes: casts, outputs, saved op-internal tensors */
     while (*sfirst < S->ns && r->storages[*sfirst].node < n)

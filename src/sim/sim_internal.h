@@ -162,7 +162,8 @@ struct sim {
                              of one node */
     uint32_t *held_ids;   /* the caller's `out` and `loss` of the current micro-batch */
     uint32_t nheld, capheld;
-    uint32_t cublas;      /* cuBLAS workspace id */
+    uint32_t cublas;      /* cuBLAS workspace id: the main thread's handle */
+    uint32_t cublas_bwd;  /* ... and the autograd engine's device thread's (sim_cublas) */
     bool in_recompute;
 
     /* --fused linear-ce (sim_fused_ce.c) */
@@ -259,6 +260,10 @@ static inline uint32_t root_value(const struct sim *S)
 int sim_nomem(struct sim *S);
 int sim_grow_u32(uint32_t **a, uint32_t *cap, uint32_t need);
 int sim_ev_alloc(struct sim *S, uint8_t cat, uint32_t node, uint64_t bytes, uint32_t *id);
+/* Before node n runs a matrix product on the current thread (the backward
+ * and its recomputations: the autograd engine's): that thread's cuBLAS
+ * workspace, made the first time. 0 / -1. */
+int sim_cublas(struct sim *S, uint32_t n, bool backward);
 int sim_ev_free(struct sim *S, uint32_t node, uint32_t id);
 int sim_ev_transient(struct sim *S, uint8_t cat, uint32_t node, uint64_t bytes);
 int sim_alloc_storage(struct sim *S, uint32_t s, uint8_t cat, uint32_t node);

@@ -239,7 +239,8 @@ int memest_sim_step(const struct memest_run *r, const struct memest_peak_opts *o
     struct sim S = {.r = r, .g = r->g, .cfg = o->step ? o->step : &defaults,
                     .tl = &full, .err = err, .inference = o->inference || o->gen,
                     .gen = o->gen, .rv = o->step ? o->step->rank : NULL,
-                    .nn = r->g->nnodes, .ns = r->nstorages, .nv = r->nvalues, .cublas = NONE};
+                    .nn = r->g->nnodes, .ns = r->nstorages, .nv = r->nvalues, .cublas = NONE,
+                    .cublas_bwd = NONE};
     int rc = -1;
     memset(out, 0, sizeof *out);
     out->node = NONE;

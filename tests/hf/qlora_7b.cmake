@@ -141,7 +141,10 @@ calc(agrad "${h} + ${m} + 2 * ${nM} + 4 * ${nM}")               # 332,398,592
 # [16, 11008], float32 (zero_grad(set_to_none) freed the last step's).
 calc(grads "4 * 16 * (4096 + 11008)")                            # 966,656
 calc(inputs "2 * ${S} * 8")                                      # input_ids and labels, int64
-calc(workspace "4096 * 1024 * 2 + 16 * 1024 * 8")               # cuBLAS default ":4096:2:16:8"
+# Two cuBLAS workspaces of the default ":4096:2:16:8": the main thread's and
+# the autograd engine's device thread's (one per handle and stream,
+# CublasHandlePool.cpp; handles are per thread).
+calc(workspace "2 * (4096 * 1024 * 2 + 16 * 1024 * 8)")
 calc(peak_tensors "${params_bytes} + ${buffers} + ${opt_dev} + ${saved} + ${transient} + ${agrad} + ${grads} + ${inputs}")
 # The allocator's blocks: 512-byte rounding (code 64 -> 512, offset 4 ->
 # 512, nested absmax 11,008 -> 11,264 per MLP layer, inv_freq 256 -> 512,

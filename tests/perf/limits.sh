@@ -119,7 +119,7 @@ run "2M linear layers (issue 10)" 3 "$LIM/linear_2m.json"
 run "20,000 bidirectional 64-layer LSTMs" 3 "$LIM/lstm_20000.json"
 run "250,001 nodes" 3 "$LIM/nodes_over.json"
 run "500,004 expansion steps" 3 "$LIM/work_over.json"
-run "cost: 227,268 ReLUs (5,000,004 units)" 3 "$LIM/cost_over.json"
+run "cost: 227,268 ReLUs (5,000,006 units)" 3 "$LIM/cost_over.json"
 run "gpt2 --sweep-var n_layer=1:65536:+1" 2 models/gpt2.json --sweep-var n_layer=1:65536:+1
 run "--sweep of 65,536 batches at the cost limit" 2 "$LIM/cost_at.json" --sweep 1:65536:+1
 run "--max-batch at the cost limit" 2 "$LIM/cost_at.json" --mem 1TiB --max-batch

@@ -319,7 +319,7 @@ static void check_vocabularies(const char *doc, const char *help)
     check_vocab(doc, help, &v);
 }
 
-/* --overhead: one default for every card, stated in MB by both texts. */
+/* --overhead: one default for every card, stated in MiB by both texts. */
 static void check_overhead(const char *doc, const char *help)
 {
     struct memest_cli d;
@@ -332,12 +332,12 @@ static void check_overhead(const char *doc, const char *help)
         if (memest_default_overhead(archs[i]) != def)
             fail("the default overhead of sm%u differs from the one README.md and --help state",
                  archs[i]);
-    CHECK(def % 1000000 == 0); /* a whole number of MB, as the texts write it */
+    CHECK(def % 1048576 == 0); /* a whole number of MiB, as the texts write it */
     char want[64], text[2048];
-    snprintf(want, sizeof want, "(default %" PRIu64 " MB)", def / 1000000);
+    snprintf(want, sizeof want, "(default %" PRIu64 " MiB)", def / 1048576);
     CHECK(help_entry(help, "--overhead SIZE", text, sizeof text));
     CHECK_CONTAINS(text, want);
-    snprintf(want, sizeof want, "(%" PRIu64 " MB)", def / 1000000);
+    snprintf(want, sizeof want, "(%" PRIu64 " MiB)", def / 1048576);
     CHECK(readme_row(doc, "--overhead SIZE", text, sizeof text));
     CHECK_CONTAINS(text, want);
 }
