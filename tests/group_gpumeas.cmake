@@ -1,5 +1,5 @@
 # memest against figures measured on real GPUs and published
-# (../shared/reference/gpu-measurements.md): Liger-Kernel's operator
+# (tests/reference/gpu-measurements.md): Liger-Kernel's operator
 # benchmarks (rows O1-O3), transformers' GPT-NeoX eager/SDPA training table
 # (T12) and the CUDA context and cuBLAS workspace figures (C1, C2, C3, C5, C6).
 # Each case asserts the published figure; the causes of the differences and

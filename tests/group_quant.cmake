@@ -1,7 +1,7 @@
 # Quantised weights against published measurements: bigcode/octocoder
 # (tests/quant/octocoder.json) generating from a short prompt, as
 # transformers' docs/source/en/llm_tutorial_optimization.md measured it on
-# an A100 (../shared/reference/gpu-measurements.md rows I1 and I2:
+# an A100 (tests/reference/gpu-measurements.md rows I1 and I2:
 # max_memory_allocated() after the pipeline ran; tests/quant/i2.cmake).
 foreach(case bf16 fp4 int8)
   add_test(NAME quant.i2.${case}

@@ -5,7 +5,7 @@
  * The default is the most recent clean measurement of a context alone on a
  * current stack: 426 MiB, nvidia-smi after torch.cuda.mem_get_info(0) with
  * nothing allocated, RTX 6000 Ada, PyTorch 2.10.0+cu130 (unslothai/
- * unsloth-zoo PR #1053, 2026; row C3 of ../shared/reference/
+ * unsloth-zoo PR #1053, 2026; row C3 of tests/reference/
  * gpu-measurements.md). Older and other figures, for comparison: 287,047,680
  * B of total - free on CUDA 11.7 with lazy module loading (PyTorch PR #86509,
  * row C2) holds the 20 MiB segment of the 6.4 MB tensor it made, so that

@@ -1,5 +1,5 @@
 # check.cmake - memest against figures measured on real GPUs and published
-# (../shared/reference/gpu-measurements.md; rows I1, I2 are tests/quant/i2.cmake,
+# (tests/reference/gpu-measurements.md; rows I1, I2 are tests/quant/i2.cmake,
 # I9, I10 tests/unit/test_generate.c). The expected figure of every case is the
 # PUBLISHED one, with its row ID; where the measured setup differs from what
 # memest simulates, the difference is stated with its cause and added to

@@ -1,7 +1,7 @@
 # i2.cmake - memest's no-grad forward peak (memory.inference.bytes) of
 # bigcode/octocoder over a 20-token prompt against the alloc-peaks
 # transformers' llm_tutorial_optimization.md published (rows I1, I2 of
-# ../shared/reference/gpu-measurements.md):
+# tests/reference/gpu-measurements.md):
 #   bf16 (I1)                    29.0260648727417 GiB = 31,166,499,840 B, within 1%
 #   load_in_4bit (I2; the config's defaults: fp4, no double quantisation,
 #     float32 compute, fp16 weights) 9.543574333190918 GiB = 10,247,334,912 B, within 1%

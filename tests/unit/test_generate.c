@@ -11,7 +11,7 @@
  *     (tests/tools/generate_peak.py -> tests/reference/generate_peaks.json):
  *     the prefill's and the last decode step's peak live tensor bytes;
  *   - vLLM's paged cache: rows I9 and I10 of
- *     ../shared/reference/gpu-measurements.md (the block formula of
+ *     tests/reference/gpu-measurements.md (the block formula of
  *     vllm/worker/worker.py determine_num_available_blocks and
  *     cache_engine.py get_cache_block_size, then the whole estimate within
  *     the stated tolerances, the difference explained).
