@@ -31,3 +31,7 @@ probe_case(segments 0 "" "reserved           6.2 GiB     6.2 GiB  0 B (0.0%)"
            "${_fake}|FAKECUDA_TOTAL=16G" ${_r50} --batch 64 --probe)
 probe_case(segment_oom 1 "" "segment with 1.6 GiB of segments held"
            "${_fake}|FAKECUDA_TOTAL=2G" ${_r50} --batch 64 --probe)
+# --inference: the probe replays the no-grad pass the report gives (224 MiB
+# of segments at batch 8), not the training step's 1.1 GiB.
+probe_case(inference 0 "" "reserved         224.0 MiB   224.0 MiB  0 B (0.0%)"
+           "${_fake}|FAKECUDA_TOTAL=16G" ${_r50} --batch 8 --inference --probe)

@@ -55,9 +55,11 @@ int memest_flow_single(struct memest_app *a)
     struct memest_node_time *nodes = NULL;
     int rc = MEMEST_EXIT_OK;
     bool files = o->timeline_path || o->plot_path;
-    tl.layout = o->probe;   /* the probe replays the allocator's segments */
+    /* the probe replays the allocator's segments of the step reported:
+     * the no-grad pass's with --inference */
+    tl.layout = itl.layout = o->probe;
     if (memest_app_estimate(a, o->batch, &a->step, a->dtype, &e, &tl,
-                            files && o->inference ? &itl : NULL, &err) != 0 ||
+                            (files || o->probe) && o->inference ? &itl : NULL, &err) != 0 ||
         memest_write_step_files(o->timeline_path, o->plot_path, o->inference, &a->r, &e,
                                 o->inference ? &itl : &tl, &err) != 0 ||
         memest_app_stage_files(a, o->batch, &a->step, a->dtype, &e, &err) != 0) {
@@ -67,7 +69,7 @@ int memest_flow_single(struct memest_app *a)
     struct memest_report rep = {.opts = memest_app_report_opts(a), .step = &a->step, .g = &a->g, .r = &a->r, .e = &e,
                              .figs = a->figs, .nfigs = a->nstages, .binding = a->binding};
     if (o->probe) {
-        rc = probe(o, &a->g, &e, &tl, &pres, &perr);
+        rc = probe(o, &a->g, &e, o->inference ? &itl : &tl, &pres, &perr);
         rep.probe = &pres;
         if (rc != MEMEST_EXIT_OK && rc != MEMEST_EXIT_NOFIT) {
             rep.error = &perr;
