@@ -23,15 +23,17 @@ probe_case(no_device 4 "cannot probe" "" "${_fake}|FAKECUDA_DEVICES=0" ${_mlp} -
 probe_case(bad_device 4 "cannot probe" "" "${_fake}|FAKECUDA_DEVICES=1" ${_mlp} --probe --device 3)
 probe_case(alloc_error 5 "CUDA_ERROR_UNKNOWN" "" "${_fake}|FAKECUDA_FAIL_ALLOC_AT=3"
            ${_mlp} --probe)
-# The probe replays the allocator's segments (one cuMemAlloc per segment,
-# all multiples of the fake's 2 MiB granularity): the device holds exactly
-# the reserved memory predicted, where one allocation per tensor held 6.9 GiB.
+# The probe replays the allocator's segments of the step the report gives
+# (tests/probe_agree.cmake), training and --inference.
 set(_r50 ${PROJECT_SOURCE_DIR}/models/resnet50.json)
-probe_case(segments 0 "" "reserved           6.2 GiB     6.2 GiB  0 B (0.0%)"
-           "${_fake}|FAKECUDA_TOTAL=16G" ${_r50} --batch 64 --probe)
-probe_case(segment_oom 1 "" "segment with 1.6 GiB of segments held"
+foreach(case "segments|${_r50};--batch;64" "inference|${_r50};--batch;8;--inference")
+  string(REPLACE "|" ";" c "${case}")
+  list(POP_FRONT c name)
+  add_test(NAME probe_cli.${name}
+           COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest>
+                   -DFAKE=$<TARGET_FILE:memest_fakecuda> "-DARGS=${c}"
+                   -P ${CMAKE_CURRENT_SOURCE_DIR}/probe_agree.cmake)
+  set_tests_properties(probe_cli.${name} PROPERTIES LABELS probe)
+endforeach()
+probe_case(segment_oom 1 "" " MiB segment with "
            "${_fake}|FAKECUDA_TOTAL=2G" ${_r50} --batch 64 --probe)
-# --inference: the probe replays the no-grad pass the report gives (224 MiB
-# of segments at batch 8), not the training step's 1.1 GiB.
-probe_case(inference 0 "" "reserved         224.0 MiB   224.0 MiB  0 B (0.0%)"
-           "${_fake}|FAKECUDA_TOTAL=16G" ${_r50} --batch 8 --inference --probe)

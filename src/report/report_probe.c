@@ -86,17 +86,16 @@ void memest_probe_print_text(FILE *f, const struct memest_probe_result *r)
     fprintf(f, "probe: %s (device %d), %s total\n",
             memest_esc_text(r->device_name, name, sizeof name), r->device,
             memest_fmt_iec(r->total, 1, a, sizeof a));
-    if (r->segments && r->have_context) {
-        if (r->have_overhead)
+    if (r->segments) {   /* without a context nothing was measured */
+        if (r->have_context && r->have_overhead)
             fprintf(f, "probe:   free before memest: %s; free after its CUDA context: %s\n",
                     memest_fmt_iec(r->free_before, 1, a, sizeof a),
                     memest_fmt_iec(r->free_after_ctx, 1, c, sizeof c));
-        else
+        else if (r->have_context)
             fprintf(f, "probe:   free after memest's CUDA context: %s (context size not measured)\n",
                     memest_fmt_iec(r->free_after_ctx, 1, a, sizeof a));
-        print_segments(f, r);
-    } else if (r->segments) {
-        /* no context: nothing measured */
+        if (r->have_context)
+            print_segments(f, r);
     } else if (r->have_overhead)
         fprintf(f, "probe:   free before memest: %s; CUDA context: %s; free after it: %s\n",
                 memest_fmt_iec(r->free_before, 1, a, sizeof a),
