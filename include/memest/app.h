@@ -52,6 +52,8 @@ struct memest_app {
     uint32_t estimates;
     const char *flow;
     bool over_budget;              /* a charge was refused: the command must stop */
+    unsigned sims;                 /* the simulations memest_app_estimate runs (calc.h:
+                                      enum memest_sims; 0: both) */
     /* several GPUs (app_dist.c): the layout (the options over a --deepspeed
      * config), what the config said, and the rank the step simulates */
     struct memest_dist_cfg dist;

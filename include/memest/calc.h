@@ -108,3 +108,16 @@ int memest_estimate_cost(struct memest_run *r, const struct memest_step_cfg *cfg
 int memest_estimate(struct memest_run *r, const struct memest_step_cfg *cfg,
                     struct memest_estimate *e, struct memest_timeline *train_tl,
                     struct memest_timeline *infer_tl, struct memest_error *err);
+
+/* The simulations an estimate runs: the no-grad forward pass and the
+ * training step. A caller that reads only one of them (a sweep's row, a
+ * largest-batch search) skips the other, whose peak stays 0. */
+enum memest_sims {
+    MEMEST_SIM_INFER = 1u,
+    MEMEST_SIM_TRAIN = 2u,
+    MEMEST_SIM_BOTH = 3u,
+};
+/* memest_estimate running only the simulations in `sims` (at least one). */
+int memest_estimate_sims(struct memest_run *r, const struct memest_step_cfg *cfg, unsigned sims,
+                         struct memest_estimate *e, struct memest_timeline *train_tl,
+                         struct memest_timeline *infer_tl, struct memest_error *err);

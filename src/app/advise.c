@@ -46,7 +46,11 @@ static int eval(struct advisor *ad, int64_t batch, const struct memest_step_cfg 
     struct memest_error e1 = {0};
     struct memest_estimate e;
     res->batch = batch;
-    if (memest_app_estimate(a, batch, step, a->dtype, &e, NULL, NULL, &e1) != 0) {
+    /* an option's figures read the simulation of the command's mode only */
+    a->sims = a->o->inference ? MEMEST_SIM_INFER : MEMEST_SIM_TRAIN;
+    int erc = memest_app_estimate(a, batch, step, a->dtype, &e, NULL, NULL, &e1);
+    a->sims = 0;
+    if (erc != 0) {
         if (e1.code != MEMEST_ERR_LIMIT) {
             *err = e1;
             return -1;

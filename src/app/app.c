@@ -31,7 +31,9 @@ int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct mem
     a->o = o;
     a->step = o->step;
     a->max_work = MEMEST_MAX_WORK;
-    if (memest_gpu_table_builtin(&a->gpus, err) != 0)
+    /* the presets are parsed only for a command that names a card (or
+     * probes one: --gpu auto matches the device's name) */
+    if ((o->gpu || o->probe) && memest_gpu_table_builtin(&a->gpus, err) != 0)
         return MEMEST_EXIT_INTERNAL;
     if (o->gpu && strcmp(o->gpu, "auto") != 0) {
         const struct memest_gpu *g = memest_gpu_lookup(&a->gpus, o->gpu, err);
@@ -175,7 +177,8 @@ int memest_app_estimate(struct memest_app *a, int64_t batch, const struct memest
         a->top_cost = c.total;
     if (memest_app_charge(a, c.total, err) != 0)
         return -1;
-    if (memest_estimate(&a->r, step, e, train_tl, infer_tl, err) == 0)
+    if (memest_estimate_sims(&a->r, step, a->sims ? a->sims : MEMEST_SIM_BOTH, e, train_tl,
+                             infer_tl, err) == 0)
         return 0;
     return memest_app_overrides_note(a, err);
 }

@@ -30,7 +30,11 @@ static int eval_row(struct memest_app *a, int64_t batch, struct memest_sweep_row
     row->value = batch;
     row->batch = batch;
     row->has_fit = a->has_card;
-    if (memest_app_estimate(a, batch, &a->step, a->dtype, &e, NULL, NULL, &e1) != 0) {
+    /* a row reads the simulation of its mode only */
+    a->sims = o->inference ? MEMEST_SIM_INFER : MEMEST_SIM_TRAIN;
+    int erc = memest_app_estimate(a, batch, &a->step, a->dtype, &e, NULL, NULL, &e1);
+    a->sims = 0;
+    if (erc != 0) {
         if (e1.code != MEMEST_ERR_LIMIT) {
             *err = e1;
             return -1;

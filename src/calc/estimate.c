@@ -61,6 +61,13 @@ int memest_estimate(struct memest_run *r, const struct memest_step_cfg *cfg,
                     struct memest_estimate *e, struct memest_timeline *train_tl,
                     struct memest_timeline *infer_tl, struct memest_error *err)
 {
+    return memest_estimate_sims(r, cfg, MEMEST_SIM_BOTH, e, train_tl, infer_tl, err);
+}
+
+int memest_estimate_sims(struct memest_run *r, const struct memest_step_cfg *cfg, unsigned sims,
+                         struct memest_estimate *e, struct memest_timeline *train_tl,
+                         struct memest_timeline *infer_tl, struct memest_error *err)
+{
     memset(e, 0, sizeof *e);
     if (memest_estimate_cost(r, cfg, &e->cost, err) != 0)
         return -1;
@@ -79,8 +86,10 @@ int memest_estimate(struct memest_run *r, const struct memest_step_cfg *cfg,
                                    .events = e->cost.events - e->cost.train_events};
     struct memest_peak_opts train = {.inference = false, .step = cfg,
                                      .events = e->cost.train_events};
-    int rc = memest_sim_step(r, &inf, infer_tl, &e->infer_peak, err);
-    if (rc == 0)
+    int rc = 0;
+    if (sims & MEMEST_SIM_INFER)
+        rc = memest_sim_step(r, &inf, infer_tl, &e->infer_peak, err);
+    if (rc == 0 && (sims & MEMEST_SIM_TRAIN))
         rc = memest_sim_step(r, &train, train_tl, &e->train_peak, err);
     e->reserved_peak = e->train_peak.reserved;
     e->infer_reserved_peak = e->infer_peak.reserved;

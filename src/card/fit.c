@@ -27,14 +27,48 @@ void memest_fit_check(uint64_t needs, uint64_t card, double headroom_pct, struct
     out->fits = needs <= out->usable;
 }
 
+/* The predicates' values at the batches the two searches evaluated: the
+ * second search and the scan reuse them (each search evaluates at most 2 x
+ * 63 batches: doubling, then bisection). */
+#define MEMO_MAX 256
+
+struct memo {
+    memest_fits_fn fn;
+    void *ctx;
+    int *calls;
+    int n;
+    int64_t b[MEMO_MAX];
+    bool f[MEMO_MAX], may[MEMO_MAX];
+};
+
+/* fits() and may_fit() at b, evaluated once. 0 / -1. */
+static int eval(struct memo *m, int64_t b, bool *f, bool *may, struct memest_error *err)
+{
+    for (int i = 0; i < m->n; i++)
+        if (m->b[i] == b) {
+            *f = m->f[i];
+            *may = m->may[i];
+            return 0;
+        }
+    ++*m->calls;
+    if (m->fn(m->ctx, b, f, may, err) != 0)
+        return -1;
+    if (m->n < MEMO_MAX) {
+        m->b[m->n] = b;
+        m->f[m->n] = *f;
+        m->may[m->n++] = *may;
+    }
+    return 0;
+}
+
 /* The largest b in [1, limit] with pred(b) for a predicate that holds up to
  * some point and not after: doubling from 1, then bisection. which: 0 tests
  * fits, 1 may_fit. */
-static int search(memest_fits_fn fn, void *ctx, int64_t limit, int which, int64_t *out,
-                  int *calls, struct memest_error *err)
+static int search(struct memo *m, int64_t limit, int which, int64_t *out,
+                  struct memest_error *err)
 {
     bool v[2];
-#define TEST(b) (++*calls, fn(ctx, (b), &v[0], &v[1], err) != 0 ? -1 : (int)v[which])
+#define TEST(b) (eval(m, (b), &v[0], &v[1], err) != 0 ? -1 : (int)v[which])
     *out = 0;
     int f = TEST(1);
     if (f <= 0)
@@ -82,8 +116,9 @@ int memest_fit_max_batch(memest_fits_fn fits, memest_afford_fn afford, void *ctx
     memset(out, 0, sizeof *out);
     if (limit < 1)
         return 0;
-    if (search(fits, ctx, limit, 0, &out->steady, &out->calls, err) != 0 ||
-        search(fits, ctx, limit, 1, &out->bound, &out->calls, err) != 0)
+    struct memo m = {.fn = fits, .ctx = ctx, .calls = &out->calls};
+    if (search(&m, limit, 0, &out->steady, err) != 0 ||
+        search(&m, limit, 1, &out->bound, err) != 0)
         return -1;
     out->best = out->steady;
     out->scan_max = MEMEST_MAX_BATCH_SCAN;
@@ -98,8 +133,7 @@ int memest_fit_max_batch(memest_fits_fn fits, memest_afford_fn afford, void *ctx
     }
     for (int64_t b = out->bound; b > stop; b--) {
         bool f, may;
-        out->calls++;
-        if (fits(ctx, b, &f, &may, err) != 0)
+        if (eval(&m, b, &f, &may, err) != 0)
             return -1;
         if (f) {
             out->best = b;

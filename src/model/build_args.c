@@ -74,24 +74,24 @@ int mb_eval_int(struct builder *b, const cJSON *j, const struct scope *sc, const
     struct memest_expr_val v;
     if (mb_eval_number(b, j, sc, path, &v) != 0)
         return -1;
-    char got[32];
-    memest_expr_str(&v, got, sizeof got);
+    char got[32];   /* the value as a message shows it: written on an error only */
     if (v.kind == MEMEST_EXPR_BOOL)
         return mb_value_err(b, v.tag, MEMEST_ERR_SCHEMA, mb_jp_str(b, path),
                             "expected an integer, got a boolean");
     if (v.kind == MEMEST_EXPR_REAL && v.d != floor(v.d))
         return mb_value_err(b, v.tag, MEMEST_ERR_SCHEMA, mb_jp_str(b, path),
-                            "expected an integer, got %s", got);
+                            "expected an integer, got %s", memest_expr_str(&v, got, sizeof got));
     bool big = v.kind == MEMEST_EXPR_REAL ? fabs(v.d) >= INT_LIMIT
                                           : v.i >= MEMEST_EXPR_INT_LIMIT ||
                                                 v.i <= -MEMEST_EXPR_INT_LIMIT;
     if (big)
         return mb_value_err(b, v.tag, MEMEST_ERR_LIMIT, mb_jp_str(b, path),
                             "integer %s is too %s (integers must be between -2^53 and 2^53, "
-                            "exclusive)", got, memest_expr_real(&v) > 0 ? "large" : "small");
+                            "exclusive)", memest_expr_str(&v, got, sizeof got),
+                            memest_expr_real(&v) > 0 ? "large" : "small");
     int64_t i = v.kind == MEMEST_EXPR_REAL ? (int64_t)v.d : v.i;
-    snprintf(got, sizeof got, "%lld", (long long)i); /* -0.0 is 0 */
     if ((lo || hi) && (i < lo || i > hi)) {
+        snprintf(got, sizeof got, "%lld", (long long)i); /* -0.0 is 0 */
         if (hi >= (int64_t)INT_LIMIT)
             return mb_value_err(b, v.tag, MEMEST_ERR_SCHEMA, mb_jp_str(b, path),
                                 "must be an integer >= %lld, got %s", (long long)lo, got);

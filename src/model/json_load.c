@@ -190,6 +190,48 @@ static int check_duplicates(const cJSON *node, char *path, size_t cap, struct me
     return 0;
 }
 
+/* Whether any object under node has a key twice: the check without the
+ * paths, which check_duplicates() then writes for the message (a file
+ * without duplicates, every file memest accepts, pays for no path). Small
+ * objects compare their keys pairwise, larger ones sort them. 1 / 0; -1
+ * when out of memory. */
+static int has_duplicates(const cJSON *node)
+{
+    if (!cJSON_IsObject(node) && !cJSON_IsArray(node))
+        return 0;
+    if (cJSON_IsObject(node)) {
+        size_t n = 0;
+        for (const cJSON *c = node->child; c; c = c->next)
+            n++;
+        if (n > 1 && n <= 16) {
+            for (const cJSON *c = node->child; c; c = c->next)
+                for (const cJSON *d = c->next; d; d = d->next)
+                    if (strcmp(c->string, d->string) == 0)
+                        return 1;
+        } else if (n > 16) {
+            const cJSON **keys = malloc(sizeof *keys * n);
+            if (!keys)
+                return -1;
+            size_t i = 0;
+            for (const cJSON *c = node->child; c; c = c->next)
+                keys[i++] = c;
+            qsort(keys, n, sizeof *keys, cmp_keys);
+            int dup = 0;
+            for (i = 1; i < n && !dup; i++)
+                dup = strcmp(keys[i]->string, keys[i - 1]->string) == 0;
+            free(keys);
+            if (dup)
+                return 1;
+        }
+    }
+    for (const cJSON *c = node->child; c; c = c->next) {
+        int d = has_duplicates(c);
+        if (d != 0)
+            return d;
+    }
+    return 0;
+}
+
 /* Parses buf[0..len) as a model file into *out (an object); buf[len] must
  * be '\0'. */
 static int parse_buffer(const char *buf, size_t len, const char *label, cJSON **out,
@@ -257,7 +299,12 @@ static int parse_buffer(const char *buf, size_t len, const char *label, cJSON **
         return memest_errf(err, MEMEST_ERR_SCHEMA, "$", "the file must be a JSON object");
     }
     char path[512] = "";
-    if (check_duplicates(root, path, sizeof path, err) != 0) {
+    int dup = has_duplicates(root);
+    if (dup < 0) {
+        cJSON_Delete(root);
+        return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+    }
+    if (dup && check_duplicates(root, path, sizeof path, err) != 0) {
         cJSON_Delete(root);
         return -1;
     }

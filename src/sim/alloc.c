@@ -39,6 +39,7 @@
 
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "memest/checked.h"
 
@@ -91,8 +92,7 @@ struct memest_alloc *memest_alloc_create(void)
     if (!a)
         return NULL;
     a->large = NIL;
-    for (int i = 0; i < SMALL_BINS; i++)
-        a->bin[i] = NIL;
+    memset(a->bin, 0xFF, sizeof a->bin);   /* NIL */
     a->rng = 2463534242u;
     a->next_addr = (uint64_t)1 << 32;
     return a;
@@ -124,60 +124,63 @@ static bool key_less(const struct blk *x, const struct blk *y)
     return x->size < y->size || (x->size == y->size && x->addr < y->addr);
 }
 
+/* The treap's operations are loops over links (no recursion): each walks
+ * one root-to-leaf path. */
+
 /* Splits t into l (keys < key of k) and r (keys >= it). */
 static void split(struct blk *b, uint32_t t, const struct blk *k, uint32_t *l, uint32_t *r)
 {
-    if (t == NIL) {
-        *l = *r = NIL;
-        return;
+    while (t != NIL) {
+        if (key_less(&b[t], k)) {
+            *l = t;
+            l = &b[t].right;
+            t = b[t].right;
+        } else {
+            *r = t;
+            r = &b[t].left;
+            t = b[t].left;
+        }
     }
-    if (key_less(&b[t], k)) {
-        split(b, b[t].right, k, &b[t].right, r);
-        *l = t;
-    } else {
-        split(b, b[t].left, k, l, &b[t].left);
-        *r = t;
-    }
+    *l = *r = NIL;
 }
 
+/* Joins l and r, every key of l below every key of r. */
 static uint32_t merge(struct blk *b, uint32_t l, uint32_t r)
 {
-    if (l == NIL)
-        return r;
-    if (r == NIL)
-        return l;
-    if (b[l].prio > b[r].prio) {
-        b[l].right = merge(b, b[l].right, r);
-        return l;
+    uint32_t root, *link = &root;
+    while (l != NIL && r != NIL) {
+        if (b[l].prio > b[r].prio) {
+            *link = l;
+            link = &b[l].right;
+            l = b[l].right;
+        } else {
+            *link = r;
+            link = &b[r].left;
+            r = b[r].left;
+        }
     }
-    b[r].left = merge(b, l, b[r].left);
-    return r;
+    *link = l != NIL ? l : r;
+    return root;
 }
 
-static uint32_t insert(struct blk *b, uint32_t t, uint32_t x)
+/* x goes where its priority puts it on its key's path; the subtree it
+ * displaces splits around it. */
+static void insert(struct blk *b, uint32_t *root, uint32_t x)
 {
-    if (t == NIL)
-        return x;
-    if (b[x].prio > b[t].prio) {
-        split(b, t, &b[x], &b[x].left, &b[x].right);
-        return x;
-    }
-    if (key_less(&b[x], &b[t]))
-        b[t].left = insert(b, b[t].left, x);
-    else
-        b[t].right = insert(b, b[t].right, x);
-    return t;
+    uint32_t *link = root;
+    while (*link != NIL && b[*link].prio >= b[x].prio)
+        link = key_less(&b[x], &b[*link]) ? &b[*link].left : &b[*link].right;
+    split(b, *link, &b[x], &b[x].left, &b[x].right);
+    *link = x;
 }
 
-static uint32_t erase(struct blk *b, uint32_t t, uint32_t x)
+/* x (in the treap: keys are unique) is replaced by its children merged. */
+static void erase(struct blk *b, uint32_t *root, uint32_t x)
 {
-    if (t == x)
-        return merge(b, b[t].left, b[t].right);
-    if (key_less(&b[x], &b[t]))
-        b[t].left = erase(b, b[t].left, x);
-    else
-        b[t].right = erase(b, b[t].right, x);
-    return t;
+    uint32_t *link = root;
+    while (*link != x)
+        link = key_less(&b[x], &b[*link]) ? &b[*link].left : &b[*link].right;
+    *link = merge(b, b[x].left, b[x].right);
 }
 
 /* The smallest free block of at least `size` bytes (lowest address among
@@ -230,7 +233,7 @@ static void pool_insert(struct memest_alloc *a, uint32_t x)
     a->rng ^= a->rng << 5;
     a->b[x].prio = a->rng;
     uint32_t *root = root_of(a, x);
-    *root = insert(a->b, *root, x);
+    insert(a->b, root, x);
     if (a->b[x].small) {
         uint32_t c = bin_of(a->b[x].size);
         a->binmap[c / 64] |= (uint64_t)1 << (c % 64);
@@ -241,7 +244,7 @@ static void pool_insert(struct memest_alloc *a, uint32_t x)
 static void pool_erase(struct memest_alloc *a, uint32_t x)
 {
     uint32_t *root = root_of(a, x);
-    *root = erase(a->b, *root, x);
+    erase(a->b, root, x);
     if (a->b[x].small && *root == NIL) {
         uint32_t c = bin_of(a->b[x].size);
         a->binmap[c / 64] &= ~((uint64_t)1 << (c % 64));
