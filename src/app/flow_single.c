@@ -58,8 +58,10 @@ int memest_flow_single(struct memest_app *a)
     /* the probe replays the allocator's segments of the step reported:
      * the no-grad pass's with --inference */
     tl.layout = itl.layout = o->probe;
-    if (memest_app_estimate(a, o->batch, &a->step, a->dtype, &e, &tl,
-                            (files || o->probe) && o->inference ? &itl : NULL, &err) != 0 ||
+    /* a timeline is kept only for the files and the probe that read it */
+    bool keep = files || o->probe;
+    if (memest_app_estimate(a, o->batch, &a->step, a->dtype, &e, keep && !o->inference ? &tl : NULL,
+                            keep && o->inference ? &itl : NULL, &err) != 0 ||
         memest_write_step_files(o->timeline_path, o->plot_path, o->inference, &a->r, &e,
                                 o->inference ? &itl : &tl, &err) != 0 ||
         memest_app_stage_files(a, o->batch, &a->step, a->dtype, &e, &err) != 0) {

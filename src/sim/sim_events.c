@@ -34,9 +34,21 @@ int sim_grow_u32(uint32_t **a, uint32_t *cap, uint32_t need)
 
 int sim_ev_alloc(struct sim *S, uint8_t cat, uint32_t node, uint64_t bytes, uint32_t *id)
 {
-    if (memest_timeline_alloc(S->tl, S->ph, cat, node, bytes, id) != 0)
-        return memest_errf(S->err, MEMEST_ERR_NOMEM, NULL,
-                           "out of memory (or more than 2^32 allocations)");
+    struct memest_timeline *t = S->tl;
+    struct memest_event local = {.kind = MEMEST_EV_ALLOC, .phase = S->ph, .category = cat,
+                                 .node = node, .id = t->next_id, .bytes = bytes};
+    struct memest_event *ev = &local;
+    if (S->store) {
+        if (memest_timeline_alloc(t, S->ph, cat, node, bytes, id) != 0)
+            return memest_errf(S->err, MEMEST_ERR_NOMEM, NULL,
+                               "out of memory (or more than 2^32 allocations)");
+        ev = &t->ev[t->n - 1];
+    } else {
+        if (t->next_id == UINT32_MAX)   /* ids exhausted, as memest_timeline_alloc says */
+            return memest_errf(S->err, MEMEST_ERR_NOMEM, NULL,
+                               "out of memory (or more than 2^32 allocations)");
+        *id = t->next_id++;
+    }
     if (*id >= S->capalive) {
         uint32_t n = S->capalive ? S->capalive : 1024;
         while (n <= *id)
@@ -49,7 +61,7 @@ int sim_ev_alloc(struct sim *S, uint8_t cat, uint32_t node, uint64_t bytes, uint
         S->capalive = n;
     }
     S->alive[*id] = 1;
-    return 0;
+    return sim_replay_event(S, ev);
 }
 
 int sim_ev_free(struct sim *S, uint32_t node, uint32_t id)
@@ -58,10 +70,15 @@ int sim_ev_free(struct sim *S, uint32_t node, uint32_t id)
         return memest_errf(S->err, MEMEST_ERR_INTERNAL, NULL,
                            "internal: the simulator frees allocation %u twice", id);
     S->alive[id] = 0;
-    /* bytes and category are those of the ALLOC; finish() copies them */
-    if (memest_timeline_free(S->tl, S->ph, 0, node, id, 0) != 0)
-        return sim_nomem(S);
-    return 0;
+    /* bytes and category are those of the ALLOC: the replay copies them */
+    struct memest_event local = {.kind = MEMEST_EV_FREE, .phase = S->ph, .node = node, .id = id};
+    struct memest_event *ev = &local;
+    if (S->store) {
+        if (memest_timeline_free(S->tl, S->ph, 0, node, id, 0) != 0)
+            return sim_nomem(S);
+        ev = &S->tl->ev[S->tl->n - 1];
+    }
+    return sim_replay_event(S, ev);
 }
 
 int sim_ev_transient(struct sim *S, uint8_t cat, uint32_t node, uint64_t bytes)

@@ -205,6 +205,11 @@ struct sim {
     /* every allocation: alive, bytes, category (teardown, checks) */
     uint8_t *alive;
     uint32_t capalive;
+
+    /* the allocator replayed as the events are made (sim_replay.c); the
+     * events stored in tl only when the caller exports the timeline */
+    struct sim_replay *rp;
+    bool store;
 };
 
 /* ---- sizes ---- */
@@ -366,4 +371,17 @@ int sim_gen_events(struct sim *S, uint8_t at, uint32_t n);
 
 /* ---- sim_replay.c ---- */
 
-int sim_finish(struct sim *S, size_t start, struct memest_timeline *out, struct memest_peak *pk);
+/* The replay of the events as the simulator makes them: begun before the
+ * first event (layout: record the allocator's segments and addresses, for
+ * the probe), told when the step starts (the warm-up and setup before it),
+ * fed every event (sim_events.c), finished into the peaks and, with out,
+ * the exported step (the events stored in S->tl). 0 / -1. */
+int sim_replay_begin(struct sim *S, bool layout);
+void sim_replay_start(struct sim *S);
+int sim_replay_event(struct sim *S, struct memest_event *ev);
+int sim_finish(struct sim *S, struct memest_timeline *out, struct memest_peak *pk);
+void sim_replay_free(struct sim *S);
+/* The exact bytes of the saved activations alive now. */
+uint64_t sim_replay_saved(const struct sim *S);
+/* The events replayed so far. */
+size_t sim_replay_events(const struct sim *S);

@@ -45,14 +45,7 @@ static uint64_t saved_now(const struct sim *S)
     for (uint32_t n = 0; n < S->nn; n++)
         if (S->g->nodes[n].op->model_input && r->values[r->nodes[n].out_first].requires_grad)
             sum = memest_sat_add(sum, value_bytes(r, r->nodes[n].out_first));
-    const struct memest_timeline *t = S->tl;
-    for (size_t i = 0; i < t->n; i++) {
-        const struct memest_event *e = &t->ev[i];
-        if (e->kind == MEMEST_EV_ALLOC && e->category == MEMEST_CAT_SAVED && e->id < S->capalive &&
-            S->alive[e->id])
-            sum = memest_sat_add(sum, e->bytes);
-    }
-    return sum;
+    return memest_sat_add(sum, sim_replay_saved(S));
 }
 
 static int micro_batch(struct sim *S, uint32_t mb)
@@ -204,6 +197,7 @@ static void sim_free(struct sim *S)
     free(S->fused);
     free(S->gen_ids);
     sim_dist_free(S);
+    sim_replay_free(S);
 }
 
 /* The first storage of each node (storages are made in node order), with
@@ -292,20 +286,25 @@ int memest_sim_step(const struct memest_run *r, const struct memest_peak_opts *o
     if (sim_dist_analyze(&S) != 0)
         goto end;
 
-    /* room for the events up front: the cost model's bound, or a guess (a
-     * warm-up and a step, each about two allocations per storage and
-     * parameter, each freed once); pages never written cost nothing */
-    size_t want = o->events && o->events < SIZE_MAX / sizeof *full.ev
-                      ? (size_t)o->events
-                      : 8 * ((size_t)ns + r->nparams) + 1024;
-    full.ev = malloc(sizeof *full.ev * want);
-    if (full.ev)
-        full.cap = want;
-    size_t start;
+    /* the events are stored only for the timeline exported; then room for
+     * them up front: the cost model's bound, or a guess (a warm-up and a
+     * step, each about two allocations per storage and parameter, each
+     * freed once); pages never written cost nothing */
+    S.store = tl != NULL;
+    if (S.store) {
+        size_t want = o->events && o->events < SIZE_MAX / sizeof *full.ev
+                          ? (size_t)o->events
+                          : 8 * ((size_t)ns + r->nparams) + 1024;
+        full.ev = malloc(sizeof *full.ev * want);
+        if (full.ev)
+            full.cap = want;
+    }
+    if (sim_replay_begin(&S, tl && tl->layout) != 0)
+        goto end;
     if (setup(&S) != 0 || early_state(&S) != 0 || sim_gen_setup(&S) != 0)
         goto end;
     if (S.gen) {   /* one generate() forward, the cache made in setup */
-        start = full.n;
+        sim_replay_start(&S);
         S.ph = 0;
         if (infer_step(&S) != 0)
             goto end;
@@ -313,12 +312,12 @@ int memest_sim_step(const struct memest_run *r, const struct memest_peak_opts *o
         S.ph = WARM;
         if (infer_step(&S) != 0 || drop_held(&S, 0) != 0)
             goto end;
-        start = full.n;
+        sim_replay_start(&S);
         S.ph = 0;
         if (infer_step(&S) != 0)
             goto end;
     } else if (S.cfg->first_step) {
-        start = full.n;
+        sim_replay_start(&S);
         S.ph = 0;
         if (train_step(&S, true) != 0)
             goto end;
@@ -326,17 +325,16 @@ int memest_sim_step(const struct memest_run *r, const struct memest_peak_opts *o
         S.ph = WARM;
         if (train_step(&S, true) != 0 || drop_held(&S, 0) != 0 || zero_grad(&S) != 0)
             goto end;
-        start = full.n;
+        sim_replay_start(&S);
         S.ph = 0;
         if (train_step(&S, false) != 0)
             goto end;
     }
     if (teardown(&S) != 0)
         goto end;
-    size_t made = full.n;   /* finish() hands the list over to tl */
-    if (sim_finish(&S, start, tl, out) != 0)
+    if (sim_finish(&S, tl, out) != 0)   /* it hands the stored list over to tl */
         goto end;
-    out->sim_events = made;
+    out->sim_events = sim_replay_events(&S);
     out->fwd_saved = S.fwd_saved;
     rc = 0;
 end:
