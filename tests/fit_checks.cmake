@@ -221,6 +221,30 @@ elseif(CHECK STREQUAL "batch_sweep_matches_single")
     endif()
   endforeach()
 
+elseif(CHECK STREQUAL "sweep_threads")
+  # a batch sweep's rows run in parallel (MEMEST_THREADS): the same output,
+  # byte for byte, from 1, 2 and 5 threads, rows beyond the limits included
+  foreach(args IN ITEMS "resnet18.json;--sweep;1:100000000000000:x1000;--json;--gpu;a10"
+                        "mlp-mnist.json;--sweep;1:300:+1;--csv;--mem;1GiB"
+                        "gpt2.json;--sweep;1,7,3,1000000000000000,2;--inference")
+    list(POP_FRONT args model)
+    set(first "")
+    foreach(t 1 2 5)
+      execute_process(COMMAND ${CMAKE_COMMAND} -E env MEMEST_THREADS=${t}
+                              ${MEMEST} ${MODELS}/${model} ${args}
+                      RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+      expect_rc("${rc}" 0 "${model} ${args} with ${t} threads")
+      if(t EQUAL 1)
+        set(first "${out}")
+      elseif(NOT out STREQUAL first)
+        message(FATAL_ERROR "${model} ${args}: ${t} threads print\n${out}\n1 thread:\n${first}")
+      endif()
+    endforeach()
+    if(NOT first MATCHES "[0-9]")
+      message(FATAL_ERROR "${model} ${args}: no rows:\n${first}")
+    endif()
+  endforeach()
+
 elseif(CHECK STREQUAL "advise")
   run(json rc ${mlp} --batch 4096 --mem 52MiB --overhead 0 --advise --json)
   expect_rc("${rc}" 0 "--advise --json")

@@ -2,7 +2,7 @@
 # consistency checks in tests/fit_checks.cmake, the exit code of --fit in a
 # `set -e` shell script as CI runs it, and the GPU table in README.md.
 foreach(check max_batch_equals_sweep max_batch_none fit_line headroom sweep_outputs sweep_var
-              batch_sweep_matches_single advise)
+              batch_sweep_matches_single sweep_threads advise)
   add_test(NAME fit.${check}
            COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DMODELS=${PROJECT_SOURCE_DIR}/models
                    -DGOOD=${CMAKE_CURRENT_SOURCE_DIR}/errors/good.json -DCHECK=${check}

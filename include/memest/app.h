@@ -104,6 +104,14 @@ void memest_app_close(struct memest_app *a);
  * --kbit-prep), then LoRA (lora.h); after a->dtype is set. 0, or -1 with err set. */
 int memest_app_graph_passes(struct memest_app *a, struct memest_graph *g, struct memest_error *err);
 
+/* memest_app_estimate's first half on run r, leaving a as it is (so that
+ * threads of a sweep can run it on runs of their own): shape inference at
+ * `batch` on a->g and the estimate's cost into *c. -1 with err set on a
+ * refusal, *c then what it cost (the records). */
+int memest_app_prepare(const struct memest_app *a, struct memest_run *r, int64_t batch,
+                       const struct memest_step_cfg *step, enum memest_dtype dtype,
+                       struct memest_cost *c, struct memest_error *err);
+
 /* Runs shape inference at `batch` (dtype from the options) on a->g into a->r
  * and every calculator with `step`, after charging the estimate's cost to
  * the command's work (memest_app_charge: a usage error when the budget

@@ -149,13 +149,10 @@ int memest_app_overrides_note(const struct memest_app *a, struct memest_error *e
     return -1;
 }
 
-int memest_app_estimate(struct memest_app *a, int64_t batch, const struct memest_step_cfg *step,
-                        enum memest_dtype dtype, struct memest_estimate *e,
-                        struct memest_timeline *train_tl, struct memest_timeline *infer_tl,
-                        struct memest_error *err)
+int memest_app_prepare(const struct memest_app *a, struct memest_run *r, int64_t batch,
+                       const struct memest_step_cfg *step, enum memest_dtype dtype,
+                       struct memest_cost *c, struct memest_error *err)
 {
-    if (a->nstages > 1 && !a->in_stage)
-        return memest_app_estimate_stages(a, batch, step, dtype, e, train_tl, infer_tl, err);
     struct memest_run_opts ro = a->o->run;   /* --attention, --fused, ... */
     ro.batch = batch;
     ro.dtype = dtype;
@@ -163,12 +160,24 @@ int memest_app_estimate(struct memest_app *a, int64_t batch, const struct memest
      * (nor checked against the model) */
     if (a->o->inference)
         ro.fused &= ~(uint32_t)MEMEST_FUSED_LINEAR_CE;
+    if (memest_run_infer(r, &a->g, &ro, err) != 0 || memest_estimate_cost(r, step, c, err) != 0) {
+        memest_cost_records(r, c);   /* what the refusal cost */
+        return -1;
+    }
+    return 0;
+}
+
+int memest_app_estimate(struct memest_app *a, int64_t batch, const struct memest_step_cfg *step,
+                        enum memest_dtype dtype, struct memest_estimate *e,
+                        struct memest_timeline *train_tl, struct memest_timeline *infer_tl,
+                        struct memest_error *err)
+{
+    if (a->nstages > 1 && !a->in_stage)
+        return memest_app_estimate_stages(a, batch, step, dtype, e, train_tl, infer_tl, err);
     struct memest_cost c;
     if (memest_app_charge(a, 0, err) != 0)   /* the budget may be spent already */
         return -1;
-    if (memest_run_infer(&a->r, &a->g, &ro, err) != 0 ||
-        memest_estimate_cost(&a->r, step, &c, err) != 0) {
-        memest_cost_records(&a->r, &c);   /* what the refusal cost */
+    if (memest_app_prepare(a, &a->r, batch, step, dtype, &c, err) != 0) {
         a->work += c.total;
         return memest_app_overrides_note(a, err);
     }

@@ -5,9 +5,12 @@
  * variable sweep rebuilds the graph per value from the document parsed
  * once. */
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "memest/app.h"
 #include "memest/checked.h"
@@ -17,38 +20,18 @@
 #include "memest/suggest.h"
 #include "memest/sweep.h"
 
-/* The figures of one estimate at `batch` on the current graph. A batch (or
- * value) beyond memest's limits gives a row marked `limit` that does not
- * fit; any other error is returned. */
-static int eval_row(struct memest_app *a, int64_t batch, struct memest_sweep_row *row,
-                    struct memest_error *err)
+/* A row's figures from its estimate e on run r. 0, or -1 with err set. */
+static int row_figures(const struct memest_app *a, const struct memest_run *r,
+                       const struct memest_estimate *e, struct memest_sweep_row *row,
+                       struct memest_error *err)
 {
     const struct memest_cli *o = a->o;
-    struct memest_error e1 = {0};
-    struct memest_estimate e;
-    memset(row, 0, sizeof *row);
-    row->value = batch;
-    row->batch = batch;
-    row->has_fit = a->has_card;
-    /* a row reads the simulation of its mode only */
-    a->sims = o->inference ? MEMEST_SIM_INFER : MEMEST_SIM_TRAIN;
-    int erc = memest_app_estimate(a, batch, &a->step, a->dtype, &e, NULL, NULL, &e1);
-    a->sims = 0;
-    if (erc != 0) {
-        if (e1.code != MEMEST_ERR_LIMIT) {
-            *err = e1;
-            return -1;
-        }
-        row->limit = true;
-        memest_error_format(&e1, row->limit_msg, sizeof row->limit_msg);
-        return 0;
-    }
     int64_t k = o->inference ? 1 : a->step.grad_accum;
-    row->peak = o->inference ? e.infer_peak.bytes : e.train_peak.bytes;
-    row->reserved = o->inference ? e.infer_reserved_peak : e.reserved_peak;
-    row->total_device = memest_fit_needs(&e, o->inference);
-    row->lower = memest_sat_add(row->peak, e.overhead);
-    row->step_flops = (o->inference ? e.flops.fwd_flops : e.flops.step_flops) * (double)k;
+    row->peak = o->inference ? e->infer_peak.bytes : e->train_peak.bytes;
+    row->reserved = o->inference ? e->infer_reserved_peak : e->reserved_peak;
+    row->total_device = memest_fit_needs(e, o->inference);
+    row->lower = memest_sat_add(row->peak, e->overhead);
+    row->step_flops = (o->inference ? e->flops.fwd_flops : e->flops.step_flops) * (double)k;
     if (a->has_card) {
         struct memest_fit f;
         memest_fit_check(row->total_device, a->card.memory, o->headroom, &f);
@@ -57,11 +40,201 @@ static int eval_row(struct memest_app *a, int64_t batch, struct memest_sweep_row
     }
     struct memest_time_opts t;
     int rc = memest_app_time_opts(a, &a->step, a->dtype, &t, NULL, NULL)
-                 ? memest_roofline(&a->r, &e, &t, &row->time, NULL) : -1;
+                 ? memest_roofline(r, e, &t, &row->time, NULL) : -1;
     if (rc == -2)
         return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
     row->has_time = rc == 0;
     return 0;
+}
+
+/* A row before its estimate. */
+static void row_init(const struct memest_app *a, int64_t batch, struct memest_sweep_row *row)
+{
+    memset(row, 0, sizeof *row);
+    row->value = batch;
+    row->batch = batch;
+    row->has_fit = a->has_card;
+}
+
+/* A row whose estimate was refused at a limit (e1): marked `limit`, it
+ * does not fit. */
+static void row_limit(const struct memest_error *e1, struct memest_sweep_row *row)
+{
+    row->limit = true;
+    memest_error_format(e1, row->limit_msg, sizeof row->limit_msg);
+}
+
+/* The figures of one estimate at `batch` on the current graph. A batch (or
+ * value) beyond memest's limits gives a row marked `limit` that does not
+ * fit; any other error is returned. */
+static int eval_row(struct memest_app *a, int64_t batch, struct memest_sweep_row *row,
+                    struct memest_error *err)
+{
+    struct memest_error e1 = {0};
+    struct memest_estimate e;
+    row_init(a, batch, row);
+    /* a row reads the simulation of its mode only */
+    a->sims = a->o->inference ? MEMEST_SIM_INFER : MEMEST_SIM_TRAIN;
+    int erc = memest_app_estimate(a, batch, &a->step, a->dtype, &e, NULL, NULL, &e1);
+    a->sims = 0;
+    if (erc != 0) {
+        if (e1.code != MEMEST_ERR_LIMIT) {
+            *err = e1;
+            return -1;
+        }
+        row_limit(&e1, row);
+        return 0;
+    }
+    return row_figures(a, &a->r, &e, row, err);
+}
+
+/* ---- a batch sweep's rows, computed by several threads ---- */
+
+/* The rows of a batch sweep are independent estimates of one graph: each
+ * thread runs shape inference and the simulation on a run of its own
+ * (memest_app_prepare, memest_estimate_sims), and the command's accounting
+ * (the work charged, the estimates counted, the first error) is then done
+ * row by row in order, as one thread would have done it: the output is the
+ * same whatever the number of threads. */
+
+enum { ROW_DONE, ROW_REFUSED, ROW_FAILED };   /* the estimate ran; was refused by
+                                                 shape inference or its cost;
+                                                 failed in the simulation */
+
+struct par_row {
+    uint64_t cost;   /* the work it is charged */
+    uint8_t state;   /* ROW_* */
+    bool error;      /* an error that ends the sweep (not a limit) */
+};
+
+struct par_sweep {
+    const struct memest_app *a;
+    const int64_t *batches;
+    struct memest_sweep_row *rows;
+    struct par_row *pr;
+    size_t n;
+    atomic_size_t next;       /* the next row to compute */
+    atomic_size_t stop;       /* the first row whose error ends the sweep (n: none):
+                                 no row after it is needed */
+    pthread_mutex_t lock;     /* err and stop's decrease */
+    struct memest_error err;  /* row stop's error */
+};
+
+static void par_fail(struct par_sweep *p, size_t i, const struct memest_error *e)
+{
+    pthread_mutex_lock(&p->lock);
+    if (i < atomic_load(&p->stop)) {
+        p->err = *e;
+        atomic_store(&p->stop, i);
+    }
+    pthread_mutex_unlock(&p->lock);
+}
+
+static void *par_work(void *arg)
+{
+    struct par_sweep *p = arg;
+    const struct memest_app *a = p->a;
+    unsigned sims = a->o->inference ? MEMEST_SIM_INFER : MEMEST_SIM_TRAIN;
+    struct memest_run r = {0};
+    for (;;) {
+        size_t i = atomic_fetch_add(&p->next, 1);
+        if (i >= p->n || i > atomic_load(&p->stop))
+            break;
+        struct memest_sweep_row *row = &p->rows[i];
+        struct par_row *pr = &p->pr[i];
+        struct memest_error e1 = {0};
+        struct memest_cost c;
+        struct memest_estimate e;
+        row_init(a, p->batches[i], row);
+        int rc = memest_app_prepare(a, &r, p->batches[i], &a->step, a->dtype, &c, &e1);
+        pr->cost = c.total;
+        pr->state = rc != 0 ? ROW_REFUSED
+                    : memest_estimate_sims(&r, &a->step, sims, &e, NULL, NULL, &e1) != 0
+                        ? ROW_FAILED
+                        : ROW_DONE;
+        if (pr->state != ROW_DONE) {
+            memest_app_overrides_note(a, &e1);
+            if (e1.code == MEMEST_ERR_LIMIT)
+                row_limit(&e1, row);
+            else
+                pr->error = true;
+        } else if (row_figures(a, &r, &e, row, &e1) != 0) {
+            pr->error = true;
+        }
+        if (pr->error)
+            par_fail(p, i, &e1);
+    }
+    memest_run_free(&r);
+    return NULL;
+}
+
+/* The threads a batch sweep of n rows uses: MEMEST_THREADS when set (1 to
+ * 256), else the processors online, at most 16 and at most n. 0 with err
+ * set when MEMEST_THREADS is not such a number. */
+static unsigned sweep_threads(size_t n, struct memest_error *err)
+{
+    const char *env = getenv("MEMEST_THREADS");
+    uint64_t t;
+    if (env && *env) {
+        if (memest_parse_u64(env, 1, 256, &t) != 0) {
+            memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                        "MEMEST_THREADS: expected a number of threads from 1 to 256, got '%s'",
+                        env);
+            return 0;
+        }
+    } else {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        t = cpus < 1 ? 1 : cpus > 16 ? 16 : (uint64_t)cpus;
+    }
+    return (unsigned)(t < n ? t : n ? n : 1);
+}
+
+/* The rows of a batch sweep by `threads` threads (this one among them; a
+ * thread that cannot be started leaves its share to the others), then
+ * charged in order. 0, or -1 with err set. */
+static int par_rows(struct memest_app *a, const struct memest_sweep_list *list,
+                    struct memest_sweep_row *rows, unsigned threads, struct memest_error *err)
+{
+    struct par_sweep p = {.a = a, .batches = list->v, .rows = rows, .n = list->n};
+    pthread_t tid[256];
+    unsigned started = 0;
+    p.pr = calloc(list->n, sizeof *p.pr);
+    if (!p.pr)
+        return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+    atomic_init(&p.next, 0);
+    atomic_init(&p.stop, list->n);
+    pthread_mutex_init(&p.lock, NULL);
+    while (started + 1 < threads && pthread_create(&tid[started], NULL, par_work, &p) == 0)
+        started++;
+    par_work(&p);
+    for (unsigned k = 0; k < started; k++)
+        pthread_join(tid[k], NULL);
+    pthread_mutex_destroy(&p.lock);
+    int rc = 0;
+    for (size_t i = 0; i < list->n && rc == 0; i++) {
+        const struct par_row *pr = &p.pr[i];
+        if (memest_app_charge(a, 0, err) != 0) {   /* the budget may be spent already */
+            rc = -1;
+            break;
+        }
+        if (pr->state == ROW_REFUSED) {
+            a->work += pr->cost;
+        } else {
+            a->estimates++;
+            if (pr->cost > a->top_cost)
+                a->top_cost = pr->cost;
+            if (memest_app_charge(a, pr->cost, err) != 0) {
+                rc = -1;
+                break;
+            }
+        }
+        if (pr->error) {   /* the first: row stop */
+            *err = p.err;
+            rc = -1;
+        }
+    }
+    free(p.pr);
+    return rc;
 }
 
 static void report_init(const struct memest_app *a, struct memest_sweep_report *s)
@@ -219,7 +392,16 @@ int memest_flow_sweep(struct memest_app *a)
         memest_errf(&err, MEMEST_ERR_NOMEM, NULL, "out of memory");
         goto fail;
     }
-    for (size_t i = 0; i < list.n; i++) {
+    /* a batch sweep on one graph runs its rows in parallel (a variable
+     * sweep rebuilds the graph per row; pipeline stages swap graphs) */
+    unsigned threads = o->sweep_var || a->nstages > 1 ? 1 : sweep_threads(list.n, &err);
+    if (threads == 0)
+        goto fail;
+    if (threads > 1) {
+        if (par_rows(a, &list, rows, threads, &err) != 0)
+            goto fail;
+    }
+    for (size_t i = 0; threads == 1 && i < list.n; i++) {
         int64_t batch = list.v[i];
         if (o->sweep_var) {
             if (rebuild(a, name, list.v[i], &err) != 0 ||
