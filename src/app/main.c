@@ -29,6 +29,8 @@
  * as without it. */
 #define HEAP_PAD ((size_t)256 << 20)
 
+static void *volatile heap_head;   /* the heap below its first huge page, unused */
+
 static void heap_hugepages(void)
 {
     const uintptr_t huge = (uintptr_t)2 << 20;
@@ -41,8 +43,18 @@ static void heap_hugepages(void)
     if (lo == (char *)-1 || hi == (char *)-1 || hi <= lo)
         return;
     uintptr_t a = ((uintptr_t)lo + huge - 1) & ~(huge - 1), b = (uintptr_t)hi & ~(huge - 1);
-    if (b > a)
-        madvise((void *)a, b - a, MADV_HUGEPAGE);
+    if (b <= a || madvise((void *)a, b - a, MADV_HUGEPAGE) != 0)
+        return;
+    /* the heap below the first 2 MiB boundary would be 4 KiB pages: one
+     * block covers it, kept and never touched (no memory, no faults) */
+    char *p = malloc(64);
+    if (p && (uintptr_t)p < a && a - (uintptr_t)p > 4096) {
+        size_t gap = a - (uintptr_t)p - 64;
+        free(p);
+        heap_head = malloc(gap);
+    } else {
+        free(p);
+    }
 }
 #endif
 
