@@ -27,7 +27,7 @@
  * this does nothing). Pages are still committed only when touched, 2 MiB
  * at a time. A hint: when the heap cannot grow by the pad, malloc goes on
  * as without it. */
-#define HEAP_PAD ((size_t)256 << 20)
+#define HEAP_PAD ((size_t)1 << 30)
 
 static void *volatile heap_head;   /* the heap below its first huge page, unused */
 
