@@ -48,8 +48,9 @@
  * In the arguments, @TMP stands for a fresh temporary directory (for --plot
  * and --timeline). Prints a summary line; exits 1 on any failure, else 0.
  *
- * Only for builds without sanitizers: ASan and valgrind replace malloc
- * themselves. */
+ * memest runs on one thread (MEMEST_THREADS=1: a batch sweep's rows are
+ * not spread over threads). Only for builds without sanitizers: ASan and
+ * valgrind replace malloc themselves. */
 #define _GNU_SOURCE /* dladdr() */
 #include <dirent.h>
 #include <dlfcn.h>
@@ -763,6 +764,10 @@ static void print_args(FILE *f)
 
 int main(int argc, char **argv)
 {
+    /* one thread: the replacement allocator counts allocations in one
+     * order, and a batch sweep's rows would run on several (fit.sweep_threads
+     * and CI's ThreadSanitizer run check the threads) */
+    setenv("MEMEST_THREADS", "1", 1);
     setvbuf(stdout, g_outbuf, _IOFBF, sizeof g_outbuf);
     setvbuf(stderr, g_errbuf, _IOLBF, sizeof g_errbuf);
     uint64_t every = 1;
