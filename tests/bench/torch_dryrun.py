@@ -7,8 +7,8 @@ model.  A tool, not part of memest.
     ../shared/tools/torch2-chroot python3 tests/bench/torch_dryrun.py      (PyTorch 2.x)
 
 Run from the repository root.  For resnet50 (torchvision.models.resnet50) and
-gpt2 (GPT-2 small in plain PyTorch, below: tests/tools/torch_reference.py's
-GPT2LMHeadModel, made device-aware), at the batch and shape of memest's
+gpt2 (GPT-2 small in plain PyTorch: tests/tools/torch_reference.py's
+GPT2LMHeadModel), at the batch and shape of memest's
 models/resnet50.json and models/gpt2.json (batch 1, 3x224x224; sequence 1024):
 
   meta  build the model on the meta device and run one training step's
@@ -58,6 +58,12 @@ def child(model_name, mode, mkldnn=True):
     import torch.nn.functional as F
     if model_name == "resnet50":
         import torchvision
+    else:
+        # GPT-2 small as the reference generator writes it (its buffers and
+        # scalars follow the input's device, so it runs on meta too); an
+        # import, timed with the others
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+        from torch_reference import GPT2LMHeadModel
     t_import = time.perf_counter()
     notes = []
     if not mkldnn:
@@ -65,67 +71,6 @@ def child(model_name, mode, mkldnn=True):
         notes.append("rerun with torch.backends.mkldnn.enabled = False (PyTorch's native kernels)")
     torch.manual_seed(0)
     dev = torch.device(mode)
-
-    class GPT2Attention(nn.Module):
-        def __init__(self, E=768, heads=12, n_pos=1024, p=0.1):
-            super().__init__()
-            self.num_heads = heads
-            self.head_dim = E // heads
-            self.split_size = E
-            self.register_buffer("bias", torch.tril(torch.ones((n_pos, n_pos), dtype=torch.bool)).view(
-                1, 1, n_pos, n_pos), persistent=False)
-            self.c_attn = nn.Linear(E, 3 * E)
-            self.c_proj = nn.Linear(E, E)
-            self.attn_dropout = nn.Dropout(p)
-            self.resid_dropout = nn.Dropout(p)
-
-        def _split_heads(self, t):
-            return t.view(t.size()[:-1] + (self.num_heads, self.head_dim)).permute(0, 2, 1, 3)
-
-        def forward(self, x):
-            q, k, v = self.c_attn(x).split(self.split_size, dim=2)
-            q, k, v = self._split_heads(q), self._split_heads(k), self._split_heads(v)
-            w = torch.matmul(q, k.transpose(-1, -2)) / (v.size(-1) ** 0.5)
-            ql, kl = q.size(-2), k.size(-2)
-            mask = self.bias[:, :, kl - ql:kl, :kl]
-            w = torch.where(mask, w, torch.full((), torch.finfo(w.dtype).min, dtype=w.dtype, device=w.device))
-            w = self.attn_dropout(F.softmax(w, dim=-1))
-            o = torch.matmul(w, v).permute(0, 2, 1, 3).contiguous()
-            o = o.view(o.size()[:-2] + (self.num_heads * self.head_dim,))
-            return self.resid_dropout(self.c_proj(o))
-
-    class GPT2Block(nn.Module):
-        def __init__(self, E=768, inner=3072):
-            super().__init__()
-            self.ln_1 = nn.LayerNorm(E, eps=1e-5)
-            self.attn = GPT2Attention(E)
-            self.ln_2 = nn.LayerNorm(E, eps=1e-5)
-            self.c_fc = nn.Linear(E, inner)
-            self.act = nn.GELU(approximate="tanh")
-            self.c_proj = nn.Linear(inner, E)
-            self.dropout = nn.Dropout(0.1)
-
-        def forward(self, x):
-            x = self.attn(self.ln_1(x)) + x
-            return x + self.dropout(self.c_proj(self.act(self.c_fc(self.ln_2(x)))))
-
-    class GPT2LMHeadModel(nn.Module):
-        def __init__(self, vocab=50257, n_pos=1024, E=768, layers=12):
-            super().__init__()
-            self.wte = nn.Embedding(vocab, E)
-            self.wpe = nn.Embedding(n_pos, E)
-            self.drop = nn.Dropout(0.1)
-            self.h = nn.ModuleList([GPT2Block(E) for _ in range(layers)])
-            self.ln_f = nn.LayerNorm(E, eps=1e-5)
-            self.lm_head = nn.Linear(E, vocab, bias=False)
-            self.lm_head.weight = self.wte.weight  # tied
-
-        def forward(self, ids):
-            pos = torch.arange(0, ids.size(-1), dtype=torch.long, device=ids.device).unsqueeze(0)
-            h = self.drop(self.wte(ids) + self.wpe(pos))
-            for block in self.h:
-                h = block(h)
-            return self.lm_head(self.ln_f(h))
 
     def build():
         if model_name == "resnet50":

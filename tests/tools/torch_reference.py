@@ -333,7 +333,8 @@ class GPT2Attention(nn.Module):
         attn_weights = attn_weights / (value.size(-1) ** 0.5)
         query_length, key_length = query.size(-2), key.size(-2)
         causal_mask = self.bias[:, :, key_length - query_length: key_length, :key_length]
-        mask_value = torch.tensor(torch.finfo(attn_weights.dtype).min, dtype=attn_weights.dtype)
+        mask_value = torch.tensor(torch.finfo(attn_weights.dtype).min, dtype=attn_weights.dtype,
+                                  device=attn_weights.device)
         attn_weights = torch.where(causal_mask, attn_weights, mask_value)
         attn_weights = nn.functional.softmax(attn_weights, dim=-1)
         attn_weights = self.attn_dropout(attn_weights)
@@ -394,7 +395,7 @@ class GPT2LMHeadModel(nn.Module):
 
     def forward(self, input_ids):
         s = input_ids.size(-1)
-        position_ids = torch.arange(0, s, dtype=torch.long).unsqueeze(0)
+        position_ids = torch.arange(0, s, dtype=torch.long, device=input_ids.device).unsqueeze(0)
         inputs_embeds = self.wte(input_ids)
         position_embeds = self.wpe(position_ids)
         hidden_states = inputs_embeds + position_embeds
