@@ -194,6 +194,18 @@ class Writer:
         self.f.close()
 
 
+def write_flat(w, block, prefix, arg, first, reps):
+    """Writes reps instances of block node by node, as `repeat` would name
+    them (PREFIX.I.NODE), each taking the previous one's output as its input
+    `arg`; returns the last output's name."""
+    prev = first
+    for i in range(reps):
+        nodes, prev = flatten_block(block, "%s.%d." % (prefix, i), {arg: prev}, prev)
+        for n in nodes:
+            w.node(n)
+    return prev
+
+
 def write_resmlp(path, reps, flat):
     top = {"name": "resmlp-%s-%d" % ("flat" if flat else "repeat", reps),
            "description": "tests/bench/gen_models.py: %d residual MLP blocks (linear, layernorm, gelu, add)%s"
@@ -204,11 +216,7 @@ def write_resmlp(path, reps, flat):
         top["blocks"] = {"res": {"layers": RESMLP_BLOCK}}
     w = Writer(path, top)
     if flat:
-        prev = "x"
-        for i in range(reps):
-            nodes, prev = flatten_block(RESMLP_BLOCK, "blocks.%d." % i, {"x": prev}, prev)
-            for n in nodes:
-                w.node(n)
+        prev = write_flat(w, RESMLP_BLOCK, "blocks", "x", "x", reps)
         w.node({"name": "head", "type": "linear", "out_features": 10, "inputs": [prev]})
     else:
         w.node({"name": "blocks", "type": "res", "repeat": "depth"})
@@ -242,11 +250,7 @@ def write_transformer(path, reps, flat):
     for n in GPT2_HEAD:
         w.node(n)
     if flat:
-        prev = "drop"
-        for i in range(reps):
-            nodes, prev = flatten_block(GPT2_BLOCK, "h.%d." % i, {"hidden_states": prev}, prev)
-            for n in nodes:
-                w.node(n)
+        prev = write_flat(w, GPT2_BLOCK, "h", "hidden_states", "drop", reps)
         tail = [dict(GPT2_TAIL[0], inputs=[prev]), GPT2_TAIL[1]]
     else:
         w.node({"name": "h", "type": "GPT2Block", "repeat": "n_layer", "inputs": ["drop"]})
