@@ -10,6 +10,7 @@
  *   src/app/flow_single.c    one estimate: the report, --fit, --probe
  *   src/app/flow_sweep.c     --sweep, --sweep-var and --max-batch
  *   src/app/advise.c         --advise
+ *   src/app/flow_compare.c   --gpu all or a list: the cards compared
  *   src/app/flow_generate.c  --generate (its --max-batch, --max-context, --sweep-context)
  *
  * Sweeps reuse what does not change: a batch sweep re-runs only shape
@@ -181,11 +182,22 @@ int memest_main(int argc, char **argv);
  * it is already a failure (2 to 5), whose message came first. */
 int memest_stdout_failed(int rc, int errnum);
 
+/* One row of figures at `batch` on the current graph and card (sweep.h):
+ * the estimate of the step (or of the no-grad pass with --inference) only,
+ * the fit with a card, the time with a preset. A batch beyond memest's
+ * limits gives a row marked `limit` that does not fit; any other error is
+ * returned (-1, err set). (src/app/flow_sweep.c) */
+struct memest_sweep_row;
+int memest_app_row(struct memest_app *a, int64_t batch, struct memest_sweep_row *row,
+                   struct memest_error *err);
+
 /* The flows; each returns the process exit code. */
 int memest_flow_single(struct memest_app *a);
 int memest_flow_sweep(struct memest_app *a);
 int memest_flow_max_batch(struct memest_app *a);
 int memest_flow_advise(struct memest_app *a);
+/* --gpu all or a list of cards (src/app/flow_compare.c). */
+int memest_flow_compare(struct memest_app *a);
 /* --generate (src/app/flow_generate.c). */
 int memest_flow_generate(struct memest_app *a);
 /* --list-gpus: the presets as a Markdown table. */

@@ -17,6 +17,14 @@
 #include "memest/run.h"
 
 #define MEMEST_MAX_SETS 64
+#define MEMEST_MAX_PRICES 64
+
+/* One --price NAME=X: the user's price per hour of one card of preset NAME
+ * (as written; resolved against the presets by the comparison). */
+struct memest_price {
+    char name[64];
+    double per_hour;
+};
 
 struct memest_cli {
     const char *model;
@@ -49,6 +57,9 @@ struct memest_cli {
 
     /* target card, fit, sweeps */
     const char *gpu;               /* --gpu NAME or "auto"; NULL: none */
+    bool compare;                  /* --gpu all or a comma list: the card comparison */
+    struct memest_price prices[MEMEST_MAX_PRICES];   /* --price, in the order given */
+    int nprices;
     bool mem_set;
     uint64_t mem;                  /* --mem SIZE */
     bool fit;

@@ -83,6 +83,9 @@ const struct memest_gpu *memest_gpu_match_device(const struct memest_gpu_table *
  * name ("did you mean"). NULL with err set. */
 const struct memest_gpu *memest_gpu_lookup(const struct memest_gpu_table *t, const char *name,
                                            struct memest_error *err);
+/* The same for a name given to option opt ("--price"). */
+const struct memest_gpu *memest_gpu_lookup_opt(const struct memest_gpu_table *t, const char *name,
+                                               const char *opt, struct memest_error *err);
 
 /* The precision whose peak a training step of this configuration runs at,
  * and its FLOP/s on the card. The rule (README.md, "Time estimate"): --amp

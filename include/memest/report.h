@@ -13,6 +13,7 @@
  *   report_maxbatch.c --max-batch as text
  *   report_advise.c   --advise as text and JSON
  *   report_sweep.c    sweeps as text, CSV and JSON
+ *   report_compare.c  a comparison of cards (--gpu all) as text, CSV and JSON
  *   report_plot.c     --timeline (CSV) and --plot (SVG) files
  *   report_gpus.c     --list-gpus, report_ops.c --list-ops (Markdown)
  *
@@ -25,6 +26,7 @@
 #include <stdio.h>
 
 #include "memest/calc.h"
+#include "memest/compare.h"
 #include "memest/fit.h"
 #include "memest/generate.h"
 #include "memest/gpu.h"
@@ -167,6 +169,8 @@ void memest_render_estimate(FILE *f, enum memest_output fmt, const struct memest
 void memest_render_max_batch(FILE *f, enum memest_output fmt, const struct memest_report *rep);
 void memest_render_sweep(FILE *f, enum memest_output fmt, const struct memest_sweep_report *s);
 void memest_render_advice(FILE *f, enum memest_output fmt, const struct memest_advice *ad);
+/* --gpu all, or a list of cards. */
+void memest_render_compare(FILE *f, enum memest_output fmt, const struct memest_compare_report *c);
 /* --generate. */
 void memest_render_generate(FILE *f, enum memest_output fmt, const struct memest_gen_report *g);
 /* A failed command: with JSON the error document; the text formats print
@@ -215,6 +219,12 @@ void memest_sweep_print_text(FILE *f, const struct memest_sweep_report *s);
  * fields that do not apply are empty. */
 void memest_sweep_print_csv(FILE *f, const struct memest_sweep_report *s);
 void memest_sweep_print_json(FILE *f, const struct memest_sweep_report *s);
+
+/* report_compare.c */
+void memest_compare_print_text(FILE *f, const struct memest_compare_report *c);
+/* Header row, then one line per card, in the report's order. */
+void memest_compare_print_csv(FILE *f, const struct memest_compare_report *c);
+void memest_compare_print_json(FILE *f, const struct memest_compare_report *c);
 
 /* report_fit.c */
 /* The one-line verdict, without a newline:

@@ -20,6 +20,7 @@
 #include "memest/format.h"
 #include "memest/ops.h"
 #include "memest/optim.h"
+#include "memest/progress.h"
 #include "memest/report.h"
 
 #define MAX_OPTIONS 20
@@ -35,6 +36,7 @@ struct advisor {
     struct memest_advice_option base;
     struct memest_advice_option opts[MAX_OPTIONS];
     int n;
+    struct memest_progress pg;   /* estimates run, on a terminal's stderr */
 };
 
 /* Figures of one configuration into *res. A configuration beyond memest's
@@ -50,6 +52,7 @@ static int eval(struct advisor *ad, int64_t batch, const struct memest_step_cfg 
     a->sims = a->o->inference ? MEMEST_SIM_INFER : MEMEST_SIM_TRAIN;
     int erc = memest_app_estimate(a, batch, step, a->dtype, &e, NULL, NULL, &e1);
     a->sims = 0;
+    memest_progress_update(&ad->pg, a->estimates, NULL);
     if (erc != 0) {
         if (e1.code != MEMEST_ERR_LIMIT) {
             *err = e1;
@@ -453,6 +456,7 @@ int memest_flow_advise(struct memest_app *a)
     ad->a = a;
     ad->o = o;
     a->flow = "--advise";
+    memest_progress_begin(&ad->pg, a->flow, "estimates", 0);
     int rc = MEMEST_EXIT_OK;
     /* the current configuration; its run is the one in-place candidates are read from */
     struct memest_error e0 = {0};
@@ -521,14 +525,17 @@ int memest_flow_advise(struct memest_app *a)
         .strategies = o->dist.set && memest_dist_dp(&a->dist) > 1,
     };
     memest_fit_check(ad->base.needs, a->card.memory, o->headroom, &doc.now);
+    memest_progress_end(&ad->pg);
     memest_render_advice(stdout, o->format, &doc);
     /* with --fit as well, the exit code is the current configuration's verdict */
     if (o->fit)
         rc = doc.now.fits ? MEMEST_EXIT_OK : MEMEST_EXIT_NOFIT;
     goto end;
 fail:
+    memest_progress_end(&ad->pg);
     rc = memest_app_fail(o, &err);
 end:
+    memest_progress_end(&ad->pg);
     free(ad);
     return rc;
 }

@@ -35,7 +35,7 @@ int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct mem
      * probes one: --gpu auto matches the device's name) */
     if ((o->gpu || o->probe) && memest_gpu_table_builtin(&a->gpus, err) != 0)
         return MEMEST_EXIT_INTERNAL;
-    if (o->gpu && strcmp(o->gpu, "auto") != 0) {
+    if (o->gpu && strcmp(o->gpu, "auto") != 0 && !o->compare) {
         const struct memest_gpu *g = memest_gpu_lookup(&a->gpus, o->gpu, err);
         if (!g)
             return memest_error_exit(err);

@@ -36,6 +36,7 @@ enum {
     OPT_TIMELINE,
     OPT_PLOT,
     OPT_GPU,
+    OPT_PRICE,
     OPT_MEM,
     OPT_FIT,
     OPT_HEADROOM,
@@ -121,6 +122,7 @@ static const struct option long_opts[] = {
     {"timeline", required_argument, NULL, OPT_TIMELINE},
     {"plot", required_argument, NULL, OPT_PLOT},
     {"gpu", required_argument, NULL, OPT_GPU},
+    {"price", required_argument, NULL, OPT_PRICE},
     {"mem", required_argument, NULL, OPT_MEM},
     {"fit", no_argument, NULL, OPT_FIT},
     {"headroom", required_argument, NULL, OPT_HEADROOM},
@@ -162,6 +164,41 @@ static int bad(struct memest_error *err, const char *opt, const char *val, const
 static int usage(struct memest_error *err, const char *msg)
 {
     return memest_errf(err, MEMEST_ERR_USAGE, NULL, "%s", msg);
+}
+
+/* --price NAME=X[,NAME=X...] (repeatable): a price per hour, a positive
+ * real, for each named card; the names are resolved by the comparison. */
+static int parse_prices(const char *arg, struct memest_cli *o, struct memest_error *err)
+{
+    const char *p = arg;
+    for (;;) {
+        size_t len = strcspn(p, ",");
+        const char *eq = memchr(p, '=', len);
+        if (!eq || eq == p || eq + 1 == p + len)
+            return bad(err, "--price", arg, "NAME=PRICE items, e.g. h100-80gb=2.5,a100-80gb=1.8");
+        size_t nlen = (size_t)(eq - p), vlen = len - nlen - 1;
+        char val[64];
+        if (o->nprices == MEMEST_MAX_PRICES)
+            return memest_errf(err, MEMEST_ERR_USAGE, NULL, "--price: at most %d cards",
+                               MEMEST_MAX_PRICES);
+        struct memest_price *pr = &o->prices[o->nprices];
+        if (nlen >= sizeof pr->name || vlen >= sizeof val)
+            return bad(err, "--price", arg, "NAME=PRICE items with a preset's name");
+        memcpy(pr->name, p, nlen);
+        pr->name[nlen] = 0;
+        memcpy(val, eq + 1, vlen);
+        val[vlen] = 0;
+        if (memest_parse_double(val, 1e-9, 1e12, &pr->per_hour) != 0 || pr->per_hour <= 0)
+            return bad(err, "--price", arg, "a positive price per hour after each NAME=");
+        for (int i = 0; i < o->nprices; i++)
+            if (strcmp(o->prices[i].name, pr->name) == 0)
+                return memest_errf(err, MEMEST_ERR_USAGE, NULL, "--price: %s is priced twice",
+                                   pr->name);
+        o->nprices++;
+        if (!p[len])
+            return 0;
+        p += len + 1;
+    }
 }
 
 /* The error for getopt_long's ':' (a missing value) or '?' (an unknown or
@@ -301,10 +338,19 @@ static int check_conflicts(const struct memest_cli *o, bool csv, struct memest_e
         return usage(err, "--json and --csv exclude each other");
     if (o->sweep && o->sweep_var)
         return usage(err, "--sweep and --sweep-var exclude each other");
-    if (csv && !o->sweep && !o->sweep_var)
-        return usage(err, "--csv is for sweeps (--sweep or --sweep-var)");
+    if (csv && !o->sweep && !o->sweep_var && !o->compare)
+        return usage(err, "--csv is for sweeps (--sweep or --sweep-var) and card comparisons "
+                          "(--gpu all or a list)");
     if (o->gpu && o->mem_set)
         return usage(err, "--gpu and --mem exclude each other");
+    if (o->nprices && !o->compare)
+        return usage(err, "--price adds samples per unit of price to a comparison of cards: it "
+                          "needs --gpu all or a list of cards");
+    if (o->compare && (o->fit || o->sweep || o->sweep_var || o->max_batch || o->advise ||
+                       o->probe || o->plot_path || o->timeline_path || o->layers || o->generate))
+        return usage(err, "--gpu all (or a list of cards) compares the cards at one batch and "
+                          "finds each one's largest batch: it excludes --fit, --max-batch, "
+                          "sweeps, --advise, --probe, --generate, --timeline, --plot and --layers");
     bool card = o->gpu || o->mem_set;
     if (o->fit && !card)
         return usage(err, "--fit needs a target card: --gpu NAME or --mem SIZE");
@@ -667,6 +713,10 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
                 return bad(err, "--gpu", optarg, "a GPU name (see --list-gpus) or auto");
             o->gpu = optarg;
             break;
+        case OPT_PRICE:
+            if (parse_prices(optarg, o, err) != 0)
+                return -1;
+            break;
         case OPT_MEM:
             if (memest_parse_size(optarg, &o->mem) != 0 || o->mem == 0)
                 return bad(err, "--mem", optarg, "a size such as 24GiB, 16GB or 8000000000");
@@ -726,6 +776,8 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
         }
         before = optind;
     }
+    /* --gpu all or a list: the comparison of cards */
+    o->compare = o->gpu && (strcmp(o->gpu, "all") == 0 || strchr(o->gpu, ','));
     if (check_conflicts(o, csv, err) != 0 || check_generate(o, csv, err) != 0 ||
         memest_cli_dist_check(o, err) != 0)
         return -1;

@@ -16,6 +16,7 @@
 #include "memest/checked.h"
 #include "memest/format.h"
 #include "memest/plot.h"
+#include "memest/progress.h"
 #include "memest/report.h"
 #include "memest/suggest.h"
 #include "memest/sweep.h"
@@ -64,10 +65,7 @@ static void row_limit(const struct memest_error *e1, struct memest_sweep_row *ro
     memest_error_format(e1, row->limit_msg, sizeof row->limit_msg);
 }
 
-/* The figures of one estimate at `batch` on the current graph. A batch (or
- * value) beyond memest's limits gives a row marked `limit` that does not
- * fit; any other error is returned. */
-static int eval_row(struct memest_app *a, int64_t batch, struct memest_sweep_row *row,
+int memest_app_row(struct memest_app *a, int64_t batch, struct memest_sweep_row *row,
                     struct memest_error *err)
 {
     struct memest_error e1 = {0};
@@ -118,6 +116,8 @@ struct par_sweep {
                                  no row after it is needed */
     pthread_mutex_t lock;     /* err and stop's decrease */
     struct memest_error err;  /* row stop's error */
+    atomic_size_t done;       /* rows computed, for the progress line */
+    struct memest_progress *pg;
 };
 
 static void par_fail(struct par_sweep *p, size_t i, const struct memest_error *e)
@@ -163,6 +163,7 @@ static void *par_work(void *arg)
         }
         if (pr->error)
             par_fail(p, i, &e1);
+        memest_progress_update(p->pg, atomic_fetch_add(&p->done, 1) + 1, NULL);
     }
     memest_run_free(&r);
     return NULL;
@@ -193,9 +194,10 @@ static unsigned sweep_threads(size_t n, struct memest_error *err)
  * thread that cannot be started leaves its share to the others), then
  * charged in order. 0, or -1 with err set. */
 static int par_rows(struct memest_app *a, const struct memest_sweep_list *list,
-                    struct memest_sweep_row *rows, unsigned threads, struct memest_error *err)
+                    struct memest_sweep_row *rows, unsigned threads, struct memest_progress *pg,
+                    struct memest_error *err)
 {
-    struct par_sweep p = {.a = a, .batches = list->v, .rows = rows, .n = list->n};
+    struct par_sweep p = {.a = a, .batches = list->v, .rows = rows, .n = list->n, .pg = pg};
     pthread_t tid[256];
     unsigned started = 0;
     p.pr = calloc(list->n, sizeof *p.pr);
@@ -203,6 +205,7 @@ static int par_rows(struct memest_app *a, const struct memest_sweep_list *list,
         return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
     atomic_init(&p.next, 0);
     atomic_init(&p.stop, list->n);
+    atomic_init(&p.done, 0);
     pthread_mutex_init(&p.lock, NULL);
     while (started + 1 < threads && pthread_create(&tid[started], NULL, par_work, &p) == 0)
         started++;
@@ -364,6 +367,7 @@ int memest_flow_sweep(struct memest_app *a)
     char *name = NULL;
     int rc = MEMEST_EXIT_OK;
     const char *spec = o->sweep;
+    struct memest_progress pg = {0};   /* what = NULL: ended until it begins */
     if (o->sweep_var) {
         const char *eq = strchr(o->sweep_var, '=');
         size_t len = eq ? (size_t)(eq - o->sweep_var) : 0;
@@ -397,8 +401,9 @@ int memest_flow_sweep(struct memest_app *a)
     unsigned threads = o->sweep_var || a->nstages > 1 ? 1 : sweep_threads(list.n, &err);
     if (threads == 0)
         goto fail;
+    memest_progress_begin(&pg, a->flow, o->sweep_var ? "values" : "batches", list.n);
     if (threads > 1) {
-        if (par_rows(a, &list, rows, threads, &err) != 0)
+        if (par_rows(a, &list, rows, threads, &pg, &err) != 0)
             goto fail;
     }
     for (size_t i = 0; threads == 1 && i < list.n; i++) {
@@ -410,10 +415,12 @@ int memest_flow_sweep(struct memest_app *a)
                 goto fail;
             batch = o->batch;
         }
-        if (eval_row(a, batch, &rows[i], &err) != 0)
+        if (memest_app_row(a, batch, &rows[i], &err) != 0)
             goto fail;
         rows[i].value = list.v[i];
+        memest_progress_update(&pg, i + 1, NULL);
     }
+    memest_progress_end(&pg);
     struct memest_sweep_report s;
     report_init(a, &s);
     s.variable = o->sweep_var ? name : NULL;
@@ -422,6 +429,7 @@ int memest_flow_sweep(struct memest_app *a)
     memest_render_sweep(stdout, o->format, &s);
     goto end;
 fail:
+    memest_progress_end(&pg);
     rc = memest_app_fail(o, &err);
 end:
     free(name);
@@ -434,6 +442,8 @@ end:
 
 struct fits_ctx {
     struct memest_app *a;
+    struct memest_progress pg;
+    uint64_t calls;
 };
 
 /* The scan's estimates that the command can still afford, keeping two for
@@ -449,8 +459,9 @@ static int fits_at(void *ctx, int64_t batch, bool *fits, bool *may_fit, struct m
 {
     struct fits_ctx *c = ctx;
     struct memest_sweep_row row;
-    if (eval_row(c->a, batch, &row, err) != 0)
+    if (memest_app_row(c->a, batch, &row, err) != 0)
         return -1;
+    memest_progress_update(&c->pg, ++c->calls, NULL);
     *fits = !row.limit && row.fits;
     *may_fit = !row.limit && row.may_fit;
     return 0;
@@ -462,10 +473,13 @@ int memest_flow_max_batch(struct memest_app *a)
     struct memest_error err = {0};
     struct memest_node_time *nodes = NULL;
     struct memest_timeline tl = {0};
-    struct fits_ctx ctx = {a};
+    struct fits_ctx ctx = {.a = a};
     struct memest_max_batch mb;
     a->flow = "--max-batch";
-    if (memest_fit_max_batch(fits_at, afford, &ctx, MEMEST_SWEEP_MAX_VALUE, &mb, &err) != 0)
+    memest_progress_begin(&ctx.pg, a->flow, "estimates", 0);
+    int src = memest_fit_max_batch(fits_at, afford, &ctx, MEMEST_SWEEP_MAX_VALUE, &mb, &err);
+    memest_progress_end(&ctx.pg);
+    if (src != 0)
         return memest_app_fail(o, &err);
     int64_t best = mb.best;
     /* the figures at the answer (or at batch 1 when nothing fits), and the
@@ -475,7 +489,7 @@ int memest_flow_max_batch(struct memest_app *a)
     struct memest_max_batch_result res = {.mb = mb};
     if (best > 0 && best < MEMEST_SWEEP_MAX_VALUE) {
         struct memest_sweep_row next;
-        if (eval_row(a, best + 1, &next, &err) != 0)
+        if (memest_app_row(a, best + 1, &next, &err) != 0)
             return memest_app_fail(o, &err);
         res.has_next = true;
         res.next_limit = next.limit;

@@ -78,6 +78,8 @@ static int run(int argc, char **argv)
         rc = memest_flow_generate(&a);
     else if (o.sweep || o.sweep_var)
         rc = memest_flow_sweep(&a);
+    else if (o.compare)
+        rc = memest_flow_compare(&a);
     else if (o.max_batch)
         rc = memest_flow_max_batch(&a);
     else if (o.advise)

@@ -269,7 +269,10 @@ static void card_options(FILE *f)
     memest_fmt_iec(MEMEST_MAX_OVERHEAD, 0, max, sizeof max);
     struct text t = {0};
 
-    fixed(f, "      --gpu NAME", "target card (--list-gpus), or auto with --probe");
+    fixed(f, "      --gpu NAME", "target card (--list-gpus), or auto with --probe; all, or a "
+                                 "list such as t4,l4,a100-80gb, compares the cards");
+    fixed(f, "      --price C=P", "your price per hour of card C (repeatable, or C=P,C=P): the "
+                                  "comparison adds samples per unit of price");
     fixed(f, "      --mem SIZE", "target memory, e.g. 24GiB, 16GB, 500MiB");
     /* one default for every card (cuda_overhead.c: no per-generation
      * figure is published) */

@@ -22,7 +22,8 @@ static const char *const prec_names[MEMEST_PREC_COUNT] = {
 };
 _Static_assert(MEMEST_PREC_COUNT == 4, "MEMEST_PREC_COUNT changed: update prec_names");
 
-static const char *const arch_names[] = {"volta", "turing", "ampere", "ada", "hopper", "cdna3"};
+static const char *const arch_names[] = {"volta", "turing", "ampere", "ada",
+                                         "hopper", "blackwell", "cdna2", "cdna3"};
 
 const char *memest_precision_name(enum memest_precision p)
 {
@@ -194,15 +195,22 @@ static int parse_gpu(struct parser *p, size_t i, const cJSON *o, struct memest_g
     while (a < sizeof arch_names / sizeof *arch_names && strcmp(g->arch, arch_names[a]) != 0)
         a++;
     if (a == sizeof arch_names / sizeof *arch_names)
-        return fail(p, "unknown arch \"%s\" (volta, turing, ampere, ada, hopper, cdna3)", g->arch);
+        return fail(p, "unknown arch \"%s\" (volta, turing, ampere, ada, hopper, blackwell, cdna2, "
+                       "cdna3)", g->arch);
     AT("compute_capability");
     const cJSON *cc = cJSON_GetObjectItemCaseSensitive(o, "compute_capability");
     if (!cJSON_IsNull(cc)) {
+        /* major is one or two digits: Blackwell is 10.0 (B200) and 12.0 */
         const char *v = cJSON_IsString(cc) ? cc->valuestring : "";
-        if (!(v[0] >= '1' && v[0] <= '9' && v[1] == '.' && v[2] >= '0' && v[2] <= '9' && !v[3]))
+        unsigned major = 0;
+        size_t k = 0;
+        while (k < 2 && v[k] >= '0' && v[k] <= '9')
+            major = major * 10 + (unsigned)(v[k++] - '0');
+        if (!(k > 0 && major > 0 && v[0] != '0' && v[k] == '.' && v[k + 1] >= '0' &&
+              v[k + 1] <= '9' && !v[k + 2]))
             return fail(p, "%s must be \"major.minor\" (such as \"8.0\") or null",
                         "compute_capability");
-        g->compute_capability = (unsigned)(v[0] - '0') * 10 + (unsigned)(v[2] - '0');
+        g->compute_capability = major * 10 + (unsigned)(v[k + 1] - '0');
     }
     AT("memory");
     const cJSON *mem = cJSON_GetObjectItemCaseSensitive(o, "memory");
@@ -357,6 +365,12 @@ const struct memest_gpu *memest_gpu_match_device(const struct memest_gpu_table *
 const struct memest_gpu *memest_gpu_lookup(const struct memest_gpu_table *t, const char *name,
                                            struct memest_error *err)
 {
+    return memest_gpu_lookup_opt(t, name, "--gpu", err);
+}
+
+const struct memest_gpu *memest_gpu_lookup_opt(const struct memest_gpu_table *t, const char *name,
+                                               const char *opt, struct memest_error *err)
+{
     const struct memest_gpu *g = memest_gpu_find(t, name);
     if (g)
         return g;
@@ -374,9 +388,9 @@ const struct memest_gpu *memest_gpu_lookup(const struct memest_gpu_table *t, con
     lower[k] = '\0';
     const char *near = memest_suggest(lower, cands, n);
     memest_errf(err, MEMEST_ERR_USAGE, NULL,
-                "--gpu: unknown GPU '%s'%s%s%s (memest --list-gpus lists them; --mem SIZE "
-                "for any other card)",
-                name, near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
+                "%s: unknown GPU '%s'%s%s%s (memest --list-gpus lists them%s)", opt,
+                name, near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "",
+                strcmp(opt, "--gpu") == 0 ? "; --mem SIZE for any other card" : "");
     return NULL;
 }
 

@@ -32,6 +32,21 @@ void memest_render_max_batch(FILE *f, enum memest_output fmt, const struct memes
     }
 }
 
+void memest_render_compare(FILE *f, enum memest_output fmt, const struct memest_compare_report *c)
+{
+    switch (fmt) {
+    case MEMEST_OUTPUT_TEXT:
+        memest_compare_print_text(f, c);
+        break;
+    case MEMEST_OUTPUT_JSON:
+        memest_compare_print_json(f, c);
+        break;
+    case MEMEST_OUTPUT_CSV:
+        memest_compare_print_csv(f, c);
+        break;
+    }
+}
+
 void memest_render_sweep(FILE *f, enum memest_output fmt, const struct memest_sweep_report *s)
 {
     switch (fmt) {

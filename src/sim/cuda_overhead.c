@@ -17,8 +17,12 @@
  * cuBLAS's workspace is not overhead: PyTorch takes it from the caching
  * allocator on the first matrix product, one per handle and stream
  * (aten/src/ATen/cuda/CublasHandlePool.cpp, getChosenWorkspaceSize():
- * 4096 KiB * 2 + 16 KiB * 8 = 8.125 MiB, 4096 KiB * 8 = 32 MiB on sm90), so it
- * is in the simulated allocated and reserved figures. cuDNN's workspaces
+ * 4096 KiB * 2 + 16 KiB * 8 = 8.125 MiB, 4096 KiB * 8 = 32 MiB on sm90; its
+ * current version, "32MiB for Hopper and Blackwell", takes 32 MiB when the
+ * compute capability's major is 9, 10, 11 or 12), so it is in the simulated
+ * allocated and reserved figures. ROCm builds size hipBLASLt's workspace
+ * differently (32 MiB, 128 MiB on gfx94x/gfx95x); the AMD presets carry no
+ * compute capability and get the default here. cuDNN's workspaces
  * (algorithm-dependent) and NCCL buffers are not modelled. */
 #include "memest/cuda_overhead.h"
 
@@ -30,7 +34,8 @@ uint64_t memest_default_overhead(unsigned gpu_arch)
 
 uint64_t memest_cublas_workspace(unsigned gpu_arch)
 {
-    if (gpu_arch == 90)
+    unsigned major = gpu_arch / 10;
+    if (major >= 9 && major <= 12)   /* Hopper and Blackwell (sm_90, sm_100, sm_110, sm_120) */
         return (uint64_t)4096 * 1024 * 8;
     return (uint64_t)4096 * 1024 * 2 + 16 * 1024 * 8;
 }

@@ -10,8 +10,11 @@
 #include "memest/report.h"
 
 static const char *const required[] = {
-    "t4",       "v100-16gb", "v100-32gb", "a10",       "l4",   "rtx3090",
-    "rtx4090",  "a100-40gb", "a100-80gb", "h100-80gb", "h200", "mi300x",
+    "t4",          "v100-16gb",      "v100-32gb",      "a10",       "l4",       "rtx3090",
+    "rtx4090",     "a100-40gb",      "a100-80gb",      "h100-80gb", "h200",     "mi300x",
+    "l40s",        "rtx-a6000",      "rtx6000-ada",    "a100-pcie-40gb", "a100-pcie-80gb",
+    "h100-pcie",   "h100-nvl",       "h200-nvl",       "gh200",     "gh200-144gb", "b200",
+    "mi250x",      "mi325x",
 };
 
 #define ONE_GPU(extra)                                                                          \
@@ -96,6 +99,11 @@ static void test_parse_errors(void)
         {"\"memory_exact\": true", "\"memory_exact\": 1", "true or false"},
         {"\"compute_capability\": \"8.6\"", "\"compute_capability\": \"86\"", "major.minor"},
         {"\"compute_capability\": \"8.6\"", "\"compute_capability\": 8.6", "major.minor"},
+        {"\"compute_capability\": \"8.6\"", "\"compute_capability\": \"100.0\"", "major.minor"},
+        {"\"compute_capability\": \"8.6\"", "\"compute_capability\": \"08.6\"", "major.minor"},
+        {"\"compute_capability\": \"8.6\"", "\"compute_capability\": \"0.6\"", "major.minor"},
+        {"\"compute_capability\": \"8.6\"", "\"compute_capability\": \"10.\"", "major.minor"},
+        {"\"compute_capability\": \"8.6\"", "\"compute_capability\": \"10.00\"", "major.minor"},
     };
     for (size_t i = 0; i < sizeof subs / sizeof *subs; i++) {
         const char *base = ONE_GPU("");
@@ -124,7 +132,10 @@ static void test_builtin(void)
             continue;
         /* what a device reports is below the marketing size in GB (10^9)
          * and above 88% of it; the peaks are ordered as on every card */
-        static const double gb[] = {16, 16, 32, 24, 24, 24, 24, 40, 80, 80, 141, 192};
+        static const double gb[] = {16, 16, 32, 24, 24, 24, 24, 40, 80, 80, 141, 192, 48, 48,
+                                    48, 40, 80, 80, 94, 141, 96, 144, 180, 64, 256};
+        _Static_assert(sizeof gb / sizeof *gb == sizeof required / sizeof *required,
+                       "one marketing size per required preset");
         CHECK((double)g->memory < gb[i] * 1e9 * 1.075);
         CHECK((double)g->memory > gb[i] * 1e9 * 0.88);
         CHECK(g->peak_flops[MEMEST_PREC_FP32] > 0);
@@ -140,6 +151,10 @@ static void test_builtin(void)
     CHECK(a100 && strcmp(a100->arch, "ampere") == 0 && a100->compute_capability == 80);
     CHECK(memest_gpu_find(&t, "h100-80gb")->compute_capability == 90);
     CHECK(memest_gpu_find(&t, "mi300x")->compute_capability == 0); /* not CUDA */
+    CHECK(memest_gpu_find(&t, "b200")->compute_capability == 100);  /* "10.0" */
+    CHECK(strcmp(memest_gpu_find(&t, "b200")->arch, "blackwell") == 0);
+    CHECK(strcmp(memest_gpu_find(&t, "mi250x")->arch, "cdna2") == 0);
+    CHECK(memest_gpu_find(&t, "mi250x")->compute_capability == 0);
     const struct memest_gpu *v100 = memest_gpu_find(&t, "v100-32gb");
     CHECK(v100 && v100->peak_flops[MEMEST_PREC_BF16] == 0 && strcmp(v100->arch, "volta") == 0);
     CHECK(strcmp(memest_gpu_find(&t, "mi300x")->arch, "cdna3") == 0);
@@ -158,7 +173,9 @@ static void test_builtin(void)
     CHECK_CONTAINS(err.msg, "did you mean 'rtx4090'");
     CHECK(memest_gpu_match_device(&t, "NVIDIA A100-SXM4-40GB") == a100);
     CHECK(memest_gpu_match_device(&t, "Tesla V100-SXM2-32GB") == v100);
-    CHECK(memest_gpu_match_device(&t, "NVIDIA B200") == NULL);
+    CHECK(memest_gpu_match_device(&t, "NVIDIA B200") == memest_gpu_find(&t, "b200"));
+    CHECK(memest_gpu_match_device(&t, "NVIDIA H100 PCIe") == memest_gpu_find(&t, "h100-pcie"));
+    CHECK(memest_gpu_match_device(&t, "NVIDIA GeForce GTX 1080") == NULL);
 
     /* the precision rule */
     CHECK(memest_gpu_step_precision(MEMEST_F32, MEMEST_AMP_NONE) == MEMEST_PREC_FP32);

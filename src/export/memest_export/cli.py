@@ -138,6 +138,15 @@ def main(argv=None):
 
 
 def _main(argv):
+    from .progress import Progress
+    progress = Progress()
+    try:
+        return _run(argv, progress)
+    finally:
+        progress.end()   # before any message
+
+
+def _run(argv, progress):
     args = parser().parse_args(argv)
     try:
         kwargs = json.loads(args.kwargs)
@@ -151,18 +160,21 @@ def _main(argv):
         raise UsageError("--check-batch must be at least 1")
     if args.check and args.output == "-":
         raise UsageError("--check needs a file: give -o FILE")
+    progress.step("importing PyTorch")
     try:
         import torch  # noqa: F401
     except ImportError as e:
         raise UsageError("PyTorch cannot be imported: %s" % e)
     from .core import export_to_file
     inputs = [parse_input(s, args.batch_dim, 2) for s in args.input]
+    progress.step("building %s" % args.model)
     model = load_model(args.model, kwargs)
     name = args.name or args.model.split(":", 1)[1].split(".")[-1]
     doc = export_to_file(model, inputs, args.output, name=name, batch_dim=args.batch_dim,
-                         train=not args.eval)
+                         train=not args.eval, progress=progress.step)
     if args.check:
         from . import check
+        progress.step("checking %s with memest at batch %d" % (args.output, args.check_batch))
         return check.run(model, doc, args.output, inputs, args.batch_dim, args.check_batch,
                          args.memest, not args.eval)
     return 0

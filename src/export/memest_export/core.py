@@ -59,13 +59,14 @@ def _node_json(node, prev):
     return d
 
 
-def export(model, inputs, *, name=None, batch_dim=0, train=True):
+def export(model, inputs, *, name=None, batch_dim=0, train=True, progress=None):
     """The memest model document of `model` called on `inputs`.
 
     inputs: the example tensors forward() takes, in order, each WITH its batch
     dimension at batch_dim (their values are used: token ids must be valid).
     The model is recorded in training mode (train=True) or eval mode at two
     batch sizes; its mode, buffers and the random state are restored after.
+    progress, when given, is called with a line of text at each stage.
     Raises ExportError (message, .code) when it cannot be exported."""
     if isinstance(inputs, torch.Tensor):
         inputs = [inputs]
@@ -86,7 +87,9 @@ def export(model, inputs, *, name=None, batch_dim=0, train=True):
     try:
         how = gate.check(model, inputs)
         recs = []
-        for b in BATCHES:
+        for k, b in enumerate(BATCHES):
+            if progress:
+                progress("recording at batch %d (%d/%d)" % (b, k + 1, len(BATCHES)))
             xs = [at_batch(t, batch_dim, b) for t in inputs]
             torch.manual_seed(0)
             try:
