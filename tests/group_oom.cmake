@@ -43,6 +43,9 @@ oom_case(oom gpt2_sweep_var -- ${_m}/gpt2.json --sweep-var n_layer=1:3:+1 --json
 oom_case(oom lstm_max_batch -- ${_m}/lstm-lm.json --max-batch --mem 1GiB)
 oom_case(oom mlp_advise -- ${_m}/mlp-mnist.json --advise --mem 1GiB)
 oom_case(oom mlp_fit -- ${_m}/mlp-mnist.json --gpu a100-40gb --fit)
+# a comparison of cards with a price (27,000 allocations: every 2000th, and
+# the first and last 100)
+oom_case(oom lstm_compare --every 2000 -- ${_m}/lstm-lm.json --gpu t4,l4 --batch 4 --price t4=0.3)
 # with a preset card: time estimates, with recomputation under --checkpoint
 oom_case(oom resnet18_advise -- ${_m}/resnet18.json --advise --gpu a100-40gb)
 oom_case(oom gpt2_checkpoint_sweep -- ${_m}/gpt2.json --checkpoint --gpu a100-40gb --set n_layer=2
