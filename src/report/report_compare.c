@@ -68,7 +68,16 @@ static void print_summary(FILE *f, const struct memest_compare_report *c)
             cheap = r;
     }
     if (!c->fitting) {
-        fprintf(f, "no card compared fits batch %lld\n", (long long)c->batch);
+        for (size_t i = 0; i < c->n; i++)   /* the fastest at a smaller batch */
+            if (c->rows[i].has_time &&
+                (!fast || c->rows[i].time.samples_per_s > fast->time.samples_per_s))
+                fast = &c->rows[i];
+        fprintf(f, "no card compared fits batch %lld", (long long)c->batch);
+        if (fast)
+            fprintf(f, "; the fastest at a smaller batch: %s, %s samples/s at batch %s",
+                    fast->gpu->name, fmt_rate(fast->time.samples_per_s, b1, sizeof b1),
+                    memest_fmt_count((uint64_t)fast->mb.best, b2, sizeof b2));
+        fputc('\n', f);
         return;
     }
     if (fast)
