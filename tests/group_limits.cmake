@@ -150,7 +150,9 @@ if(MEMEST_VALGRIND_TESTS AND NOT MEMEST_SANITIZE)
       "dist_zero3_offload|mistral.json|--gpus 4 --strategy zero3 --offload optimizer+params --first-step"
       "dist_pipeline|llama.json|--gpus 8 --tp 2 --pp 2 --strategy zero1 --micro-batches 4 --max-batch --mem 4GiB"
       "dist_deepspeed|qwen2.json|--gpus 8 --deepspeed ${PROJECT_SOURCE_DIR}/tests/dist/ds_zero2_bf16.json"
-      "dist_accelerate|llama.json|--fsdp-config ${PROJECT_SOURCE_DIR}/tests/dist/accelerate_fsdp.yaml")
+      "dist_accelerate|llama.json|--fsdp-config ${PROJECT_SOURCE_DIR}/tests/dist/accelerate_fsdp.yaml"
+      # the comparison of cards (README "Choosing a card")
+      "compare|llama.json|--gpu t4,h100,mi300x --batch 4 --set seq_len=4096 --lora 4 --gpus 16 --price t4=0.3 --json")
   foreach(c IN LISTS _ft_cases)
     string(REPLACE "|" ";" parts "${c}")   # name;model;arguments (no ';' inside)
     list(GET parts 0 name)
