@@ -269,9 +269,38 @@ def case_batchexpr(memest):
     check(merge_shape([2, 5], [3, 5, 1], 2, 3, True) is None, "batchexpr: rank differs")
 
 
+def case_progress(memest):
+    """Progress on stderr only when it is a terminal (script(1) gives one), erased at the end."""
+    import shlex
+    import shutil
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "tiny.json")
+        args = ["export_models:Tiny", "--input", "4", "-o", path]
+        rc, out, err = run_cli(args)
+        check(rc == 0 and err == "", "progress: stderr not a terminal stays empty: exit %d %r" % (rc, err))
+        script = shutil.which("script")
+        check(script is not None, "progress: script(1) (util-linux) is needed")
+        if not script:
+            return
+        cmd = " ".join(shlex.quote(a) for a in [sys.executable, LAUNCHER] + args)
+        p = subprocess.run([script, "-qec", cmd, "/dev/null"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, cwd=HERE)
+        tty = p.stdout.decode(errors="replace")
+        check(p.returncode == 0, "progress: under script: exit %d %r" % (p.returncode, tty[-200:]))
+        for stage in ("importing PyTorch", "building export_models:Tiny", "recording at batch 2 (1/2)",
+                      "recording at batch 3 (2/2)"):
+            check("\rmemest-export: " + stage in tty, "progress: no line %r in %r" % (stage, tty[:300]))
+        check(tty.endswith("\r"), "progress: the line is not erased at the end: %r" % tty[-60:])
+        p = subprocess.run([script, "-qec", cmd + " 2>/dev/null", "/dev/null"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, cwd=HERE)
+        check("memest-export:" not in p.stdout.decode(errors="replace"),
+              "progress: shown although only stdout is a terminal")
+
+
 CASES = {"resnet18": case_resnet18, "mobilenet_v3_small": case_mobilenet_v3_small, "custom": case_custom,
          "unsupported": case_unsupported, "untraceable": case_untraceable, "cli": case_cli,
-         "batchexpr": case_batchexpr, "writes": case_writes, "shared": case_shared}
+         "batchexpr": case_batchexpr, "writes": case_writes, "shared": case_shared,
+         "progress": case_progress}
 NEEDS_TORCHVISION = {"resnet18", "mobilenet_v3_small"}
 
 
