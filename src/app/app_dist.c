@@ -26,7 +26,18 @@ static int fsdp_config(struct memest_app *a, struct memest_error *err)
     a->dist.eng.forward_prefetch = from.eng.forward_prefetch;
     if (!o->dist.gpus_set && a->fsdp.processes)
         a->dist.gpus = a->fsdp.processes;
-    if (!o->dist.gpus_per_node && a->fsdp.machines && a->dist.gpus % a->fsdp.machines == 0)
+    /* accelerate launches num_processes // num_machines processes on each
+     * machine (commands/launch.py: --nproc_per_node for torchrun): a world
+     * size that is not a multiple of the machines is not the one it starts */
+    if (a->fsdp.machines && a->dist.gpus % a->fsdp.machines != 0) {
+        memest_err_file(err, a->dist.fsdp_path);
+        return memest_errf(err, MEMEST_ERR_SCHEMA, "num_machines",
+                           "%lld processes (%s) do not split over %lld machines: accelerate "
+                           "starts num_processes // num_machines on each",
+                           (long long)a->dist.gpus, o->dist.gpus_set ? "--gpus" : "num_processes",
+                           (long long)a->fsdp.machines);
+    }
+    if (!o->dist.gpus_per_node && a->fsdp.machines)
         a->dist.gpus_per_node = a->dist.gpus / a->fsdp.machines;
     if (a->fsdp.half_set && !o->dtype_set && o->step.amp == MEMEST_AMP_NONE)
         a->dtype = a->fsdp.half;   /* MixedPrecision(param_dtype=...): fp32 shards */

@@ -2,13 +2,36 @@
  * (config_keys.h). */
 #include "config_keys.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "memest/escape.h"
+#include "memest/format.h"
 
 int mb_cfg_bad(const struct mb_cfg *c, const char *path, const char *what)
 {
     memest_err_file(c->err, c->file);
     return memest_errf(c->err, MEMEST_ERR_SCHEMA, path, "%s", what);
+}
+
+int mb_cfg_bad_value(const struct mb_cfg *c, const char *path, const cJSON *v, const char *what)
+{
+    char val[MEMEST_ESC_NAME + 8], num[32];
+    if (cJSON_IsString(v)) {
+        char cut[64], esc[MEMEST_ESC_NAME];
+        snprintf(cut, sizeof cut, "%.*s", memest_utf8_prefix(v->valuestring, 60), v->valuestring);
+        snprintf(val, sizeof val, "\"%s\"%s", memest_esc_text(cut, esc, sizeof esc),
+                 strlen(v->valuestring) > strlen(cut) ? "..." : "");
+    } else if (cJSON_IsNumber(v)) {
+        snprintf(val, sizeof val, "%s", memest_fmt_double(v->valuedouble, num, sizeof num));
+    } else {
+        snprintf(val, sizeof val, "%s", cJSON_IsTrue(v) ? "true" : cJSON_IsFalse(v) ? "false"
+                                        : cJSON_IsNull(v) ? "null" : cJSON_IsArray(v) ? "a list"
+                                                                                      : "an object");
+    }
+    memest_err_file(c->err, c->file);
+    return memest_errf(c->err, MEMEST_ERR_SCHEMA, path, "%s, got %s", what, val);
 }
 
 void mb_cfg_ignore(struct mb_cfg *c, const char *key)

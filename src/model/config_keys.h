@@ -7,7 +7,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <cjson/cJSON.h>
+
 #include "memest/error.h"
+
+/* A config file (DeepSpeed, FSDP): 1 MiB is far past any. */
+#define MB_CONFIG_MAX_BYTES (1u << 20)
 
 struct mb_cfg {
     const char *file;
@@ -18,6 +23,19 @@ struct mb_cfg {
 
 /* A schema error (exit 3) naming the file and the key's path. -1. */
 int mb_cfg_bad(const struct mb_cfg *c, const char *path, const char *what);
+/* The same, with ", got VALUE" after `what` (the value as JSON writes it, a
+ * text quoted and escaped, cut to 60 bytes; a list or an object by kind). */
+int mb_cfg_bad_value(const struct mb_cfg *c, const char *path, const cJSON *v, const char *what);
+
+/* The settings a reader has taken, by name, with the key path each came
+ * from, so that one given twice (under two spellings) is refused. */
+#define MB_CFG_MAX_SEEN 64
+struct mb_cfg_seen {
+    char name[MB_CFG_MAX_SEEN][64];
+    char path[MB_CFG_MAX_SEEN][128];
+    int n;
+};
+
 /* Notes key as one that changes no memory. */
 void mb_cfg_ignore(struct mb_cfg *c, const char *key);
 /* Whether name is one of the n names. */

@@ -5,132 +5,34 @@
  * fsdp_offload_params, fsdp_backward_prefetch, fsdp_forward_prefetch,
  * fsdp_activation_checkpointing, ...) and the Trainer's fsdp_config, which
  * has the same keys without the fsdp_ prefix (transformers
- * training_args.py). A YAML file is read with libyaml into the same cJSON
- * tree a JSON file gives (plain scalars true/false, null and numbers typed
- * as YAML 1.1 reads them), then one reader takes both. */
+ * training_args.py). A YAML file is read into the same cJSON tree a JSON
+ * file gives (yaml_read.c: as yaml.safe_load types it, within a budget),
+ * then one reader takes both. Values are read as accelerate reads them: it
+ * hands the config's values to the FSDP plugin as environment variables
+ * (commands/launch.py), which parses booleans with str_to_bool
+ * (utils/environment.py: y, yes, t, true, on, 1 / n, no, f, false, off, 0,
+ * in any case) and enum members by name or, when the text is all digits, by
+ * number (utils/dataclasses.py, FullyShardedDataParallelPlugin). */
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
-#include <yaml.h>
 
+#include "memest/format.h"
 #include "memest/fsdp_config.h"
 
 #include "config_keys.h"
 #include "hf_internal.h"
-
-#define FSDP_MAX_BYTES (1u << 20)   /* a config file: 1 MiB is far past any */
-
-/* ---- YAML into cJSON ---- */
-
-static cJSON *scalar(const yaml_node_t *n)
-{
-    const char *v = (const char *)n->data.scalar.value;
-    if (n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
-        return cJSON_CreateString(v);
-    if (!strcmp(v, "true") || !strcmp(v, "True") || !strcmp(v, "TRUE"))
-        return cJSON_CreateTrue();
-    if (!strcmp(v, "false") || !strcmp(v, "False") || !strcmp(v, "FALSE"))
-        return cJSON_CreateFalse();
-    if (!strcmp(v, "null") || !strcmp(v, "~") || !*v)
-        return cJSON_CreateNull();
-    char *end;
-    errno = 0;
-    double d = strtod(v, &end);
-    if (*v && !*end && errno == 0 && isfinite(d) && strchr("+-.0123456789", *v))
-        return cJSON_CreateNumber(d);
-    return cJSON_CreateString(v);
-}
-
-static cJSON *convert(yaml_document_t *doc, const yaml_node_t *n, int depth)
-{
-    if (!n || depth > 32)
-        return NULL;
-    switch (n->type) {
-    case YAML_SCALAR_NODE:
-        return scalar(n);
-    case YAML_SEQUENCE_NODE: {
-        cJSON *a = cJSON_CreateArray();
-        for (yaml_node_item_t *i = n->data.sequence.items.start; a && i < n->data.sequence.items.top;
-             i++) {
-            cJSON *c = convert(doc, yaml_document_get_node(doc, *i), depth + 1);
-            if (!c) {
-                cJSON_Delete(a);
-                return NULL;
-            }
-            cJSON_AddItemToArray(a, c);
-        }
-        return a;
-    }
-    case YAML_MAPPING_NODE: {
-        cJSON *o = cJSON_CreateObject();
-        for (yaml_node_pair_t *p = n->data.mapping.pairs.start; o && p < n->data.mapping.pairs.top;
-             p++) {
-            yaml_node_t *k = yaml_document_get_node(doc, p->key);
-            cJSON *c = convert(doc, yaml_document_get_node(doc, p->value), depth + 1);
-            if (!k || k->type != YAML_SCALAR_NODE || !c) {
-                cJSON_Delete(c);
-                cJSON_Delete(o);
-                return NULL;
-            }
-            cJSON_AddItemToObject(o, (const char *)k->data.scalar.value, c);
-        }
-        return o;
-    }
-    case YAML_NO_NODE:
-        break;
-    }
-    return NULL;
-}
-
-static int read_yaml(const char *path, cJSON **out, struct memest_error *err)
-{
-    *out = NULL;
-    memest_err_file(err, path);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return memest_errf(err, MEMEST_ERR_IO, NULL, "cannot open: %s", strerror(errno));
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0 || S_ISDIR(st.st_mode) || st.st_size > FSDP_MAX_BYTES) {
-        fclose(f);
-        return memest_errf(err, MEMEST_ERR_IO, NULL, "cannot read (a directory, or over 1 MiB)");
-    }
-    yaml_parser_t p;
-    yaml_document_t doc;
-    if (!yaml_parser_initialize(&p)) {
-        fclose(f);
-        return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
-    }
-    yaml_parser_set_input_file(&p, f);
-    int rc = 0;
-    if (!yaml_parser_load(&p, &doc)) {
-        memest_errf(err, MEMEST_ERR_PARSE, NULL, "malformed YAML: %s",
-                    p.problem ? p.problem : "unreadable");
-        err->line = (int)p.problem_mark.line + 1;
-        err->col = (int)p.problem_mark.column + 1;
-        rc = -1;
-    } else {
-        yaml_node_t *root = yaml_document_get_root_node(&doc);
-        *out = root ? convert(&doc, root, 0) : cJSON_CreateNull();
-        if (!*out)
-            rc = memest_errf(err, MEMEST_ERR_SCHEMA, NULL,
-                             "not a config: nested too deep, or a mapping key that is not text");
-        yaml_document_delete(&doc);
-    }
-    yaml_parser_delete(&p);
-    fclose(f);
-    return rc;
-}
+#include "yaml_read.h"
 
 /* ---- the keys ---- */
 
 struct rd {
     struct mb_cfg c;    /* the file, the error, the noted keys */
     struct memest_fsdp_settings *s;
+    struct mb_cfg_seen seen;
 };
 
 static int bad(struct rd *r, const char *path, const char *what)
@@ -138,28 +40,66 @@ static int bad(struct rd *r, const char *path, const char *what)
     return mb_cfg_bad(&r->c, path, what);
 }
 
-/* A boolean, also as accelerate writes some ("true"/"false" strings). */
+/* A setting given under two names (fsdp_X and X, or in fsdp_config and at
+ * the top of a Trainer's config) would depend on the order of the keys:
+ * refused. */
+static int once(struct rd *r, const char *name, const char *path)
+{
+    struct mb_cfg_seen *sn = &r->seen;
+    for (int i = 0; i < sn->n; i++)
+        if (!strcmp(sn->name[i], name)) {
+            char m[300];
+            snprintf(m, sizeof m, "the setting %s is given twice (also as %s): the answer would "
+                     "depend on the order of the keys", name, sn->path[i]);
+            return bad(r, path, m);
+        }
+    if (sn->n < MB_CFG_MAX_SEEN) {
+        snprintf(sn->name[sn->n], sizeof sn->name[sn->n], "%.*s",
+                 (int)sizeof sn->name[sn->n] - 1, name);
+        snprintf(sn->path[sn->n], sizeof sn->path[sn->n], "%.*s",
+                 (int)sizeof sn->path[sn->n] - 1, path);
+        sn->n++;
+    }
+    return 0;
+}
+
+
+/* A boolean as accelerate's str_to_bool reads the text of the value: YAML
+ * true/false (and yes/no, on/off), 1 or 0, or one of str_to_bool's words
+ * in a string. */
 static int boolean(struct rd *r, const cJSON *v, const char *path, bool *out)
 {
+    static const char *const yes[] = {"y", "yes", "t", "true", "on", "1"};
+    static const char *const no[] = {"n", "no", "f", "false", "off", "0"};
     if (cJSON_IsBool(v)) {
         *out = cJSON_IsTrue(v);
         return 0;
     }
-    if (cJSON_IsString(v) && (!strcasecmp(v->valuestring, "true") || !strcasecmp(v->valuestring, "false"))) {
-        *out = !strcasecmp(v->valuestring, "true");
+    if (cJSON_IsNumber(v) && (v->valuedouble == 0 || v->valuedouble == 1)) {
+        *out = v->valuedouble == 1;
         return 0;
     }
-    return bad(r, path, "expected true or false");
+    for (size_t i = 0; cJSON_IsString(v) && i < sizeof yes / sizeof *yes; i++) {
+        if (!strcasecmp(v->valuestring, yes[i]) || !strcasecmp(v->valuestring, no[i])) {
+            *out = !strcasecmp(v->valuestring, yes[i]);
+            return 0;
+        }
+    }
+    return mb_cfg_bad_value(&r->c, path, v, "expected true or false");
 }
 
-/* A name or its number, as FSDP's enums take them ("FULL_SHARD" or 1). */
+/* A member of one of FSDP's enums: its name (in any case), or its number
+ * (1-based) as a whole number or a text of digits only. */
 static int choice(struct rd *r, const cJSON *v, const char *path, const char *const *names, int n,
                   int *out)
 {
+    uint64_t u = 0;
+    bool num = (cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble <= n &&
+                floor(v->valuedouble) == v->valuedouble && (u = (uint64_t)v->valuedouble)) ||
+               (cJSON_IsString(v) && memest_parse_u64(v->valuestring, 1, (uint64_t)n, &u) == 0);
     for (int i = 0; i < n; i++) {
-        if ((cJSON_IsString(v) && !strcasecmp(v->valuestring, names[i])) ||
-            (cJSON_IsNumber(v) && v->valuedouble == i + 1) ||
-            (cJSON_IsString(v) && atoi(v->valuestring) == i + 1)) {
+        if ((num && u == (uint64_t)i + 1) ||
+            (cJSON_IsString(v) && !strcasecmp(v->valuestring, names[i]))) {
             *out = i;
             return 0;
         }
@@ -169,15 +109,23 @@ static int choice(struct rd *r, const cJSON *v, const char *path, const char *co
         size_t k = strlen(m);
         snprintf(m + k, sizeof m - k, "%s %s", i ? "," : "", names[i]);
     }
-    return bad(r, path, m);
+    size_t k = strlen(m);
+    snprintf(m + k, sizeof m - k, " (or its number, 1 to %d)", n);
+    return mb_cfg_bad_value(&r->c, path, v, m);
 }
 
+/* A count of the layout (num_processes, num_machines): a whole number, or a
+ * text of digits only, between 1 and 2^20, as --gpus takes it. */
 static int whole(struct rd *r, const cJSON *v, const char *path, int64_t *out)
 {
-    double d = cJSON_IsNumber(v) ? v->valuedouble : cJSON_IsString(v) ? atof(v->valuestring) : -1;
-    if (!(d >= 1 && d <= 1048576 && floor(d) == d))
-        return bad(r, path, "expected a whole number between 1 and 1048576");
-    *out = (int64_t)d;
+    uint64_t u;
+    bool ok = cJSON_IsNumber(v) ? v->valuedouble >= 1 && v->valuedouble <= 1048576 &&
+                                      floor(v->valuedouble) == v->valuedouble
+                                : cJSON_IsString(v) &&
+                                      memest_parse_u64(v->valuestring, 1, 1048576, &u) == 0;
+    if (!ok)
+        return mb_cfg_bad_value(&r->c, path, v, "expected a whole number between 1 and 1048576");
+    *out = cJSON_IsNumber(v) ? (int64_t)v->valuedouble : (int64_t)u;
     return 0;
 }
 
@@ -200,6 +148,8 @@ static int fsdp_keys(struct rd *r, const cJSON *o, const char *base, struct meme
             n += 5;
         int i;
         bool b;
+        if (once(r, n, path) != 0)
+            return -1;
         if (!strcmp(n, "sharding_strategy")) {
             if (choice(r, k, path, strategies, 5, &i) != 0)
                 return -1;
@@ -240,7 +190,10 @@ static int fsdp_keys(struct rd *r, const cJSON *o, const char *base, struct meme
             if (boolean(r, k, path, &r->s->checkpoint) != 0)
                 return -1;
         } else if (!strcmp(n, "version")) {
-            if (!cJSON_IsNumber(k) || k->valuedouble != 1)
+            static const char *const versions[] = {"1", "2"};
+            if (choice(r, k, path, versions, 2, &i) != 0)
+                return -1;
+            if (i != 0)
                 return bad(r, path, "FSDP2 (fsdp_version 2) is not modelled: FSDP1's flat "
                                     "parameters are");
         } else if (!strcmp(n, "min_num_params")) {
@@ -268,17 +221,21 @@ int memest_fsdp_config_read(const char *path, struct memest_dist_cfg *d,
                             struct memest_fsdp_settings *s, struct memest_error *err)
 {
     memset(s, 0, sizeof *s);
-    /* JSON when it opens with '{' */
-    FILE *f = fopen(path, "rb");
-    int c = ' ';
-    while (f && (c = fgetc(f)) != EOF && (c == ' ' || c == '\t' || c == '\n' || c == '\r'))
-        ;
-    if (f)
-        fclose(f);
-    cJSON *root = NULL;
-    if ((c == '{' ? mb_json_read_file(path, &root, err) : read_yaml(path, &root, err)) != 0)
+    char *text;
+    size_t len;
+    if (mb_read_all(path, MB_CONFIG_MAX_BYTES, "config files", &text, &len, err) != 0)
         return -1;
-    struct rd r = {{path, err, s->ignored, sizeof s->ignored}, s};
+    /* JSON when it opens with '{' (after a byte order mark and white space) */
+    size_t i = len >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3) ? 3 : 0;
+    while (i < len && strchr(" \t\r\n", text[i]) && text[i])
+        i++;
+    cJSON *root = NULL;
+    int parsed = i < len && text[i] == '{' ? mb_json_parse_text(text, len, path, &root, err)
+                                           : mb_yaml_parse(text, len, path, &root, err);
+    free(text);
+    if (parsed != 0)
+        return -1;
+    struct rd r = {.c = {path, err, s->ignored, sizeof s->ignored}, .s = s};
     int rc = 0;
     d->strategy = MEMEST_STRAT_FSDP;   /* the Trainer's and accelerate's default */
     if (!cJSON_IsObject(root)) {
@@ -292,14 +249,20 @@ int memest_fsdp_config_read(const char *path, struct memest_dist_cfg *d,
         } else if (!strcmp(n, "distributed_type")) {
             if (!cJSON_IsString(k) || (strcmp(k->valuestring, "FSDP") &&
                                        strcmp(k->valuestring, "MULTI_GPU")))
-                rc = bad(&r, n, "FSDP or MULTI_GPU is modelled here (DeepSpeed: --deepspeed)");
+                rc = mb_cfg_bad_value(&r.c, n, k, "FSDP or MULTI_GPU is modelled here "
+                                      "(DeepSpeed: --deepspeed)");
             else if (!strcmp(k->valuestring, "MULTI_GPU"))
                 d->strategy = MEMEST_STRAT_DDP;
         } else if (!strcmp(n, "mixed_precision")) {
+            /* an unquoted no is YAML 1.1's false, which accelerate's
+             * config classes take as "no" */
+            if (cJSON_IsFalse(k))
+                continue;
             if (!cJSON_IsString(k) || (strcmp(k->valuestring, "no") &&
                                        strcmp(k->valuestring, "fp16") &&
                                        strcmp(k->valuestring, "bf16")))
-                rc = bad(&r, n, "expected no, fp16 or bf16 (fp8 is not modelled)");
+                rc = mb_cfg_bad_value(&r.c, n, k, "expected no, fp16 or bf16 (fp8 is not "
+                                      "modelled)");
             else if (strcmp(k->valuestring, "no")) {
                 s->half_set = true;
                 s->half = !strcmp(k->valuestring, "bf16") ? MEMEST_BF16 : MEMEST_F16;

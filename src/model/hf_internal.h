@@ -21,6 +21,14 @@ int mb_json_read_file(const char *path, cJSON **out, struct memest_error *err);
 int mb_json_parse_text(const char *text, size_t len, const char *label, cJSON **out,
                        struct memest_error *err);
 
+/* The whole of path, read through one descriptor (a regular file, a pipe,
+ * a FIFO, /dev/stdin: nothing is read twice), at most `limit` bytes (else
+ * MEMEST_ERR_LIMIT, "... limited to 1 MiB" with `kind`, "config files"),
+ * NUL-terminated, into *text (the caller frees it). 0 / -1 (err names the
+ * file). */
+int mb_read_all(const char *path, size_t limit, const char *kind, char **text, size_t *len,
+                struct memest_error *err);
+
 /* ---- hf_config.c ---- */
 /* Whether a parsed file is a Hugging Face config: "model_type" at the top
  * level and no "layers". */

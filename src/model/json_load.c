@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "memest/format.h"
 #include "memest/graph.h"
 #include "memest/model.h"
 
@@ -363,9 +364,11 @@ int mb_json_parse_text(const char *text, size_t len, const char *label, cJSON **
     return parse_buffer(text, len, label, out, err);
 }
 
-int mb_json_read_file(const char *path, cJSON **out, struct memest_error *err)
+int mb_read_all(const char *path, size_t limit, const char *kind, char **text, size_t *len,
+                struct memest_error *err)
 {
-    *out = NULL;
+    *text = NULL;
+    *len = 0;
     memest_err_file(err, path);
     int fd = open(path, O_RDONLY);
     if (fd < 0)
@@ -377,33 +380,35 @@ int mb_json_read_file(const char *path, cJSON **out, struct memest_error *err)
         return memest_errf(err, MEMEST_ERR_IO, NULL, "cannot read: %s",
                            S_ISDIR(st.st_mode) ? "is a directory" : strerror(e));
     }
-    if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > MEMEST_MAX_FILE_BYTES) {
+    char lim[32];
+    memest_fmt_iec(limit, 0, lim, sizeof lim);
+    if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > limit) {
         close(fd);
-        return memest_errf(err, MEMEST_ERR_LIMIT, NULL,
-                           "the file is %lld bytes; model files are limited to %u MiB",
-                           (long long)st.st_size, MEMEST_MAX_FILE_BYTES >> 20);
+        return memest_errf(err, MEMEST_ERR_LIMIT, NULL, "the file is %lld bytes; %s are limited "
+                           "to %s", (long long)st.st_size, kind, lim);
     }
-    /* Room for the file and a NUL; a pipe or device grows the buffer up to
-     * the limit + 1 byte, enough to tell that it is too large. A regular
-     * file's buffer has one spare byte, so that reading its end needs no
-     * growth. */
-    size_t cap = S_ISREG(st.st_mode) ? (size_t)st.st_size + 2 : 65536, len = 0;
+    /* Room for the file and a NUL; a pipe, FIFO or device grows the buffer
+     * up to the limit + 1 byte, enough to tell that it is too large. A
+     * regular file's buffer has one spare byte, so that reading its end
+     * needs no growth. Everything is read through this one descriptor:
+     * nothing is read twice, so a pipe loses nothing. */
+    size_t cap = S_ISREG(st.st_mode) ? (size_t)st.st_size + 2 : 65536, n = 0;
+    if (cap > limit + 2)
+        cap = limit + 2;
     char *buf = malloc(cap);
     if (!buf) {
         close(fd);
         return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
     }
     for (;;) {
-        if (len > MEMEST_MAX_FILE_BYTES) {
+        if (n > limit) {
             free(buf);
             close(fd);
-            return memest_errf(err, MEMEST_ERR_LIMIT, NULL,
-                               "the file is larger than the %u MiB limit for model files",
-                               MEMEST_MAX_FILE_BYTES >> 20);
+            return memest_errf(err, MEMEST_ERR_LIMIT, NULL, "the file is larger than the %s "
+                               "limit for %s", lim, kind);
         }
-        if (len + 1 == cap) { /* keep a byte for the NUL */
-            size_t ncap = cap * 2 > (size_t)MEMEST_MAX_FILE_BYTES + 2 ? (size_t)MEMEST_MAX_FILE_BYTES + 2
-                                                                      : cap * 2;
+        if (n + 1 == cap) { /* keep a byte for the NUL */
+            size_t ncap = cap * 2 > limit + 2 ? limit + 2 : cap * 2;
             char *nb = realloc(buf, ncap);
             if (!nb) {
                 free(buf);
@@ -413,7 +418,7 @@ int mb_json_read_file(const char *path, cJSON **out, struct memest_error *err)
             buf = nb;
             cap = ncap;
         }
-        ssize_t r = read(fd, buf + len, cap - 1 - len);
+        ssize_t r = read(fd, buf + n, cap - 1 - n);
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0) {
@@ -424,10 +429,22 @@ int mb_json_read_file(const char *path, cJSON **out, struct memest_error *err)
         }
         if (r == 0)
             break;
-        len += (size_t)r;
+        n += (size_t)r;
     }
     close(fd);
-    buf[len] = '\0';
+    buf[n] = '\0';
+    *text = buf;
+    *len = n;
+    return 0;
+}
+
+int mb_json_read_file(const char *path, cJSON **out, struct memest_error *err)
+{
+    *out = NULL;
+    char *buf;
+    size_t len;
+    if (mb_read_all(path, MEMEST_MAX_FILE_BYTES, "model files", &buf, &len, err) != 0)
+        return -1;
     int rc = parse_buffer(buf, len, path, out, err);
     free(buf);
     return rc;
