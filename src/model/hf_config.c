@@ -70,6 +70,7 @@ struct hf {
     const char *model_type;
     const char *arch;              /* the template, for messages */
     const cJSON *vars;             /* the template's "variables" */
+    const cJSON *domains;          /* the template's "hf_config.domains" (may be NULL) */
     struct memest_override *ov;    /* the values found so far */
     int n, cap;
 };
@@ -213,6 +214,40 @@ static const cJSON *settable(const struct hf *h, const char *name)
     return v && (cJSON_IsNumber(v) || cJSON_IsBool(v) || cJSON_IsString(v)) ? v : NULL;
 }
 
+/* ---- the values a number variable takes from a config ---- */
+
+/* "hf_config.domains": variable -> one of these (a number variable not
+ * listed is a size). What the config class and the modeling code accept:
+ * anything else builds no model in transformers (a zero or negative size,
+ * a dropout probability past 1), so it is refused rather than estimated. */
+static const struct domain {
+    const char *name, *expected;
+    double lo, hi;
+    bool whole;
+} domains[] = {
+    {"size", "a whole number of at least 1", 1, INT_LIMIT, true},
+    {"count", "a whole number of at least 0", 0, INT_LIMIT, true},
+    {"real", "a number of at least 0", 0, INFINITY, false},
+    {"probability", "a probability between 0 and 1", 0, 1, false},
+    {"signed", "a finite number", -INFINITY, INFINITY, false},
+};
+
+static const struct domain *domain_named(const char *name)
+{
+    for (size_t i = 0; i < sizeof domains / sizeof *domains; i++)
+        if (strcmp(domains[i].name, name) == 0)
+            return &domains[i];
+    return NULL;
+}
+
+/* The domain of number variable `var` (a size unless listed). */
+static const struct domain *domain_of(const struct hf *h, const char *var)
+{
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(h->domains, var);
+    return cJSON_IsString(d) && domain_named(d->valuestring) ? domain_named(d->valuestring)
+                                                               : &domains[0];
+}
+
 static int check_spec(struct hf *h, const cJSON *spec, const char *path);
 
 /* "values": {"TEXT": {"variable": value, ...}, ...} */
@@ -292,9 +327,10 @@ static int check_hf_section(struct hf *h, const cJSON *root, const cJSON **keys)
                         "object (models/README.md)");
     for (const cJSON *c = sec->child; c; c = c->next)
         if (strcmp(c->string, "model_type") != 0 && strcmp(c->string, "follows") != 0 &&
-            strcmp(c->string, "keys") != 0 && strcmp(c->string, "comment") != 0)
+            strcmp(c->string, "keys") != 0 && strcmp(c->string, "domains") != 0 &&
+            strcmp(c->string, "comment") != 0)
             return tmpl_err(h, "hf_config", "unknown field \"%s\" (hf_config has model_type, "
-                            "follows, keys and comment)", c->string);
+                            "follows, keys, domains and comment)", c->string);
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(sec, "model_type");
     if (!cJSON_IsString(mt) || strcmp(mt->valuestring, h->model_type) != 0)
         return tmpl_err(h, "hf_config.model_type", "must be \"%s\", the model_type of the "
@@ -307,6 +343,18 @@ static int check_hf_section(struct hf *h, const cJSON *root, const cJSON **keys)
     if (!cJSON_IsObject(*keys))
         return tmpl_err(h, "hf_config.keys", "must be an object of config key: spec");
     h->vars = cJSON_GetObjectItemCaseSensitive(root, "variables");
+    h->domains = cJSON_GetObjectItemCaseSensitive(sec, "domains");
+    if (h->domains && !cJSON_IsObject(h->domains))
+        return tmpl_err(h, "hf_config.domains", "must be an object of variable: domain");
+    for (const cJSON *c = h->domains ? h->domains->child : NULL; c; c = c->next) {
+        const cJSON *v = settable(h, c->string);
+        if (!v || !cJSON_IsNumber(v))
+            return tmpl_err(h, "hf_config.domains", "\"%s\" is not a number variable of the "
+                            "template", c->string);
+        if (!cJSON_IsString(c) || !domain_named(c->valuestring))
+            return tmpl_err(h, "hf_config.domains", "the domain of \"%s\" must be size, count, "
+                            "real, probability or signed", c->string);
+    }
     for (const cJSON *c = (*keys)->child; c; c = c->next) {
         char *cp = memest_arena_concat(&h->m->arena, "hf_config.keys.", c->string, (char *)NULL);
         if (!cp)
@@ -321,6 +369,13 @@ static int check_hf_section(struct hf *h, const cJSON *root, const cJSON **keys)
 
 static int add_override(struct hf *h, const char *var, const char *value, const char *key)
 {
+    /* two keys of one variable (GPT-2's n_embd and its alias hidden_size):
+     * with two values, the answer would depend on the order of the keys */
+    for (int i = 0; i < h->n; i++)
+        if (strcmp(h->ov[i].name, var) == 0 && strcmp(h->ov[i].value, value) != 0)
+            return memest_errf(h->err, MEMEST_ERR_SCHEMA, key, "sets the template's variable "
+                               "\"%s\" to %.40s, which %s set to %.40s: give one value",
+                               var, value, h->ov[i].opt, h->ov[i].value);
     if (h->n == h->cap) {
         int ncap = h->cap ? h->cap * 2 : 16;
         struct memest_override *nov = memest_arena_alloc(&h->m->arena, sizeof *nov * (size_t)ncap);
@@ -362,8 +417,11 @@ static const char *scalar_text(const cJSON *j, char *buf, size_t n)
     return buf;
 }
 
-/* The config's value val of `key` for the variable `var`: of its kind. */
-static int set_var(struct hf *h, const char *var, const cJSON *val, const char *key)
+/* The value val of `key` for the variable `var`: of its kind, and, when
+ * the config gives it (not the template's "values" for it), in its
+ * domain. */
+static int set_var(struct hf *h, const char *var, const cJSON *val, const char *key,
+                   bool from_config)
 {
     const cJSON *v = settable(h, var);
     char buf[32];
@@ -372,11 +430,24 @@ static int set_var(struct hf *h, const char *var, const cJSON *val, const char *
         return memest_errf(h->err, MEMEST_ERR_SCHEMA, key, "%s is too large for model_type "
                            "\"%s\" (numbers must be between -2^53 and 2^53, exclusive)",
                            memest_fmt_double(val->valuedouble, buf, sizeof buf), h->model_type);
+    if (cJSON_IsNull(val))
+        return memest_errf(h->err, MEMEST_ERR_SCHEMA, key, "null is not a value of it for "
+                           "model_type \"%s\": the config class keeps None and the model cannot "
+                           "be built with it (give %s, or leave the key out for the default)",
+                           h->model_type, cJSON_IsNumber(v) ? domain_of(h, var)->expected
+                                                            : mb_json_type_name(v));
     if (cJSON_IsNumber(v) != cJSON_IsNumber(val) || cJSON_IsBool(v) != cJSON_IsBool(val) ||
         cJSON_IsString(v) != cJSON_IsString(val))
         return memest_errf(h->err, MEMEST_ERR_SCHEMA, key, "expected %s for model_type \"%s\" "
                            "(the template's variable \"%s\"), got %s", mb_json_type_name(v),
                            h->model_type, var, mb_json_type_name(val));
+    if (from_config && cJSON_IsNumber(val)) {
+        const struct domain *d = domain_of(h, var);
+        double x = val->valuedouble;
+        if (!(x >= d->lo && x <= d->hi) || (d->whole && x != floor(x)))
+            return memest_errf(h->err, MEMEST_ERR_SCHEMA, key, "expected %s for model_type "
+                               "\"%s\", got %s", d->expected, h->model_type, text);
+    }
     return add_override(h, var, text, key);
 }
 
@@ -406,7 +477,7 @@ static int walk_values(struct hf *h, const cJSON *vals, const cJSON *val, const 
                            "\"%s\" (supported: %s)", v, h->model_type, list);
     }
     for (const cJSON *s = set->child; s; s = s->next)
-        if (set_var(h, s->string, s, key) != 0)
+        if (set_var(h, s->string, s, key, false) != 0)
             return -1;
     return 0;
 }
@@ -417,7 +488,7 @@ static int walk(struct hf *h, const cJSON *spec, const cJSON *val, const char *k
     if (cJSON_IsNull(spec))
         return 0;
     if (cJSON_IsString(spec))
-        return cJSON_IsNull(val) ? 0 : set_var(h, spec->valuestring, val, key);
+        return set_var(h, spec->valuestring, val, key, true);
     const cJSON *vals = cJSON_GetObjectItemCaseSensitive(spec, "values");
     const cJSON *var = cJSON_GetObjectItemCaseSensitive(spec, "var");
     if (var) { /* a variable, with special values (null: None) of its own */
@@ -425,7 +496,7 @@ static int walk(struct hf *h, const cJSON *spec, const cJSON *val, const char *k
         const char *text = scalar_text(val, buf, sizeof buf);
         if (vals && text && cJSON_GetObjectItemCaseSensitive(vals, text))
             return walk_values(h, vals, val, key);
-        return cJSON_IsNull(val) ? 0 : set_var(h, var->valuestring, val, key);
+        return set_var(h, var->valuestring, val, key, true);
     }
     if (vals)
         return walk_values(h, vals, val, key);
@@ -522,7 +593,53 @@ static int q_skip(struct hf *h, const cJSON *q, const char *key, struct memest_q
     return 0;
 }
 
-static bool q_true(const cJSON *q, const char *k) { return cJSON_IsTrue(qkey(q, k)); }
+/* A boolean of the config (absent or null: false): BitsAndBytesConfig's
+ * post_init raises TypeError for any other type ("load_in_4bit must be a
+ * boolean"), and so does memest. */
+static int q_bool(struct hf *h, const cJSON *q, const char *key, bool *out)
+{
+    const cJSON *v = qkey(q, key);
+    *out = cJSON_IsTrue(v);
+    if (!v || cJSON_IsNull(v) || cJSON_IsBool(v))
+        return 0;
+    char m[120];
+    snprintf(m, sizeof m, "expected true or false, got %s", mb_json_type_name(v));
+    return qbad(h, key, m);
+}
+
+static int read_bnb(struct hf *h, const cJSON *q, struct memest_quant_cfg *c)
+{
+    bool b8, b4, fp16_weight;
+    if (q_bool(h, q, "load_in_8bit", &b8) || q_bool(h, q, "load_in_4bit", &b4) ||
+        q_bool(h, q, "llm_int8_has_fp16_weight", &fp16_weight) ||
+        q_bool(h, q, "bnb_4bit_use_double_quant", &c->p.double_quant))
+        return -1;
+    if (b8 && b4)   /* BitsAndBytesConfig.post_init's ValueError */
+        return qbad(h, "load_in_4bit", "load_in_4bit and load_in_8bit are both true, but only "
+                                       "one can be used at the same time");
+    if (fp16_weight && b8)
+        return qbad(h, "llm_int8_has_fp16_weight", "true keeps float16 weights beside the int8 "
+                                                   "ones (Int8Params has_fp16_weights): not "
+                                                   "modelled");
+    if (b8) {
+        c->format = MEMEST_WF_INT8;
+    } else if (b4) {
+        const cJSON *t = qkey(q, "bnb_4bit_quant_type");
+        c->format = MEMEST_WF_FP4;   /* BitsAndBytesConfig's default */
+        if (cJSON_IsString(t) && strcmp(t->valuestring, "nf4") == 0)
+            c->format = MEMEST_WF_NF4;
+        else if (t && !(cJSON_IsString(t) && strcmp(t->valuestring, "fp4") == 0))
+            return qbad(h, "bnb_4bit_quant_type", "expected \"nf4\" or \"fp4\"");
+        c->dq_set = true;
+        if (q_dtype(h, q, "bnb_4bit_compute_dtype", &c->p.compute_dtype, &c->compute_set) ||
+            q_dtype(h, q, "bnb_4bit_quant_storage", &c->p.quant_storage, &c->storage_set))
+            return -1;
+    } else {
+        c->p.double_quant = false;
+        return 0;   /* neither: the weights are not quantised */
+    }
+    return q_skip(h, q, "llm_int8_skip_modules", c);
+}
 
 static int read_quant(struct hf *h, const cJSON *q)
 {
@@ -533,25 +650,8 @@ static int read_quant(struct hf *h, const cJSON *q)
     struct memest_quant_cfg *c = &h->m->quant;
     const cJSON *meth = qkey(q, "quant_method");
     const char *mm = cJSON_IsString(meth) ? meth->valuestring : "";
-    if (strcmp(mm, "bitsandbytes") == 0) {
-        if (q_true(q, "load_in_8bit"))
-            c->format = MEMEST_WF_INT8;
-        else if (q_true(q, "load_in_4bit")) {
-            const cJSON *t = qkey(q, "bnb_4bit_quant_type");
-            c->format = MEMEST_WF_FP4;   /* BitsAndBytesConfig's default */
-            if (cJSON_IsString(t) && strcmp(t->valuestring, "nf4") == 0)
-                c->format = MEMEST_WF_NF4;
-            else if (t && !(cJSON_IsString(t) && strcmp(t->valuestring, "fp4") == 0))
-                return qbad(h, "bnb_4bit_quant_type", "expected \"nf4\" or \"fp4\"");
-            c->dq_set = true;
-            c->p.double_quant = q_true(q, "bnb_4bit_use_double_quant");
-            if (q_dtype(h, q, "bnb_4bit_compute_dtype", &c->p.compute_dtype, &c->compute_set) ||
-                q_dtype(h, q, "bnb_4bit_quant_storage", &c->p.quant_storage, &c->storage_set))
-                return -1;
-        } else
-            return 0;   /* neither: the weights are not quantised */
-        return q_skip(h, q, "llm_int8_skip_modules", c);
-    }
+    if (strcmp(mm, "bitsandbytes") == 0)
+        return read_bnb(h, q, c);
     bool gptq = strcmp(mm, "gptq") == 0;
     if (!gptq && strcmp(mm, "awq") != 0)
         return qbad(h, "quant_method", "memest models \"bitsandbytes\", \"gptq\" and "
@@ -577,7 +677,9 @@ static int read_quant(struct hf *h, const cJSON *q)
     }
     c->format = gptq ? MEMEST_WF_GPTQ4 : MEMEST_WF_AWQ4;
     c->desc_act_set = gptq;
-    c->p.desc_act = gptq && q_true(q, "desc_act");
+    if (q_bool(h, q, "desc_act", &c->p.desc_act))
+        return -1;
+    c->p.desc_act = gptq && c->p.desc_act;
     return q_skip(h, q, "modules_to_not_convert", c);
 }
 

@@ -35,7 +35,7 @@ static int linear_quantized(struct memest_ictx *c, enum memest_wformat f,
     const struct memest_quant_params *qp = memest_quant_params(c);
     bool bias = memest_arg_bool(c, LIN_BIAS);
     struct memest_quant_layout l;
-    char why[160];
+    char why[256];
     if (memest_quant_layout(f, qp, out, in, bias, &l, why, sizeof why) != 0)
         return memest_fail(c, "cannot be stored as %s: %s", memest_wformat_name(f), why);
     if (l.buffers) {

@@ -108,6 +108,16 @@ int memest_quant_layout(enum memest_wformat f, const struct memest_quant_params 
          * out], qzeros int32 [ceil(in / group), out // 32 * bits], scales
          * [ceil(in / group), out] and bias [out] in weight_dtype (float16),
          * g_idx int32 [in] */
+        /* the packed rows and columns must hold the weight: forward()
+         * unpacks qweight into [in // 32 * 32, out] and qzeros into
+         * [groups, out // 32 * 32], then reshapes them to the scales and
+         * indexes them by g_idx [in], which fails unless both are whole */
+        if (in % 32 != 0 || out % 32 != 0) {
+            snprintf(why, whylen, "GPTQ's QuantLinear packs the weight in rows of 32 (qweight "
+                     "[in // 32 * 4, out], qzeros [groups, out // 32 * 4]): in_features (%lld) and "
+                     "out_features (%lld) must be multiples of 32", (long long)in, (long long)out);
+            return -1;
+        }
         l->buffers = true;
         put(l, "qweight", 2, in / 32 * 4, out, MEMEST_I32);
         put(l, "qzeros", 2, ceil_div(in, g), out / 32 * 4, MEMEST_I32);

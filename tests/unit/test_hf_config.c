@@ -83,7 +83,7 @@ int main(void)
     CHECK_STR_EQ(preset(&b.m, "hidden_size"), "64");
     CHECK_STR_EQ(preset(&b.m, "rms_norm_eps"), "1e-05");
     CHECK_STR_EQ(preset(&b.m, "act_silu"), "true");        /* hidden_act "silu" */
-    CHECK(preset(&b.m, "head_dim") == NULL);               /* null: the default */
+    CHECK_STR_EQ(preset(&b.m, "head_dim"), "0");           /* null: None, the template's 0 */
     CHECK_STR_EQ(b.g.name, "memest_test_lm");
     CHECK(has_node(&b.g, "model.layers.2.mlp.act_fn"));
     unload(&b);
@@ -128,9 +128,12 @@ int main(void)
         {"quantized", "quantization_config", "quant_method: memest models", MEMEST_ERR_SCHEMA},
         {"hidden_act", "hidden_act", "\"relu\" is not supported", MEMEST_ERR_SCHEMA},
         {"dtype", "torch_dtype", "\"float64\" is not supported", MEMEST_ERR_SCHEMA},
+        /* a size of 0: refused at the key, where transformers builds no model */
+        {"bad_value", "num_hidden_layers", "expected a whole number of at least 1 for model_type "
+         "\"memest_test_lm\", got 0", MEMEST_ERR_SCHEMA},
         /* values that fail in the template: model errors naming the key */
-        {"bad_value", "layers[1].repeat", "the config's num_hidden_layers=0: must be an integer",
-         MEMEST_ERR_SCHEMA},
+        {"huge_repeat", "layers[1].repeat", "the config's num_hidden_layers=300000: must be an "
+         "integer between 1 and 250000", MEMEST_ERR_SCHEMA},
         {"seq_check", "checks[0]", "the config's max_position_embeddings=8: seq_len is longer",
          MEMEST_ERR_SCHEMA},
     };
