@@ -2,11 +2,115 @@
  * and a --deepspeed config (the options win), the step's rank view, and
  * the checks that need both. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "memest/app.h"
 #include "memest/escape.h"
+#include "memest/format.h"
 #include "memest/optim.h"
+
+/* ---- settings of a config file that stand for options ---- */
+
+/* Whether the options args[0..n) pass the command line's parser (its value
+ * checks and its rules between options), as if given alone. On failure, the
+ * parser's message is the error's, named after the config file and its key
+ * (a schema error: exit 3). One validation path: a config passes exactly the
+ * checks of the options it stands for. */
+static int as_options(const char *file, const char *key, const char *const *args, int n,
+                      struct memest_error *err)
+{
+    enum { MAX_ARGS = 12 };
+    char *argv[MAX_ARGS + 3];
+    struct memest_cli *o = malloc(sizeof *o);
+    int k = 0, rc = -1;
+    if (!o || n > MAX_ARGS) {
+        free(o);
+        return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+    }
+    argv[k++] = (char *)"memest";
+    for (int i = 0; i < n; i++)
+        if (!(argv[k++] = strdup(args[i])))
+            goto end;
+    argv[k++] = (char *)"-";   /* the parser wants a model file */
+    argv[k] = NULL;
+    struct memest_error e = {0};
+    rc = memest_cli_parse(k, argv, o, &e);
+    if (rc != 0) {
+        char opts[200] = "";
+        for (int i = 0; i < n; i++) {
+            size_t len = strlen(opts);
+            snprintf(opts + len, sizeof opts - len, "%s%s", i ? " " : "", args[i]);
+        }
+        memest_err_file(err, file);
+        memest_errf(err, MEMEST_ERR_SCHEMA, key, "as the options %s: %s", opts, e.msg);
+    }
+end:
+    for (int i = 1; i <= n && i < k; i++)
+        free(argv[i]);
+    free(o);
+    return rc == 0 ? 0 : err->code != MEMEST_ERR_NONE ? -1
+                                                      : memest_errf(err, MEMEST_ERR_NOMEM, NULL,
+                                                                    "out of memory");
+}
+
+/* What a DeepSpeed config sets that an option stands for: the micro-batch
+ * (train_micro_batch_size_per_gpu, --batch), the accumulation
+ * (gradient_accumulation_steps, --grad-accum), both as DeepSpeed derives
+ * them with train_batch_size, and the optimizer (optimizer.type, --optim;
+ * params.momentum, --momentum), each checked as its option is. Options
+ * given on the command line win. */
+static int ds_options(struct memest_app *a, struct memest_error *err)
+{
+    const struct memest_cli *o = a->o;
+    const struct memest_ds_settings *ds = &a->ds;
+    const char *file = a->dist.config_path;
+    int64_t micro, accum;
+    if (memest_ds_batch(file, ds, o->batch_set ? o->batch : 0,
+                        o->grad_accum_set ? o->step.grad_accum : 0, memest_dist_dp(&a->dist), &micro,
+                        &accum, err) != 0)
+        return -1;
+    if (ds->train_batch && (o->sweep || o->max_batch || o->compare))
+        return memest_errf(err, MEMEST_ERR_USAGE, "train_batch_size",
+                           "fixes the micro-batch (with the accumulation and the GPUs): it "
+                           "excludes --sweep, --max-batch and --gpu all, which vary it (give "
+                           "train_micro_batch_size_per_gpu, or \"auto\")");
+    char mtext[24], gtext[24], mom[32];
+    snprintf(mtext, sizeof mtext, "%lld", (long long)micro);
+    snprintf(gtext, sizeof gtext, "%lld", (long long)accum);
+    const char *bkey = ds->micro_batch ? "train_micro_batch_size_per_gpu" : "train_batch_size";
+    const char *gkey = ds->grad_accum ? "gradient_accumulation_steps" : "train_batch_size";
+    if (!o->batch_set && (ds->micro_batch || ds->train_batch) &&
+        as_options(file, bkey, (const char *const[]){"--batch", mtext}, 2, err) != 0)
+        return -1;
+    if (!o->grad_accum_set && (ds->grad_accum || ds->train_batch) &&
+        as_options(file, gkey, (const char *const[]){"--grad-accum", gtext}, 2, err) != 0)
+        return -1;
+    a->ds.micro_batch = o->batch_set ? 0 : micro;   /* memest_main applies it */
+    if (!o->grad_accum_set)
+        a->step.grad_accum = accum;
+    if (!ds->optim_set || o->optim_set)
+        return 0;
+    /* the file's optimizer with the optimizer options of the command line */
+    const char *args[8];
+    int n = 0;
+    args[n++] = "--optim";
+    args[n++] = memest_optim_name(ds->optim);
+    if (ds->momentum_set) {
+        args[n++] = "--momentum";
+        args[n++] = memest_fmt_double(ds->momentum, mom, sizeof mom);
+    }
+    if (o->step.optim.amsgrad)
+        args[n++] = "--amsgrad";
+    if (o->step.optim.centered)
+        args[n++] = "--centered";
+    if (as_options(file, ds->momentum_set ? "optimizer.params.momentum" : "optimizer.type", args,
+                   n, err) != 0)
+        return -1;
+    a->step.optim.kind = ds->optim;
+    a->step.optim.momentum = ds->momentum_set ? ds->momentum : 0;
+    return 0;
+}
 
 /* --fsdp-config: an accelerate config or the Trainer's fsdp_config; the
  * options given on the command line win. */
@@ -71,18 +175,12 @@ int memest_app_dist(struct memest_app *a, struct memest_error *err)
         a->dist.eng = from.eng;
         if (a->ds.half_set && !o->dtype_set && o->step.amp == MEMEST_AMP_NONE)
             a->dtype = a->ds.half;
-        if (a->ds.grad_accum && !o->grad_accum_set)
-            a->step.grad_accum = a->ds.grad_accum;
-        if (a->ds.optim_set && !o->optim_set) {
-            a->step.optim.kind = a->ds.optim;
-            a->step.optim.momentum = a->ds.momentum;
-        }
         if (a->ds.ignored[0]) {
             char file[MEMEST_ESC_NAME];
             fprintf(stderr, "memest: note: %s: ignored, as they change no memory: %s\n",
                     memest_esc_text(a->dist.config_path, file, sizeof file), a->ds.ignored);
         }
-        if (memest_dist_check(&a->dist, err) != 0)
+        if (memest_dist_check(&a->dist, err) != 0 || ds_options(a, err) != 0)
             return -1;
     }
     /* DeepSpeed's Adam is its FusedAdam (multi_tensor_apply: no temporaries)

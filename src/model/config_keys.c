@@ -34,6 +34,25 @@ int mb_cfg_bad_value(const struct mb_cfg *c, const char *path, const cJSON *v, c
     return memest_errf(c->err, MEMEST_ERR_SCHEMA, path, "%s, got %s", what, val);
 }
 
+int mb_cfg_once(const struct mb_cfg *c, struct mb_cfg_seen *sn, const char *name, const char *path)
+{
+    for (int i = 0; i < sn->n; i++)
+        if (!strcmp(sn->name[i], name)) {
+            char m[300];
+            snprintf(m, sizeof m, "the setting %s is given twice (also as %s): the answer would "
+                     "depend on the order of the keys", name, sn->path[i]);
+            return mb_cfg_bad(c, path, m);
+        }
+    if (sn->n < MB_CFG_MAX_SEEN) {
+        snprintf(sn->name[sn->n], sizeof sn->name[sn->n], "%.*s",
+                 (int)sizeof sn->name[sn->n] - 1, name);
+        snprintf(sn->path[sn->n], sizeof sn->path[sn->n], "%.*s",
+                 (int)sizeof sn->path[sn->n] - 1, path);
+        sn->n++;
+    }
+    return 0;
+}
+
 void mb_cfg_ignore(struct mb_cfg *c, const char *key)
 {
     size_t k = strlen(c->ignored);

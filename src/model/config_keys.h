@@ -36,6 +36,12 @@ struct mb_cfg_seen {
     int n;
 };
 
+/* Notes that the setting `name` comes from the key `path`; a setting that
+ * came from another key already is refused (a schema error naming both):
+ * the answer would depend on the order of the keys. 0 / -1. */
+int mb_cfg_once(const struct mb_cfg *c, struct mb_cfg_seen *seen, const char *name,
+                const char *path);
+
 /* Notes key as one that changes no memory. */
 void mb_cfg_ignore(struct mb_cfg *c, const char *key);
 /* Whether name is one of the n names. */

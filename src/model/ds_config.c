@@ -15,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "memest/checked.h"
 #include "memest/ds_config.h"
 #include "memest/model.h"
 
@@ -24,7 +25,16 @@
 struct rd {
     struct mb_cfg c;    /* the file, the error, the noted keys */
     struct memest_ds_settings *s;
+    struct mb_cfg_seen seen;
 };
+
+/* A setting that two keys give (a deprecated key and the one replacing it:
+ * DeepSpeedConfigModel asserts "Cannot provide deprecated parameter ... and
+ * replacing parameter ... together", deepspeed/runtime/config_utils.py). */
+static int once(struct rd *r, const char *name, const char *path)
+{
+    return mb_cfg_once(&r->c, &r->seen, name, path);
+}
 
 static int bad(struct rd *r, const char *path, const char *what)
 {
@@ -46,18 +56,22 @@ static int whole(struct rd *r, const cJSON *v, const char *path, double lo, uint
         v->valuedouble > 9.007199254740992e15 || floor(v->valuedouble) != v->valuedouble) {
         char m[160];
         snprintf(m, sizeof m, "expected a whole number of at least %.0f (or \"auto\")", lo);
-        return bad(r, path, m);
+        return mb_cfg_bad_value(&r->c, path, v, m);
     }
     *out = (uint64_t)v->valuedouble;
     return 0;
 }
 
+/* A JSON boolean, or "auto" (*out untouched, returns 1). A text such as
+ * "true" is refused: DeepSpeed's own readers take it as true whatever it
+ * says (get_scalar_param hands the value on; any non-empty text is truthy),
+ * or coerce it (pydantic): either way, not what the file appears to say. */
 static int boolean(struct rd *r, const cJSON *v, const char *path, bool *out)
 {
     if (is_auto(v))
         return 1;
     if (!cJSON_IsBool(v))
-        return bad(r, path, "expected true or false (or \"auto\")");
+        return mb_cfg_bad_value(&r->c, path, v, "expected true or false (or \"auto\")");
     *out = cJSON_IsTrue(v);
     return 0;
 }
@@ -120,16 +134,16 @@ static int zero(struct rd *r, const cJSON *z, struct memest_dist_cfg *d, int64_t
             if ((rc = whole(r, k, p, 0, &stage)) != 0 || stage > 3)
                 return rc < 0 ? -1 : bad(r, p, "expected 0, 1, 2 or 3");
         } else if (strcmp(n, "offload_optimizer") == 0) {
-            if (offload(r, k, p, off_opt) != 0)
+            if (once(r, "offload_optimizer", p) != 0 || offload(r, k, p, off_opt) != 0)
                 return -1;
         } else if (strcmp(n, "offload_param") == 0) {
-            if (offload(r, k, p, off_par) != 0)
+            if (once(r, "offload_param", p) != 0 || offload(r, k, p, off_par) != 0)
                 return -1;
-        } else if (strcmp(n, "cpu_offload") == 0) {   /* the legacy flag */
-            if (boolean(r, k, p, off_opt) < 0)
+        } else if (strcmp(n, "cpu_offload") == 0) {   /* deprecated: offload_optimizer cpu */
+            if (once(r, "offload_optimizer", p) != 0 || boolean(r, k, p, off_opt) < 0)
                 return -1;
-        } else if (strcmp(n, "cpu_offload_params") == 0) {
-            if (boolean(r, k, p, off_par) < 0)
+        } else if (strcmp(n, "cpu_offload_param") == 0) {   /* deprecated: offload_param cpu */
+            if (once(r, "offload_param", p) != 0 || boolean(r, k, p, off_par) < 0)
                 return -1;
         } else if (strcmp(n, "reduce_bucket_size") == 0) {
             if ((rc = whole(r, k, p, 1, &e->reduce_bucket_size)) < 0)
@@ -166,11 +180,21 @@ static int zero(struct rd *r, const cJSON *z, struct memest_dist_cfg *d, int64_t
                    strcmp(n, "zero_quantized_gradients") == 0 ||
                    strcmp(n, "zero_quantized_nontrainable_weights") == 0 ||
                    strcmp(n, "mics_shard_size") == 0 || strcmp(n, "zeropp_loco_param") == 0) {
+            /* ZeRO++ (booleans), MiCS (a shard size, on when > 0; -1 its
+             * default), LoCo (an object, on when given) */
             bool on = false;
-            if (cJSON_IsBool(k))
-                on = cJSON_IsTrue(k);
-            else if (cJSON_IsNumber(k))
-                on = k->valuedouble > 0;
+            if (!strcmp(n, "mics_shard_size")) {
+                if (!is_auto(k) && !(cJSON_IsNumber(k) && k->valuedouble == floor(k->valuedouble) &&
+                                     fabs(k->valuedouble) < 9.007199254740992e15))
+                    return mb_cfg_bad_value(&r->c, p, k, "expected a whole number (-1: off)");
+                on = cJSON_IsNumber(k) && k->valuedouble > 0;
+            } else if (!strcmp(n, "zeropp_loco_param")) {
+                if (!cJSON_IsNull(k) && !cJSON_IsObject(k))
+                    return mb_cfg_bad_value(&r->c, p, k, "expected an object or null");
+                on = cJSON_IsObject(k);
+            } else if (boolean(r, k, p, &on) < 0) {
+                return -1;
+            }
             if (on)
                 return bad(r, p, "changes the memory in a way memest does not model (ZeRO++ / "
                                  "MiCS): remove it to estimate the plain ZeRO step");
@@ -191,6 +215,8 @@ static int zero(struct rd *r, const cJSON *z, struct memest_dist_cfg *d, int64_t
 static int half(struct rd *r, const cJSON *v, const char *key, enum memest_dtype t)
 {
     char p[64];
+    if (once(r, t == MEMEST_BF16 ? "bf16" : "fp16", key) != 0)
+        return -1;
     if (!cJSON_IsObject(v))
         return bad(r, key, "expected an object");
     for (const cJSON *k = v->child; k; k = k->next) {
@@ -237,9 +263,15 @@ static int optimizer(struct rd *r, const cJSON *v)
                                         "and SGD are; give --optim for the others)");
     r->s->optim_set = true;
     const cJSON *pa = cJSON_GetObjectItemCaseSensitive(v, "params");
-    const cJSON *m = cJSON_IsObject(pa) ? cJSON_GetObjectItemCaseSensitive(pa, "momentum") : NULL;
-    if (m && cJSON_IsNumber(m))
+    if (pa && !cJSON_IsObject(pa))
+        return mb_cfg_bad_value(&r->c, "optimizer.params", pa, "expected an object");
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(pa, "momentum");
+    if (m && !is_auto(m)) {   /* checked as --momentum checks it (app_dist.c) */
+        if (!cJSON_IsNumber(m))
+            return mb_cfg_bad_value(&r->c, "optimizer.params.momentum", m, "expected a number");
         r->s->momentum = m->valuedouble;
+        r->s->momentum_set = true;
+    }
     return 0;
 }
 
@@ -250,7 +282,7 @@ static const char *const top_ignored[] = {
     "communication_data_type", "dump_state", "memory_breakdown", "checkpoint", "elasticity",
     "autotuning", "aio", "activation_checkpointing", "sparse_gradients", "seq_parallel_communication_data_type",
     "timers", "monitor_config", "use_data_before_expert_parallelism", "disable_allgather",
-    "nebula", "data_efficiency", "curriculum_learning", "train_batch_size",
+    "nebula", "data_efficiency", "curriculum_learning",
 };
 
 int memest_ds_config_read(const char *path, int64_t hidden, struct memest_dist_cfg *d,
@@ -258,9 +290,15 @@ int memest_ds_config_read(const char *path, int64_t hidden, struct memest_dist_c
 {
     cJSON *root = NULL;
     memset(s, 0, sizeof *s);
-    if (mb_json_read_file(path, &root, err) != 0)
+    char *text;
+    size_t len;
+    if (mb_read_all(path, MB_CONFIG_MAX_BYTES, "config files", &text, &len, err) != 0)
         return -1;
-    struct rd r = {{path, err, s->ignored, sizeof s->ignored}, s};
+    int parsed = mb_json_parse_text(text, len, path, &root, err);
+    free(text);
+    if (parsed != 0)
+        return -1;
+    struct rd r = {.c = {path, err, s->ignored, sizeof s->ignored}, .s = s};
     int rc = 0;
     bool off_opt = false, off_par = false, zero_seen = false;
     if (!cJSON_IsObject(root)) {
@@ -283,6 +321,11 @@ int memest_ds_config_read(const char *path, int64_t hidden, struct memest_dist_c
                 rc = -1;
             else if (w == 0)
                 s->micro_batch = (int64_t)u;
+        } else if (strcmp(n, "train_batch_size") == 0) {
+            if ((w = whole(&r, k, n, 1, &u)) < 0)
+                rc = -1;
+            else if (w == 0)
+                s->train_batch = (int64_t)u;
         } else if (strcmp(n, "gradient_accumulation_steps") == 0) {
             if ((w = whole(&r, k, n, 1, &u)) < 0)
                 rc = -1;
@@ -293,7 +336,12 @@ int memest_ds_config_read(const char *path, int64_t hidden, struct memest_dist_c
         } else if (strcmp(n, "amp") == 0 || strcmp(n, "compression_training") == 0 ||
                    strcmp(n, "pipeline") == 0 || strcmp(n, "data_types") == 0) {
             const cJSON *en = cJSON_IsObject(k) ? cJSON_GetObjectItemCaseSensitive(k, "enabled") : NULL;
-            if (strcmp(n, "pipeline") == 0 || strcmp(n, "data_types") == 0 || cJSON_IsTrue(en))
+            char p[64];
+            snprintf(p, sizeof p, "%s.enabled", n);
+            bool on = false;
+            if (en && boolean(&r, en, p, &on) < 0)
+                rc = -1;
+            else if (strcmp(n, "pipeline") == 0 || strcmp(n, "data_types") == 0 || on)
                 rc = bad(&r, n, "changes the memory in a way memest does not model (apex amp, "
                                 "compression, pipeline engine, data_types.grad_accum_dtype)");
             else
@@ -319,6 +367,45 @@ int memest_ds_config_read(const char *path, int64_t hidden, struct memest_dist_c
 end:
     cJSON_Delete(root);
     return rc;
+}
+
+int memest_ds_batch(const char *path, const struct memest_ds_settings *s, int64_t micro,
+                    int64_t accum, int64_t world, int64_t *micro_out, int64_t *accum_out,
+                    struct memest_error *err)
+{
+    uint64_t t = (uint64_t)s->train_batch, m = (uint64_t)(micro ? micro : s->micro_batch),
+             g = (uint64_t)(accum ? accum : s->grad_accum), w = (uint64_t)world;
+    const char *mk = micro ? "--batch" : "train_micro_batch_size_per_gpu";
+    const char *gk = accum ? "--grad-accum" : "gradient_accumulation_steps";
+    memest_err_file(err, path);
+    if (!t) {   /* the Trainer fills what "auto" leaves; memest's default is 1 */
+        *micro_out = m ? (int64_t)m : 1;
+        *accum_out = g ? (int64_t)g : 1;
+        return 0;
+    }
+    if (m && !g) {
+        g = t / m / w;
+    } else if (g && !m) {
+        m = t / w / g;
+    } else if (!m && !g) {
+        g = 1;
+        m = t / w;
+    }
+    uint64_t mg, mgw;
+    if (m == 0 || g == 0)
+        return memest_errf(err, MEMEST_ERR_SCHEMA, "train_batch_size",
+                           "%llu over %llu data-parallel GPUs leaves %s of 0 (DeepSpeed needs "
+                           "at least 1)", (unsigned long long)t, (unsigned long long)w,
+                           m == 0 ? "a micro-batch" : "an accumulation");
+    if (!memest_mul(m, g, &mg) || !memest_mul(mg, w, &mgw) || mgw != t)
+        return memest_errf(err, MEMEST_ERR_SCHEMA, "train_batch_size",
+                           "%llu is not %s %llu x %s %llu x %llu data-parallel GPUs (DeepSpeed's "
+                           "check: train_batch_size = micro-batch x accumulation x world size)",
+                           (unsigned long long)t, mk, (unsigned long long)m, gk,
+                           (unsigned long long)g, (unsigned long long)w);
+    *micro_out = (int64_t)m;
+    *accum_out = (int64_t)g;
+    return 0;
 }
 
 int64_t memest_ds_model_hidden(const struct memest_model *m)

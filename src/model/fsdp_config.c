@@ -45,24 +45,8 @@ static int bad(struct rd *r, const char *path, const char *what)
  * refused. */
 static int once(struct rd *r, const char *name, const char *path)
 {
-    struct mb_cfg_seen *sn = &r->seen;
-    for (int i = 0; i < sn->n; i++)
-        if (!strcmp(sn->name[i], name)) {
-            char m[300];
-            snprintf(m, sizeof m, "the setting %s is given twice (also as %s): the answer would "
-                     "depend on the order of the keys", name, sn->path[i]);
-            return bad(r, path, m);
-        }
-    if (sn->n < MB_CFG_MAX_SEEN) {
-        snprintf(sn->name[sn->n], sizeof sn->name[sn->n], "%.*s",
-                 (int)sizeof sn->name[sn->n] - 1, name);
-        snprintf(sn->path[sn->n], sizeof sn->path[sn->n], "%.*s",
-                 (int)sizeof sn->path[sn->n] - 1, path);
-        sn->n++;
-    }
-    return 0;
+    return mb_cfg_once(&r->c, &r->seen, name, path);
 }
-
 
 /* A boolean as accelerate's str_to_bool reads the text of the value: YAML
  * true/false (and yes/no, on/off), 1 or 0, or one of str_to_bool's words

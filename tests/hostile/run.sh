@@ -54,11 +54,10 @@ run() {
         if [ "$_stdout_ok" -eq 0 ] && [ -s "$T/.out" ]; then
             fail "stdout is not empty on failure"
         fi
-        local lines
+        local lines   # the error line, without the hint after a usage error
+        lines=$(grep -vx 'Use memest --help for help with command-line options\.' <<<"$err")
         if [ "$_notes" -eq 1 ]; then
-            lines=$(grep -v '^memest[-a-z]*: note: ' <<<"$err")
-        else
-            lines=$err
+            lines=$(grep -v '^memest[-a-z]*: note: ' <<<"$lines")
         fi
         [ "$(grep -c '' <<<"$lines")" -eq 1 ] && [ -n "$lines" ] ||
             fail "expected exactly one line on stderr"
