@@ -4,11 +4,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "memest/app.h"
 #include "memest/escape.h"
 #include "memest/format.h"
 #include "memest/optim.h"
+
+/* A config that is the model file itself (also one standard input named
+ * twice) is refused: read twice, a pipe would give the second reader
+ * nothing, and a file the first reader's text. */
+static int not_the_model(const struct memest_app *a, const char *opt, const char *path,
+                         struct memest_error *err)
+{
+    struct stat sm, sc;
+    if (stat(a->o->model, &sm) == 0 && stat(path, &sc) == 0 && sm.st_dev == sc.st_dev &&
+        sm.st_ino == sc.st_ino)
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL, "%s %s is the model file %s: give each "
+                           "its own file", opt, path, a->o->model);
+    return 0;
+}
 
 /* ---- settings of a config file that stand for options ---- */
 
@@ -118,7 +133,8 @@ static int fsdp_config(struct memest_app *a, struct memest_error *err)
 {
     const struct memest_cli *o = a->o;
     struct memest_dist_cfg from = a->dist;
-    if (memest_fsdp_config_read(a->dist.fsdp_path, &from, &a->fsdp, err) != 0)
+    if (not_the_model(a, "--fsdp-config", a->dist.fsdp_path, err) != 0 ||
+        memest_fsdp_config_read(a->dist.fsdp_path, &from, &a->fsdp, err) != 0)
         return -1;
     if (!o->dist.strategy_set)
         a->dist.strategy = from.strategy;
@@ -163,7 +179,8 @@ int memest_app_dist(struct memest_app *a, struct memest_error *err)
     a->dist = o->dist;
     if (a->dist.config_path) {
         struct memest_dist_cfg from = a->dist;
-        if (memest_ds_config_read(a->dist.config_path, memest_ds_model_hidden(&a->m), &from,
+        if (not_the_model(a, "--deepspeed", a->dist.config_path, err) != 0 ||
+            memest_ds_config_read(a->dist.config_path, memest_ds_model_hidden(&a->m), &from,
                                   &a->ds, err) != 0)
             return -1;
         /* the file gives the engine, its settings and the offload; the
