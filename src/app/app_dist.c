@@ -25,6 +25,27 @@ static int not_the_model(const struct memest_app *a, const char *opt, const char
     return 0;
 }
 
+/* The layout with a config's settings merged: its checks (dist.c) name the
+ * options; a failure the file's settings bring is the file's, a schema
+ * error saying which options they stand for. */
+static int layout_check(const struct memest_app *a, const char *file, struct memest_error *err)
+{
+    struct memest_error e = {0};
+    if (memest_dist_check(&a->dist, &e) == 0)
+        return 0;
+    if (e.code != MEMEST_ERR_USAGE) {
+        *err = e;
+        return -1;
+    }
+    memest_err_file(err, file);
+    return memest_errf(err, MEMEST_ERR_SCHEMA, NULL, "its layout, as the options --gpus %lld "
+                       "--strategy %s%s%s: %s", (long long)a->dist.gpus,
+                       memest_strategy_name(a->dist.strategy),
+                       a->dist.offload != MEMEST_OFFLOAD_NONE ? " --offload " : "",
+                       a->dist.offload != MEMEST_OFFLOAD_NONE ? memest_offload_name(a->dist.offload)
+                                                              : "", e.msg);
+}
+
 /* ---- settings of a config file that stand for options ---- */
 
 /* Whether the options args[0..n) pass the command line's parser (its value
@@ -168,7 +189,7 @@ static int fsdp_config(struct memest_app *a, struct memest_error *err)
         fprintf(stderr, "memest: note: %s: ignored, as they change no memory: %s\n",
                 memest_esc_text(a->dist.fsdp_path, file, sizeof file), a->fsdp.ignored);
     }
-    return memest_dist_check(&a->dist, err);
+    return layout_check(a, a->dist.fsdp_path, err);
 }
 
 int memest_app_dist(struct memest_app *a, struct memest_error *err)
@@ -197,7 +218,7 @@ int memest_app_dist(struct memest_app *a, struct memest_error *err)
             fprintf(stderr, "memest: note: %s: ignored, as they change no memory: %s\n",
                     memest_esc_text(a->dist.config_path, file, sizeof file), a->ds.ignored);
         }
-        if (memest_dist_check(&a->dist, err) != 0 || ds_options(a, err) != 0)
+        if (layout_check(a, a->dist.config_path, err) != 0 || ds_options(a, err) != 0)
             return -1;
     }
     /* DeepSpeed's Adam is its FusedAdam (multi_tensor_apply: no temporaries)

@@ -206,6 +206,10 @@ static int zero(struct rd *r, const cJSON *z, struct memest_dist_cfg *d, int64_t
             mb_cfg_ignore(&r->c, p);
         }
     }
+    if (stage == 0 && (*off_opt || *off_par))
+        return bad(r, *off_opt ? "zero_optimization.offload_optimizer"
+                               : "zero_optimization.offload_param",
+                   "offloads with ZeRO stage 1, 2 or 3 only: stage 0 runs no ZeRO optimizer");
     static const enum memest_strategy by_stage[] = {MEMEST_STRAT_DDP, MEMEST_STRAT_ZERO1,
                                                     MEMEST_STRAT_ZERO2, MEMEST_STRAT_ZERO3};
     d->strategy = by_stage[stage];
