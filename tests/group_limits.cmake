@@ -142,7 +142,7 @@ if(MEMEST_VALGRIND_TESTS AND NOT MEMEST_SANITIZE)
       "gptq_lora|mistral.json|--weights int4 --group-size -1 --lora 4 --optim adamw8bit --first-step --layers"
       "int8_inference|qwen2.json|--weights int8 --inference --layers"
       "generate|mixtral.json|--generate --context 64 --new-tokens 8 --kv-block 16 --gpu a100-80gb"
-      "generate_max_context|llama.json|--generate --context 64 --cache static --max-context --mem 1GiB"
+      "generate_max_context|llama.json|--generate --cache static --max-context --mem 1GiB"
       # several GPUs (README "Several GPUs"): sharded states with gathered
       # units and offload, pipeline stages with tensor parallelism, a
       # DeepSpeed config

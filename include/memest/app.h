@@ -29,6 +29,7 @@
 #include "memest/fit.h"
 #include "memest/gpu.h"
 #include "memest/model.h"
+#include "memest/outfile.h"
 #include "memest/report.h"
 #include "memest/roofline.h"
 #include "memest/run.h"
@@ -83,6 +84,17 @@ void memest_app_stages_free(struct memest_app *a);
 int memest_app_stage_files(struct memest_app *a, int64_t batch, const struct memest_step_cfg *step,
                            enum memest_dtype dtype, struct memest_estimate *e,
                            struct memest_error *err);
+/* Every file the command writes (outfile.h): --plot and --timeline as
+ * named, then with nstages > 1 (--pp) each stage's beside them, as
+ * memest_app_stage_files names them; for memest_outfile_check_paths.
+ * 0, or -1 when out of memory (err set). */
+struct memest_app_outputs {
+    struct memest_outpath *v;
+    size_t n;
+};
+int memest_app_output_paths(const struct memest_cli *o, int64_t nstages,
+                            struct memest_app_outputs *out, struct memest_error *err);
+void memest_app_output_paths_free(struct memest_app_outputs *p);
 /* One estimate of every pipeline stage at `batch` (memest_app_estimate's
  * contract): each stage with the activations of the micro-batches it holds
  * in flight; the binding stage's (the largest device total) is the one in

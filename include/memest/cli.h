@@ -33,6 +33,7 @@ struct memest_cli {
     struct memest_step_cfg step;   /* optimizer and step simulation */
     bool optim_set, grad_accum_set, impl_set;   /* --optim, --grad-accum given (a DeepSpeed
                                          config's values do not replace them) */
+    bool momentum_set, zero_grad_set;   /* --momentum, --zero-grad given */
     enum memest_dtype dtype;       /* --dtype */
     bool dtype_set;                /* --dtype was given */
     struct memest_override sets[MEMEST_MAX_SETS];   /* --set, and --seq N (seq_len=N) */
@@ -40,6 +41,7 @@ struct memest_cli {
     /* --attention, --moe-imbalance, --fused, --torch: the fields of the run
      * options (run.h) besides batch and dtypes */
     struct memest_run_opts run;
+    bool fused_ce_named;           /* --fused names linear-ce (not through "all") */
     /* --weights, --group-size, --double-quant, --kbit-prep: quantised
      * weights, over a config's quantization_config (quantize.h) */
     struct memest_quant_cfg quant;
@@ -54,6 +56,7 @@ struct memest_cli {
     /* probe */
     bool probe;
     int device;
+    bool device_set;               /* --device given */
 
     /* target card, fit, sweeps */
     const char *gpu;               /* --gpu NAME or "auto"; NULL: none */
@@ -64,21 +67,25 @@ struct memest_cli {
     uint64_t mem;                  /* --mem SIZE */
     bool fit;
     double headroom;               /* --headroom P, percent, default 5 */
+    bool headroom_set;
     const char *sweep;             /* --sweep LIST, as given */
     const char *sweep_var;         /* --sweep-var NAME=LIST, as given */
     bool max_batch;
     double mfu;                    /* --mfu, default 0.4 */
+    bool mfu_set;
     bool advise;
     /* LoRA (lora.h): --lora R, --lora-alpha, --lora-dropout, --lora-targets,
      * --lora-rslora; lora_extra: the last of the four given, for a message */
     struct memest_lora_opts lora;
     const char *lora_extra;
+    bool lora_dropout_set;         /* --lora-dropout given */
 
     /* --generate and its options (helper generate): README's "Fine-tuning
      * and serving" */
     bool generate;
     int64_t gen_context;           /* --context C: prompt tokens (seq_len = C) */
     int64_t gen_new_tokens;        /* --new-tokens N, default 128 */
+    bool new_tokens_set;
     enum memest_dtype kv_dtype;    /* --kv-dtype */
     bool kv_dtype_set;
     bool kv_fp8;                   /* --kv-dtype fp8 (kv_dtype: a one-byte type) */
@@ -86,6 +93,7 @@ struct memest_cli {
     bool all_logits;               /* --all-logits */
     int64_t kv_block;              /* --kv-block B: vLLM's paged cache; 0: none */
     double gpu_util;               /* --gpu-util U, default 0.9 */
+    bool gpu_util_set;
     bool max_context;              /* --max-context */
     const char *gen_sweep;         /* --sweep-context LIST */
     char gen_context_str[24];      /* --context as the seq_len override's value */
@@ -122,6 +130,20 @@ int memest_cli_dist_opt(int c, const char *arg, struct memest_cli *o, struct mem
  * and the defaults that depend on others (micro-batches: --pp; a strategy:
  * ddp when data-parallel without one). 0 / -1. */
 int memest_cli_dist_check(struct memest_cli *o, struct memest_error *err);
+
+/* The model variables the several-GPU options set (README "Several
+ * GPUs"): --tp T the variable tp, --sequence-parallel sp = T, --ep E the
+ * variable ep, and --cp C divides the last seq_len override among
+ * sets[0..n) (--seq or --set seq_len): a usage error when there is none,
+ * or C does not divide it. Appends at most
+ * MEMEST_DIST_VARS overrides to sets, their values kept in *buf. Returns
+ * the new count, or -1 with err set. */
+#define MEMEST_DIST_VARS 3
+struct memest_dist_vars {
+    char tp[24], ep[24], seq[24];
+};
+int memest_cli_dist_sets(const struct memest_cli *o, struct memest_override *sets, int n,
+                         struct memest_dist_vars *buf, struct memest_error *err);
 
 /* Parses argv with getopt_long. 0, or -1 with err (MEMEST_ERR_USAGE) set;
  * o->format is MEMEST_OUTPUT_JSON in both cases when argv has --json

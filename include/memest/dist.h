@@ -101,6 +101,11 @@ struct memest_dist_cfg {
     const char *config_path;    /* --deepspeed file */
     const char *fsdp_path;      /* --fsdp-config file */
     bool gpus_set;              /* --gpus given (a config's num_processes does not replace it) */
+    /* given on the command line (the checks refuse them where they change
+     * nothing) */
+    bool gpus_per_node_set, micro_batches_set, schedule_set, virtual_stages_set;
+    bool nodes_counted;         /* the layout's nodes are reported (a comparison of cards
+                                   counts and prices them): --gpus-per-node counts */
 };
 
 void memest_dist_default(struct memest_dist_cfg *c);
@@ -109,10 +114,15 @@ int64_t memest_dist_dp(const struct memest_dist_cfg *c);
 /* The group the strategy shards over: DP x CP, or for HSDP the GPUs of a
  * node over TP * PP * CP (at least 1). */
 int64_t memest_dist_shard_group(const struct memest_dist_cfg *c);
-/* A usage error for sizes that do not divide (N not a multiple of
- * TP * PP * CP, EP not dividing DP * CP, V > 1 without interleaved,
- * interleaved with M not a multiple of PP, --sequence-parallel without
- * TP > 1, --offload without a ZeRO or FSDP strategy, ...). 0 / -1. */
+/* A usage error for a layout that cannot exist or options it does not
+ * read, once the options and a config file are merged: sizes that do not
+ * divide (N not a multiple of TP * PP * CP, EP not dividing DP * CP),
+ * hybrid sharding (hsdp) over nodes that are not whole (N not a multiple
+ * of the GPUs per node, or a node not a multiple of TP * PP * CP), V > 1
+ * without interleaved, interleaved with V < 2 or M not a multiple of PP,
+ * --sequence-parallel without TP > 1, --offload without a ZeRO or FSDP
+ * strategy, --ddp-bucket-view without DDP, --ep under ZeRO,
+ * --gpus-per-node given where nothing counts nodes. 0 / -1. */
 int memest_dist_check(const struct memest_dist_cfg *c, struct memest_error *err);
 
 /* One rank's view, as the step simulator runs it (sim.h; NULL in the step

@@ -1,6 +1,7 @@
-/* outfile.h - the files memest writes (--plot, --timeline): whole or not at
- * all, every write checked, and never onto the model, another output or
- * standard output.
+/* outfile.h - the files memest writes (--plot, --timeline, and the files
+ * derived from them): whole or not at all, every write checked, the outputs
+ * of one command all together or none of them, and never onto an input,
+ * another output or standard output.
  *
  * A target that is a regular file, or does not exist, is written to a
  * temporary file in its directory (".NAME.XXXXXX"; through a symbolic link,
@@ -36,25 +37,75 @@ struct memest_outfile {
 int memest_outfile_open(struct memest_outfile *of, const char *path, struct memest_error *err);
 
 /* Flushes and closes the file, checking every step, and renames the
- * temporary onto the target. 0, or -1 with err set, the temporary removed
- * and the target unchanged. *of is released in both cases. */
+ * temporary onto the target (while a set is active, below: hands the
+ * temporary to the set). 0, or -1 with err set, the temporary removed and
+ * the target unchanged. *of is released in both cases. */
 int memest_outfile_commit(struct memest_outfile *of, struct memest_error *err);
 
 /* Closes and removes the temporary (after a failure while generating the
  * content); the target is unchanged. */
 void memest_outfile_abort(struct memest_outfile *of);
 
-/* The output files of one command (NULL: not asked for) and the model file
- * they must not overwrite. */
-struct memest_outpaths {
-    const char *model, *plot, *timeline;
+/* ---- the outputs of one command: all of them or none ----
+ *
+ * Between memest_outset_begin(&set) and memest_outset_commit() or
+ * memest_outset_abort(), memest_outfile_commit() completes each file
+ * (flushed, closed, every step checked) but leaves it in its temporary, in
+ * the set, instead of renaming it: memest_outset_commit() renames them all
+ * onto their targets once the whole command has succeeded, and
+ * memest_outset_abort() removes them, every target left as it was. A file
+ * committed twice to the same target keeps the later content. A target
+ * that is not a regular file (written directly) cannot wait: it is
+ * complete when its commit returns. One set is active at a time (the
+ * command's: memest_main). */
+struct memest_outset_entry;
+struct memest_outset {
+    struct memest_outset_entry *e;
+    size_t n, cap;
 };
 
-/* Refuses, as a usage error, output paths of the options that would
- * overwrite what they should not: --plot and --timeline naming the same
- * file, either naming the model file, or naming the regular file that
- * standard output or standard error is (the report would be lost), and
- * standard output being the model file. Files are compared by device and
- * inode when they exist, else by resolved directory and name. Run before
- * any work. 0, or -1 with err set. */
+/* Makes `set` (emptied) the active set: the commits that follow go to it. */
+void memest_outset_begin(struct memest_outset *set);
+/* Renames every file of the set onto its target, in the order committed,
+ * and ends the set. When a rename fails, the targets already replaced get
+ * their old content back (a target that did not exist is removed again,
+ * where the file system allows a hard link of the old one), the other
+ * temporaries are removed, and it returns -1 with err naming the file
+ * (MEMEST_ERR_OUTPUT); else 0. */
+int memest_outset_commit(struct memest_outset *set, struct memest_error *err);
+/* Removes every temporary of the set and ends it: no target changes. */
+void memest_outset_abort(struct memest_outset *set);
+
+/* ---- paths that must not be written ----
+ *
+ * One output file of a command: the option and its value, and the file
+ * written, the value itself or a file derived from it (a pipeline stage's
+ * "F-stage1.svg" beside --plot F.svg). */
+struct memest_outpath {
+    const char *opt;     /* "--plot" */
+    const char *given;   /* the option's value */
+    const char *path;    /* the file written: given, or derived from it */
+};
+/* A file the command reads: what it is, for messages ("the model file",
+ * "the --deepspeed config"), and its path. */
+struct memest_inpath {
+    const char *what;
+    const char *path;
+};
+struct memest_outpaths {
+    const struct memest_inpath *in;
+    size_t nin;
+    const struct memest_outpath *out;
+    size_t nout;
+};
+
+/* Refuses, as a usage error, output files that would overwrite what they
+ * should not: an option's value that is empty, an output that is one of the
+ * input files, two outputs (named or derived) that are the same file, an
+ * output that is the regular file standard output or standard error is
+ * (the report would be lost), and standard output being an input file.
+ * Files are compared by device and inode when they exist, else by resolved
+ * directory and name. Linear in the outputs but for a sort (a pipeline of
+ * many stages has many). Run before any work. 0, or -1 with err set
+ * (MEMEST_ERR_NOMEM when out of memory). */
 int memest_outfile_check_paths(const struct memest_outpaths *o, struct memest_error *err);

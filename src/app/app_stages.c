@@ -163,17 +163,60 @@ int memest_app_estimate_stages(struct memest_app *a, int64_t batch,
     return rc;
 }
 
-/* path with "-stage<s>" before its extension ("step.svg" -> "step-stage2.svg"),
- * into buf; NULL for NULL. */
-static const char *stage_path(const char *path, int64_t s, char *buf, size_t n)
+/* path with "-stage<s>" before its extension ("step.svg" -> "step-stage2.svg",
+ * "dir.d/step" -> "dir.d/step-stage2"); NULL when out of memory. */
+static char *stage_path(const char *path, int64_t s)
 {
-    if (!path)
-        return NULL;
     const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
     if (!dot || (slash && dot < slash) || dot == (slash ? slash + 1 : path))
         dot = path + strlen(path);
-    snprintf(buf, n, "%.*s-stage%lld%s", (int)(dot - path), path, (long long)s, dot);
-    return buf;
+    char mid[32];
+    int k = snprintf(mid, sizeof mid, "-stage%lld", (long long)s);
+    size_t head = (size_t)(dot - path), tail = strlen(dot);
+    char *r = k > 0 ? malloc(head + (size_t)k + tail + 1) : NULL;
+    if (!r)
+        return NULL;
+    memcpy(r, path, head);
+    memcpy(r + head, mid, (size_t)k);
+    memcpy(r + head + (size_t)k, dot, tail + 1);
+    return r;
+}
+
+void memest_app_output_paths_free(struct memest_app_outputs *p)
+{
+    for (size_t i = 0; i < p->n; i++)
+        if (p->v[i].path != p->v[i].given)
+            free((char *)p->v[i].path);
+    free(p->v);
+    memset(p, 0, sizeof *p);
+}
+
+int memest_app_output_paths(const struct memest_cli *o, int64_t nstages,
+                            struct memest_app_outputs *out, struct memest_error *err)
+{
+    memset(out, 0, sizeof *out);
+    const struct {
+        const char *opt, *path;
+    } named[] = {{"--plot", o->plot_path}, {"--timeline", o->timeline_path}};
+    size_t per = nstages > 1 ? (size_t)nstages : 0, cap = 0;
+    for (size_t j = 0; j < 2; j++)
+        cap += named[j].path ? 1 + per : 0;
+    out->v = calloc(cap ? cap : 1, sizeof *out->v);
+    if (!out->v)
+        return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+    for (size_t j = 0; j < 2; j++)   /* the files named first */
+        if (named[j].path)
+            out->v[out->n++] = (struct memest_outpath){named[j].opt, named[j].path, named[j].path};
+    for (size_t j = 0; j < 2; j++)   /* then every stage's beside them */
+        for (size_t s = 0; named[j].path && *named[j].path && s < per; s++) {
+            char *p = stage_path(named[j].path, (int64_t)s);
+            if (!p) {
+                memest_app_output_paths_free(out);
+                return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+            }
+            out->v[out->n++] = (struct memest_outpath){named[j].opt, named[j].path, p};
+        }
+    return 0;
 }
 
 int memest_app_stage_files(struct memest_app *a, int64_t batch, const struct memest_step_cfg *step,
@@ -191,17 +234,24 @@ int memest_app_stage_files(struct memest_app *a, int64_t batch, const struct mem
     for (int64_t s = 0; s < a->nstages && rc == 0; s++) {
         const struct memest_rank_fig *f = &a->figs[s];
         struct memest_timeline tl = {0};
-        char tp[4096], pp[4096];
+        char *tp = o->timeline_path ? stage_path(o->timeline_path, s) : NULL;
+        char *pp = o->plot_path ? stage_path(o->plot_path, s) : NULL;
+        if ((o->timeline_path && !tp) || (o->plot_path && !pp)) {
+            free(tp);
+            free(pp);
+            rc = memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+            break;
+        }
         use(a, s);
         st.loss = s + 1 == a->nstages ? step->loss : MEMEST_LOSS_NONE;
         view.in_flight = f->chunks;
         view.inflight_bytes = f->inflight;
         rc = memest_app_estimate(a, batch, &st, dtype, e, &tl, NULL, err);
         if (rc == 0)
-            rc = memest_write_step_files(stage_path(o->timeline_path, s, tp, sizeof tp),
-                                         stage_path(o->plot_path, s, pp, sizeof pp), false, &a->r,
-                                         e, &tl, err);
+            rc = memest_write_step_files(tp, pp, false, &a->r, e, &tl, err);
         memest_timeline_dispose(&tl);
+        free(tp);
+        free(pp);
     }
     if (rc == 0) {   /* the binding stage back in g, r and e, for the report */
         const struct memest_rank_fig *f = &a->figs[a->binding];

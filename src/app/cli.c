@@ -320,7 +320,7 @@ static int check_conflicts(const struct memest_cli *o, bool csv, struct memest_e
     const struct memest_step_cfg *s = &o->step;
     unsigned accepts = memest_optim_desc(s->optim.kind)->accepts;   /* optim.h */
     char names[160];
-    if (s->optim.momentum != 0 && !(accepts & MEMEST_OPTF_MOMENTUM))
+    if (o->momentum_set && !(accepts & MEMEST_OPTF_MOMENTUM))
         return memest_errf(err, MEMEST_ERR_USAGE, NULL, "--momentum applies to %s, not %s",
                            memest_optim_accepting(MEMEST_OPTF_MOMENTUM, names, sizeof names),
                            memest_optim_name(s->optim.kind));
@@ -384,8 +384,6 @@ static int check_conflicts(const struct memest_cli *o, bool csv, struct memest_e
         return usage(err, "--probe checks one batch size: it excludes sweeps and --max-batch");
     if (o->lora_extra && o->lora.r == 0)
         return memest_errf(err, MEMEST_ERR_USAGE, NULL, "%s needs --lora R", o->lora_extra);
-    if (o->inference && (s->grad_accum > 1 || s->checkpoint || s->first_step))
-        return usage(err, "--inference excludes --grad-accum, --checkpoint and --first-step");
     /* an output asked for is produced, or refused here: the files and the
      * per-layer table describe one step (one estimate, or --max-batch's) */
     const char *file_opt = o->plot_path ? "--plot" : o->timeline_path ? "--timeline" : NULL;
@@ -414,11 +412,19 @@ static int check_generate(struct memest_cli *o, bool csv, struct memest_error *e
 {
     bool any = o->gen_context || o->kv_dtype_set || o->gen_cache || o->all_logits || o->kv_block ||
                o->max_context || o->gen_sweep;
-    if (!o->generate)
-        return any ? usage(err, "--context, --kv-dtype, --cache, --all-logits, --kv-block, "
-                                "--max-context and --sweep-context need --generate")
-                   : 0;
-    if (!o->gen_context && !o->gen_sweep)
+    if (!o->generate) {
+        if (any)
+            return usage(err, "--context, --kv-dtype, --cache, --all-logits, --kv-block, "
+                              "--max-context and --sweep-context need --generate");
+        if (o->new_tokens_set)
+            return usage(err, "--new-tokens needs --generate: it is the number of tokens "
+                              "generation adds");
+        if (o->gpu_util_set)
+            return usage(err, "--gpu-util is vLLM's gpu_memory_utilization: it needs --generate "
+                              "with --kv-block B (vLLM's paged cache)");
+        return 0;
+    }
+    if (!o->gen_context && !o->gen_sweep && !o->max_context)
         return usage(err, "--generate needs --context C (the prompt's tokens)");
     if (o->gen_context && o->gen_sweep)
         return usage(err, "--sweep-context gives the contexts: it excludes --context");
@@ -433,6 +439,11 @@ static int check_generate(struct memest_cli *o, bool csv, struct memest_error *e
         return usage(err, "--max-batch, --max-context and --sweep-context exclude each other");
     if (o->gen_sweep && o->kv_block)
         return usage(err, "--kv-block reports one context: it excludes --sweep-context");
+    if (o->max_context && o->gen_context)
+        return usage(err, "--max-context searches the prompt's length: it excludes --context");
+    if (o->gpu_util_set && !o->kv_block)
+        return usage(err, "--gpu-util is vLLM's gpu_memory_utilization, the share of the card "
+                          "its paged cache may fill: it needs --kv-block B");
     if (o->gen_sweep) {
         struct memest_sweep_list l;
         if (memest_sweep_parse(o->gen_sweep, "--sweep-context", &l, err) != 0)
@@ -451,6 +462,110 @@ static int check_generate(struct memest_cli *o, bool csv, struct memest_error *e
     snprintf(o->gen_context_str, sizeof o->gen_context_str, "%lld", (long long)o->gen_context);
     o->sets[o->nsets++] = (struct memest_override){"seq_len", o->gen_context_str, "--context"};
     return 0;
+}
+
+/* How an override reads on the command line: "--set width=8", "--seq 512". */
+static const char *override_text(const struct memest_override *ov, char *buf, size_t n)
+{
+    if (ov->opt)
+        snprintf(buf, n, "%s %s", ov->opt, ov->value);
+    else
+        snprintf(buf, n, "--set %s=%s", ov->name, ov->value);
+    return buf;
+}
+
+/* The model variables that a several-GPU option sets, with the layout that
+ * goes with it (cli_dist.c: memest_cli_dist_sets): --set and --sweep-var
+ * cannot set them alone. */
+static const struct {
+    const char *name, *what;
+} owned_vars[] = {
+    {"tp", "the tensor-parallel size, which --tp T (with --gpus N) sets"},
+    {"sp", "the sequence-parallel size, which --sequence-parallel (with --tp T) sets"},
+    {"ep", "the expert-parallel size, which --ep E (with --gpus N) sets"},
+};
+
+/* The variables of --set, --seq, --context and --sweep-var: none set twice,
+ * none a several-GPU option's. */
+static int check_overrides(const struct memest_cli *o, struct memest_error *err)
+{
+    char a[160], b[160];
+    for (int i = 0; i < o->nsets; i++) {
+        const struct memest_override *ov = &o->sets[i];
+        for (size_t k = 0; !ov->opt && k < sizeof owned_vars / sizeof *owned_vars; k++)
+            if (strcmp(ov->name, owned_vars[k].name) == 0)
+                return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                                   "--set %s=%s: %s is %s, with the layout that goes with it",
+                                   ov->name, ov->value, ov->name, owned_vars[k].what);
+        for (int j = 0; j < i; j++)
+            if (strcmp(o->sets[j].name, ov->name) == 0)
+                return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                                   "%s is set twice, by %s and by %s: give it once", ov->name,
+                                   override_text(&o->sets[j], a, sizeof a),
+                                   override_text(ov, b, sizeof b));
+    }
+    if (!o->sweep_var)
+        return 0;
+    size_t len = strcspn(o->sweep_var, "=");
+    for (size_t k = 0; k < sizeof owned_vars / sizeof *owned_vars; k++)
+        if (strlen(owned_vars[k].name) == len && strncmp(o->sweep_var, owned_vars[k].name, len) == 0)
+            return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                               "--sweep-var %.*s: %.*s is %s, with the layout that goes with it: "
+                               "it cannot be swept alone", (int)len, o->sweep_var, (int)len,
+                               o->sweep_var, owned_vars[k].what);
+    if (len == strlen("seq_len") && strncmp(o->sweep_var, "seq_len", len) == 0 &&
+        o->dist.set && o->dist.cp > 1)
+        return usage(err, "--sweep-var seq_len with --cp: the context-parallel ranks split the "
+                          "--seq S the model opens with; give one --seq per command");
+    for (int i = 0; i < o->nsets; i++)
+        if (strlen(o->sets[i].name) == len && strncmp(o->sweep_var, o->sets[i].name, len) == 0)
+            return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                               "--sweep-var %.*s gives the variable's values: it excludes %s",
+                               (int)len, o->sweep_var, override_text(&o->sets[i], a, sizeof a));
+    return 0;
+}
+
+/* Options given where they change nothing: each is refused, saying what
+ * it needs, rather than dropped. */
+static int check_dropped(const struct memest_cli *o, struct memest_error *err)
+{
+    const struct memest_step_cfg *s = &o->step;
+    if (o->inference || o->generate) {   /* no optimizer step, gradient or loss */
+        const struct {
+            bool given;
+            const char *opt;
+        } train[] = {
+            {o->optim_set, "--optim"},          {o->momentum_set, "--momentum"},
+            {s->optim.amsgrad, "--amsgrad"},    {s->optim.centered, "--centered"},
+            {o->impl_set, "--optim-impl"},      {s->first_step, "--first-step"},
+            {o->zero_grad_set, "--zero-grad"},  {o->grad_accum_set, "--grad-accum"},
+            {s->checkpoint, "--checkpoint"},    {s->loss_set, "--loss"},
+            {o->fused_ce_named, "--fused linear-ce"},
+            {o->lora_dropout_set, "--lora-dropout"},   /* dropout is the identity in eval() */
+        };
+        for (size_t i = 0; i < sizeof train / sizeof *train; i++)
+            if (train[i].given)
+                return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                                   "%s is the training step's: %s runs no training step (no "
+                                   "optimizer, gradients, loss or dropout), so it would change "
+                                   "nothing", train[i].opt,
+                                   o->generate ? "--generate" : "--inference");
+    }
+    bool card = o->gpu || o->mem_set;
+    if (o->device_set && !o->probe)
+        return usage(err, "--device picks the CUDA device of --probe: it needs --probe");
+    if (o->headroom_set && !card)
+        return usage(err, "--headroom is the share of the card kept free: it needs a target card "
+                          "(--gpu NAME or --mem SIZE)");
+    if (o->mfu_set && !o->gpu)
+        return usage(err, "--mfu scales the time estimates, which need a card preset's peak "
+                          "FLOP/s: it needs --gpu NAME (--mem gives no time estimate)");
+    if (o->batch_set && o->max_batch)
+        return usage(err, "--max-batch searches the batch size: it excludes --batch");
+    if (o->batch_set && o->sweep)
+        return usage(err, "--sweep gives the batch sizes: it excludes --batch (which is the "
+                          "batch of a --sweep-var sweep)");
+    return check_overrides(o, err);
 }
 
 /* Whether argv asks for --json, read as getopt_long reads it (an option's
@@ -509,6 +624,7 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
         case OPT_MOMENTUM:
             if (memest_parse_double(optarg, 0, 1, &o->step.optim.momentum) != 0)
                 return bad(err, "--momentum", optarg, "a number between 0 and 1");
+            o->momentum_set = true;
             break;
         case OPT_AMSGRAD:
             o->step.optim.amsgrad = true;
@@ -531,6 +647,7 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
                 o->step.zero_grad_zeros = true;
             else
                 return bad(err, "--zero-grad", optarg, "none or zeros");
+            o->zero_grad_set = true;
             break;
         case OPT_DTYPE:
             if (memest_dtype_parse(optarg, &o->dtype) != 0 || !memest_dtype_is_float(o->dtype) ||
@@ -600,6 +717,9 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
             if (memest_fused_parse(optarg, &o->run.fused) != 0)
                 return bad(err, "--fused", optarg,
                            "a comma-separated list of rmsnorm, rotary, swiglu, linear-ce; or all, none");
+            /* "all" is every kernel that applies; a list names each one */
+            o->fused_ce_named = strcmp(optarg, "all") != 0 &&
+                                (o->run.fused & (uint32_t)MEMEST_FUSED_LINEAR_CE);
             break;
         case OPT_MOE_IMBALANCE:
             if (memest_parse_double(optarg, 1, 1e6, &o->run.moe_imbalance) != 0)
@@ -624,6 +744,7 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
             if (memest_parse_double(optarg, 0, 1, &o->lora.dropout) != 0)
                 return bad(err, "--lora-dropout", optarg, "a probability between 0 and 1");
             o->lora_extra = "--lora-dropout";
+            o->lora_dropout_set = true;
             break;
         case OPT_LORA_TARGETS:
             if (!*optarg || optarg[strspn(optarg, ", ")] == '\0')
@@ -648,6 +769,7 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
             if (memest_parse_u64(optarg, 1, (uint64_t)1 << 40, &u) != 0)
                 return bad(err, "--new-tokens", optarg, "a whole number between 1 and 2^40");
             o->gen_new_tokens = (int64_t)u;
+            o->new_tokens_set = true;
             break;
         case OPT_KV_DTYPE:
             if (strcmp(optarg, "int8") == 0)
@@ -679,6 +801,7 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
         case OPT_GPU_UTIL:
             if (memest_parse_double(optarg, 0.01, 1, &o->gpu_util) != 0)
                 return bad(err, "--gpu-util", optarg, "a fraction between 0.01 and 1");
+            o->gpu_util_set = true;
             break;
         case OPT_MAX_CONTEXT:
             o->max_context = true;
@@ -728,6 +851,7 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
         case OPT_HEADROOM:
             if (memest_parse_double(optarg, 0, 99, &o->headroom) != 0)
                 return bad(err, "--headroom", optarg, "a percentage between 0 and 99");
+            o->headroom_set = true;
             break;
         case OPT_SWEEP:
             o->sweep = optarg;
@@ -741,6 +865,7 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
         case OPT_MFU:
             if (memest_parse_double(optarg, 0.001, 1, &o->mfu) != 0)
                 return bad(err, "--mfu", optarg, "a fraction between 0.001 and 1");
+            o->mfu_set = true;
             break;
         case OPT_ADVISE:
             o->advise = true;
@@ -752,6 +877,7 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
             if (memest_parse_u64(optarg, 0, 1023, &u) != 0)
                 return bad(err, "--device", optarg, "a device number between 0 and 1023");
             o->device = (int)u;
+            o->device_set = true;
             break;
         case 'h':
             o->help = true;
@@ -779,7 +905,7 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
     /* --gpu all or a list: the comparison of cards */
     o->compare = o->gpu && (strcmp(o->gpu, "all") == 0 || strchr(o->gpu, ','));
     if (check_conflicts(o, csv, err) != 0 || check_generate(o, csv, err) != 0 ||
-        memest_cli_dist_check(o, err) != 0)
+        memest_cli_dist_check(o, err) != 0 || check_dropped(o, err) != 0)
         return -1;
     if (csv)
         o->format = MEMEST_OUTPUT_CSV;

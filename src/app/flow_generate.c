@@ -56,13 +56,18 @@ static int graph_at(struct memest_app *a, int64_t seq, struct memest_graph *g,
 
 /* What one generation estimate needs: the prefill's graph at its context
  * (a->g at --context, else pg), the decode step's (seq_len = 1) and their
- * runs. */
+ * runs; and how the last search ended when it did not end at the card:
+ * every value up to its top fits, or the value past the answer is beyond
+ * memest's limits (lim, its refusal). */
 struct gen {
     struct memest_app *a;
     struct memest_graph pg, dg;
     bool have_pg;
     struct memest_run pr, dr;
     struct memest_gen_cfg cfg;
+    bool top, limit;
+    int64_t limit_at;
+    struct memest_error lim;
 };
 
 /* The estimate at batch and context into *e. 0 / -1. */
@@ -96,8 +101,10 @@ static bool fits(const struct memest_app *a, const struct memest_gen_estimate *e
 }
 
 /* Whether the estimate at value v (the batch when by_batch, else the
- * context) fits the card; a value beyond memest's limits does not. 0 / -1. */
-static int fits_at(struct gen *G, bool by_batch, int64_t v, bool *ok, struct memest_error *err)
+ * context) fits the card; a value beyond memest's limits does not (*limit
+ * true, its refusal in *lim). 0 / -1. */
+static int fits_at(struct gen *G, bool by_batch, int64_t v, bool *ok, bool *limit,
+                   struct memest_error *lim, struct memest_error *err)
 {
     struct memest_app *a = G->a;
     struct memest_gen_estimate e;
@@ -108,33 +115,70 @@ static int fits_at(struct gen *G, bool by_batch, int64_t v, bool *ok, struct mem
         return -1;
     }
     *ok = rc == 0 && fits(a, &e);
+    *limit = rc != 0;
+    if (*limit)
+        *lim = e2;
     return 0;
 }
 
 /* The largest value in [1, hi] that fits, 0 when none: doubling, then
- * bisection (the memory grows with the batch and with the context). */
+ * bisection (the memory grows with the batch and with the context).
+ * G->top: it is hi (the card may hold more); G->limit: the value past it
+ * is beyond memest's limits, not the card's (G->limit_at, G->lim). */
 static int largest(struct gen *G, bool by_batch, int64_t hi, int64_t *out, struct memest_error *err)
 {
     int64_t lo = 0, bad = 0, v = 1;
-    bool ok;
+    bool ok, limit, bad_limit = false;
+    struct memest_error lim = {0}, bad_lim = {0};
     while (!bad) {
-        if (fits_at(G, by_batch, v, &ok, err) != 0)
+        if (fits_at(G, by_batch, v, &ok, &limit, &lim, err) != 0)
             return -1;
-        if (!ok)
+        if (!ok) {
             bad = v;
-        else if ((lo = v) >= hi)
+            bad_limit = limit;
+            bad_lim = lim;
+        } else if ((lo = v) >= hi) {
             break;
-        else
+        } else {
             v = v > hi / 2 ? hi : v * 2;
+        }
     }
     while (bad && bad - lo > 1) {
         int64_t mid = lo + (bad - lo) / 2;
-        if (fits_at(G, by_batch, mid, &ok, err) != 0)
+        if (fits_at(G, by_batch, mid, &ok, &limit, &lim, err) != 0)
             return -1;
-        *(ok ? &lo : &bad) = mid;
+        if (ok) {
+            lo = mid;
+        } else {
+            bad = mid;
+            bad_limit = limit;
+            bad_lim = lim;
+        }
     }
     *out = lo;
+    G->top = !bad && lo == hi;
+    G->limit = bad && bad_limit;
+    G->limit_at = bad;
+    G->lim = bad_lim;
     return 0;
+}
+
+/* A search that ended short of the card says so (stderr), and where. */
+static void search_note(const struct gen *G, const char *opt, const char *what, int64_t hi)
+{
+    if (G->top)
+        fprintf(stderr,
+                "memest: note: %s searched up to %lld (2^40) and every %s fits: the card holds "
+                "at least that, memest does not search further\n",
+                opt, (long long)hi, what);
+    if (G->limit) {
+        char msg[1200];
+        memest_error_format(&G->lim, msg, sizeof msg);
+        fprintf(stderr,
+                "memest: note: %s: %s %lld is beyond memest's limits (%s): the answer is the "
+                "largest %s within them, not the largest the card holds\n",
+                opt, what, (long long)G->limit_at, msg, what);
+    }
 }
 
 /* Roofline estimates on the card's preset (README: labelled estimates). */
@@ -233,6 +277,7 @@ int memest_flow_generate(struct memest_app *a)
         int64_t *v = o->max_batch ? &batch : &context;
         if (largest(&G, o->max_batch, MEMEST_GEN_MAX_SEARCH, v, &err) != 0)
             goto fail;
+        search_note(&G, a->flow, o->max_batch ? "batch" : "context", MEMEST_GEN_MAX_SEARCH);
         rep.has_max_batch = o->max_batch;
         rep.has_max_context = o->max_context;
         *(o->max_batch ? &rep.max_batch : &rep.max_context) = *v;

@@ -274,12 +274,15 @@ static int check_variable(const struct memest_app *a, const char *name, struct m
 }
 
 /* Rebuilds a->g with the --set overrides and NAME=VALUE (which replaces a
- * --set of the same variable). */
+ * --set of the same variable), and the variables the several-GPU options
+ * own (--tp, --sequence-parallel, --ep; --cp's share of seq_len), as the
+ * graph the command opened with; with --pp, cut into its stages again. */
 static int rebuild(struct memest_app *a, const char *name, int64_t value,
                    struct memest_error *err)
 {
     const struct memest_cli *o = a->o;
-    struct memest_override ov[MEMEST_MAX_SETS + 1];
+    struct memest_override ov[MEMEST_MAX_SETS + 1 + MEMEST_DIST_VARS];
+    struct memest_dist_vars dv;
     char text[32];
     int n = 0;
     for (int i = 0; i < o->nsets; i++)
@@ -287,7 +290,10 @@ static int rebuild(struct memest_app *a, const char *name, int64_t value,
             ov[n++] = o->sets[i];
     snprintf(text, sizeof text, "%" PRId64, value);
     ov[n++] = (struct memest_override){name, text, "--sweep-var"};
+    if ((n = memest_cli_dist_sets(o, ov, n, &dv, err)) < 0)
+        return -1;
     memest_run_free(&a->r); /* its node array is sized for the old graph */
+    memest_app_stages_free(a);   /* the old stages (the whole graph back in g) */
     memest_graph_free(&a->g);
     memset(&a->g, 0, sizeof a->g);
     if (memest_model_build(&a->m, ov, n, &a->g, err) != 0) {
@@ -302,7 +308,9 @@ static int rebuild(struct memest_app *a, const char *name, int64_t value,
         err->msg[len] = '\0';
         return -1;
     }
-    return memest_app_graph_passes(a, &a->g, err);
+    if (memest_app_graph_passes(a, &a->g, err) != 0)
+        return -1;
+    return memest_app_stages(a, err);
 }
 
 /* The work a whole sweep needs, counted before any step is simulated: for
@@ -483,7 +491,7 @@ int memest_flow_max_batch(struct memest_app *a)
         return memest_app_fail(o, &err);
     int64_t best = mb.best;
     /* the figures at the answer (or at batch 1 when nothing fits), and the
-     * --timeline and --plot files of that step */
+     * --timeline and --plot files of that step (with --pp, every stage's) */
     int64_t at = best > 0 ? best : 1;
     struct memest_estimate e;
     struct memest_max_batch_result res = {.mb = mb};
@@ -500,7 +508,8 @@ int memest_flow_max_batch(struct memest_app *a)
     if (memest_app_estimate(a, at, &a->step, a->dtype, &e, files && !o->inference ? &tl : NULL,
                             files && o->inference ? &tl : NULL, &err) != 0 ||
         memest_write_step_files(o->timeline_path, o->plot_path, o->inference, &a->r, &e, &tl,
-                                &err) != 0) {
+                                &err) != 0 ||
+        memest_app_stage_files(a, at, &a->step, a->dtype, &e, &err) != 0) {
         memest_timeline_dispose(&tl);
         return memest_app_fail(o, &err);
     }
@@ -516,6 +525,11 @@ int memest_flow_max_batch(struct memest_app *a)
         return memest_app_fail(o, &err);
     }
     int rc = best > 0 ? MEMEST_EXIT_OK : MEMEST_EXIT_NOFIT;
+    if (best == MEMEST_SWEEP_MAX_VALUE)   /* the search's top, not the card's */
+        fprintf(stderr,
+                "memest: note: --max-batch searched up to %lld (2^53-1, memest's largest batch) "
+                "and every batch fits: the card holds at least that\n",
+                (long long)MEMEST_SWEEP_MAX_VALUE);
     if (mb.capped)
         fprintf(stderr,
                 "memest: note: batches %lld to %lld were not all checked (more than %lld%s); "

@@ -167,7 +167,8 @@ static void step_options(FILE *f)
     add_list(&t, names, n, (int)d.loss, "(default, or the model file's \"loss\")");
     option(f, "      --loss NAME", &t);
     fixed(f, "      --inference", "report the no-grad forward pass instead");
-    fixed(f, "      --set NAME=VAL", "override a model variable (repeatable)");
+    fixed(f, "      --set NAME=VAL", "override a model variable (repeatable, once per variable; tp, sp "
+                                     "and ep are --tp's, --sequence-parallel's and --ep's)");
 }
 
 static void llm_options(FILE *f)
@@ -225,10 +226,10 @@ static void generate_options(FILE *f)
     fixed(f, "      --kv-dtype T", "the KV cache's type: fp16, bf16, fp8, int8 (default: the model's)");
     fixed(f, "      --cache K", "dynamic (default, DynamicCache) or static (StaticCache)");
     fixed(f, "      --all-logits", "logits of every prompt position (else the last only)");
-    fixed(f, "      --max-context", "the longest context that fits the card");
+    fixed(f, "      --max-context", "the longest context that fits the card (without --context)");
     fixed(f, "      --sweep-context L", "a table of contexts (L as --sweep's LIST)");
     fixed(f, "      --kv-block B", "vLLM's paged cache with blocks of B tokens");
-    fixed(f, "      --gpu-util U", "vLLM's gpu_memory_utilization (default 0.9)");
+    fixed(f, "      --gpu-util U", "vLLM's gpu_memory_utilization, with --kv-block (default 0.9)");
 }
 
 /* Several GPUs (dist.h, README's "Several GPUs"). */
@@ -244,9 +245,10 @@ static void dist_options(FILE *f)
     fixed(f, "      --gpus N", "world size; --batch stays the micro-batch per GPU");
     fixed(f, "      --tp T", "tensor parallelism (the model's variable tp: Megatron-LM's split)");
     fixed(f, "      --pp P", "pipeline stages, each estimated; the binding one answers");
-    fixed(f, "      --micro-batches M", "micro-batches per step and pipeline (default P)");
+    fixed(f, "      --micro-batches M", "micro-batches per step and pipeline (default P), its gradient "
+                                        "accumulation");
     fixed(f, "      --schedule S", "1f1b (default) or interleaved");
-    fixed(f, "      --virtual-stages V", "model chunks per stage (interleaved)");
+    fixed(f, "      --virtual-stages V", "model chunks per stage (interleaved: 2 or more)");
     fixed(f, "      --cp C", "context parallelism: --seq / C tokens per rank");
     fixed(f, "      --sequence-parallel", "Megatron-LM's sequence parallelism (with --tp)");
     fixed(f, "      --ep E", "expert parallelism: E-th of the MoE experts per rank");
@@ -279,12 +281,12 @@ static void card_options(FILE *f)
     add(&t, "the CUDA context's size, up to %s (default %s MiB)", max, dflt);
     option(f, "      --overhead SIZE", &t);
     fixed(f, "      --fit", "one-line verdict; exit 1 if it does not fit");
-    fixed(f, "      --headroom P", "percent of the card to keep free for --fit (default 5)");
+    fixed(f, "      --headroom P", "percent of the card to keep free, with a card (default 5)");
     fixed(f, "      --max-batch", "the largest batch that fits (with --generate too)");
     fixed(f, "      --sweep LIST", "batch sizes: 1,2,8 or START:END:xK or START:END:+K");
     fixed(f, "      --sweep-var N=LIST", "sweep model variable N instead of the batch");
     fixed(f, "      --mfu F",
-          "assumed fraction of peak FLOP/s for time estimates (default 0.4)");
+          "assumed fraction of peak FLOP/s for the time estimates of --gpu (default 0.4)");
     fixed(f, "      --advise", "ways to save memory, with their figures");
     fixed(f, "      --probe", "check the prediction on a real CUDA device");
     fixed(f, "      --device N", "CUDA device for --probe (default 0)");
@@ -295,8 +297,8 @@ static void output_options(FILE *f)
     fixed(f, "      --layers", "add a per-layer table");
     fixed(f, "      --json", "machine-readable output (see README.md)");
     fixed(f, "      --csv", "CSV output for sweeps");
-    fixed(f, "      --timeline F.csv", "the step's allocation events");
-    fixed(f, "      --plot F.svg", "a plot of the step's memory over time");
+    fixed(f, "      --timeline F.csv", "the step's allocation events (--pp: every stage's beside it)");
+    fixed(f, "      --plot F.svg", "a plot of the step's memory over time (--pp: every stage's too)");
     fixed(f, "      --list-ops", "the supported layer types (Markdown)");
     fixed(f, "      --list-gpus", "the GPU presets");
     fixed(f, "  -h, --help", "this help");

@@ -1,10 +1,12 @@
 /* outfile.c - output files written whole or not at all (a temporary file
- * renamed onto the target), and the refusal of output paths that would
- * overwrite the model, another output or standard output (outfile.h). */
+ * renamed onto the target), the outputs of one command renamed together
+ * or not at all (a set), and the refusal of output paths that would
+ * overwrite an input, another output or standard output (outfile.h). */
 #define _XOPEN_SOURCE 700 /* realpath() (XSI) */
 #include "memest/outfile.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +56,23 @@ static char *tmp_name(const char *target)
     return t;
 }
 
+/* ENAMETOOLONG when a file `path` (that does not exist) cannot be made
+ * for the length of its name or path, ENOMEM out of memory, else 0. */
+static int name_too_long(const char *path)
+{
+    if (strlen(path) >= PATH_MAX)
+        return ENAMETOOLONG;
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    if (!dir)
+        return ENOMEM;
+    errno = 0;
+    long max = pathconf(dir, _PC_NAME_MAX);   /* -1: no limit, or no such directory */
+    free(dir);
+    return max > 0 && strlen(base) > (size_t)max ? ENAMETOOLONG : 0;
+}
+
 int memest_outfile_open(struct memest_outfile *of, const char *path, struct memest_error *err)
 {
     memset(of, 0, sizeof *of);
@@ -72,6 +91,11 @@ int memest_outfile_open(struct memest_outfile *of, const char *path, struct meme
         of->target = realpath(path, NULL);   /* through symbolic links */
         mode = st.st_mode & 0777;
     } else {
+        /* a name the file system cannot hold fails here, not when the
+         * temporary (its name cut short) is renamed at the end */
+        int e = name_too_long(path);
+        if (e)
+            return fail(err, path, e);
         of->target = strdup(path);
         mode_t mask = umask(0);
         umask(mask);
@@ -98,6 +122,55 @@ int memest_outfile_open(struct memest_outfile *of, const char *path, struct meme
     return 0;
 }
 
+/* The active set (memest_outset_begin), NULL: commits rename at once. */
+static struct memest_outset *active;
+
+struct memest_outset_entry {
+    char *tmp;      /* the complete temporary; NULL once renamed */
+    char *target;   /* where it goes */
+    char *path;     /* the target as given, for messages */
+    char *backup;   /* while the set is committed: a hard link of the old target */
+    bool existed;   /* the target existed when the set was committed */
+};
+
+/* Hands the complete temporary of `of` to the active set (a file of the
+ * same target already there gives way to it). 0, or an errno. */
+static int to_set(struct memest_outfile *of)
+{
+    struct memest_outset *s = active;
+    for (size_t i = 0; i < s->n; i++) {
+        struct memest_outset_entry *x = &s->e[i];
+        if (strcmp(x->target, of->target) != 0)
+            continue;
+        char *path = strdup(of->path);
+        if (!path)
+            return ENOMEM;
+        unlink(x->tmp);   /* the earlier content of the same file */
+        free(x->tmp);
+        free(x->path);
+        x->tmp = of->tmp;
+        x->path = path;
+        free(of->target);
+        of->tmp = of->target = NULL;
+        return 0;
+    }
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 8;
+        struct memest_outset_entry *e = realloc(s->e, cap * sizeof *e);
+        if (!e)
+            return ENOMEM;
+        s->e = e;
+        s->cap = cap;
+    }
+    char *path = strdup(of->path);
+    if (!path)
+        return ENOMEM;
+    s->e[s->n++] = (struct memest_outset_entry){.tmp = of->tmp, .target = of->target,
+                                                .path = path};
+    of->tmp = of->target = NULL;
+    return 0;
+}
+
 int memest_outfile_commit(struct memest_outfile *of, struct memest_error *err)
 {
     int e = 0;
@@ -109,7 +182,9 @@ int memest_outfile_commit(struct memest_outfile *of, struct memest_error *err)
     errno = 0;
     if (fclose(of->f) != 0 && e == 0)
         e = errno ? errno : -1;
-    if (e == 0 && of->tmp && rename(of->tmp, of->target) != 0)
+    if (e == 0 && of->tmp && active)
+        e = to_set(of);
+    else if (e == 0 && of->tmp && rename(of->tmp, of->target) != 0)
         e = errno;
     if (e != 0 && of->tmp)
         unlink(of->tmp);
@@ -126,43 +201,201 @@ void memest_outfile_abort(struct memest_outfile *of)
     release(of);
 }
 
+/* ---- the outputs of one command ---- */
+
+void memest_outset_begin(struct memest_outset *set)
+{
+    memset(set, 0, sizeof *set);
+    active = set;
+}
+
+static void outset_end(struct memest_outset *set)
+{
+    for (size_t i = 0; i < set->n; i++) {
+        struct memest_outset_entry *x = &set->e[i];
+        if (x->tmp)
+            unlink(x->tmp);
+        if (x->backup)
+            unlink(x->backup);
+        free(x->tmp);
+        free(x->backup);
+        free(x->target);
+        free(x->path);
+    }
+    free(set->e);
+    memset(set, 0, sizeof *set);
+    if (active == set)
+        active = NULL;
+}
+
+/* A second name of the regular file `target` (a hard link beside it, named
+ * as a temporary), so that its content can be put back; NULL when the file
+ * system does not allow one (then it cannot be). */
+static char *backup_link(const char *target)
+{
+    char *b = tmp_name(target);
+    if (!b)
+        return NULL;
+    int fd = mkstemp(b);   /* a free name, */
+    if (fd >= 0) {
+        close(fd);
+        unlink(b);         /* then the old file under it */
+        if (link(target, b) == 0)
+            return b;
+    }
+    free(b);
+    return NULL;
+}
+
+int memest_outset_commit(struct memest_outset *set, struct memest_error *err)
+{
+    if (active == set)
+        active = NULL;
+    size_t i = 0;
+    int e = 0;
+    for (; i < set->n; i++) {
+        struct memest_outset_entry *x = &set->e[i];
+        struct stat st;
+        x->existed = lstat(x->target, &st) == 0;
+        if (x->existed && S_ISREG(st.st_mode))
+            x->backup = backup_link(x->target);
+        if (rename(x->tmp, x->target) != 0) {
+            e = errno;
+            break;
+        }
+        free(x->tmp);
+        x->tmp = NULL;
+    }
+    if (e == 0) {
+        outset_end(set);   /* removes the backups */
+        return 0;
+    }
+    /* put back what the renames before the failed one replaced */
+    for (size_t j = i; j-- > 0;) {
+        struct memest_outset_entry *x = &set->e[j];
+        if (x->backup && rename(x->backup, x->target) == 0) {
+            free(x->backup);
+            x->backup = NULL;
+        } else if (!x->existed) {
+            unlink(x->target);
+        }
+    }
+    fail(err, set->e[i].path, e);
+    outset_end(set);
+    return -1;
+}
+
+void memest_outset_abort(struct memest_outset *set)
+{
+    outset_end(set);
+}
+
 /* ---- paths that must not be written ---- */
 
-/* realpath of path's directory, then "/" and its last component; NULL
- * when the directory cannot be resolved (or out of memory). */
-static char *resolve(const char *path)
+/* realpath of the directory `dir` (len bytes of a path; 0: "."), kept in
+ * *cache (the last directory resolved, *cdir its spelling) for the next
+ * path in the same one; NULL when it cannot be resolved or out of memory
+ * (*nomem then true). */
+static const char *resolve_dir(const char *dir, size_t len, char **cdir, char **cache, bool *nomem)
+{
+    if (*cdir && strlen(*cdir) == len && memcmp(*cdir, dir, len) == 0)
+        return *cache;
+    free(*cdir);
+    free(*cache);
+    *cache = NULL;
+    *cdir = len ? strndup(dir, len) : strdup("");
+    if (!*cdir) {
+        *nomem = true;
+        return NULL;
+    }
+    errno = 0;
+    *cache = realpath(len ? *cdir : ".", NULL);
+    if (!*cache && errno == ENOMEM)
+        *nomem = true;
+    return *cache;
+}
+
+/* The resolved directory of path, then "/" and its last component (path
+ * itself when the directory cannot be resolved); NULL when out of memory. */
+static char *resolve(const char *path, char **cdir, char **cache, bool *nomem)
 {
     const char *slash = strrchr(path, '/');
-    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
-    char *rdir = dir ? realpath(dir, NULL) : NULL;
-    free(dir);
-    if (!rdir)
+    size_t dlen = slash ? (slash == path ? 1 : (size_t)(slash - path)) : 0;
+    const char *rdir = resolve_dir(path, dlen, cdir, cache, nomem);
+    if (*nomem)
         return NULL;
+    if (!rdir) {
+        char *r = strdup(path);
+        *nomem = !r;
+        return r;
+    }
     const char *base = slash ? slash + 1 : path;
     size_t n = strlen(rdir) + 1 + strlen(base) + 1;
     char *r = malloc(n);
     if (r)
         snprintf(r, n, "%s/%s", rdir, base);
-    free(rdir);
+    *nomem = !r;
     return r;
 }
 
-/* Whether writing a and b would write the same file: the same existing
- * regular file (device and inode; writing /dev/null twice harms nothing),
- * or, when neither exists, the same name in the same directory. */
-static bool same_file(const char *a, const char *b)
+/* What writing a file would write: an existing regular file (by device
+ * and inode), a file that does not exist yet (by resolved name), or
+ * something else (a device, a FIFO: writing it twice harms nothing). */
+enum kind { K_OTHER, K_INODE, K_NAME };
+struct ident {
+    enum kind kind;
+    dev_t dev;
+    ino_t ino;
+    char *name;    /* K_NAME */
+    size_t i;      /* its index among the outputs */
+};
+
+static int ident_of(const char *path, size_t i, struct ident *d, char **cdir, char **cache)
 {
-    struct stat sa, sb;
-    bool ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
-    if (ea != eb)
-        return false;
-    if (ea)
-        return S_ISREG(sa.st_mode) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-    char *ra = resolve(a), *rb = resolve(b);
-    bool same = ra && rb ? strcmp(ra, rb) == 0 : strcmp(a, b) == 0;
-    free(ra);
-    free(rb);
-    return same;
+    struct stat st;
+    memset(d, 0, sizeof *d);
+    d->i = i;
+    if (stat(path, &st) == 0) {
+        d->kind = S_ISREG(st.st_mode) ? K_INODE : K_OTHER;
+        d->dev = st.st_dev;
+        d->ino = st.st_ino;
+        return 0;
+    }
+    bool nomem = false;
+    d->kind = K_NAME;
+    d->name = resolve(path, cdir, cache, &nomem);
+    return nomem ? -1 : 0;
+}
+
+static int cmp_ident(const struct ident *a, const struct ident *b)
+{
+    if (a->kind != b->kind)
+        return a->kind < b->kind ? -1 : 1;
+    if (a->kind == K_INODE) {
+        if (a->dev != b->dev)
+            return a->dev < b->dev ? -1 : 1;
+        if (a->ino != b->ino)
+            return a->ino < b->ino ? -1 : 1;
+    } else if (a->kind == K_NAME) {
+        int c = strcmp(a->name, b->name);
+        if (c)
+            return c;
+    }
+    return 0;
+}
+
+static int by_ident(const void *x, const void *y)
+{
+    const struct ident *a = x, *b = y;
+    int c = cmp_ident(a, b);
+    return c ? c : (a->i > b->i) - (a->i < b->i);
+}
+
+/* Whether writing a would write b: the same existing regular file, or the
+ * same name when neither exists. */
+static bool same(const struct ident *a, const struct ident *b)
+{
+    return a->kind != K_OTHER && cmp_ident(a, b) == 0;
 }
 
 /* Whether descriptor fd is the regular file `path`. */
@@ -173,36 +406,92 @@ static bool fd_is(int fd, const char *path)
            sf.st_dev == sp.st_dev && sf.st_ino == sp.st_ino;
 }
 
-int memest_outfile_check_paths(const struct memest_outpaths *o, struct memest_error *err)
+/* An output as messages name it: "--plot q.svg", or for a derived file
+ * "q-stage1.svg (which --plot q.svg also writes)". */
+static const char *desc(const struct memest_outpath *p, char *buf, size_t n)
+{
+    if (strcmp(p->path, p->given) == 0)
+        snprintf(buf, n, "%s %s", p->opt, p->given);
+    else
+        snprintf(buf, n, "%s (which %s %s also writes)", p->path, p->opt, p->given);
+    return buf;
+}
+
+/* The first fault of the outputs, in their order: for each, an input, an
+ * earlier output, standard output or error. */
+static int check_outputs(const struct memest_outpaths *o, const struct ident *in,
+                         const struct ident *out, const size_t *first, struct memest_error *err)
 {
     static const char *const std_name[] = {NULL, "standard output", "standard error"};
-    const struct {
-        const char *opt, *path;
-    } out[] = {{"--plot", o->plot}, {"--timeline", o->timeline}};
-    for (size_t i = 0; i < sizeof out / sizeof *out; i++) {
-        const char *p = out[i].path;
-        if (!p)
-            continue;
-        if (!*p)
-            return memest_errf(err, MEMEST_ERR_USAGE, NULL, "%s: expected a file name, got ''",
-                               out[i].opt);
-        if (o->model && same_file(p, o->model))
-            return memest_errf(err, MEMEST_ERR_USAGE, NULL,
-                               "%s %s is the model file: it would be overwritten", out[i].opt, p);
-        for (size_t j = 0; j < i; j++)
-            if (out[j].path && same_file(p, out[j].path))
-                return memest_errf(err, MEMEST_ERR_USAGE, NULL,
-                                   "%s %s and %s %s are the same file", out[j].opt, out[j].path,
-                                   out[i].opt, p);
-        for (int fd = 1; fd <= 2; fd++)
-            if (fd_is(fd, p))
-                return memest_errf(err, MEMEST_ERR_USAGE, NULL,
-                                   "%s %s is also %s: one would overwrite the other", out[i].opt,
-                                   p, std_name[fd]);
+    struct ident std[3] = {{0}};
+    for (int fd = 1; fd <= 2; fd++) {
+        struct stat st;
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+            std[fd] = (struct ident){.kind = K_INODE, .dev = st.st_dev, .ino = st.st_ino};
     }
-    if (o->model && fd_is(1, o->model))
-        return memest_errf(err, MEMEST_ERR_USAGE, NULL,
-                           "standard output is the model file %s: it would be overwritten",
-                           o->model);
+    char a[600], b[600];
+    for (size_t i = 0; i < o->nout; i++) {
+        const struct memest_outpath *p = &o->out[i];
+        for (size_t k = 0; k < o->nin; k++)
+            if (same(&out[i], &in[k]))
+                return memest_errf(err, MEMEST_ERR_USAGE, NULL, "%s is %s: it would be overwritten",
+                                   desc(p, a, sizeof a), o->in[k].what);
+        if (first[i] < i)
+            return memest_errf(err, MEMEST_ERR_USAGE, NULL, "%s and %s are the same file",
+                               desc(&o->out[first[i]], a, sizeof a), desc(p, b, sizeof b));
+        for (int fd = 1; fd <= 2; fd++)
+            if (std[fd].kind == K_INODE && same(&out[i], &std[fd]))
+                return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                                   "%s is also %s: one would overwrite the other",
+                                   desc(p, a, sizeof a), std_name[fd]);
+    }
     return 0;
+}
+
+int memest_outfile_check_paths(const struct memest_outpaths *o, struct memest_error *err)
+{
+    for (size_t i = 0; i < o->nout; i++)
+        if (!*o->out[i].given || !*o->out[i].path)
+            return memest_errf(err, MEMEST_ERR_USAGE, NULL, "%s: expected a file name, got ''",
+                               o->out[i].opt);
+    size_t n = o->nout, nin = o->nin;
+    struct ident *in = calloc(nin ? nin : 1, sizeof *in);
+    struct ident *out = calloc(n ? n : 1, sizeof *out);
+    struct ident *sorted = calloc(n ? n : 1, sizeof *sorted);
+    size_t *first = calloc(n ? n : 1, sizeof *first);
+    char *cdir = NULL, *cache = NULL;
+    int rc = in && out && sorted && first ? 0 : -1;
+    for (size_t k = 0; rc == 0 && k < nin; k++)
+        rc = ident_of(o->in[k].path, k, &in[k], &cdir, &cache);
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = ident_of(o->out[i].path, i, &out[i], &cdir, &cache);
+    if (rc != 0) {
+        memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+    } else {
+        /* each output's first one of the same file: sorted, the first of
+         * each run of equals */
+        if (n)
+            memcpy(sorted, out, n * sizeof *out);
+        qsort(sorted, n, sizeof *sorted, by_ident);
+        for (size_t j = 0; j < n; j++)
+            first[sorted[j].i] =
+                j > 0 && same(&sorted[j], &sorted[j - 1]) ? first[sorted[j - 1].i] : sorted[j].i;
+        rc = check_outputs(o, in, out, first, err);
+    }
+    for (size_t k = 0; rc == 0 && k < nin; k++)
+        if (fd_is(1, o->in[k].path))
+            rc = memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                             "standard output is %s %s: it would be overwritten", o->in[k].what,
+                             o->in[k].path);
+    for (size_t k = 0; in && k < nin; k++)
+        free(in[k].name);
+    for (size_t i = 0; out && i < n; i++)
+        free(out[i].name);
+    free(in);
+    free(out);
+    free(sorted);
+    free(first);
+    free(cdir);
+    free(cache);
+    return rc;
 }

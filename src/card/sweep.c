@@ -36,6 +36,7 @@ static bool parse_num(const char *s, size_t len, int64_t *out)
 static int num_or_fail(const char *s, size_t len, int64_t *out, struct memest_error *err,
                        const char *opt, const char *list)
 {
+    *out = 0;   /* set on every path: a caller never reads an unset value */
     if (parse_num(s, len, out))
         return 0;
     char why[96];

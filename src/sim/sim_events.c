@@ -144,6 +144,7 @@ int sim_adopt_gbuf(struct sim *S, uint32_t id, uint32_t *out)
 static int new_gbuf(struct sim *S, uint32_t node, uint64_t bytes, uint8_t cat, uint32_t *out)
 {
     uint32_t id;
+    *out = UINT32_MAX;   /* set on every path */
     if (sim_ev_alloc(S, cat, node, bytes, &id) != 0)
         return -1;
     return sim_adopt_gbuf(S, id, out);

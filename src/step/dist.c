@@ -164,6 +164,42 @@ int memest_dist_check(const struct memest_dist_cfg *c, struct memest_error *err)
                            "--schedule interleaved needs --micro-batches a multiple of --pp %lld "
                            "(Megatron-LM's requirement), not %lld",
                            (long long)c->pp, (long long)c->micro_batches);
+    if (c->schedule == MEMEST_SCHED_INTERLEAVED && c->virtual_stages < 2)
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                           "--schedule interleaved needs --virtual-stages V of 2 or more (model "
+                           "chunks per stage; with one, the schedule is 1f1b)");
+    if (c->strategy == MEMEST_STRAT_HSDP) {
+        /* HYBRID_SHARD: a full shard within each node, replicas across the
+         * nodes: both need whole nodes */
+        int64_t node = c->gpus_per_node > 0 ? c->gpus_per_node : (c->gpus <= 8 ? c->gpus : 8);
+        const char *given = c->gpus_per_node > 0 ? "" : " (--gpus-per-node's default)";
+        if (c->gpus % node != 0)
+            return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                               "--strategy hsdp shards within a node and replicates across "
+                               "nodes: %lld GPUs are not whole nodes of %lld%s; give --gpus a "
+                               "multiple of --gpus-per-node",
+                               (long long)c->gpus, (long long)node, given);
+        if (node % mp != 0)
+            return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                               "--strategy hsdp shards within a node: a node of %lld GPUs%s "
+                               "holds no whole model-parallel group of --tp x --pp x --cp = %lld",
+                               (long long)node, given, (long long)mp);
+    } else if (c->gpus_per_node_set && !c->nodes_counted) {
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                           "--gpus-per-node sets the shard group of --strategy hsdp (and the "
+                           "nodes a comparison of cards counts): %s%s it changes nothing",
+                           c->strategy == MEMEST_STRAT_NONE ? "without a data-parallel strategy"
+                                                            : "with --strategy ",
+                           c->strategy == MEMEST_STRAT_NONE ? ""
+                                                            : memest_strategy_name(c->strategy));
+    }
+    if (c->eng.ddp_grad_as_bucket_view && c->strategy != MEMEST_STRAT_DDP)
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL, "--ddp-bucket-view needs --strategy ddp");
+    if (c->ep > 1 && c->strategy >= MEMEST_STRAT_ZERO1)
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                           "--ep with --strategy %s is not modelled: the expert parameters shard "
+                           "over the expert-data-parallel ranks, not all of them (--strategy ddp "
+                           "is)", memest_strategy_name(c->strategy));
     bool sharding = c->strategy >= MEMEST_STRAT_ZERO1;
     if (c->offload != MEMEST_OFFLOAD_NONE && !sharding)
         return memest_errf(err, MEMEST_ERR_USAGE, NULL,

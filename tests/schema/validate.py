@@ -166,7 +166,7 @@ COMMANDS = [
      ["models/hf/llama-3-8b.json", "--generate", "--context", "1024", "--cache", "static", "--kv-dtype", "fp8",
       "--all-logits", "--json"], None),
     ("generate_max_context", "generate", 0,
-     ["models/hf/llama-3-8b.json", "--generate", "--context", "1024", "--new-tokens", "128", "--max-context",
+     ["models/hf/llama-3-8b.json", "--generate", "--new-tokens", "128", "--max-context",
       "--gpu", "a10", "--json"], None),
     ("generate_max_batch", "generate", 0,
      ["models/hf/llama-3-8b.json", "--generate", "--context", "1024", "--new-tokens", "128", "--max-batch",
