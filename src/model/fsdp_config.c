@@ -78,6 +78,7 @@ static int choice(struct rd *r, const cJSON *v, const char *path, const char *co
                   int *out)
 {
     uint64_t u = 0;
+    *out = -1;   /* set on every path */
     bool num = (cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble <= n &&
                 floor(v->valuedouble) == v->valuedouble && (u = (uint64_t)v->valuedouble)) ||
                (cJSON_IsString(v) && memest_parse_u64(v->valuestring, 1, (uint64_t)n, &u) == 0);
@@ -214,8 +215,21 @@ int memest_fsdp_config_read(const char *path, struct memest_dist_cfg *d,
     while (i < len && strchr(" \t\r\n", text[i]) && text[i])
         i++;
     cJSON *root = NULL;
-    int parsed = i < len && text[i] == '{' ? mb_json_parse_text(text, len, path, &root, err)
-                                           : mb_yaml_parse(text, len, path, &root, err);
+    int parsed;
+    if (i < len && text[i] == '{') {
+        /* JSON, or a YAML document in flow style ({distributed_type: FSDP}):
+         * the JSON reading, unless only YAML reads it */
+        struct memest_error je = {0}, ye = {0};
+        parsed = mb_json_parse_text(text, len, path, &root, &je);
+        if (parsed != 0 && je.code == MEMEST_ERR_PARSE &&
+            (parsed = mb_yaml_parse(text, len, path, &root, &ye)) != 0 &&
+            ye.code == MEMEST_ERR_NOMEM)
+            je = ye;
+        if (parsed != 0 && err->code == MEMEST_ERR_NONE)
+            *err = je;
+    } else {
+        parsed = mb_yaml_parse(text, len, path, &root, err);
+    }
     free(text);
     if (parsed != 0)
         return -1;

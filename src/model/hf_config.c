@@ -689,8 +689,16 @@ static int read_key(struct hf *h, const cJSON *keys, const cJSON *c)
     const cJSON *spec = cJSON_GetObjectItemCaseSensitive(keys, c->string);
     if (spec)
         return walk(h, spec, c, c->string);
-    if (strcmp(c->string, "torch_dtype") == 0 || strcmp(c->string, "dtype") == 0)
+    if (strcmp(c->string, "torch_dtype") == 0 || strcmp(c->string, "dtype") == 0) {
+        /* transformers v4.56 renamed torch_dtype dtype and reads either: a
+         * config with both must not depend on their order */
+        const cJSON *other = cJSON_GetObjectItemCaseSensitive(
+            h->m->root, strcmp(c->string, "dtype") == 0 ? "torch_dtype" : "dtype");
+        if (other && !cJSON_Compare(other, c, true))
+            return memest_errf(h->err, MEMEST_ERR_SCHEMA, c->string, "differs from %s, which "
+                               "names the same setting: give one, or both alike", other->string);
         return read_dtype(h, c, c->string);
+    }
     if (strcmp(c->string, "quantization_config") == 0)
         return read_quant(h, c);
     for (int i = 0; i < NGENERIC; i++)

@@ -288,8 +288,9 @@ static cJSON *scalar(struct yr *y, const yaml_event_t *ev)
         if (strncmp(tag, TAG_PREFIX, sizeof TAG_PREFIX - 1) != 0 ||
             !is_one_of(tag + sizeof TAG_PREFIX - 1,
                        (const char *const[]){"str", "int", "float", "bool", "null"}, 5)) {
-            at(y, ev->start_mark, MEMEST_ERR_PARSE, "the tag %.60s is not read (yaml.safe_load "
-               "constructs only the standard scalars, mappings and sequences)", tag);
+            at(y, ev->start_mark, MEMEST_ERR_PARSE, "the tag \"%.60s\" is not read "
+               "(yaml.safe_load constructs only the standard scalars, mappings and sequences)",
+               tag);
             return NULL;
         }
         kind = tag + sizeof TAG_PREFIX - 1;
@@ -310,7 +311,7 @@ static cJSON *scalar(struct yr *y, const yaml_event_t *ev)
     if (f == 1)
         return cJSON_CreateNumber(d);
     if (f == 2) {
-        at(y, ev->start_mark, MEMEST_ERR_PARSE, "%.40s is not a finite number", v);
+        at(y, ev->start_mark, MEMEST_ERR_PARSE, "\"%.40s\" is not a finite number", v);
         return NULL;
     }
     if (kind) {
@@ -441,8 +442,9 @@ static int on_start(struct yr *y, const yaml_event_t *ev, bool mapping)
         return at(y, ev->start_mark, MEMEST_ERR_PARSE, "a mapping key must be a scalar (config "
                   "keys are names)");
     if (tag && strcmp(tag, "!") != 0 && strcmp(tag, mapping ? TAG_PREFIX "map" : TAG_PREFIX "seq"))
-        return at(y, ev->start_mark, MEMEST_ERR_PARSE, "the tag %.60s is not read (yaml.safe_load "
-                  "constructs only the standard scalars, mappings and sequences)", tag);
+        return at(y, ev->start_mark, MEMEST_ERR_PARSE, "the tag \"%.60s\" is not read "
+                  "(yaml.safe_load constructs only the standard scalars, mappings and "
+                  "sequences)", tag);
     if (y->depth == MB_YAML_MAX_DEPTH)
         return at(y, ev->start_mark, MEMEST_ERR_LIMIT, "nested deeper than %d mappings and "
                   "sequences (the limit for config files)", MB_YAML_MAX_DEPTH);

@@ -166,3 +166,11 @@ case_gptq_bits() {
 case_quant_not_object() {
     refused "$LL" 'quantization_config: expected an object' 'quantization_config=[1]'
 }
+
+case_dtype_and_torch_dtype() {
+    # transformers v4.56 reads either name: two values would depend on the order
+    refused "$LL" 'torch_dtype: differs from dtype, which names the same setting' 'torch_dtype="bfloat16"' 'dtype="float16"'
+}
+case_dtype_and_torch_dtype_alike() {
+    agrees "$LL" 'torch_dtype="bfloat16" dtype="bfloat16"' 'torch_dtype="bfloat16"'
+}

@@ -47,6 +47,10 @@ run() {
     case $rc in
     124 | 125) fail "$(grep '^bounded:' "$T/.err" | tail -1)";;
     esac
+    # HOSTILE_LOG=FILE (with BOUNDED_REPORT=1): each command's time and memory
+    if [ -n "${HOSTILE_LOG:-}" ]; then
+        grep '^bounded: [0-9.]* s' "$T/.err" | sed "s/^/$file.$name /" >> "$HOSTILE_LOG"
+    fi
     [ "$rc" -eq "$_code" ] || fail "exit $rc, expected $_code: $*"
     local err
     err=$(grep -v '^bounded:' "$T/.err")

@@ -183,12 +183,12 @@ case_boolean_garbage() {
 
 case_python_tag() {
     refused 's/^main_training_function: main$/main_training_function: !!python\/object\/apply:os.system ["true"]/' \
-        "the tag tag:yaml.org,2002:python/object/apply:os.system is not read"
+        'the tag "tag:yaml.org,2002:python/object/apply:os.system" is not read'
 }
 
 case_local_tag() {
     refused 's/^debug: false$/debug: !mine false/' \
-        "the tag !mine is not read"
+        'the tag "!mine" is not read'
 }
 
 case_merge_key() {
@@ -224,7 +224,7 @@ case_recursive_alias() {
 
 case_infinite_number() {
     refused 's/^num_processes: 8$/num_processes: .inf/' \
-        ".inf is not a finite number"
+        '".inf" is not a finite number'
 }
 
 case_collection_key() {
@@ -270,4 +270,23 @@ case_control_bytes_in_key() {
     printf 'fsdp_config:\n  "fsdp_\\e[31mred": 1\n' >> c.yaml
     expect 3 "unknown FSDP config key"
     fsdp c.yaml
+}
+
+case_flow_style_document() {
+    # a YAML document in flow style opens with '{' but is not JSON
+    acc > block.yaml
+    printf '{distributed_type: FSDP, num_processes: 8, mixed_precision: bf16, num_machines: 1,\n fsdp_config: {fsdp_sharding_strategy: FULL_SHARD, fsdp_offload_params: false,\n  fsdp_transformer_layer_cls_to_wrap: LlamaDecoderLayer, fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP,\n  fsdp_backward_prefetch: BACKWARD_PRE, fsdp_forward_prefetch: false}}\n' > flow.yaml
+    expect 0
+    fsdp block.yaml
+    save block.out
+    notes_ok
+    fsdp flow.yaml
+    same_output .out block.out
+}
+
+case_broken_json() {
+    # a JSON file cut short: the JSON reading's message
+    printf '{"distributed_type": "FSDP",\n' > cut.json
+    expect 3 'cut.json:2:1: unexpected end of file: the JSON is truncated'
+    fsdp cut.json
 }
