@@ -269,6 +269,26 @@ def case_batchexpr(memest):
     check(merge_shape([2, 5], [3, 5, 1], 2, 3, True) is None, "batchexpr: rank differs")
 
 
+def case_escape(memest):
+    """memest_export.escape follows memest's rule (src/base/escape.c): these are
+    memest_esc_text's results for the same bytes (a string from undecodable
+    bytes holds surrogates, as argv and file names decode them)."""
+    from memest_export.escape import cut, esc_text
+    table = [(b"a\x1bb", "a\\x1Bb"), (b"tab\there\nnl", "tab\\x09here\\x0Anl"),
+             (b"\xc2\x85\xe2\x80\xae\xe2\x80\xa8\xef\xbf\xbe",
+              "\\xC2\\x85\\xE2\\x80\\xAE\\xE2\\x80\\xA8\\xEF\\xBF\\xBE"),
+             ("\u00e9\u20ac\U0001f600".encode(), "\u00e9\u20ac\U0001f600"),
+             (b"\xff\xc3x\xed\xa0\x80\xf4\x90\x80\x80\xc0\xaf",
+              "\\xFF\\xC3x\\xED\\xA0\\x80\\xF4\\x90\\x80\\x80\\xC0\\xAF"),
+             (b"back\\x1B\x7f", "back\\x1B\\x7F")]
+    for raw, want in table:
+        got = esc_text(raw.decode("utf-8", "surrogateescape"))
+        check(got == want, "escape: %r gives %r, memest %r" % (raw, got, want))
+        check(esc_text(got) == got, "escape: escaping twice changes %r" % got)
+    check(esc_text("\ud800x") == "\\xED\\xA0\\x80x", "escape: a lone surrogate")
+    check(cut("\x1b" * 10, 3) == "\\x1B" * 3 + "...", "escape: cut")
+
+
 def case_progress(memest):
     """Progress on stderr only when it is a terminal (script(1) gives one), erased at the end."""
     import shlex
@@ -297,16 +317,79 @@ def case_progress(memest):
               "progress: shown although only stdout is a terminal")
 
 
-CASES = {"resnet18": case_resnet18, "mobilenet_v3_small": case_mobilenet_v3_small, "custom": case_custom,
+def case_api(memest):
+    """The library's own hostile cases (in process, no child): export_to_file
+    onto a symbolic link, a FIFO and a folder; forward() exiting, swallowing
+    the recorder's error, raising text with control bytes."""
+    import threading
+    import torch
+    import torch.nn as nn
+    from memest_export import ExportError, export, export_to_file
+
+    class Net(nn.Module):
+        def __init__(self, mode=""):
+            super().__init__()
+            self.fc, self.mode = nn.Linear(4, 2), mode
+
+        def forward(self, x):
+            if not isinstance(x, torch.fx.Proxy):
+                if self.mode == "exit":
+                    sys.exit(0)
+                if self.mode == "swallow":
+                    try:
+                        torch.cumsum(x, 1)
+                    except Exception:
+                        pass
+                if self.mode == "ctl":
+                    raise ValueError("\x1b[2Jgone\x07")
+            return self.fc(x)
+
+    x = torch.randn(2, 4)
+    with tempfile.TemporaryDirectory() as d:
+        real, link = os.path.join(d, "real.json"), os.path.join(d, "link.json")
+        with open(real, "w") as f:
+            f.write("old")
+        os.chmod(real, 0o640)
+        os.symlink("real.json", link)
+        export_to_file(Net(), [x], link)
+        check(os.path.islink(link) and os.readlink(link) == "real.json", "api: the link is no longer a link")
+        check(json.load(open(real))["layers"][0]["type"] == "linear", "api: real.json is not the model")
+        check(os.stat(real).st_mode & 0o777 == 0o640, "api: real.json lost its mode")
+        fifo = os.path.join(d, "fifo")
+        os.mkfifo(fifo)
+        got = []
+        reader = threading.Thread(target=lambda: got.append(open(fifo).read()))
+        reader.start()
+        export_to_file(Net(), [x], fifo)
+        reader.join(10)
+        check(got and json.loads(got[0])["name"] == "Net", "api: the FIFO's reader got no model")
+        check(sorted(os.listdir(d)) == ["fifo", "link.json", "real.json"], "api: left %s" % os.listdir(d))
+        try:
+            export_to_file(Net(), [x], d)
+            check(False, "api: a folder as the output is written")
+        except ExportError as e:
+            check(e.code == 6 and "Is a directory" in str(e), "api: folder: %d %s" % (e.code, e))
+    for mode, code, frag in (("exit", 3, "forward() at batch 2 raised SystemExit: 0"),
+                             ("swallow", 3, "unsupported op torch.cumsum"),
+                             ("ctl", 3, "raised ValueError: \\x1B[2Jgone\\x07")):
+        try:
+            export(Net(mode), [x])
+            check(False, "api: %s: exported" % mode)
+        except ExportError as e:
+            check(e.code == code and frag in str(e), "api: %s: %d %s" % (mode, e.code, e))
+
+
+CASES = {"api": case_api, "escape": case_escape, "resnet18": case_resnet18, "mobilenet_v3_small": case_mobilenet_v3_small, "custom": case_custom,
          "unsupported": case_unsupported, "untraceable": case_untraceable, "cli": case_cli,
          "batchexpr": case_batchexpr, "writes": case_writes, "shared": case_shared,
          "progress": case_progress}
 NEEDS_TORCHVISION = {"resnet18", "mobilenet_v3_small"}
+NO_TORCH = {"batchexpr", "escape"}
 
 
 def main():
     case, memest = sys.argv[1], os.path.abspath(sys.argv[2])
-    if case != "batchexpr":
+    if case not in NO_TORCH:
         if not import_torch():
             print("SKIP: PyTorch cannot be imported by %s" % sys.executable)
             return SKIP

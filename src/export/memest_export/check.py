@@ -4,7 +4,12 @@ memest runs on the file (`--json`, at one batch size, training step and
 `--inference`); its parameter count must be the module's (model.parameters(),
 shared parameters once) and the output shapes of the nodes named in
 `outputs` (or the last node) must be those the module returns, in training
-mode and in eval mode. Every difference is printed; any makes exit code 4."""
+mode and in eval mode. Every difference is printed; any makes exit code 4.
+
+The module's figures (module_facts, with PyTorch, in the process that runs
+the model's code) and memest's (compare_facts, report: without PyTorch, in
+the command's own process) are taken apart, so that memest runs on the
+file the command wrote."""
 
 import json
 import os
@@ -12,15 +17,12 @@ import shutil
 import subprocess
 import sys
 
-import torch
-
-from . import core
-from .errors import EXIT_MEMEST, EXIT_MISMATCH, ExportError
+from .errors import EXIT_MEMEST, EXIT_MISMATCH, ExportError, UsageError, describe, say
 
 
 def find_memest(explicit=None):
     if explicit:
-        if not os.access(explicit, os.X_OK):
+        if not os.access(explicit, os.X_OK) or os.path.isdir(explicit):
             raise ExportError("--memest %s: not an executable" % explicit, EXIT_MEMEST)
         return explicit
     found = shutil.which("memest")
@@ -38,57 +40,99 @@ def find_memest(explicit=None):
 def run_memest(memest, path, batch, inference):
     cmd = [memest, path, "--batch", str(batch), "--json"] + (["--inference"] if inference else [])
     try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=600)
-    except (OSError, subprocess.TimeoutExpired) as e:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                           timeout=600)
+    except (OSError, subprocess.SubprocessError) as e:
         raise ExportError("--check: cannot run %s: %s" % (memest, e), EXIT_MEMEST)
     try:
-        doc = json.loads(p.stdout.decode())
+        doc = json.loads(p.stdout.decode("utf-8"))
     except ValueError:
+        doc = None
+    if not isinstance(doc, dict):
         raise ExportError("--check: %s printed no JSON (exit %d): %s"
-                          % (memest, p.returncode, p.stderr.decode().strip()[:500]), EXIT_MEMEST)
+                          % (memest, p.returncode, p.stderr.decode("utf-8", "replace").strip()[:500]),
+                          EXIT_MEMEST)
     if "error" in doc:
-        raise ExportError("--check: memest refuses the file: %s" % doc["error"].get("message"), EXIT_MEMEST)
+        err = doc["error"]
+        msg = err.get("message") if isinstance(err, dict) else err
+        raise ExportError("--check: memest refuses the file: %s" % msg, EXIT_MEMEST)
     return doc
 
 
-def module_outputs(model, inputs, batch_dim, batch, train):
-    was = model.training
-    saved = {n: b.detach().clone() for n, b in model.named_buffers()}
-    model.train(train)
+def _at_batch(inputs, batch_dim, batch):
+    from . import core
     try:
-        with torch.no_grad():
-            torch.manual_seed(0)
-            out = model(*[core.at_batch(t, batch_dim, batch) for t in inputs])
-    finally:
-        model.train(was)
-        with torch.no_grad():
-            for n, b in model.named_buffers():
-                b.copy_(saved[n])
+        return [core.at_batch(t, batch_dim, batch) for t in inputs]
+    except (RuntimeError, MemoryError) as e:
+        n = sum(t.element_size() * t.numel() // max(1, t.shape[batch_dim]) * batch for t in inputs)
+        raise UsageError("--check-batch %d: cannot make the example inputs (%d bytes): %s"
+                         % (batch, n, "out of memory" if isinstance(e, MemoryError) or "alloc" in str(e)
+                            else describe(e, where=False)))
+
+
+def module_outputs(model, inputs, batch_dim, batch, train):
+    """The shapes of the tensors the module returns at `batch` samples, in
+    training mode (train) or eval mode; its mode and buffers are restored."""
+    import torch
     from .recorder import tensors_in
-    return [list(t.shape) for t in tensors_in(out, [])]
+    xs = _at_batch(inputs, batch_dim, batch)
+    mode = "training" if train else "eval"
+    try:
+        was = model.training
+        saved = {n: b.detach().clone() for n, b in model.named_buffers()}
+        model.train(train)
+        try:
+            with torch.no_grad():
+                torch.manual_seed(0)
+                out = model(*xs)
+                shapes = [list(t.shape) for t in tensors_in(out, [])]
+        finally:
+            model.train(was)
+            with torch.no_grad():
+                for n, b in model.named_buffers():
+                    if n in saved:
+                        b.copy_(saved[n])
+    except BaseException as e:  # noqa: B902 - the model's code
+        raise ExportError("forward() in %s mode at batch %d (--check) raised %s" % (mode, batch, describe(e))) \
+            from None
+    return shapes
 
 
 def param_count(model):
-    return sum(p.numel() for p in model.parameters())   # parameters() yields shared ones once
+    try:
+        return sum(p.numel() for p in model.parameters())   # parameters() yields shared ones once
+    except BaseException as e:  # noqa: B902 - the model's code
+        raise ExportError("parameters() raised %s" % describe(e)) from None
 
 
-def compare(model, doc, path, inputs, batch_dim, batch, memest, train):
-    """The list of differences (empty: the file matches the module)."""
+def module_facts(model, inputs, batch_dim, batch, train):
+    """What --check compares memest with (JSON data): the parameter count and
+    the output shapes in training and eval mode at `batch` samples."""
+    return {"params": param_count(model),
+            "outputs": {mode: module_outputs(model, inputs, batch_dim, batch, mode == "training")
+                        for mode in ("training", "eval")}}
+
+
+def compare_facts(facts, refs, path, batch, memest, train, notes=None):
+    """The list of differences between memest's reading of path and the
+    module's figures (empty: the file matches the module)."""
     diffs = []
-    refs = doc.get("outputs") or [doc["layers"][-1]["name"]]
-    want_params = param_count(model)
+    want_params = facts["params"]
     for mode, inference in (("training", False), ("eval", True)):
         res = run_memest(memest, path, batch, inference)
-        got = res["params"]["total"]
+        try:
+            got = res["params"]["total"]
+            shapes = {layer["name"]: layer["output_shape"] for layer in res.get("layers", [])}
+        except (KeyError, TypeError, AttributeError):
+            raise ExportError("--check: memest's JSON has no parameter count or layers", EXIT_MEMEST)
         if got != want_params:
-            diffs.append("%s: memest counts %d parameters, the module has %d" % (mode, got, want_params))
-        shapes = {layer["name"]: layer["output_shape"] for layer in res.get("layers", [])}
-        outs = module_outputs(model, inputs, batch_dim, batch, mode == "training")
+            diffs.append("%s: memest counts %s parameters, the module has %d" % (mode, got, want_params))
+        outs = facts["outputs"][mode]
         if len(outs) != len(refs):
             note = "%s: the module returns %d tensors, the file has %d outputs" % (mode, len(outs), len(refs))
             if mode == "eval" and train and len(outs) < len(refs):
-                print("memest-export: check: note: %s (compared the first %d)" % (note, len(outs)),
-                      file=sys.stderr)
+                if notes is not None:
+                    notes.append("%s (compared the first %d)" % (note, len(outs)))
             else:
                 diffs.append(note)
         for k, (ref, shape) in enumerate(zip(refs, outs)):
@@ -103,14 +147,35 @@ def compare(model, doc, path, inputs, batch_dim, batch, memest, train):
     return diffs
 
 
-def run(model, doc, path, inputs, batch_dim, batch, memest_path, train):
+def _refs(doc):
+    return list(doc.get("outputs") or [doc["layers"][-1]["name"]])
+
+
+def compare(model, doc, path, inputs, batch_dim, batch, memest, train):
+    """The list of differences (empty: the file matches the module)."""
+    return compare_facts(module_facts(model, inputs, batch_dim, batch, train), _refs(doc), path, batch,
+                         memest, train)
+
+
+def report(facts, refs, path, batch, memest_path, train, progress=None):
+    """Runs the comparison and prints it: 0, or EXIT_MISMATCH."""
     memest = find_memest(memest_path)
-    diffs = compare(model, doc, path, inputs, batch_dim, batch, memest, train)
+    notes = []
+    diffs = compare_facts(facts, refs, path, batch, memest, train, notes)
+    if progress is not None:
+        progress.end()
+    for n in notes:
+        say("check: note: %s" % n)
     for d in diffs:
-        print("memest-export: check: %s" % d, file=sys.stderr)
+        say("check: %s" % d)
     if diffs:
         return EXIT_MISMATCH
-    print("memest-export: check: %s matches the module at batch %d (%d parameters; outputs %s)"
-          % (path, batch, param_count(model), ", ".join(doc.get("outputs") or [doc["layers"][-1]["name"]])),
-          file=sys.stderr)
+    say("check: %s matches the module at batch %d (%d parameters; outputs %s)"
+        % (path, batch, facts["params"], ", ".join(refs)))
     return 0
+
+
+def run(model, doc, path, inputs, batch_dim, batch, memest_path, train):
+    """--check from Python: compares and prints; 0 or EXIT_MISMATCH."""
+    return report(module_facts(model, inputs, batch_dim, batch, train), _refs(doc), path, batch,
+                  memest_path, train)

@@ -1,17 +1,20 @@
 """export(model, inputs) -> the memest model document (a dict)."""
 
+import contextlib
 import inspect
 import json
+import sys
 
 import torch
 
-from . import batchexpr, gate, recorder
-from .errors import EXIT_OUTPUT, ExportError, UsageError
+from . import batchexpr, gate, outfile, recorder
+from .args import RECORD_BATCHES
+from .errors import EXIT_OUTPUT, ExportError, UsageError, describe
 from .values import dtype_name
 
 # the two batch sizes the model is recorded at (2, not 1: BatchNorm refuses one
 # value per channel in training)
-BATCHES = (2, 3)
+BATCHES = RECORD_BATCHES
 
 
 def input_names(model, n):
@@ -19,9 +22,11 @@ def input_names(model, n):
     try:
         params = [p for p in inspect.signature(model.forward).parameters.values()
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    except (TypeError, ValueError):
-        params = []
-    names = [p.name for p in params[:n]]
+        names = [p.name for p in params[:n]]
+        if not all(isinstance(x, str) and x.isidentifier() for x in names):
+            names = []
+    except BaseException:  # noqa: B902 - model.forward is the model's: anything
+        names = []
     if len(names) < n or len(set(names)) < n:
         names = ["x"] if n == 1 else ["x%d" % i for i in range(n)]
     return names
@@ -34,8 +39,7 @@ def at_batch(t, batch_dim, b):
     return t.index_select(batch_dim, idx).contiguous()
 
 
-def _outputs(rec, out):
-    ts = recorder.tensors_in(out, [])
+def _outputs(rec, ts):
     if not ts:
         raise ExportError("forward() returned no tensor")
     refs = []
@@ -45,6 +49,25 @@ def _outputs(rec, out):
             raise ExportError("an output of forward() depends on neither the inputs nor the parameters")
         refs.append(r)
     return refs
+
+
+def _calling(what, fn, *args):
+    """fn(*args), a method of the model: whatever it raises is an ExportError."""
+    try:
+        return fn(*args)
+    except BaseException as e:  # noqa: B902 - the model's code
+        raise ExportError("%s raised %s" % (what, describe(e))) from None
+
+
+def _examples(inputs, batch_dim, b):
+    """The example tensors at batch b (a UsageError when they cannot be made)."""
+    try:
+        return [at_batch(t, batch_dim, b) for t in inputs]
+    except (RuntimeError, MemoryError) as e:
+        n = sum(t.element_size() * t.numel() // max(1, t.shape[batch_dim]) * b for t in inputs)
+        raise UsageError("cannot make the example inputs at batch %d (%d bytes): %s"
+                         % (b, n, "out of memory" if isinstance(e, MemoryError) or "alloc" in str(e)
+                            else describe(e, where=False)))
 
 
 def _node_json(node, prev):
@@ -80,33 +103,28 @@ def export(model, inputs, *, name=None, batch_dim=0, train=True, progress=None):
     bd = batch_dim % inputs[0].dim()
     names = input_names(model, len(inputs))
 
-    was_training = model.training
-    saved = {n: b.detach().clone() for n, b in model.named_buffers()}
+    was_training = _calling("model.training", getattr, model, "training")
+    saved = _calling("named_buffers()", lambda: {n: b.detach().clone() for n, b in model.named_buffers()})
     rng = torch.get_rng_state()
-    model.train(train)
+    _calling("train()", model.train, train)
     try:
+        if progress:
+            progress("tracing %s" % type(model).__name__)
         how = gate.check(model, inputs)
         recs = []
         for k, b in enumerate(BATCHES):
             if progress:
                 progress("recording at batch %d (%d/%d)" % (b, k + 1, len(BATCHES)))
-            xs = [at_batch(t, batch_dim, b) for t in inputs]
+            xs = _examples(inputs, batch_dim, b)
             torch.manual_seed(0)
-            try:
-                rec, out = recorder.record(model, xs, names)
-            except ExportError:
-                raise
-            except Exception as e:
-                raise ExportError("forward() failed on the example inputs at batch %d: %s: %s"
-                                  % (b, type(e).__name__, str(e).splitlines()[0] if str(e) else ""))
-            recs.append((rec, out))
+            recs.append(recorder.record(model, xs, names, b))
     finally:
-        model.train(was_training)
+        torch.set_rng_state(rng)
+        _calling("train()", model.train, was_training)
         with torch.no_grad():
-            for n, b in model.named_buffers():
+            for n, b in _calling("named_buffers()", lambda: list(model.named_buffers())):
                 if n in saved:
                     b.copy_(saved[n])
-        torch.set_rng_state(rng)
 
     (rec1, out1), (rec2, out2) = recs
     nodes = batchexpr.merge(rec1.nodes, rec2.nodes, BATCHES[0], BATCHES[1])
@@ -119,7 +137,7 @@ def export(model, inputs, *, name=None, batch_dim=0, train=True, progress=None):
 
     doc = {"name": name or type(model).__name__}
     doc["description"] = ("exported by memest-export from %s (torch %s, %s mode, traced by %s)"
-                          % (type(model).__module__ + "." + type(model).__name__, torch.__version__,
+                          % ("%s.%s" % (type(model).__module__, type(model).__name__), torch.__version__,
                              "training" if train else "eval", how))
     doc["inputs"] = []
     for n, t in zip(names, inputs):
@@ -136,7 +154,19 @@ def export(model, inputs, *, name=None, batch_dim=0, train=True, progress=None):
     doc["layers"] = layers
     if not (len(outs1) == 1 and outs1[0] == nodes[-1].name):
         doc["outputs"] = outs1
+    _check_text(doc)
     return doc
+
+
+def _check_text(doc):
+    """Every name the document holds is text memest reads (UTF-8: a str with a
+    lone surrogate, as from undecodable bytes, is none)."""
+    text = json.dumps(doc, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ExportError("the document would hold text that is not UTF-8: ...%s..."
+                          % text[max(0, e.start - 40):e.end + 20]) from None
 
 
 def dumps(doc):
@@ -155,21 +185,29 @@ def dumps(doc):
     return "\n".join(lines) + "\n"
 
 
+def output_refs(doc):
+    """The references of the document's outputs: `outputs`, else the last node."""
+    return list(doc.get("outputs") or [doc["layers"][-1]["name"]])
+
+
 def export_to_file(model, inputs, path, **kwargs):
-    """export() written to path ("-": standard output); returns the document."""
-    doc = export(model, inputs, **kwargs)
-    text = dumps(doc)
-    try:
-        if path == "-":
-            import sys
+    """export() written to path ("-": standard output) whole or not at all
+    (outfile.py: a temporary renamed onto a regular file, a device or FIFO
+    written in place); returns the document. With "-", what the model prints
+    while it is recorded goes to standard error."""
+    if path == "-":
+        with contextlib.redirect_stdout(sys.stderr):
+            doc = export(model, inputs, **kwargs)
+        text = dumps(doc)
+        try:
             sys.stdout.write(text)
             sys.stdout.flush()
-        else:
-            tmp = path + ".tmp"
-            with open(tmp, "w") as f:
-                f.write(text)
-            import os
-            os.replace(tmp, path)
-    except OSError as e:
-        raise ExportError("cannot write %s: %s" % (path, e.strerror or e), EXIT_OUTPUT)
+        except (OSError, ValueError) as e:   # ValueError: a closed stream
+            raise ExportError("cannot write to standard output: %s" % (getattr(e, "strerror", None) or e),
+                              EXIT_OUTPUT) from None
+    else:
+        if path == "":
+            raise UsageError("export_to_file: expected a file name, got ''")
+        doc = export(model, inputs, **kwargs)
+        outfile.write_file(path, dumps(doc))
     return doc

@@ -11,16 +11,12 @@ control flow, an error (exit 3) that says so."""
 import dis
 import inspect
 import operator
-import os
-import traceback
 
 import torch
 import torch.fx
 
 from . import leaves
-from .errors import ExportError
-
-_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep  # not torchvision beside it
+from .errors import ExportError, describe
 
 
 class _Tracer(torch.fx.Tracer):
@@ -65,21 +61,14 @@ def _fx_trace(model):
             del Proxy.__setitem__
 
 
-def _user_line(exc):
-    """file:line of the innermost frame of the model's code in a traceback."""
-    best = None
-    for fs in traceback.extract_tb(exc.__traceback__):
-        fn = os.path.abspath(fs.filename)
-        if not fn.startswith(_TORCH_DIR) and not fn.startswith(os.path.dirname(os.path.abspath(__file__)) + os.sep):
-            best = "%s:%d" % (fn, fs.lineno)
-    return best
-
-
 def _reason(exc):
-    msg = str(exc).strip().splitlines()
-    first = msg[0] if msg else type(exc).__name__
-    line = _user_line(exc)
-    return "%s: %s%s" % (type(exc).__name__, first[:300], " (at %s)" % line if line else "")
+    return describe(exc)
+
+
+def _raised(how, exc):
+    """A BaseException that is no Exception (SystemExit, KeyboardInterrupt, the
+    model's own) is forward() ending the work, not a failure to trace."""
+    return ExportError("forward() raised %s as %s traced it" % (describe(exc), how))
 
 
 def check(model, inputs):
@@ -89,6 +78,8 @@ def check(model, inputs):
         return "fx"
     except Exception as e:  # fx raises TraceError, TypeError, NotImplementedError, ...
         fx_reason = _reason(e)
+    except BaseException as e:  # noqa: B902 - the model's code
+        raise _raised("fx", e) from None
     export = getattr(torch, "export", None)
     if export is not None and hasattr(export, "export"):
         try:
@@ -101,5 +92,7 @@ def check(model, inputs):
             return "torch.export"
         except Exception as e:
             raise ExportError("dynamic control flow: fx cannot trace %s (%s), nor can torch.export (%s)"
-                              % (type(model).__name__, fx_reason, _reason(e)))
+                              % (type(model).__name__, fx_reason, _reason(e))) from None
+        except BaseException as e:  # noqa: B902 - the model's code
+            raise _raised("torch.export", e) from None
     raise ExportError("dynamic control flow: fx cannot trace %s (%s)" % (type(model).__name__, fx_reason))

@@ -6,6 +6,8 @@ A subclass counts as its base when it does not override forward()
 (torchvision's Conv3DSimple is an nn.Conv3d); one that does
 (torchvision's LayerNorm2d) is traced into like any other module."""
 
+import sys
+
 import torch.nn as nn
 
 from .values import jsonable, collapse
@@ -150,15 +152,26 @@ LEAVES = {
                                      _get(m, "kernel_size", "dilation", "padding", "stride").items()}),
 }
 
-try:  # torchvision's modules memest has a type for (torchvision is optional)
-    from torchvision.ops import StochasticDepth
-    LEAVES[StochasticDepth] = ("stochasticdepth", lambda m: {"p": m.p, "mode": m.mode})
-except ImportError:  # pragma: no cover
-    pass
+# torchvision's modules memest has a type for: module -> [(class name, type,
+# argument function)], added once the module is imported (by the model's
+# code: torchvision is optional, and importing it costs the command a second)
+_LATER = {"torchvision.ops.stochastic_depth":
+          [("StochasticDepth", "stochasticdepth", lambda m: {"p": m.p, "mode": m.mode})]}
+
+
+def _add_later():
+    for modname in [k for k in _LATER if k in sys.modules]:
+        mod = sys.modules[modname]
+        for cls_name, typ, fn in _LATER.pop(modname):
+            cls = getattr(mod, cls_name, None)
+            if isinstance(cls, type):
+                LEAVES[cls] = (typ, fn)
 
 
 def leaf_entry(m):
     """(type, argument function) when module m is recorded as one node, else None."""
+    if _LATER:
+        _add_later()
     cls = type(m)
     hit = LEAVES.get(cls)
     if hit is not None:

@@ -14,6 +14,8 @@ them. Functions returning no tensor (x.size(), x.dim()) are not recorded."""
 
 import torch
 
+from .errors import safe_str
+
 FACTORIES = {
     "torch.zeros", "torch.ones", "torch.empty", "torch.full", "torch.arange", "torch.linspace",
     "torch.eye", "torch.tensor", "torch.as_tensor", "torch.rand", "torch.randn", "torch.randint",
@@ -56,7 +58,7 @@ def binary(typ, sig="input other", inplace=False, args=()):
             if c.v.get(k) is not None:
                 a[k] = c.v[k]
         if c.v.get("rounding_mode") is not None:
-            c.fail("rounding_mode=%r has no memest type" % c.v["rounding_mode"])
+            c.fail("rounding_mode=%s has no memest type" % safe_str(c.v["rounding_mode"], 60, repr))
         if inplace:
             a["inplace"] = True
         return c.emit(typ, inputs, a)

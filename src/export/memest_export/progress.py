@@ -1,28 +1,43 @@
 """Progress on standard error when it is a terminal, and never otherwise: one
 line, "memest-export: recording at batch 2 (1/2)", rewritten in place and
-erased when the work ends, as memest's own progress line (no colour)."""
-import sys
+erased when the work ends, as memest's own progress line (no colour). The
+text is escaped (it names the model as the command line gives it)."""
+import os
+
+from .escape import cut
 
 
 class Progress:
-    def __init__(self, stream=None):
-        self.stream = stream if stream is not None else sys.stderr
-        isatty = getattr(self.stream, "isatty", None)
-        self.on = bool(isatty and isatty())
+    def __init__(self, fd=2):
+        """fd: the descriptor of standard error (the command's own copy)."""
+        self.fd = fd
+        try:
+            self.on = os.isatty(fd)
+        except (OSError, TypeError, ValueError):
+            self.on = False
         self.width = 0
+
+    def _write(self, text):
+        data = text.encode("utf-8")
+        while data:
+            try:
+                data = data[os.write(self.fd, data):]
+            except InterruptedError:
+                continue
+            except OSError:
+                self.on = False
+                return
 
     def step(self, text):
         """Shows `text` as the current stage (nothing when not a terminal)."""
         if not self.on:
             return
-        line = "memest-export: " + text
-        self.stream.write("\r" + line + " " * max(0, self.width - len(line)))
-        self.stream.flush()
+        line = "memest-export: " + cut(text, 100)
+        self._write("\r" + line + " " * max(0, self.width - len(line)))
         self.width = len(line)
 
     def end(self):
         """Erases the line."""
         if self.on and self.width:
-            self.stream.write("\r" + " " * self.width + "\r")
-            self.stream.flush()
+            self._write("\r" + " " * self.width + "\r")
         self.width = 0

@@ -27,7 +27,7 @@ import torch.nn as nn
 from torch.overrides import TorchFunctionMode
 
 from . import leaves, names, opmap
-from .errors import ExportError
+from .errors import EXIT_EXPORT, ExportError, describe, safe_str
 from .values import dtype_name, jsonable
 
 # with the separator: torchvision's folder beside torch's is the model's code
@@ -46,15 +46,28 @@ class Node:
 
 
 def tensors_in(v, out):
-    """Every tensor in a nested value (lists, tuples, dicts), in order."""
-    if isinstance(v, torch.Tensor):
-        out.append(v)
-    elif isinstance(v, (list, tuple)):
-        for x in v:
-            tensors_in(x, out)
-    elif isinstance(v, dict):
-        for x in v.values():
-            tensors_in(x, out)
+    """Every tensor in a nested value (lists, tuples, dicts, of any depth; a
+    container holding itself is not walked again inside itself), in order.
+    The containers' own methods are used, never a subclass's."""
+    todo, open_ = [(v, False)], set()
+    while todo:
+        x, leave = todo.pop()
+        if leave:
+            open_.discard(id(x))
+        elif isinstance(x, torch.Tensor):
+            out.append(x)
+        elif isinstance(x, (list, tuple, dict)):
+            if id(x) in open_:
+                continue
+            open_.add(id(x))
+            todo.append((x, True))
+            if isinstance(x, dict):
+                items = list(dict.values(x))
+            elif isinstance(x, list):
+                items = list(list.__iter__(x))
+            else:
+                items = list(tuple.__iter__(x))
+            todo.extend((i, False) for i in reversed(items))
     return out
 
 
@@ -136,6 +149,27 @@ class Recorder:
         self.held = {}          # node -> ids of the parameters it holds first
         self.views = {}         # id(storage root, t._base) -> {id(view): view} bound views of it
         self.pending = {}       # id(tensor) -> [refs of in-place writes through another view of it]
+        self.failure = None     # the recorder's first error (the model's code may catch it)
+
+    def hook(self, fn, *args):
+        """fn(*args), one of the recorder's hooks, run inside forward(): its
+        first error is kept, so that the model's code catching it (try:
+        except Exception:) cannot make a recording that misses a call; once
+        failed, every later hook fails again."""
+        if self.failure is not None:
+            raise self.failure
+        try:
+            return fn(*args)
+        except ExportError as e:
+            self.failure = e
+            raise
+        except Exception as e:
+            try:
+                where = self.where()
+            except Exception:
+                where = "in forward()"
+            self.failure = ExportError("cannot record a call %s: %s" % (where, describe(e)), EXIT_EXPORT)
+            raise self.failure from None
 
     # ---- names -------------------------------------------------------------
     def unique(self, base):
@@ -392,8 +426,9 @@ class Recorder:
                 if isinstance(a, torch.Tensor):
                     inputs.append(a)
                 elif a is not None:
-                    raise ExportError("module '%s' (%s) called with a non-tensor argument %r: memest's %s "
-                                      "takes tensors only" % (path, type(mod).__name__, a, typ))
+                    raise ExportError("module '%s' (%s) called with a non-tensor argument %s: memest's %s "
+                                      "takes tensors only" % (path, type(mod).__name__,
+                                                              safe_str(a, 60, repr), typ))
             for k, a in kwargs.items():
                 if a is not None:
                     raise ExportError("module '%s' (%s) called with %s=: memest's %s has no such input"
@@ -446,7 +481,7 @@ class _Mode(TorchFunctionMode):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
         if self.rec.leaf_depth == 0 and not self.rec.in_getitem:
-            self.rec.on_function(func, args, kwargs, out)
+            self.rec.hook(self.rec.on_function, func, args, kwargs, out)
         return out
 
 
@@ -465,13 +500,16 @@ def _indexing(rec, which):
         finally:
             rec.in_getitem = False
         if rec.leaf_depth == 0:
-            rec.on_function(orig, (self,) + args, {}, out)
+            rec.hook(rec.on_function, orig, (self,) + args, {}, out)
         return out
     return orig, wrapper
 
 
-def record(model, inputs, input_names):
-    """Run model(*inputs) once and return (recorder, output)."""
+def record(model, inputs, input_names, batch=None):
+    """Run model(*inputs) once and return (recorder, the output's tensors).
+    Whatever forward() (the model's code, its hooks) raises is an ExportError
+    "forward() raised ..."; the recorder's own first error wins, even when
+    the model's code caught it."""
     rec = Recorder(model, input_names)
     for t, n in zip(inputs, input_names):
         rec.bind(t, n)
@@ -489,7 +527,7 @@ def record(model, inputs, input_names):
                 out = orig_call(mod, *args, **kwargs)
             finally:
                 rec.leaf_depth -= 1
-            rec.on_leaf(mod, path, args, kwargs, out)
+            rec.hook(rec.on_leaf, mod, path, args, kwargs, out)
             return out
         rec.stack.append(path)
         try:
@@ -504,8 +542,16 @@ def record(model, inputs, input_names):
     try:
         with _Mode(rec):
             out = model(*inputs)
+            outs = tensors_in(out, [])
+    except BaseException as e:  # noqa: B902 - the model's code: SystemExit, KeyboardInterrupt too
+        if rec.failure is not None:
+            raise rec.failure from None
+        raise ExportError("forward()%s raised %s" % ("" if batch is None else " at batch %d" % batch,
+                                                    describe(e))) from None
     finally:
         nn.Module.__call__ = orig_call
         torch.Tensor.__getitem__ = patched[0][0]
         torch.Tensor.__setitem__ = patched[1][0]
-    return rec, out
+    if rec.failure is not None:
+        raise rec.failure
+    return rec, outs

@@ -4,6 +4,8 @@ import math
 
 import torch
 
+from .errors import safe_str
+
 DTYPES = {
     torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16",
     torch.float64: "float64", torch.int64: "int64", torch.int32: "int32", torch.int16: "int16",
@@ -45,4 +47,4 @@ def jsonable(v):
         return [jsonable(x) for x in v]
     if isinstance(v, torch.memory_format):
         return str(v).replace("torch.", "")
-    raise ValueError("value %r has no JSON form" % (v,))
+    raise ValueError("value %s has no JSON form" % safe_str(v, 60, repr))
