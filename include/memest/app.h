@@ -75,6 +75,12 @@ struct memest_app {
  * layout and the step's rank (a->step.rank); nothing without the options.
  * 0 / -1. */
 int memest_app_dist(struct memest_app *a, struct memest_error *err);
+/* The run options given by name (cli.h: run_named) that no op of r's graph
+ * applied (run.h: memest_run.used) are refused, as usage errors: they would
+ * change nothing. The whole model's run (a pipeline stage's may lack an
+ * op another stage has). 0 / -1. */
+int memest_app_options_used(const struct memest_app *a, const struct memest_run *r,
+                            struct memest_error *err);
 /* --pp: cuts the graph (after the graph passes) into its stages. 0 / -1. */
 int memest_app_stages(struct memest_app *a, struct memest_error *err);
 void memest_app_stages_free(struct memest_app *a);

@@ -42,6 +42,10 @@ struct memest_cli {
      * options (run.h) besides batch and dtypes */
     struct memest_run_opts run;
     bool fused_ce_named;           /* --fused names linear-ce (not through "all") */
+    uint32_t run_named;            /* the run options asked for by name (memest_run.used's
+                                      bits: --fused's kernels but through "all", --attention
+                                      but auto and eager, --moe-imbalance): refused where no op applies
+                                      them */
     /* --weights, --group-size, --double-quant, --kbit-prep: quantised
      * weights, over a config's quantization_config (quantize.h) */
     struct memest_quant_cfg quant;

@@ -164,6 +164,9 @@ enum memest_dtype memest_param_dtype(const struct memest_ictx *c);
 /* The run's options (attention kernel, MoE imbalance, fused kernels, the
  * PyTorch version whose rules apply): run.h. */
 const struct memest_run_opts *memest_run_options(const struct memest_ictx *c);
+/* Notes that the node applies run options `what` (memest_run.used): an op
+ * calls it where an option changes what it does. */
+void memest_run_option_used(const struct memest_ictx *c, uint32_t what);
 /* True if this node's parameters are trainable. */
 bool memest_trainable(const struct memest_ictx *c);
 /* Whether autograd records this node: some input requires grad, or the node

@@ -176,6 +176,15 @@ struct memest_run {
     uint32_t nbuffers, cap_buffers;
     struct memest_nodein *ins;            /* per node input, from nodeinfo.in_first */
     uint32_t nins, cap_ins;
+    uint32_t used;                        /* the run options some op applied: MEMEST_FUSED_*
+                                             bits, MEMEST_USED_* (an option none applied
+                                             changes nothing) */
+};
+
+/* memest_run.used besides the MEMEST_FUSED_* bits. */
+enum {
+    MEMEST_USED_ATTENTION = 1u << 8,      /* --attention chose a kernel */
+    MEMEST_USED_MOE_IMBALANCE = 1u << 9,  /* --moe-imbalance routed tokens */
 };
 
 /* Runs shape inference of the whole graph for opts. `r` may hold a previous

@@ -124,8 +124,14 @@ int memest_app_graph_passes(struct memest_app *a, struct memest_graph *g, struct
     /* quantisation first: PEFT wraps the quantised layer (its bnb forward) */
     struct memest_quant_cfg q;
     memest_quant_cfg_merge(&a->m.quant, &o->quant, &q);
-    if (memest_quantize(g, &q, a->dtype, NULL, err) != 0)
+    uint32_t quantized;
+    if (memest_quantize(g, &q, a->dtype, &quantized, err) != 0)
         return -1;
+    if (o->quant.format != MEMEST_WF_DENSE && quantized == 0)
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL, "--weights %s: the model has no linear "
+                           "layer the library would replace (the output head and tied layers "
+                           "stay dense): it would change nothing",
+                           memest_wformat_name((enum memest_wformat)o->quant.format));
     return memest_lora_apply(g, &o->lora, o->step.amp != MEMEST_AMP_NONE, a->m.model_type,
                              &a->lora, err);
 }
@@ -149,6 +155,27 @@ int memest_app_overrides_note(const struct memest_app *a, struct memest_error *e
     return -1;
 }
 
+int memest_app_options_used(const struct memest_app *a, const struct memest_run *r,
+                            struct memest_error *err)
+{
+    /* --fused linear-ce is the step's (the simulator checks the head) */
+    uint32_t unused = a->o->run_named & ~r->used & ~(uint32_t)MEMEST_FUSED_LINEAR_CE;
+    if (unused & MEMEST_USED_ATTENTION)
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL, "--attention %s chooses the kernel of "
+                           "scaled_dot_product_attention (and multiheadattention's), which the "
+                           "model has none of: it would change nothing",
+                           memest_attention_name(a->o->run.attention));
+    if (unused & MEMEST_USED_MOE_IMBALANCE)
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL, "--moe-imbalance routes the tokens of "
+                           "MoE experts, which the model has none of: it would change nothing");
+    for (int k = 0; k < MEMEST_FUSED_COUNT; k++)
+        if (unused & (1u << k))
+            return memest_errf(err, MEMEST_ERR_USAGE, NULL, "--fused %s: no op of the model "
+                               "runs that kernel (an op of that kind with impl \"auto\"): it "
+                               "would change nothing", memest_fused_name(k));
+    return 0;
+}
+
 int memest_app_prepare(const struct memest_app *a, struct memest_run *r, int64_t batch,
                        const struct memest_step_cfg *step, enum memest_dtype dtype,
                        struct memest_cost *c, struct memest_error *err)
@@ -160,7 +187,9 @@ int memest_app_prepare(const struct memest_app *a, struct memest_run *r, int64_t
      * (nor checked against the model) */
     if (a->o->inference)
         ro.fused &= ~(uint32_t)MEMEST_FUSED_LINEAR_CE;
-    if (memest_run_infer(r, &a->g, &ro, err) != 0 || memest_estimate_cost(r, step, c, err) != 0) {
+    if (memest_run_infer(r, &a->g, &ro, err) != 0 ||
+        (!a->in_stage && memest_app_options_used(a, r, err) != 0) ||
+        memest_estimate_cost(r, step, c, err) != 0) {
         memest_cost_records(r, c);   /* what the refusal cost */
         return -1;
     }

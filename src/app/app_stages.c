@@ -47,6 +47,8 @@ int memest_app_stages(struct memest_app *a, struct memest_error *err)
     ro.dtype = a->dtype;
     ro.batch = 1;
     int rc = memest_run_infer(&r1, &a->g, &ro, err);
+    if (rc == 0)
+        rc = memest_app_options_used(a, &r1, err);
     ro.batch = 2;
     if (rc == 0)
         rc = memest_run_infer(&r2, &a->g, &ro, err);

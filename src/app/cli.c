@@ -712,6 +712,12 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
         case OPT_ATTENTION:
             if (memest_attention_parse(optarg, &o->run.attention) != 0)
                 return bad(err, "--attention", optarg, "auto, eager, math, flash, efficient or cudnn");
+            /* eager is what a model without SDPA runs anyway (T5's only
+             * attention): true of it, not a kernel it cannot have */
+            if (o->run.attention != MEMEST_ATTN_AUTO && o->run.attention != MEMEST_ATTN_EAGER)
+                o->run_named |= MEMEST_USED_ATTENTION;
+            else
+                o->run_named &= ~(uint32_t)MEMEST_USED_ATTENTION;
             break;
         case OPT_FUSED:
             if (memest_fused_parse(optarg, &o->run.fused) != 0)
@@ -720,11 +726,14 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
             /* "all" is every kernel that applies; a list names each one */
             o->fused_ce_named = strcmp(optarg, "all") != 0 &&
                                 (o->run.fused & (uint32_t)MEMEST_FUSED_LINEAR_CE);
+            o->run_named = (o->run_named & ~((1u << MEMEST_FUSED_COUNT) - 1)) |
+                           (strcmp(optarg, "all") != 0 ? o->run.fused : 0);
             break;
         case OPT_MOE_IMBALANCE:
             if (memest_parse_double(optarg, 1, 1e6, &o->run.moe_imbalance) != 0)
                 return bad(err, "--moe-imbalance", optarg,
                            "a factor of at least 1 (the busiest expert's tokens over the balanced share)");
+            o->run_named |= MEMEST_USED_MOE_IMBALANCE;
             break;
         case OPT_TORCH:
             if (memest_torch_parse(optarg, &o->run.torch) != 0)

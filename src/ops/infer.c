@@ -141,6 +141,7 @@ enum memest_dtype memest_param_dtype(const struct memest_ictx *c)
                                      : c->r->opts.dtype;
 }
 const struct memest_run_opts *memest_run_options(const struct memest_ictx *c) { return &c->r->opts; }
+void memest_run_option_used(const struct memest_ictx *c, uint32_t what) { c->r->used |= what; }
 bool memest_trainable(const struct memest_ictx *c) { return c->node->trainable; }
 
 bool memest_needs_grad(const struct memest_ictx *c)
@@ -742,6 +743,7 @@ int memest_run_infer(struct memest_run *r, const struct memest_graph *g,
     }
     r->g = g;
     r->opts = *opts;
+    r->used = 0;
     reset(r);
     memest_err_file(err, g->file);
     for (uint32_t i = 0; i < g->nnodes; i++)

@@ -37,8 +37,12 @@ static uint64_t sub_sat(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
 static bool want_fused(struct memest_ictx *c, int idx, uint32_t bit)
 {
     const char *s = memest_arg(c, idx)->s;
-    if (strcmp(s, "auto") == 0)
-        return (memest_run_options(c)->fused & bit) != 0;
+    if (strcmp(s, "auto") == 0) {
+        bool on = (memest_run_options(c)->fused & bit) != 0;
+        if (on)
+            memest_run_option_used(c, bit);
+        return on;
+    }
     return strcmp(s, "fused") == 0;
 }
 

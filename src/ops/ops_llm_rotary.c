@@ -145,6 +145,8 @@ static int infer_apply_rotary(struct memest_ictx *c)
         return memest_fail(c, "Liger's fused rotary kernel rotates the whole head: rotary_dim "
                               "(%lld) must equal head_dim (%lld), or use impl \"eager\"",
                            (long long)rd, (long long)D);
+    if (fused && strcmp(memest_arg(c, AR_IMPL)->s, "auto") == 0)
+        memest_run_option_used(c, MEMEST_FUSED_ROTARY);
     if (fused)
         return rotary_fused(c, &x);
 

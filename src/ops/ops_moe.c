@@ -116,6 +116,7 @@ static int expert_tokens(struct memest_ictx *c, int64_t T, int64_t top_k, int64_
     if (!mul_i64(T, top_k, &total))
         return memest_fail(c, "tokens * top_k overflows");
     *n_e = tokens_of_expert(T, top_k, num_experts, e, memest_run_options(c)->moe_imbalance);
+    memest_run_option_used(c, MEMEST_USED_MOE_IMBALANCE);
     return 0;
 }
 

@@ -605,8 +605,10 @@ static int choose_kernel(struct memest_ictx *c, const struct sdpa *a, enum kerne
 {
     uint8_t forced = memest_run_options(c)->attention;
     if (forced != MEMEST_ATTN_AUTO && forced <= MEMEST_ATTN_CUDNN &&
-        !(a->nested && forced == MEMEST_ATTN_EAGER))
+        !(a->nested && forced == MEMEST_ATTN_EAGER)) {
         *kern = (enum kernel)forced;
+        memest_run_option_used(c, MEMEST_USED_ATTENTION);
+    }
     if (*kern == K_AUTO) {
         *kern = pick_auto(a);
         return 0;

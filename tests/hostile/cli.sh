@@ -211,3 +211,37 @@ case_sweep_var_keeps_layout() {
         [ "$row" = "$one" ] || fail "$args: the row at layers=4 peaks at $row, the command at $one"
     done
 }
+
+case_attention_without_sdpa() {
+    # the kernel of scaled_dot_product_attention, on a model without one
+    refused "--attention flash chooses the kernel of scaled_dot_product_attention" \
+        "$MODELS/resnet50.json" --attention flash
+    # eager is what a model without SDPA runs: true of it
+    expect 0
+    run "$MEMEST" "$MODELS/resnet50.json" --attention eager
+}
+
+case_fused_without_kernel() {
+    refused "--fused rmsnorm: no op of the model runs that kernel" "$MODELS/resnet50.json" --fused rmsnorm
+    refused "--fused rotary: no op of the model runs that kernel" "$MODELS/gpt2.json" --fused rotary
+    # all: every kernel that applies, none where none does
+    expect 0
+    run "$MEMEST" "$MODELS/resnet50.json" --fused all
+}
+
+case_moe_imbalance_dense() {
+    refused "--moe-imbalance routes the tokens of MoE experts, which the model has none of" \
+        "$LLAMA" --moe-imbalance 2
+}
+
+case_weights_without_linear() {
+    refused "--weights nf4: the model has no linear layer the library would replace" \
+        "$MODELS/resnet50.json" --weights nf4
+}
+
+case_unused_option_in_a_stage() {
+    # the check is the whole model's: --fused rmsnorm applies in every stage
+    expect 0
+    run "$MEMEST" "$MODELS/hf/llama-2-7b.json" --seq 64 --gpus 4 --pp 2 --fused rmsnorm
+    refused "--attention cudnn chooses the kernel" "$MG" "${TINY[@]}" --gpus 4 --pp 2 --attention cudnn
+}
