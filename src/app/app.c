@@ -49,39 +49,14 @@ int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct mem
         a->card = (struct memest_card){MEMEST_CARD_MEM, "mem", a->mem_label, o->mem, NULL};
         a->has_card = true;
     }
-    /* --tp: the model's own variable tp (README "Several GPUs") */
+    /* --tp, --sequence-parallel, --ep and --cp through the model's own
+     * variables (README "Several GPUs"), as every graph built is given them */
     struct memest_override sets[MEMEST_MAX_SETS + 3];
-    int nsets = o->nsets;
-    memcpy(sets, o->sets, sizeof *sets * (size_t)nsets);
-    char tp[24], seq[24], ep[24];
-    if (o->dist.set && o->dist.ep > 1) {   /* the model's variable ep */
-        snprintf(ep, sizeof ep, "%lld", (long long)o->dist.ep);
-        sets[nsets++] = (struct memest_override){"ep", ep, "--ep"};
-    }
-    if (o->dist.set && o->dist.tp > 1) {
-        snprintf(tp, sizeof tp, "%lld", (long long)o->dist.tp);
-        sets[nsets++] = (struct memest_override){"tp", tp, "--tp"};
-        if (o->dist.sequence_parallel)   /* and its variable sp */
-            sets[nsets++] = (struct memest_override){"sp", tp, "--sequence-parallel"};
-    }
-    /* --cp C: each rank holds seq_len / C tokens of every activation (README
-     * "Several GPUs"): the overrides' seq_len, divided */
-    if (o->dist.set && o->dist.cp > 1) {
-        int k = -1;
-        for (int i = 0; i < nsets; i++)
-            if (strcmp(sets[i].name, "seq_len") == 0)
-                k = i;
-        uint64_t s = 0;
-        if (k < 0 || memest_parse_u64(sets[k].value, 1, UINT32_MAX, &s) != 0 ||
-            s % (uint64_t)o->dist.cp != 0) {
-            memest_errf(err, MEMEST_ERR_USAGE, NULL,
-                        "--cp %lld needs --seq S (a multiple of it): the sequence the "
-                        "context-parallel ranks split", (long long)o->dist.cp);
-            return memest_error_exit(err);
-        }
-        snprintf(seq, sizeof seq, "%llu", (unsigned long long)(s / (uint64_t)o->dist.cp));
-        sets[k].value = seq;
-    }
+    struct memest_dist_vars dv;
+    memcpy(sets, o->sets, sizeof *sets * (size_t)o->nsets);
+    int nsets = memest_cli_dist_sets(o, sets, o->nsets, &dv, err);
+    if (nsets < 0)
+        return memest_error_exit(err);
     if (memest_model_read_file(o->model, &a->m, err) != 0 ||
         memest_model_build(&a->m, sets, nsets, &a->g, err) != 0 ||
         memest_step_cfg_resolve_loss(&a->step, a->g.loss, err) != 0)   /* once, here */

@@ -119,8 +119,13 @@ static int ds_options(struct memest_app *a, struct memest_error *err)
     if (!o->batch_set && (ds->micro_batch || ds->train_batch) &&
         as_options(file, bkey, (const char *const[]){"--batch", mtext}, 2, err) != 0)
         return -1;
+    char gpus[24], pp[24];   /* with its layout: --grad-accum is refused with --pp */
+    snprintf(gpus, sizeof gpus, "%lld", (long long)a->dist.gpus);
+    snprintf(pp, sizeof pp, "%lld", (long long)a->dist.pp);
     if (!o->grad_accum_set && (ds->grad_accum || ds->train_batch) &&
-        as_options(file, gkey, (const char *const[]){"--grad-accum", gtext}, 2, err) != 0)
+        as_options(file, gkey,
+                   (const char *const[]){"--grad-accum", gtext, "--gpus", gpus, "--pp", pp},
+                   accum > 1 && a->dist.pp > 1 ? 6 : 2, err) != 0)
         return -1;
     a->ds.micro_batch = o->batch_set ? 0 : micro;   /* memest_main applies it */
     if (!o->grad_accum_set)

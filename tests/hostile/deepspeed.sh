@@ -192,3 +192,9 @@ case_keys_reordered() {
     run "$MEMEST" "$GOOD" --gpus 2 --deepspeed ds.json
     same_output .out a.out
 }
+case_accum_with_pipeline() {
+    # as --grad-accum with --pp: a pipeline's accumulation is its micro-batches
+    ds '{"gradient_accumulation_steps": 4, "zero_optimization": {"stage": 1}}'
+    expect 3 'gradient_accumulation_steps: as the options --grad-accum 4 --gpus 4 --pp 2: --grad-accum with --pp'
+    run "$MEMEST" "$MODELS/hf/llama-2-7b.json" --seq 64 --gpus 4 --pp 2 --deepspeed ds.json
+}
