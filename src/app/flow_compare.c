@@ -305,6 +305,11 @@ int memest_flow_compare(struct memest_app *a)
         .gpus_per_node = c.gpus_per_node, .nodes = c.nodes, .by_price = by_price,
         .rows = rows, .n = n, .fitting = fitting};
     memest_render_compare(stdout, o->format, &rep);
+    for (size_t i = 0; i < n; i++)   /* a search that reached its top, not the card's */
+        if (rows[i].mb.best == MEMEST_SWEEP_MAX_VALUE)
+            fprintf(stderr, "memest: note: %s: the largest batch was searched up to %lld (2^53-1, "
+                    "memest's largest batch) and every batch fits: the card holds at least that\n",
+                    rows[i].gpu->name, (long long)MEMEST_SWEEP_MAX_VALUE);
     free(rows);
     return fitting ? MEMEST_EXIT_OK : MEMEST_EXIT_NOFIT;
 }
