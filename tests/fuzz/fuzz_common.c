@@ -35,6 +35,13 @@ void fuzz_init(void)
         __sanitizer_set_report_fd((void *)(intptr_t)report_fd);
 }
 
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc, (void)argv;
+    fuzz_init();
+    return 0;
+}
+
 void fuzz_bug(const char *fmt, ...)
 {
     char msg[4096];
@@ -84,15 +91,30 @@ void fuzz_check_cstr(const char *s, size_t cap, const char *what)
         fuzz_bug("%s is not NUL-terminated within its %zu bytes", what, cap);
 }
 
-static void check_json_text(const char *text, size_t len, const char *what)
+/* Runs a writer of a --json document into memory and checks that the text
+ * is one valid JSON document (so no NaN, no broken escape, no half UTF-8
+ * sequence). */
+static void check_json_output(void (*write)(FILE *, const void *), const void *arg,
+                              const char *what)
 {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return;
+    write(f, arg);
+    fclose(f);
     const char *end = NULL;
     cJSON *doc = cJSON_ParseWithLengthOpts(text, len + 1, &end, 1);
     if (!doc)
         fuzz_bug("%s is not valid JSON near offset %td: %.300s", what, end ? end - text : -1,
                  text);
     cJSON_Delete(doc);
+    free(text);
 }
+
+static void write_error(FILE *f, const void *err) { memest_report_error_json(f, err); }
+static void write_report(FILE *f, const void *rep) { memest_report_json(f, rep); }
 
 void fuzz_check_error(const struct memest_error *err, const char *stage, const char *file,
                       unsigned exits)
@@ -118,21 +140,17 @@ void fuzz_check_error(const struct memest_error *err, const char *stage, const c
         fuzz_bug("%s: the error names the file \"%s\", not \"%s\": %s", stage, err->file, file,
                  msg);
     /* "internal: ..." opens the message of a memest bug (the file's text may
-     * hold the word anywhere) */
-    if (err->code == MEMEST_ERR_INTERNAL || strncmp(err->msg, "internal:", 9) == 0)
+     * hold the word anywhere); where the file's text comes quoted, the word
+     * anywhere before the first quote */
+    const char *internal = strstr(err->msg, "internal:"), *quote = strchr(err->msg, '"');
+    if (err->code == MEMEST_ERR_INTERNAL || internal == err->msg ||
+        ((exits & FUZZ_QUOTED) && internal && (!quote || internal < quote)))
         fuzz_bug("%s: internal error: %s", stage, msg);
     int ex = memest_error_exit(err);
-    if (ex < 0 || ex >= 32 || !(exits & FUZZ_EXIT(ex)))
-        fuzz_bug("%s: exit code %d (allowed: mask 0x%x): %s", stage, ex, exits, msg);
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    if (!f)
-        return;
-    memest_report_error_json(f, err);
-    fclose(f);
-    check_json_text(text, len, "the --json error");
-    free(text);
+    if (ex < 0 || ex >= 31 || !(exits & FUZZ_EXIT(ex)))
+        fuzz_bug("%s: exit code %d (allowed: mask 0x%x): %s", stage, ex, exits & ~FUZZ_QUOTED,
+                 msg);
+    check_json_output(write_error, err, "the --json error");
 }
 
 static void check_size(uint64_t v, const char *what)
@@ -153,7 +171,7 @@ static void check_peak(const struct memest_peak *p, uint32_t nnodes, const char 
     uint64_t sum = 0;
     for (int c = 0; c < MEMEST_CAT_COUNT; c++) {
         check_size(p->at_peak[c], what);
-        sum += p->at_peak[c];
+        sum += p->at_peak[c];  /* each <= 2^63 - 1: two cannot wrap, and we check as we go */
         check_size(sum, what);
     }
     if (sum != p->bytes)
@@ -226,19 +244,9 @@ void fuzz_check_estimate(const struct memest_estimate *e, uint32_t nnodes)
                  e->train_peak.bytes, d->params, d->optim, d->master);
 }
 
-static void write_report(FILE *f, const struct memest_report *rep) { memest_report_json(f, rep); }
-
 void fuzz_check_report_json(const struct memest_report *rep)
 {
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    if (!f)
-        return;
-    write_report(f, rep);
-    fclose(f);
-    check_json_text(text, len, "the --json report");
-    free(text);
+    check_json_output(write_report, rep, "the --json report");
 }
 
 bool fuzz_same_estimate(const struct memest_estimate *a, const struct memest_estimate *b)
@@ -330,4 +338,137 @@ int fuzz_app_dist(struct memest_app *a, const struct memest_cli *o, struct memes
     a->estimates = 0;
     a->over_budget = false;
     return memest_app_dist(a, err) != 0 ? memest_error_exit(err) : MEMEST_EXIT_OK;
+}
+
+bool fuzz_app_estimate(struct memest_app *a, int64_t batch, const char *dist,
+                       struct memest_estimate *e, struct memest_error *err)
+{
+    if (memest_app_estimate(a, batch, &a->step, a->dtype, e, NULL, NULL, err) != 0)
+        return false;
+    if (err->code != MEMEST_ERR_NONE)
+        fuzz_bug("an estimate succeeded with an error set: %s", err->msg);
+    if (dist && !e->has_dist)
+        fuzz_bug("an estimate under %s without the rank's view", dist);
+    fuzz_check_estimate(e, a->g.nnodes);
+    struct memest_report rep = {.opts = memest_app_report_opts(a), .step = &a->step, .g = &a->g,
+                                .r = &a->r, .e = e, .figs = a->figs, .nfigs = a->nstages,
+                                .binding = a->binding};
+    fuzz_check_report_json(&rep);
+    return true;
+}
+
+/* The target's reading of the file at path into r, twice (the second into
+ * r2): the same both times (determinism), refused only as the file's fault
+ * (exit 3, naming it), taken without an error set, then by the target's
+ * own checks. Returns the reader's return code, its error in err. */
+static int read_twice(const struct fuzz_dist_target *t, const char *path,
+                      struct fuzz_reading *r, struct fuzz_reading *r2, struct memest_error *err)
+{
+    struct memest_error err2 = {0};
+    int rc = t->read(path, r, err);
+    int rc2 = t->read(path, r2, &err2);
+    if (rc != rc2 || strcmp(err->msg, err2.msg) != 0 || (rc == 0 && !t->same(r, r2, true)))
+        fuzz_bug("reading the same file twice gives other results");
+    if (rc != 0) {
+        fuzz_check_error(err, "the reader", path, FUZZ_EXIT(MEMEST_EXIT_MODEL));
+        return rc;
+    }
+    if (err->code != MEMEST_ERR_NONE)
+        fuzz_bug("the reader succeeded with an error set: %s", err->msg);
+    t->check_read(r);
+    return rc;
+}
+
+/* The input (JSON) with its keys in reverse order, read into r3: where the
+ * reader took the input (rc 0, r), it reads the same (only this way round:
+ * a file cJSON reads but memest refuses, say a number past the double
+ * range, may print as one memest takes). */
+static void read_reversed(const struct fuzz_dist_target *t, const uint8_t *data, size_t size,
+                          int rc, const struct fuzz_reading *r, struct fuzz_reading *r3)
+{
+    static struct fuzz_file rev;
+    if (t->json && !t->json(data, size))
+        return;
+    char *text = fuzz_json_reversed(data, size);
+    if (!text)
+        return;
+    char path[64];
+    snprintf(path, sizeof path, "%s", fuzz_file_set(&rev, t->reversed, text, strlen(text)));
+    struct memest_error err = {0};
+    int rc3 = t->read(path, r3, &err);
+    if (rc == 0 && (rc3 != 0 || !t->same(r3, r, false)))
+        fuzz_bug("the file with its keys in reverse order reads otherwise (%s): %s",
+                 rc3 ? err.msg : "other settings", text);
+    free(text);
+}
+
+/* The tool on the file at path (the small Llama, --seq 32, the target's
+ * options around option FILE; over: with those that win over the file),
+ * where the reader gave rc, rerr and the reading r. */
+static void run_tool(const struct fuzz_dist_target *t, const char *path, bool over, int rc,
+                     const struct memest_error *rerr, const struct fuzz_reading *r)
+{
+    /* the model path: fuzz_tiny_app's, opened once; the name is not read
+     * again */
+    char *argv[6 + FUZZ_MAX_ARGS + 1] = {"memest", "llama-tiny.json", "--seq", "32"};
+    int argc = 4;
+    for (char *const *p = t->args; *p && argc < 4 + FUZZ_MAX_ARGS; p++)
+        argv[argc++] = *p;
+    argv[argc++] = t->option;
+    argv[argc++] = (char *)path;
+    for (char *const *p = t->over; over && *p && argc < 6 + FUZZ_MAX_ARGS; p++)
+        argv[argc++] = *p;
+    argv[argc] = NULL;
+    struct memest_cli o;
+    struct memest_error err = {0};
+    if (memest_cli_parse(argc, argv, &o, &err) != 0)
+        fuzz_bug("the target's options do not parse: %s", err.msg);
+    struct memest_app *app = fuzz_tiny_app();
+    int arc = fuzz_app_dist(app, &o, &err);
+    if (rc != 0) {
+        /* the reader's error, as it is */
+        if (arc == MEMEST_EXIT_OK || strcmp(err.msg, rerr->msg) != 0 ||
+            strcmp(err.file, rerr->file) != 0)
+            fuzz_bug("the tool %s on a file the reader refuses (%s): %s",
+                     arc == MEMEST_EXIT_OK ? "succeeds" : "fails otherwise", rerr->msg, err.msg);
+        return;
+    }
+    if (arc != MEMEST_EXIT_OK) {
+        t->check_refused(r, path, over, &err);
+        return;
+    }
+    const struct memest_dist_cfg *ad = &app->dist, *d = &r->d;
+    if (memest_dist_check(ad, &err) != 0)
+        fuzz_bug("the tool's layout fails its own check: %s", err.msg);
+    if (!over && (ad->strategy != d->strategy || ad->offload != d->offload))
+        fuzz_bug("the tool runs %s, offload %s; the file says %s, offload %s",
+                 memest_strategy_name(ad->strategy), memest_offload_name(ad->offload),
+                 memest_strategy_name(d->strategy), memest_offload_name(d->offload));
+    t->check_tool(r, app, over);
+    /* the single-estimate flow as memest_main runs it, after memest_app_open;
+     * a batch past memest's limits (a micro-batch) is the file's */
+    struct memest_estimate e;
+    struct memest_error eerr = {0};
+    if (!fuzz_app_estimate(app, t->batch ? t->batch(app, &o) : o.batch, t->option, &e, &eerr))
+        fuzz_check_error(&eerr, "the estimate", NULL, FUZZ_EXIT(MEMEST_EXIT_MODEL));
+}
+
+int fuzz_dist_input(const struct fuzz_dist_target *t, const uint8_t *data, size_t size)
+{
+    static struct fuzz_file cfg;
+    fuzz_init();
+    unsetenv("MEMEST_ARCH_PATH");
+    fuzz_tiny_app();
+    char path[64];
+    snprintf(path, sizeof path, "%s", fuzz_file_set(&cfg, t->file, data, size));
+    struct fuzz_reading r, r2;   /* r2: the other readings' */
+    struct memest_error rerr = {0};
+    int rc = read_twice(t, path, &r, &r2, &rerr);
+    read_reversed(t, data, size, rc, &r, &r2);
+    /* the file as the tool reads it, then with options that win over it;
+     * the reader's error: the options change nothing of it */
+    run_tool(t, path, false, rc, &rerr, &r);
+    if (rc == 0)
+        run_tool(t, path, true, rc, &rerr, &r);
+    return 0;
 }

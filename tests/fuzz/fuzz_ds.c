@@ -4,7 +4,8 @@
  * --gpus 8, on a small Llama config: fuzz_common.c), one estimate of a
  * rank and its --json report; and once more under command-line options that
  * must win over the file (--strategy, --offload, --dtype, --grad-accum,
- * --optim, --batch).
+ * --optim, --batch). The flow is fuzz_common.c's (fuzz_dist_input); this
+ * file gives the reader and its own checks.
  *
  * Besides crashes, leaks and undefined behaviour, it aborts when:
  *   - an error has no code, no message or one with control characters, an
@@ -21,9 +22,6 @@
  *   - an option given on the command line does not win over the file;
  *   - an estimate breaks the invariants of fuzz_common.h, or its --json
  *     report is not valid JSON. */
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "memest/app.h"
@@ -32,23 +30,6 @@
 #include "memest/dist.h"
 
 #include "fuzz_common.h"
-
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-/* the model path on the targets' command lines: the small Llama's, opened
- * once (fuzz_tiny_app); the name is not read again */
-static char model_path[] = "llama-tiny.json";
-
-/* Once: from LLVMFuzzerInitialize (before libFuzzer's -close_fd_mask=2
- * closes the standard error that fuzz_bug keeps), or at the first input
- * (the standalone runner calls no LLVMFuzzerInitialize). */
-static void init(void)
-{
-    fuzz_init();
-    unsetenv("MEMEST_ARCH_PATH");
-    fuzz_tiny_app();
-}
 
 static bool same_engine(const struct memest_engine_cfg *a, const struct memest_engine_cfg *b)
 {
@@ -69,31 +50,31 @@ static bool same_engine(const struct memest_engine_cfg *a, const struct memest_e
            a->limit_all_gathers == b->limit_all_gathers;
 }
 
-/* note: whether the note of ignored keys counts (it lists them in the
- * file's order) */
-static bool same_settings(const struct memest_ds_settings *a, const struct memest_ds_settings *b,
-                          bool note)
+static bool same_read(const struct fuzz_reading *ra, const struct fuzz_reading *rb, bool note)
 {
-    return a->micro_batch == b->micro_batch && a->train_batch == b->train_batch &&
-           a->grad_accum == b->grad_accum && a->half_set == b->half_set &&
-           (!a->half_set || a->half == b->half) && a->optim_set == b->optim_set &&
+    const struct memest_ds_settings *a = &ra->s.ds, *b = &rb->s.ds;
+    return ra->d.strategy == rb->d.strategy && ra->d.offload == rb->d.offload &&
+           same_engine(&ra->d.eng, &rb->d.eng) && a->micro_batch == b->micro_batch &&
+           a->train_batch == b->train_batch && a->grad_accum == b->grad_accum &&
+           a->half_set == b->half_set && (!a->half_set || a->half == b->half) &&
+           a->optim_set == b->optim_set &&
            (!a->optim_set || (a->optim == b->optim && a->momentum == b->momentum)) &&
            (!note || strcmp(a->ignored, b->ignored) == 0);
 }
 
 /* The reader on its own, with the tool's defaults for --gpus 8. */
-static int read_direct(const char *path, struct memest_dist_cfg *d, struct memest_ds_settings *s,
-                       struct memest_error *err)
+static int read_direct(const char *path, struct fuzz_reading *r, struct memest_error *err)
 {
-    memest_dist_default(d);
-    d->set = true;
-    d->gpus = 8;
-    d->config_path = path;
-    return memest_ds_config_read(path, FUZZ_TINY_LLAMA_HIDDEN, d, s, err);
+    memest_dist_default(&r->d);
+    r->d.set = true;
+    r->d.gpus = 8;
+    r->d.config_path = path;
+    return memest_ds_config_read(path, FUZZ_TINY_LLAMA_HIDDEN, &r->d, &r->s.ds, err);
 }
 
-static void check_read(const struct memest_dist_cfg *d, const struct memest_ds_settings *s)
+static void check_read(const struct fuzz_reading *r)
 {
+    const struct memest_dist_cfg *d = &r->d;
     if (d->strategy != MEMEST_STRAT_DDP && d->strategy != MEMEST_STRAT_ZERO1 &&
         d->strategy != MEMEST_STRAT_ZERO2 && d->strategy != MEMEST_STRAT_ZERO3)
         fuzz_bug("a DeepSpeed config read as strategy %s", memest_strategy_name(d->strategy));
@@ -103,6 +84,7 @@ static void check_read(const struct memest_dist_cfg *d, const struct memest_ds_s
         fuzz_bug("a bucket of 0 elements (reduce %llu, allgather %llu)",
                  (unsigned long long)d->eng.reduce_bucket_size,
                  (unsigned long long)d->eng.allgather_bucket_size);
+    const struct memest_ds_settings *s = &r->s.ds;
     if (s->micro_batch < 0 || s->grad_accum < 0 || s->train_batch < 0)
         fuzz_bug("negative batch settings: micro %lld, accumulation %lld, train %lld",
                  (long long)s->micro_batch, (long long)s->grad_accum, (long long)s->train_batch);
@@ -114,148 +96,69 @@ static void check_read(const struct memest_dist_cfg *d, const struct memest_ds_s
     fuzz_check_cstr(s->ignored, sizeof s->ignored, "the note of ignored keys");
 }
 
-/* The single-estimate flow as memest_main runs it, after memest_app_open. */
-static void estimate(struct memest_app *a, const struct memest_cli *o)
+/* Options and file may not go together (exit 2); the file alone is refused
+ * only as the file's fault (exit 3, naming it: what needs the layout to
+ * tell, as a world size). */
+static void check_refused(const struct fuzz_reading *r, const char *path, bool over,
+                          const struct memest_error *err)
 {
-    struct memest_error err = {0};
-    int64_t batch = o->batch;
-    if (a->ds.micro_batch && !o->batch_set)
-        batch = a->ds.micro_batch;   /* train_micro_batch_size_per_gpu */
-    struct memest_estimate e;
-    if (memest_app_estimate(a, batch, &a->step, a->dtype, &e, NULL, NULL, &err) != 0) {
-        /* a micro-batch past memest's limits is the file's */
-        fuzz_check_error(&err, "the estimate", NULL, FUZZ_EXIT(MEMEST_EXIT_MODEL));
-        return;
-    }
-    if (!e.has_dist)
-        fuzz_bug("an estimate under --deepspeed without the rank's view");
-    fuzz_check_estimate(&e, a->g.nnodes);
-    struct memest_report rep = {.opts = memest_app_report_opts(a), .step = &a->step, .g = &a->g,
-                                .r = &a->r, .e = &e, .figs = a->figs, .nfigs = a->nstages,
-                                .binding = a->binding};
-    fuzz_check_report_json(&rep);
+    (void)r;
+    if (over)
+        fuzz_check_error(err, "the tool, with options", NULL,
+                         FUZZ_EXIT(MEMEST_EXIT_USAGE) | FUZZ_EXIT(MEMEST_EXIT_MODEL));
+    else
+        fuzz_check_error(err, "the tool", path, FUZZ_EXIT(MEMEST_EXIT_MODEL));
 }
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
+static void check_tool(const struct fuzz_reading *r, const struct memest_app *app, bool over)
 {
-    (void)argc, (void)argv;
-    init();
-    return 0;
+    const struct memest_ds_settings *s = &r->s.ds;
+    const struct memest_dist_cfg *ad = &app->dist;
+    if (!same_engine(&ad->eng, &r->d.eng))
+        fuzz_bug("the tool's engine settings are not the file's");
+    /* torch.optim.SGD refuses a momentum below 0 ("Invalid momentum
+     * value"), and --momentum takes 0 to 1: the file's must be checked as
+     * the option is */
+    if (!(app->step.optim.momentum >= 0 && app->step.optim.momentum <= 1))
+        fuzz_bug("the step runs a momentum of %g (--momentum accepts 0 to 1, "
+                 "torch.optim.SGD refuses a negative one)", app->step.optim.momentum);
+    if (!over) {
+        if (s->half_set && app->dtype != s->half)
+            fuzz_bug("the file's 16-bit type is not the parameters'");
+        if (s->grad_accum && app->step.grad_accum != s->grad_accum)
+            fuzz_bug("the file's gradient accumulation is not the step's");
+        if (s->optim_set && app->step.optim.kind != s->optim)
+            fuzz_bug("the file's optimizer is not the step's");
+    } else if (ad->strategy != MEMEST_STRAT_ZERO3 || ad->offload != MEMEST_OFFLOAD_OPTIMIZER ||
+               app->dtype != MEMEST_F16 || app->step.grad_accum != 3 ||
+               app->step.optim.kind != MEMEST_OPT_SGD || app->step.optim.momentum != 0.5) {
+        fuzz_bug("an option given on the command line does not win over the file "
+                 "(strategy %s, offload %s, dtype %d, accumulation %lld, optimizer %d, "
+                 "momentum %g)", memest_strategy_name(ad->strategy),
+                 memest_offload_name(ad->offload), (int)app->dtype,
+                 (long long)app->step.grad_accum, (int)app->step.optim.kind,
+                 app->step.optim.momentum);
+    }
 }
+
+/* The file's train_micro_batch_size_per_gpu, unless --batch */
+static int64_t batch(const struct memest_app *a, const struct memest_cli *o)
+{
+    return a->ds.micro_batch && !o->batch_set ? a->ds.micro_batch : o->batch;
+}
+
+static char *args[] = {"--gpus", "8", NULL};
+static char *over[] = {"--strategy", "zero3", "--offload", "optimizer", "--dtype", "fp16",
+                       "--grad-accum", "3", "--optim", "sgd", "--momentum", "0.5", "--batch", "2",
+                       NULL};
+static const struct fuzz_dist_target target = {
+    .file = "ds_config.json", .reversed = "ds_config-reversed.json", .option = "--deepspeed",
+    .args = args, .over = over, .read = read_direct, .same = same_read,
+    .check_read = check_read, .check_refused = check_refused, .check_tool = check_tool,
+    .batch = batch,
+};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static struct fuzz_file cfg;
-    init();
-    char path[64];
-    snprintf(path, sizeof path, "%s", fuzz_file_set(&cfg, "ds_config.json", data, size));
-
-    struct memest_dist_cfg d, d2;
-    struct memest_ds_settings s, s2;
-    struct memest_error rerr = {0}, rerr2 = {0};
-    int rc = read_direct(path, &d, &s, &rerr);
-    int rc2 = read_direct(path, &d2, &s2, &rerr2);
-    if (rc != rc2 || strcmp(rerr.msg, rerr2.msg) != 0 ||
-        (rc == 0 && (d.strategy != d2.strategy || d.offload != d2.offload ||
-                     !same_engine(&d.eng, &d2.eng) || !same_settings(&s, &s2, true))))
-        fuzz_bug("reading the same file twice gives other results");
-    if (rc != 0) {
-        fuzz_check_error(&rerr, "the reader", path, FUZZ_EXIT(MEMEST_EXIT_MODEL));
-    } else {
-        if (rerr.code != MEMEST_ERR_NONE)
-            fuzz_bug("the reader succeeded with an error set: %s", rerr.msg);
-        check_read(&d, &s);
-    }
-
-    /* the same file (JSON) with its keys in reverse order reads the same
-     * (only this way round: a file cJSON reads but memest refuses, say a
-     * number past the double range, may print as one memest takes) */
-    char *text = fuzz_json_reversed(data, size);
-    if (text) {
-        static struct fuzz_file rev;
-        char rpath[64];
-        snprintf(rpath, sizeof rpath, "%s",
-                 fuzz_file_set(&rev, "ds_config-reversed.json", text, strlen(text)));
-        struct memest_dist_cfg d3;
-        struct memest_ds_settings s3;
-        struct memest_error rerr3 = {0};
-        int rc3 = read_direct(rpath, &d3, &s3, &rerr3);
-        if (rc == 0 && (rc3 != 0 || d3.strategy != d.strategy || d3.offload != d.offload ||
-                      !same_engine(&d3.eng, &d.eng) || !same_settings(&s3, &s, false)))
-            fuzz_bug("the file with its keys in reverse order reads otherwise (%s): %s",
-                     rc3 ? rerr3.msg : "other settings", text);
-        free(text);
-    }
-
-    /* the file as the tool reads it, then with options that win over it */
-    for (int variant = 0; variant < 2; variant++) {
-        char *plain[] = {"memest", model_path, "--seq", "32", "--gpus", "8", "--deepspeed", path,
-                         NULL};
-        char *over[] = {"memest", model_path, "--seq", "32", "--gpus", "8", "--deepspeed", path,
-                        "--strategy", "zero3", "--offload", "optimizer", "--dtype", "fp16",
-                        "--grad-accum", "3", "--optim", "sgd", "--momentum", "0.5", "--batch",
-                        "2", NULL};
-        char **argv = variant ? over : plain;
-        int argc = variant ? 22 : 8;
-        struct memest_cli o;
-        struct memest_error err = {0};
-        if (memest_cli_parse(argc, argv, &o, &err) != 0)
-            fuzz_bug("the target's options do not parse: %s", err.msg);
-        struct memest_app *app = fuzz_tiny_app();
-        int arc = fuzz_app_dist(app, &o, &err);
-        if (rc != 0) {
-            /* the reader's error, as it is */
-            if (arc == MEMEST_EXIT_OK || strcmp(err.msg, rerr.msg) != 0 ||
-                strcmp(err.file, rerr.file) != 0)
-                fuzz_bug("the tool %s on a file the reader refuses (%s): %s",
-                         arc == MEMEST_EXIT_OK ? "succeeds" : "fails otherwise", rerr.msg,
-                         err.msg);
-        } else if (arc != MEMEST_EXIT_OK) {
-            /* options and file may not go together (exit 2); the file alone
-             * is refused only as the file's fault (exit 3, naming it: what
-             * needs the layout to tell, as a world size) */
-            fuzz_check_error(&err, variant ? "the tool, with options" : "the tool",
-                             variant ? NULL : path,
-                             variant ? FUZZ_EXIT(MEMEST_EXIT_USAGE) | FUZZ_EXIT(MEMEST_EXIT_MODEL)
-                                     : FUZZ_EXIT(MEMEST_EXIT_MODEL));
-        } else {
-            const struct memest_dist_cfg *ad = &app->dist;
-            if (memest_dist_check(ad, &err) != 0)
-                fuzz_bug("the tool's layout fails its own check: %s", err.msg);
-            if (!same_engine(&ad->eng, &d.eng))
-                fuzz_bug("the tool's engine settings are not the file's");
-            /* torch.optim.SGD refuses a momentum below 0 ("Invalid momentum
-             * value"), and --momentum takes 0 to 1: the file's must be checked
-             * as the option is */
-            if (!(app->step.optim.momentum >= 0 && app->step.optim.momentum <= 1))
-                fuzz_bug("the step runs a momentum of %g (--momentum accepts 0 to 1, "
-                         "torch.optim.SGD refuses a negative one)", app->step.optim.momentum);
-            if (!variant) {
-                if (ad->strategy != d.strategy || ad->offload != d.offload)
-                    fuzz_bug("the tool runs %s, offload %s; the file says %s, offload %s",
-                             memest_strategy_name(ad->strategy), memest_offload_name(ad->offload),
-                             memest_strategy_name(d.strategy), memest_offload_name(d.offload));
-                if (s.half_set && app->dtype != s.half)
-                    fuzz_bug("the file's 16-bit type is not the parameters'");
-                if (s.grad_accum && app->step.grad_accum != s.grad_accum)
-                    fuzz_bug("the file's gradient accumulation is not the step's");
-                if (s.optim_set && app->step.optim.kind != s.optim)
-                    fuzz_bug("the file's optimizer is not the step's");
-            } else if (ad->strategy != MEMEST_STRAT_ZERO3 ||
-                       ad->offload != MEMEST_OFFLOAD_OPTIMIZER || app->dtype != MEMEST_F16 ||
-                       app->step.grad_accum != 3 || app->step.optim.kind != MEMEST_OPT_SGD ||
-                       app->step.optim.momentum != 0.5) {
-                fuzz_bug("an option given on the command line does not win over the file "
-                         "(strategy %s, offload %s, dtype %d, accumulation %lld, optimizer %d, "
-                         "momentum %g)", memest_strategy_name(ad->strategy),
-                         memest_offload_name(ad->offload), (int)app->dtype,
-                         (long long)app->step.grad_accum, (int)app->step.optim.kind,
-                         app->step.optim.momentum);
-            }
-            estimate(app, &o);
-        }
-        if (rc != 0)
-            break;   /* the reader's error: the options change nothing of it */
-    }
-    return 0;
+    return fuzz_dist_input(&target, data, size);
 }

@@ -47,18 +47,6 @@
  * as long as -timeout=2 allows. */
 #define MAX_REPEAT_NODES 300u
 
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-/* Before libFuzzer's -close_fd_mask=2 closes the standard error that
- * fuzz_bug keeps (the standalone runner: at the first input). */
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc, (void)argv;
-    fuzz_init();
-    return 0;
-}
-
 /* memest_app_open for a Hugging Face config with the node limit lowered
  * (the tool's is 250,000: far too slow for a fuzzer). Returns 0, or -1 with
  * err set; *is_hf false (and 0) when the file is a plain model file. Call
@@ -129,17 +117,9 @@ static void run(int argc, char **argv, unsigned exits, struct outcome *out)
     out->nodes = a.g.nnodes;
     out->dtype = a.dtype;
     if (rc == 0 && is_hf) {
-        if (memest_app_estimate(&a, o.batch, &a.step, a.dtype, &out->e, NULL, NULL, &err) == 0) {
-            if (err.code != MEMEST_ERR_NONE)
-                fuzz_bug("an estimate succeeded with an error set: %s", err.msg);
-            fuzz_check_estimate(&out->e, a.g.nnodes);
-            struct memest_report rep = {.opts = memest_app_report_opts(&a), .step = &a.step,
-                                        .g = &a.g, .r = &a.r, .e = &out->e};
-            fuzz_check_report_json(&rep);
-            out->ok = true;
-        } else {
+        out->ok = fuzz_app_estimate(&a, o.batch, NULL, &out->e, &err);
+        if (!out->ok)
             rc = -1;
-        }
     }
     if (rc != 0) {
         /* a read that fails, a config that does not build: the config's fault */
