@@ -13,7 +13,6 @@
  * builds them (constructor.py, construct_yaml_int / _float). */
 #include "yaml_read.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -30,6 +29,7 @@ struct frame {
     cJSON *node;
     bool mapping;
     char *key;          /* a mapping's key waiting for its value (malloc'd); NULL: a key is next */
+    struct memest_strmap keys;   /* a mapping's keys so far (the tree's strings): O(1) duplicates */
     long anchor;        /* the anchor this collection defines, or -1 */
     size_t first;       /* the node count when it started */
 };
@@ -268,7 +268,6 @@ static int as_float(const char *s, double *out)
         }
         v *= sign;
     } else {
-        errno = 0;
         v = strtod(buf, NULL);
     }
     if (!isfinite(v))
@@ -356,7 +355,10 @@ static int place(struct yr *y, cJSON *node, yaml_mark_t m)
     }
     struct frame *f = &y->st[y->depth - 1];
     if (!f->mapping) {
-        cJSON_AddItemToArray(f->node, node);
+        if (!cJSON_AddItemToArray(f->node, node)) {
+            cJSON_Delete(node);
+            return nomem(y);
+        }
         return 0;
     }
     if (!f->key) {   /* handled by key(); a collection or an alias cannot be a key */
@@ -364,9 +366,15 @@ static int place(struct yr *y, cJSON *node, yaml_mark_t m)
         return at(y, m, MEMEST_ERR_PARSE, "a mapping key must be a scalar (config keys are "
                   "names)");
     }
-    cJSON_AddItemToObject(f->node, f->key, node);
+    bool added = cJSON_AddItemToObject(f->node, f->key, node);
     free(f->key);
     f->key = NULL;
+    if (!added) {
+        cJSON_Delete(node);
+        return nomem(y);
+    }
+    if (memest_strmap_put(&f->keys, node->string, strlen(node->string), 0) != 0)
+        return nomem(y);
     return 0;
 }
 
@@ -378,7 +386,8 @@ static int key(struct yr *y, const yaml_event_t *ev)
     if (ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE && !strcmp(k, "<<"))
         return at(y, ev->start_mark, MEMEST_ERR_PARSE, "a merge key (<<) is not read: write the "
                   "keys out");
-    if (cJSON_GetObjectItemCaseSensitive(f->node, k))
+    int64_t seen;
+    if (memest_strmap_get(&f->keys, k, strlen(k), &seen))
         return at(y, ev->start_mark, MEMEST_ERR_PARSE, "duplicate key \"%.60s\" in the same "
                   "mapping", k);
     if (ev->data.scalar.anchor)
@@ -461,7 +470,7 @@ static int on_start(struct yr *y, const yaml_event_t *ev, bool mapping)
     size_t first = y->nodes;
     if (place(y, n, ev->start_mark) != 0)
         return -1;
-    y->st[y->depth++] = (struct frame){n, mapping, NULL, a, first};
+    y->st[y->depth++] = (struct frame){n, mapping, NULL, {0}, a, first};
     return 0;
 }
 
@@ -469,6 +478,7 @@ static void on_end(struct yr *y)
 {
     struct frame *f = &y->st[--y->depth];
     free(f->key);   /* libyaml pairs every key with a value: NULL here */
+    memest_strmap_free(&f->keys);
     if (f->anchor >= 0) {
         y->anchors[f->anchor].done = true;
         y->anchors[f->anchor].nodes = y->nodes - f->first + 1;
@@ -527,8 +537,10 @@ int mb_yaml_parse(const char *text, size_t len, const char *label, cJSON **out,
         yaml_event_delete(&ev);
     }
     yaml_parser_delete(&p);
-    while (y.depth > 0)
+    while (y.depth > 0) {
         free(y.st[--y.depth].key);
+        memest_strmap_free(&y.st[y.depth].keys);
+    }
     for (size_t i = 0; i < y.nanchors; i++)
         free(y.anchors[i].name);
     free(y.anchors);

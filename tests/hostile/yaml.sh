@@ -56,6 +56,16 @@ case_laughs_under_ignored_key() {
     fsdp laughs.yaml
 }
 
+case_wide_mapping_duplicate_last() {
+    # 49,000 keys in one mapping, the last a duplicate: refused within the
+    # bounds (a linear scan per key made this 1.2e9 comparisons, 9 s)
+    { echo 'distributed_type: FSDP'; echo 'debug:'
+      seq 0 48999 | sed 's/^/  k/; s/$/: 1/'; echo '  k0: 2'; } > wide.yaml
+    expect 3 'duplicate key "k0" in the same mapping'
+    fsdp wide.yaml
+    grep -q 'wide.yaml:49003:3: ' .err || fail "no line:column of the duplicate"
+}
+
 case_laughs_in_flow() {
     { echo 'x: &a [1,1,1,1,1,1,1,1,1,1]'
       echo 'y: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]'
