@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import sys
 
-from .errors import EXIT_MEMEST, EXIT_MISMATCH, ExportError, UsageError, describe, say
+from .errors import EXIT_MEMEST, EXIT_MISMATCH, ExportError, describe, say
 
 
 def find_memest(explicit=None):
@@ -59,23 +59,14 @@ def run_memest(memest, path, batch, inference):
     return doc
 
 
-def _at_batch(inputs, batch_dim, batch):
-    from . import core
-    try:
-        return [core.at_batch(t, batch_dim, batch) for t in inputs]
-    except (RuntimeError, MemoryError) as e:
-        n = sum(t.element_size() * t.numel() // max(1, t.shape[batch_dim]) * batch for t in inputs)
-        raise UsageError("--check-batch %d: cannot make the example inputs (%d bytes): %s"
-                         % (batch, n, "out of memory" if isinstance(e, MemoryError) or "alloc" in str(e)
-                            else describe(e, where=False)))
-
-
 def module_outputs(model, inputs, batch_dim, batch, train):
     """The shapes of the tensors the module returns at `batch` samples, in
     training mode (train) or eval mode; its mode and buffers are restored."""
     import torch
+    from . import core
     from .recorder import tensors_in
-    xs = _at_batch(inputs, batch_dim, batch)
+    xs = core._examples(inputs, batch_dim, batch,
+                        lead="--check-batch %d: cannot make the example inputs" % batch)
     mode = "training" if train else "eval"
     try:
         was = model.training
@@ -147,14 +138,11 @@ def compare_facts(facts, refs, path, batch, memest, train, notes=None):
     return diffs
 
 
-def _refs(doc):
-    return list(doc.get("outputs") or [doc["layers"][-1]["name"]])
-
-
 def compare(model, doc, path, inputs, batch_dim, batch, memest, train):
     """The list of differences (empty: the file matches the module)."""
-    return compare_facts(module_facts(model, inputs, batch_dim, batch, train), _refs(doc), path, batch,
-                         memest, train)
+    from . import core
+    return compare_facts(module_facts(model, inputs, batch_dim, batch, train), core.output_refs(doc), path,
+                         batch, memest, train)
 
 
 def report(facts, refs, path, batch, memest_path, train, progress=None):
@@ -173,9 +161,3 @@ def report(facts, refs, path, batch, memest_path, train, progress=None):
     say("check: %s matches the module at batch %d (%d parameters; outputs %s)"
         % (path, batch, facts["params"], ", ".join(refs)))
     return 0
-
-
-def run(model, doc, path, inputs, batch_dim, batch, memest_path, train):
-    """--check from Python: compares and prints; 0 or EXIT_MISMATCH."""
-    return report(module_facts(model, inputs, batch_dim, batch, train), _refs(doc), path, batch,
-                  memest_path, train)

@@ -32,9 +32,6 @@ examples:
   memest-export mymodels:TinyLM --input int64:128 --check -o tinylm.json
 """
 
-RECORD_BATCHES = argv_.RECORD_BATCHES
-
-
 class _Parser(argparse.ArgumentParser):
     def error(self, message):
         raise UsageError(message)
@@ -137,8 +134,7 @@ def make_input(spec, batch_dim, batch):
     """The example tensor of one --input (args.InputSpec) with `batch` samples:
     floating point from torch.randn, integers 0 or 1, booleans False."""
     import torch
-    from .values import DTYPE_NAMES
-    dtype = DTYPE_NAMES[spec.dtype]
+    dtype = getattr(torch, spec.dtype)   # memest's dtype names (args.DTYPES) are torch's
     pos = batch_dim % (len(spec.shape) + 1)
     full = spec.shape[:pos] + [batch] + spec.shape[pos:]
     g = torch.Generator().manual_seed(0)
@@ -206,7 +202,7 @@ class Options:
 
     def __init__(self, argv):
         a = parser().parse_args(argv)
-        self.model, self.eval, self.check, self.memest = a.model, a.eval, a.check, a.memest
+        self.model, self.eval, self.check = a.model, a.eval, a.check
         self.output = a.output
         if ":" not in a.model:
             raise UsageError("model '%s': expected MODULE:NAME or torchvision:NAME" % a.model)
@@ -216,14 +212,14 @@ class Options:
         self.inputs = [argv_.parse_input(s) for s in a.input]
         self.batch_dim = argv_.batch_dim(a.batch_dim, self.inputs)
         self.check_batch = argv_.check_batch(a.check_batch)
-        if a.name is not None and a.name == "":
+        if a.name == "":
             raise UsageError("--name: expected a name, got ''")
         if a.name is not None and not _is_utf8(a.name):
             raise UsageError("--name %s: not valid UTF-8" % a.name)
         self.name = a.name or a.model.split(":", 1)[1].split(".")[-1]
-        if a.memest is not None and a.memest == "":
+        if a.memest == "":
             raise UsageError("--memest: expected a file name, got ''")
-        argv_.check_sizes(self.inputs, max(RECORD_BATCHES + ((self.check_batch,) if a.check else ())))
+        argv_.check_sizes(self.inputs, max(argv_.RECORD_BATCHES + ((self.check_batch,) if a.check else ())))
         if a.check and a.output == "-":
             raise UsageError("--check needs a file: give -o FILE")
         from . import outfile

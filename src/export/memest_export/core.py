@@ -59,14 +59,18 @@ def _calling(what, fn, *args):
         raise ExportError("%s raised %s" % (what, describe(e))) from None
 
 
-def _examples(inputs, batch_dim, b):
-    """The example tensors at batch b (a UsageError when they cannot be made)."""
+def _examples(inputs, batch_dim, b, lead=None):
+    """The example tensors at batch b (a UsageError when they cannot be made:
+    "LEAD (N bytes): why", LEAD by default "cannot make the example inputs at
+    batch B")."""
     try:
         return [at_batch(t, batch_dim, b) for t in inputs]
     except (RuntimeError, MemoryError) as e:
         n = sum(t.element_size() * t.numel() // max(1, t.shape[batch_dim]) * b for t in inputs)
-        raise UsageError("cannot make the example inputs at batch %d (%d bytes): %s"
-                         % (b, n, "out of memory" if isinstance(e, MemoryError) or "alloc" in str(e)
+        if lead is None:
+            lead = "cannot make the example inputs at batch %d" % b
+        raise UsageError("%s (%d bytes): %s"
+                         % (lead, n, "out of memory" if isinstance(e, MemoryError) or "alloc" in str(e)
                             else describe(e, where=False)))
 
 

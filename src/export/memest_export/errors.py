@@ -10,6 +10,7 @@ __str__ of its exceptions; whatever it raises (BaseException: SystemExit and
 KeyboardInterrupt too) is reported by describe(), never passed on."""
 
 import os
+import select
 import sys
 
 from .escape import PIECE, cut, esc_text
@@ -111,6 +112,25 @@ def describe(exc, where=True):
     return s + (" (at %s)" % line if line else "")
 
 
+def write_all(fd, data, wait=False):
+    """Writes all of bytes `data` to descriptor fd, again after a signal
+    (InterruptedError); any other OSError is raised. A non-blocking fd that
+    takes no more (BlockingIOError) is waited for (select) with wait=True,
+    else raised as the OSError it is."""
+    view = memoryview(data)
+    while view:
+        try:
+            n = os.write(fd, view)
+        except InterruptedError:
+            continue
+        except BlockingIOError:
+            if not wait:
+                raise
+            select.select([], [fd], [])
+            continue
+        view = view[n:]
+
+
 # ---- the one place messages are printed ----------------------------------
 
 _err_fd = [2]
@@ -129,14 +149,10 @@ def say(text):
         sys.stderr.flush()
     except BaseException:
         pass
-    while data:
-        try:
-            n = os.write(_err_fd[0], data)
-        except InterruptedError:
-            continue
-        except OSError:
-            return
-        data = data[n:]
+    try:
+        write_all(_err_fd[0], data)
+    except OSError:
+        pass
 
 
 def note(text):

@@ -61,10 +61,6 @@ def _fx_trace(model):
             del Proxy.__setitem__
 
 
-def _reason(exc):
-    return describe(exc)
-
-
 def _raised(how, exc):
     """A BaseException that is no Exception (SystemExit, KeyboardInterrupt, the
     model's own) is forward() ending the work, not a failure to trace."""
@@ -77,7 +73,7 @@ def check(model, inputs):
         _fx_trace(model)
         return "fx"
     except Exception as e:  # fx raises TraceError, TypeError, NotImplementedError, ...
-        fx_reason = _reason(e)
+        fx_reason = describe(e)
     except BaseException as e:  # noqa: B902 - the model's code
         raise _raised("fx", e) from None
     export = getattr(torch, "export", None)
@@ -92,7 +88,7 @@ def check(model, inputs):
             return "torch.export"
         except Exception as e:
             raise ExportError("dynamic control flow: fx cannot trace %s (%s), nor can torch.export (%s)"
-                              % (type(model).__name__, fx_reason, _reason(e))) from None
+                              % (type(model).__name__, fx_reason, describe(e))) from None
         except BaseException as e:  # noqa: B902 - the model's code
             raise _raised("torch.export", e) from None
     raise ExportError("dynamic control flow: fx cannot trace %s (%s)" % (type(model).__name__, fx_reason))

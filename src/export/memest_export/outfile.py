@@ -13,30 +13,16 @@ and is never renamed over. A failure is ExportError(EXIT_OUTPUT), "cannot
 write PATH: REASON" with the system's reason."""
 
 import os
-import select
 import stat
 import sys
 import tempfile
 
-from .errors import EXIT_OUTPUT, ExportError, UsageError
+from .errors import EXIT_OUTPUT, ExportError, UsageError, write_all
 
 
 def _fail(path, e):
     reason = getattr(e, "strerror", None) or "a write failed"
     return ExportError("cannot write %s: %s" % (path, reason), EXIT_OUTPUT)
-
-
-def _write_all(fd, data):
-    view = memoryview(data)
-    while view:
-        try:
-            n = os.write(fd, view)
-        except InterruptedError:
-            continue
-        except BlockingIOError:             # a non-blocking descriptor: wait until it takes more
-            select.select([], [fd], [])
-            continue
-        view = view[n:]
 
 
 def _umask():
@@ -60,7 +46,7 @@ def write_file(path, data):
         except OSError as e:
             raise _fail(path, e)
         try:
-            _write_all(fd, data)
+            write_all(fd, data, wait=True)
         except OSError as e:
             os.close(fd)
             raise _fail(path, e)
@@ -87,7 +73,7 @@ def write_file(path, data):
     try:
         try:
             os.fchmod(fd, mode)
-            _write_all(fd, data)
+            write_all(fd, data, wait=True)
         finally:
             os.close(fd)
         os.rename(tmp, target)
@@ -107,7 +93,7 @@ def write_stdout(data, fd=1):
     if isinstance(data, str):
         data = data.encode("utf-8")
     try:
-        _write_all(fd, data)
+        write_all(fd, data, wait=True)
     except OSError as e:
         raise ExportError("cannot write to standard output: %s" % (e.strerror or "a write failed"),
                           EXIT_OUTPUT)

@@ -4,6 +4,7 @@ erased when the work ends, as memest's own progress line (no colour). The
 text is escaped (it names the model as the command line gives it)."""
 import os
 
+from .errors import write_all
 from .escape import cut
 
 
@@ -18,15 +19,10 @@ class Progress:
         self.width = 0
 
     def _write(self, text):
-        data = text.encode("utf-8")
-        while data:
-            try:
-                data = data[os.write(self.fd, data):]
-            except InterruptedError:
-                continue
-            except OSError:
-                self.on = False
-                return
+        try:
+            write_all(self.fd, text.encode("utf-8"))
+        except OSError:
+            self.on = False
 
     def step(self, text):
         """Shows `text` as the current stage (nothing when not a terminal)."""

@@ -11,10 +11,6 @@ DTYPES = {
     torch.float64: "float64", torch.int64: "int64", torch.int32: "int32", torch.int16: "int16",
     torch.int8: "int8", torch.uint8: "uint8", torch.bool: "bool",
 }
-DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
-DTYPE_NAMES.update({"fp32": torch.float32, "float": torch.float32, "half": torch.float16,
-                    "fp16": torch.float16, "bf16": torch.bfloat16, "long": torch.int64,
-                    "int": torch.int32, "double": torch.float64})
 
 
 def dtype_name(dt):

@@ -29,7 +29,7 @@ import struct
 import sys
 
 from .errors import (EXIT_EXPORT, EXIT_INTERNAL, ExportError, describe, exit_code, note, safe_str,
-                     set_stderr_fd)
+                     set_stderr_fd, write_all)
 from .progress import Progress
 
 _HEAD = struct.Struct(">Q")
@@ -46,13 +46,7 @@ class Channel:
         if self.fd is None:
             return
         data = json.dumps(obj).encode("utf-8")
-        data = _HEAD.pack(len(data)) + data
-        while data:
-            try:
-                n = os.write(self.fd, data)
-            except InterruptedError:
-                continue
-            data = data[n:]
+        write_all(self.fd, _HEAD.pack(len(data)) + data)
 
     def stage(self, text, code=EXIT_EXPORT):
         """The work is now `text` (progress), exit `code` if the process dies in it."""
@@ -163,15 +157,22 @@ def outcome(work, chan):
 def run(work):
     """work(chan) in a child process; returns its value (JSON data) or raises
     ExportError with the child's error, or the parent's account of its end."""
-    if not hasattr(os, "fork"):
+    if hasattr(os, "fork"):
+        result = _forked(work)
+    else:
         progress = Progress()
         try:
-            res = outcome(work, Channel(None, progress))
+            result = outcome(work, Channel(None, progress))
         finally:
             progress.end()
-        if res[0] == "ok":
-            return res[1]
-        raise ExportError(res[2], res[1])
+    if result[0] == "ok":
+        return result[1]
+    raise ExportError(result[2], exit_code(result[1]))
+
+
+def _forked(work):
+    """outcome(work, chan) in a child process: its result (a list); ExportError
+    when the child ends without one."""
     rfd, wfd = os.pipe()
     pid = os.fork()
     if pid == 0:   # the child: never returns
@@ -208,9 +209,7 @@ def run(work):
         what, code = stage if stage else ("starting", EXIT_INTERNAL)
         raise ExportError("the process ended while %s, with no result (%s): the model's code ended it "
                           "or it crashed" % (what, _status(status)), code)
-    if result[0] == "ok":
-        return result[1]
-    raise ExportError(result[2], exit_code(result[1]))
+    return result
 
 
 def _collect(rfd, pid):
