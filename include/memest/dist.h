@@ -114,6 +114,9 @@ int64_t memest_dist_dp(const struct memest_dist_cfg *c);
 /* The group the strategy shards over: DP x CP, or for HSDP the GPUs of a
  * node over TP * PP * CP (at least 1). */
 int64_t memest_dist_shard_group(const struct memest_dist_cfg *c);
+/* The GPUs of a node: --gpus-per-node, else the world size up to 8 (at
+ * least 1). */
+int64_t memest_dist_gpus_per_node(const struct memest_dist_cfg *c);
 /* A usage error for a layout that cannot exist or options it does not
  * read, once the options and a config file are merged: sizes that do not
  * divide (N not a multiple of TP * PP * CP, EP not dividing DP * CP),

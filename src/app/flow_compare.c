@@ -276,8 +276,7 @@ int memest_flow_compare(struct memest_app *a)
     }
     /* several GPUs: the layout's nodes (gpus_per_node 0: N up to 8) */
     struct cmp c = {.a = a, .ncards = n, .gpus = a->dist.gpus > 1 ? a->dist.gpus : 1};
-    c.gpus_per_node = a->dist.gpus_per_node > 0 ? a->dist.gpus_per_node
-                                                : c.gpus < 8 ? c.gpus : 8;
+    c.gpus_per_node = memest_dist_gpus_per_node(&a->dist);
     c.nodes = (c.gpus + c.gpus_per_node - 1) / c.gpus_per_node;
     memest_progress_begin(&c.pg, "--gpu all", "cards", n);
     int rc = 0;

@@ -123,6 +123,14 @@ int64_t memest_dist_dp(const struct memest_dist_cfg *c)
     return mp > 0 ? c->gpus / mp : 0;
 }
 
+int64_t memest_dist_gpus_per_node(const struct memest_dist_cfg *c)
+{
+    if (c->gpus_per_node > 0)
+        return c->gpus_per_node;
+    int64_t n = c->gpus > 1 ? c->gpus : 1;
+    return n < 8 ? n : 8;
+}
+
 int64_t memest_dist_shard_group(const struct memest_dist_cfg *c)
 {
     int64_t dp = memest_dist_dp(c);
@@ -131,7 +139,7 @@ int64_t memest_dist_shard_group(const struct memest_dist_cfg *c)
                                                distributed optimizer shards over
                                                DP x CP */
         return dp * c->cp;
-    int64_t per_node = c->gpus_per_node > 0 ? c->gpus_per_node : (c->gpus <= 8 ? c->gpus : 8);
+    int64_t per_node = memest_dist_gpus_per_node(c);
     int64_t mp = c->tp * c->pp * c->cp;
     int64_t g = per_node / mp;
     if (g < 1)
@@ -171,7 +179,7 @@ int memest_dist_check(const struct memest_dist_cfg *c, struct memest_error *err)
     if (c->strategy == MEMEST_STRAT_HSDP) {
         /* HYBRID_SHARD: a full shard within each node, replicas across the
          * nodes: both need whole nodes */
-        int64_t node = c->gpus_per_node > 0 ? c->gpus_per_node : (c->gpus <= 8 ? c->gpus : 8);
+        int64_t node = memest_dist_gpus_per_node(c);
         const char *given = c->gpus_per_node > 0 ? "" : " (--gpus-per-node's default)";
         if (c->gpus % node != 0)
             return memest_errf(err, MEMEST_ERR_USAGE, NULL,
