@@ -1,5 +1,6 @@
-/* cli.h - command-line options, parsed and checked in one place (cli.c);
- * each feature reads its fields from struct memest_cli. */
+/* cli.h - command-line options, parsed and checked in one place (cli.c,
+ * over the rows of options.h); each feature reads its fields from struct
+ * memest_cli. */
 #pragma once
 
 #include <stdbool.h>
@@ -105,31 +106,12 @@ struct memest_cli {
     /* several GPUs (cli_dist.c): --gpus, --strategy, --offload, --deepspeed, ... */
     struct memest_dist_cfg dist;
 
-    bool help, version, list_ops, list_gpus;
+    bool csv;                      /* --csv (format: MEMEST_OUTPUT_CSV once checked) */
+    uint8_t mode;                  /* enum memest_mode (options.h): the subcommand */
+    bool help, version, list_ops, list_gpus, dump_options;
+    const char *help_topic;        /* --help GROUP|all, memest help SUBCOMMAND; NULL: none */
 };
 
-/* The several-GPU options' getopt values (cli_dist.c). */
-enum {
-    MEMEST_OPT_GPUS = 1000,
-    MEMEST_OPT_GPUS_PER_NODE,
-    MEMEST_OPT_STRATEGY,
-    MEMEST_OPT_TP,
-    MEMEST_OPT_CP,
-    MEMEST_OPT_PP,
-    MEMEST_OPT_EP,
-    MEMEST_OPT_SEQUENCE_PARALLEL,
-    MEMEST_OPT_MICRO_BATCHES,
-    MEMEST_OPT_SCHEDULE,
-    MEMEST_OPT_VIRTUAL_STAGES,
-    MEMEST_OPT_OFFLOAD,
-    MEMEST_OPT_DEEPSPEED,
-    MEMEST_OPT_FSDP_WRAP,
-    MEMEST_OPT_BUCKET_VIEW,
-    MEMEST_OPT_FSDP_CONFIG,
-    MEMEST_OPT_DIST_END
-};
-/* One several-GPU option's value (c: a MEMEST_OPT_ above); 0 / -1. */
-int memest_cli_dist_opt(int c, const char *arg, struct memest_cli *o, struct memest_error *err);
 /* The checks that need every option (sizes, strategy, what they exclude),
  * and the defaults that depend on others (micro-batches: --pp; a strategy:
  * ddp when data-parallel without one). 0 / -1. */
@@ -149,12 +131,14 @@ struct memest_dist_vars {
 int memest_cli_dist_sets(const struct memest_cli *o, struct memest_override *sets, int n,
                          struct memest_dist_vars *buf, struct memest_error *err);
 
-/* Parses argv with getopt_long. 0, or -1 with err (MEMEST_ERR_USAGE) set;
+/* The overrides of --set, --seq, --context and --sweep-var: none set
+ * twice, none a variable a several-GPU option sets (cli_dist.c). 0 / -1. */
+int memest_cli_check_overrides(const struct memest_cli *o, struct memest_error *err);
+
+/* Parses argv: an optional subcommand (options.h: the modes, or help), then
+ * the options with getopt_long over the option rows (cli_options.c). 0, or -1 with err (MEMEST_ERR_USAGE) set;
  * o->format is MEMEST_OUTPUT_JSON in both cases when argv has --json
  * anywhere (so that every error can be printed as the JSON document). --help, --version,
  * --list-ops and --list-gpus set their flag and return 0 without requiring
  * a model. */
 int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_error *err);
-/* The --help screen (usage.c), its value lists read from the vocabulary
- * tables. */
-void memest_cli_usage(FILE *f);

@@ -1,91 +1,12 @@
-/* cli_dist.c - the several-GPU options (README "Several GPUs"): their
- * values into struct memest_dist_cfg (dist.h), and the checks that need
- * them all; cli.c hands each option it does not know to cli_dist_opt. */
+/* cli_dist.c - the checks of the several-GPU options (doc/several-gpus.md)
+ * that need them all (their values are the option rows', cli_options.c),
+ * the model variables they set, and the overrides of --set, --seq,
+ * --context and --sweep-var, of which those variables are none. */
 #include <stdio.h>
 #include <string.h>
 
 #include "memest/cli.h"
 #include "memest/format.h"
-
-static int bad(struct memest_error *err, const char *opt, const char *val, const char *expected)
-{
-    return memest_errf(err, MEMEST_ERR_USAGE, NULL, "%s: expected %s, got '%s'", opt, expected, val);
-}
-
-/* A size of the layout: 1 .. 2^20 (a million GPUs, far past any cluster). */
-static int count(const char *opt, const char *arg, int64_t *out, struct memest_error *err)
-{
-    uint64_t u;
-    if (memest_parse_u64(arg, 1, 1u << 20, &u) != 0)
-        return bad(err, opt, arg, "a whole number between 1 and 1048576");
-    *out = (int64_t)u;
-    return 0;
-}
-
-int memest_cli_dist_opt(int c, const char *arg, struct memest_cli *o, struct memest_error *err)
-{
-    struct memest_dist_cfg *d = &o->dist;
-    d->set = true;
-    switch (c) {
-    case MEMEST_OPT_GPUS:
-        d->gpus_set = true;
-        return count("--gpus", arg, &d->gpus, err);
-    case MEMEST_OPT_GPUS_PER_NODE:
-        d->gpus_per_node_set = true;
-        return count("--gpus-per-node", arg, &d->gpus_per_node, err);
-    case MEMEST_OPT_TP:
-        return count("--tp", arg, &d->tp, err);
-    case MEMEST_OPT_CP:
-        return count("--cp", arg, &d->cp, err);
-    case MEMEST_OPT_PP:
-        return count("--pp", arg, &d->pp, err);
-    case MEMEST_OPT_EP:
-        return count("--ep", arg, &d->ep, err);
-    case MEMEST_OPT_MICRO_BATCHES:
-        d->micro_batches_set = true;
-        return count("--micro-batches", arg, &d->micro_batches, err);
-    case MEMEST_OPT_VIRTUAL_STAGES:
-        d->virtual_stages_set = true;
-        return count("--virtual-stages", arg, &d->virtual_stages, err);
-    case MEMEST_OPT_SEQUENCE_PARALLEL:
-        d->sequence_parallel = true;
-        return 0;
-    case MEMEST_OPT_STRATEGY:
-        if (memest_strategy_parse(arg, &d->strategy) != 0 || d->strategy == MEMEST_STRAT_NONE)
-            return bad(err, "--strategy", arg,
-                       "ddp, zero1, zero2, zero3, fsdp, fsdp-grad-op or hsdp");
-        d->strategy_set = true;
-        return 0;
-    case MEMEST_OPT_SCHEDULE:
-        if (memest_schedule_parse(arg, &d->schedule) != 0)
-            return bad(err, "--schedule", arg, "1f1b or interleaved");
-        d->schedule_set = true;
-        return 0;
-    case MEMEST_OPT_OFFLOAD:
-        if (memest_offload_parse(arg, &d->offload) != 0 || d->offload == MEMEST_OFFLOAD_NONE)
-            return bad(err, "--offload", arg, "optimizer or optimizer+params");
-        return 0;
-    case MEMEST_OPT_DEEPSPEED:
-        if (!*arg)
-            return bad(err, "--deepspeed", arg, "a DeepSpeed config file (ds_config.json)");
-        d->config_path = arg;
-        return 0;
-    case MEMEST_OPT_FSDP_WRAP:
-        if (!*arg)
-            return bad(err, "--fsdp-wrap", arg, "a block name (the transformer layer class)");
-        d->eng.wrap_block = arg;
-        return 0;
-    case MEMEST_OPT_FSDP_CONFIG:
-        if (!*arg)
-            return bad(err, "--fsdp-config", arg, "an accelerate config (YAML) or fsdp_config JSON");
-        d->fsdp_path = arg;
-        return 0;
-    case MEMEST_OPT_BUCKET_VIEW:
-        d->eng.ddp_grad_as_bucket_view = true;
-        return 0;
-    }
-    return memest_errf(err, MEMEST_ERR_INTERNAL, NULL, "internal: option %d", c);
-}
 
 int memest_cli_dist_check(struct memest_cli *o, struct memest_error *err)
 {
@@ -98,18 +19,6 @@ int memest_cli_dist_check(struct memest_cli *o, struct memest_error *err)
     if (d->config_path && d->fsdp_path)
         return memest_errf(err, MEMEST_ERR_USAGE, NULL,
                            "--deepspeed and --fsdp-config are two engines: give one");
-    if (o->inference || o->generate)
-        return memest_errf(err, MEMEST_ERR_USAGE, NULL,
-                           "the several-GPU options describe a training step: they exclude "
-                           "--inference and --generate");
-    /* the pipeline's options, without a pipeline (no config file sets one) */
-    const char *pipe = d->micro_batches_set  ? "--micro-batches"
-                       : d->schedule_set       ? "--schedule"
-                       : d->virtual_stages_set ? "--virtual-stages"
-                                               : NULL;
-    if (pipe && d->pp < 2)
-        return memest_errf(err, MEMEST_ERR_USAGE, NULL,
-                           "%s is the pipeline's: it needs --pp 2 or more", pipe);
     if (d->virtual_stages_set && d->schedule != MEMEST_SCHED_INTERLEAVED)
         return memest_errf(err, MEMEST_ERR_USAGE, NULL,
                            "--virtual-stages needs --schedule interleaved");
@@ -163,3 +72,66 @@ int memest_cli_dist_sets(const struct memest_cli *o, struct memest_override *set
     sets[k].value = buf->seq;
     return n;
 }
+
+/* How an override reads on the command line: "--set width=8", "--seq 512". */
+static const char *override_text(const struct memest_override *ov, char *buf, size_t n)
+{
+    if (ov->opt)
+        snprintf(buf, n, "%s %s", ov->opt, ov->value);
+    else
+        snprintf(buf, n, "--set %s=%s", ov->name, ov->value);
+    return buf;
+}
+
+/* The model variables that a several-GPU option sets, with the layout that
+ * goes with it (cli_dist.c: memest_cli_dist_sets): --set and --sweep-var
+ * cannot set them alone. */
+static const struct {
+    const char *name, *what;
+} owned_vars[] = {
+    {"tp", "the tensor-parallel size, which --tp T (with --gpus N) sets"},
+    {"sp", "the sequence-parallel size, which --sequence-parallel (with --tp T) sets"},
+    {"ep", "the expert-parallel size, which --ep E (with --gpus N) sets"},
+};
+
+/* The variables of --set, --seq, --context and --sweep-var: none set twice,
+ * none a several-GPU option's. */
+int memest_cli_check_overrides(const struct memest_cli *o, struct memest_error *err)
+{
+    char a[160], b[160];
+    for (int i = 0; i < o->nsets; i++) {
+        const struct memest_override *ov = &o->sets[i];
+        for (size_t k = 0; !ov->opt && k < sizeof owned_vars / sizeof *owned_vars; k++)
+            if (strcmp(ov->name, owned_vars[k].name) == 0)
+                return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                                   "--set %s=%s: %s is %s, with the layout that goes with it",
+                                   ov->name, ov->value, ov->name, owned_vars[k].what);
+        for (int j = 0; j < i; j++)
+            if (strcmp(o->sets[j].name, ov->name) == 0)
+                return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                                   "%s is set twice, by %s and by %s: give it once", ov->name,
+                                   override_text(&o->sets[j], a, sizeof a),
+                                   override_text(ov, b, sizeof b));
+    }
+    if (!o->sweep_var)
+        return 0;
+    size_t len = strcspn(o->sweep_var, "=");
+    for (size_t k = 0; k < sizeof owned_vars / sizeof *owned_vars; k++)
+        if (strlen(owned_vars[k].name) == len && strncmp(o->sweep_var, owned_vars[k].name, len) == 0)
+            return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                               "--sweep-var %.*s: %.*s is %s, with the layout that goes with it: "
+                               "it cannot be swept alone", (int)len, o->sweep_var, (int)len,
+                               o->sweep_var, owned_vars[k].what);
+    if (len == strlen("seq_len") && strncmp(o->sweep_var, "seq_len", len) == 0 &&
+        o->dist.set && o->dist.cp > 1)
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                           "--sweep-var seq_len with --cp: the context-parallel ranks split the "
+                           "--seq S the model opens with; give one --seq per command");
+    for (int i = 0; i < o->nsets; i++)
+        if (strlen(o->sets[i].name) == len && strncmp(o->sweep_var, o->sets[i].name, len) == 0)
+            return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                               "--sweep-var %.*s gives the variable's values: it excludes %s",
+                               (int)len, o->sweep_var, override_text(&o->sets[i], a, sizeof a));
+    return 0;
+}
+

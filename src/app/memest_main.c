@@ -19,6 +19,7 @@
 
 #include "memest/app.h"
 #include "memest/cli.h"
+#include "memest/options.h"
 #include "memest/outfile.h"
 #include "memest/report.h"
 
@@ -108,8 +109,11 @@ static int run(int argc, char **argv)
     struct memest_error err = {0};
     if (memest_cli_parse(argc, argv, &o, &err) != 0)
         return memest_app_fail(&o, &err);
-    if (o.help) {
-        memest_cli_usage(stdout);
+    if (o.help)
+        return memest_cli_help(stdout, o.help_topic, &err) == 0 ? MEMEST_EXIT_OK
+                                                                 : memest_app_fail(&o, &err);
+    if (o.dump_options) {
+        memest_cli_dump(stdout);
         return MEMEST_EXIT_OK;
     }
     if (o.list_ops) {

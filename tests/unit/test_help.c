@@ -1,12 +1,14 @@
-/* test_help.c - --help and README.md's Options table name what the parser
- * takes: for each option with a fixed set of values (--optim, --optim-impl,
- * --zero-grad, --dtype, --amp, --loss), both list exactly the vocabulary
- * table's names, in table order, with the parser's default marked; both
- * state the default --overhead; both give the exit codes of error.h in
- * order, with their meanings. The expected names come from the tables
- * (step.h, dtype.h), the defaults and the accepted values from the parser
- * itself (memest_cli_parse), never from the texts checked. Also: every
- * --help line fits 80 columns. */
+/* test_help.c - `memest --help all` names what the parser takes: for each
+ * option with a fixed set of values (--optim, --optim-impl, --zero-grad,
+ * --dtype, --amp, --loss), it lists exactly the module's vocabulary table's
+ * names, in table order, with the parser's default marked; it states the
+ * default --overhead; it and doc/options.md give the exit codes of error.h
+ * in order, with their meanings. The expected names come from the modules'
+ * tables (step.h, dtype.h), the defaults and the accepted values from the
+ * parser itself (memest_cli_parse), never from the texts checked. Also:
+ * every line of every help screen fits 80 columns. (That the man page, the
+ * completions and doc/options.md list every option row is
+ * docs.options_agree's.) */
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -17,6 +19,7 @@
 #include "memest/cli.h"
 #include "memest/cuda_overhead.h"
 #include "memest/error.h"
+#include "memest/options.h"
 
 #define MAXV 32
 
@@ -51,37 +54,20 @@ static char *read_all(const char *path)
     return s;
 }
 
-static char *help_text(void)
+static char *help_text(const char *topic)
 {
     char *s = NULL;
     size_t n = 0;
     FILE *m = open_memstream(&s, &n);
     if (!m)
         return NULL;
-    memest_cli_usage(m);
+    struct memest_error err = {0};
+    CHECK(memest_cli_help(m, topic, &err) == 0);
     fclose(m);
     return s;
 }
 
 /* ---- finding the texts ---- */
-
-/* The meaning cell of README.md's Options row for `key` ("--loss NAME"),
- * into buf; false when there is no such row. */
-static bool readme_row(const char *doc, const char *key, char *buf, size_t n)
-{
-    char head[128];
-    snprintf(head, sizeof head, "\n| `%s` | ", key);
-    const char *p = strstr(doc, head);
-    if (!p)
-        return false;
-    p += strlen(head);
-    const char *end = strchr(p, '\n');
-    size_t len = end ? (size_t)(end - p) : strlen(p);
-    while (len && (p[len - 1] == ' ' || p[len - 1] == '|'))
-        len--;
-    snprintf(buf, n, "%.*s", (int)len, p);
-    return true;
-}
 
 /* The description of --help's entry for `key` ("--loss NAME"), its
  * continuation lines joined with spaces, into buf; false when none. */
@@ -233,22 +219,17 @@ static int parse(const char *opt, const char *val, struct memest_cli *o)
     return opt ? memest_cli_parse(4, argv, o, &err) : memest_cli_parse(2, argv, o, &err);
 }
 
-/* One option with a fixed set of values: its texts' keys, the table's
+/* One option with a fixed set of values: its --help key, the table's
  * names, the parser's default (-1: none). */
 struct vocab {
-    const char *readme_key, *help_key, *opt;
+    const char *readme_key, *help_key, *opt;   /* readme_key: unused, the row's old name */
     const char *names[MAXV];
     int n, dflt;
 };
 
-static void check_vocab(const char *doc, const char *help, const struct vocab *v)
+static void check_vocab(const char *help, const struct vocab *v)
 {
     char text[2048], where[128];
-    snprintf(where, sizeof where, "README.md's `%s` row", v->readme_key);
-    if (!readme_row(doc, v->readme_key, text, sizeof text))
-        fail("README.md has no Options row `%s`", v->readme_key);
-    else
-        check_names(where, text, true, v->names, v->n, v->dflt);
     snprintf(where, sizeof where, "--help's %s entry", v->help_key);
     if (!help_entry(help, v->help_key, text, sizeof text))
         fail("--help has no entry %s", v->help_key);
@@ -256,7 +237,7 @@ static void check_vocab(const char *doc, const char *help, const struct vocab *v
         check_names(where, text, false, v->names, v->n, v->dflt);
 }
 
-static void check_vocabularies(const char *doc, const char *help)
+static void check_vocabularies(const char *help)
 {
     struct memest_cli d, o;
     CHECK(parse(NULL, NULL, &d) == 0);
@@ -268,7 +249,7 @@ static void check_vocabularies(const char *doc, const char *help)
         CHECK(parse("--optim", memest_optim_name(k), &o) == 0 && (int)o.step.optim.kind == k);
     }
     v.dflt = (int)d.step.optim.kind;
-    check_vocab(doc, help, &v);
+    check_vocab(help, &v);
 
     v = (struct vocab){"--optim-impl I", "--optim-impl I", "--optim-impl", {0}, 0, -1};
     for (int k = 0; k < MEMEST_IMPL_COUNT; k++) {
@@ -276,7 +257,7 @@ static void check_vocabularies(const char *doc, const char *help)
         CHECK(parse("--optim-impl", memest_optim_impl_name(k), &o) == 0 && (int)o.step.impl == k);
     }
     v.dflt = (int)d.step.impl;
-    check_vocab(doc, help, &v);
+    check_vocab(help, &v);
 
     v = (struct vocab){"--zero-grad MODE", "--zero-grad MODE", "--zero-grad", {0}, 0, -1};
     for (int k = 0; k < MEMEST_ZERO_GRAD_COUNT; k++) {
@@ -285,7 +266,7 @@ static void check_vocabularies(const char *doc, const char *help)
               o.step.zero_grad_zeros == (k == MEMEST_ZERO_GRAD_ZEROS));
     }
     v.dflt = d.step.zero_grad_zeros ? MEMEST_ZERO_GRAD_ZEROS : MEMEST_ZERO_GRAD_NONE;
-    check_vocab(doc, help, &v);
+    check_vocab(help, &v);
 
     /* --dtype: the types the parser takes, in the dtype table's order */
     v = (struct vocab){"--dtype T", "--dtype T", "--dtype", {0}, 0, -1};
@@ -298,7 +279,7 @@ static void check_vocabularies(const char *doc, const char *help)
         v.names[v.n++] = memest_dtype_name(k);
     }
     CHECK(v.n >= 2 && v.dflt >= 0);
-    check_vocab(doc, help, &v);
+    check_vocab(help, &v);
 
     /* --amp: every autocast type but "none" (no --amp), which it refuses */
     v = (struct vocab){"--amp T", "--amp T", "--amp", {0}, 0, -1};
@@ -308,7 +289,7 @@ static void check_vocabularies(const char *doc, const char *help)
         v.names[v.n++] = memest_amp_name(k);
         CHECK(parse("--amp", memest_amp_name(k), &o) == 0 && (int)o.step.amp == k);
     }
-    check_vocab(doc, help, &v);
+    check_vocab(help, &v);
 
     v = (struct vocab){"--loss NAME", "--loss NAME", "--loss", {0}, 0, -1};
     for (int k = 0; k < MEMEST_LOSS_COUNT; k++) {
@@ -316,11 +297,11 @@ static void check_vocabularies(const char *doc, const char *help)
         CHECK(parse("--loss", memest_loss_name(k), &o) == 0 && (int)o.step.loss == k);
     }
     v.dflt = (int)d.step.loss;
-    check_vocab(doc, help, &v);
+    check_vocab(help, &v);
 }
 
 /* --overhead: one default for every card, stated in MiB by both texts. */
-static void check_overhead(const char *doc, const char *help)
+static void check_overhead(const char *help)
 {
     struct memest_cli d;
     CHECK(parse(NULL, NULL, &d) == 0);
@@ -330,15 +311,12 @@ static void check_overhead(const char *doc, const char *help)
     static const unsigned archs[] = {35, 50, 60, 61, 70, 75, 80, 86, 89, 90, 100, 120};
     for (size_t i = 0; i < sizeof archs / sizeof *archs; i++)
         if (memest_default_overhead(archs[i]) != def)
-            fail("the default overhead of sm%u differs from the one README.md and --help state",
+            fail("the default overhead of sm%u differs from the one --help states",
                  archs[i]);
     CHECK(def % 1048576 == 0); /* a whole number of MiB, as the texts write it */
     char want[64], text[2048];
     snprintf(want, sizeof want, "(default %" PRIu64 " MiB)", def / 1048576);
     CHECK(help_entry(help, "--overhead SIZE", text, sizeof text));
-    CHECK_CONTAINS(text, want);
-    snprintf(want, sizeof want, "(%" PRIu64 " MiB)", def / 1048576);
-    CHECK(readme_row(doc, "--overhead SIZE", text, sizeof text));
     CHECK_CONTAINS(text, want);
 }
 
@@ -387,29 +365,40 @@ static void check_exit_codes(const char *where, const char *text)
         fail("%s: exit codes %d to %d are missing", where, code, MEMEST_EXIT_COUNT - 1);
 }
 
-static void check_width(const char *help)
+static void check_width(const char *where, const char *text)
 {
     int line = 1;
-    for (const char *p = help; *p; line++) {
+    for (const char *p = text; *p; line++) {
         size_t len = strcspn(p, "\n");
         if (len > 80)
-            fail("--help line %d is %zu columns (at most 80): %.*s", line, len, (int)len, p);
+            fail("%s line %d is %zu columns (at most 80): %.*s", where, line, len, (int)len, p);
         p += len + (p[len] == '\n');
     }
 }
 
 int main(void)
 {
-    char *doc = read_all("README.md"); /* the tests run in the source tree */
-    char *help = help_text();
+    char *doc = read_all("doc/options.md"); /* the tests run in the source tree */
+    char *help = help_text("all");
     CHECK(doc != NULL);
     CHECK(help != NULL);
     if (doc && help) {
-        check_vocabularies(doc, help);
-        check_overhead(doc, help);
-        check_exit_codes("README.md", doc);
-        check_exit_codes("--help", help);
-        check_width(help);
+        check_vocabularies(help);
+        check_overhead(help);
+        check_exit_codes("doc/options.md", doc);
+        check_exit_codes("--help all", help);
+        check_width("--help all", help);
+    }
+    /* every other screen: the overview, each group's, each subcommand's */
+    static const char *const topics[] = {NULL, "step", "llm", "lora", "serving", "dist", "card",
+                                         "output", "generate", "estimate", "sweep", "max-batch", "fit",
+                                         "compare", "advise"};
+    for (size_t i = 0; i < sizeof topics / sizeof *topics; i++) {
+        char *t = help_text(topics[i]);
+        CHECK(t != NULL);
+        if (t)
+            check_width(topics[i] ? topics[i] : "--help", t);
+        free(t);
     }
     free(doc);
     free(help);
