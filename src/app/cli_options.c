@@ -1043,6 +1043,7 @@ const struct memest_opt memest_opts[] = {
      .kind = MEMEST_K_SIZE,
      FIELD(mem),
      GIVEN(mem_set),
+     .lo = 1,
      .help = "target memory, e.g. 24GiB, 16GB, 500MiB",
      .doc = "the target card's memory for any other card: `24GiB`, `500MiB`, `24GB`, plain "
              "bytes"},
@@ -1061,7 +1062,7 @@ const struct memest_opt memest_opts[] = {
      .doc = "the CUDA context's size, instead of the default (426 MiB); at most `1TiB`"},
     {.name = "fit",
      .group = MEMEST_GROUP_CARD,
-     .modes = MEMEST_M(FIT),
+     .modes = MEMEST_M(FIT) | MEMEST_M(ADVISE),
      .needs = MEMEST_NEED_CARD,
      .verb = MEMEST_MODE_FIT,
      .kind = MEMEST_K_FLAG,

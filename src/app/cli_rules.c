@@ -33,9 +33,11 @@ static const char *by_text(const struct choice *ch, char *buf, size_t n)
     return buf;
 }
 
-/* The mode: the subcommand; else the one the verbs given choose (--generate
- * first: its --max-batch is a search of generation), two others excluding
- * each other; --gpu all or a list is the comparison's verb. */
+/* The mode: the subcommand; else the one the verbs given choose, the
+ * first whose mode takes every other verb given (--generate --max-batch is
+ * a search of generation, --advise --fit advice with a verdict), two others
+ * excluding each other (check_rows); --gpu all or a list is the
+ * comparison's verb. */
 static int choose_mode(struct memest_cli *o, const bool *given, int sub, struct choice *ch,
                        struct memest_error *err)
 {
@@ -47,27 +49,31 @@ static int choose_mode(struct memest_cli *o, const bool *given, int sub, struct 
                           "such as t4,l4,a100-80gb");
     if (sub >= 0 && sub != MEMEST_MODE_COMPARE && o->compare)
         return memest_errf(err, MEMEST_ERR_USAGE, NULL,
-                           "--gpu %s compares cards: it is for memest compare, not memest %s",
-                           o->gpu, memest_mode_desc(sub)->name);
+                           "--gpu %s compares cards: it is for memest %s, not memest %s", o->gpu,
+                           memest_mode_desc(MEMEST_MODE_COMPARE)->name,
+                           memest_mode_desc(sub)->name);
     if (sub >= 0)
         return 0;
-    const struct memest_opt *g = memest_opt_find("generate");
-    if (given[g - memest_opts])
-        *ch = (struct choice){MEMEST_MODE_GENERATE, false, "--generate"};
-    for (size_t i = 0; i < memest_nopts && ch->mode == MEMEST_MODE_ESTIMATE; i++)
-        if (given[i] && memest_opts[i].verb >= 0)
-            *ch = (struct choice){memest_opts[i].verb, false, NULL};
-    for (size_t i = 0; i < memest_nopts && !ch->by; i++)
-        if (given[i] && memest_opts[i].verb == ch->mode)
-            ch->by = memest_opts[i].name;   /* "--" added below */
+    const struct memest_opt *first = NULL, *best = NULL;
+    for (size_t i = 0; i < memest_nopts && !best; i++) {
+        if (!given[i] || memest_opts[i].verb < 0)
+            continue;
+        first = first ? first : &memest_opts[i];
+        bool takes_all = true;
+        for (size_t j = 0; j < memest_nopts; j++)
+            takes_all = takes_all && (!given[j] || memest_opts[j].verb < 0 ||
+                                      (memest_opts[j].modes >> memest_opts[i].verb) & 1);
+        best = takes_all ? &memest_opts[i] : NULL;
+    }
+    const struct memest_opt *v = best ? best : first;
     static char by[48];
-    if (ch->by && ch->by[0] != '-') {
-        snprintf(by, sizeof by, "--%s", ch->by);
-        ch->by = by;
+    if (v) {
+        snprintf(by, sizeof by, "--%s", v->name);
+        *ch = (struct choice){v->verb, false, by};
     }
     if (!o->compare)
         return 0;
-    if (ch->mode != MEMEST_MODE_ESTIMATE)
+    if (v)
         return memest_errf(err, MEMEST_ERR_USAGE, NULL,
                            "--gpu %s (a comparison of cards) and %s exclude each other", o->gpu,
                            ch->by);
@@ -112,7 +118,7 @@ static bool holds(const struct memest_cli *o, unsigned need, const struct choice
     case MEMEST_NEED_TRAINING:
         snprintf(why, n, "is the training step's: %s runs no training step (no optimizer, "
                          "gradients, loss or dropout), so it would change nothing",
-                 o->inference ? "--inference" : by_text(ch, by, sizeof by));
+                 o->inference ? "--inference" : ch->sub ? by_text(ch, by, sizeof by) : ch->by);
         return !o->inference && ch->mode != MEMEST_MODE_GENERATE;
     case MEMEST_NEED_CARD:
         snprintf(why, n, "needs a target card: --gpu NAME or --mem SIZE");
@@ -212,8 +218,9 @@ static int check_step(const struct memest_cli *o, struct memest_error *err)
         return usage(err, "--amp keeps fp32 parameters: it cannot be combined with --dtype fp16/bf16");
     if (o->fused_ce_named && (o->inference || o->generate))
         return memest_errf(err, MEMEST_ERR_USAGE, NULL,
-                           "--fused linear-ce is the training step's: %s runs no loss, so it "
-                           "would change nothing", o->generate ? "generation" : "--inference");
+                           "--fused linear-ce is the training step's: %s runs no training step "
+                           "(no loss), so it would change nothing",
+                           o->generate ? "generation" : "--inference");
     const struct memest_quant_cfg *q = &o->quant;
     if (q->group_set && q->format != MEMEST_WF_DENSE && q->format != MEMEST_WF_GPTQ4 &&
         q->format != MEMEST_WF_AWQ4)

@@ -180,7 +180,7 @@ int memest_opt_store(const struct memest_opt *row, char *arg, struct memest_cli 
         memcpy(field, &d, sizeof d);
         break;
     case MEMEST_K_SIZE:
-        if (memest_parse_size(arg, &u) != 0 || u == 0 || (row->hi > 0 && (double)u > row->hi))
+        if (memest_parse_size(arg, &u) != 0 || (double)u < row->lo || (row->hi > 0 && (double)u > row->hi))
             return memest_opt_bad(err, opt, arg, memest_opt_expected(row, expected, sizeof expected));
         memcpy(field, &u, sizeof u);
         break;

@@ -19,31 +19,31 @@ refused() {
 
 case_new_tokens_without_generate() {
     # as --context is refused without --generate, so is --new-tokens
-    refused "--new-tokens needs --generate" "$GOOD" --new-tokens 64
-    refused "--new-tokens needs --generate" "$GOOD" --new-tokens 64 --batch 2
+    refused "--new-tokens is for memest generate (--generate)" "$GOOD" --new-tokens 64
+    refused "--new-tokens is for memest generate (--generate)" "$GOOD" --new-tokens 64 --batch 2
 }
 
 case_gpu_util_without_kv_block() {
-    refused "--gpu-util is vLLM's gpu_memory_utilization: it needs --generate with --kv-block B" \
+    refused "--gpu-util is vLLM's: it needs --kv-block B" \
         "$GOOD" --gpu-util 0.8
-    refused "--gpu-util is vLLM's gpu_memory_utilization, the share of the card its paged cache may fill: it needs --kv-block B" \
+    refused "--gpu-util is vLLM's: it needs --kv-block B (vLLM's paged cache)" \
         "$LLAMA" --generate --context 16 --mem 8GiB --gpu-util 0.8
 }
 
 case_device_without_probe() {
-    refused "--device picks the CUDA device of --probe: it needs --probe" "$GOOD" --device 1
+    refused "--device needs --probe" "$GOOD" --device 1
 }
 
 case_headroom_without_card() {
-    refused "--headroom is the share of the card kept free: it needs a target card" \
+    refused "--headroom needs a target card: --gpu NAME or --mem SIZE" \
         "$GOOD" --headroom 10
     expect 0 " of 1.0 GiB ("   # the card --mem gives (the figures are checked elsewhere)
     run "$MEMEST" "$GOOD" --headroom 10 --mem 1GiB
 }
 
 case_mfu_without_preset() {
-    refused "--mfu scales the time estimates" "$GOOD" --mfu 0.5
-    refused "it needs --gpu NAME (--mem gives no time estimate)" "$GOOD" --mfu 0.5 --mem 8GiB
+    refused "--mfu needs a card preset's peak FLOP/s" "$GOOD" --mfu 0.5
+    refused "--gpu NAME (--mem gives no time estimate)" "$GOOD" --mfu 0.5 --mem 8GiB
     expect 0 "roofline at 50% of the fp32 peak"
     run "$MEMEST" "$GOOD" --mfu 0.5 --gpu a100-40gb
 }

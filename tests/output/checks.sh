@@ -251,15 +251,15 @@ case_dropped_refused() {
         esac
         same_dir ""
     done << 'EOF'
---plot writes one step: it excludes sweeps and --advise|--sweep 1,2 --plot p.svg
---plot writes one step|--sweep-var width=4,8 --plot p.svg --json
---timeline writes one step|--sweep-var width=4,8 --timeline t.csv
---timeline writes one step|--sweep 1,2 --csv --timeline t.csv
---plot writes one step|--advise --mem 1GiB --plot p.svg
---timeline writes one step|--advise --mem 1GiB --timeline t.csv --json
---layers adds a table to the report of one step|--sweep 1,2 --layers
---layers adds a table to the report of one step|--sweep-var width=4,8 --layers
---layers adds a table to the report of one step|--advise --mem 1GiB --layers
+--plot is for memest estimate, max-batch or fit, not a sweep (--sweep)|--sweep 1,2 --plot p.svg
+--plot is for memest estimate, max-batch or fit|--sweep-var width=4,8 --plot p.svg --json
+--timeline is for memest estimate, max-batch or fit|--sweep-var width=4,8 --timeline t.csv
+--timeline is for memest estimate, max-batch or fit|--sweep 1,2 --csv --timeline t.csv
+--plot is for memest estimate, max-batch or fit|--advise --mem 1GiB --plot p.svg
+--timeline is for memest estimate, max-batch or fit|--advise --mem 1GiB --timeline t.csv --json
+--layers is for memest estimate, max-batch or fit|--sweep 1,2 --layers
+--layers is for memest estimate, max-batch or fit|--sweep-var width=4,8 --layers
+--layers is for memest estimate, max-batch or fit|--advise --mem 1GiB --layers
 --fit prints a one-line verdict: --layers needs --json with it|--mem 1GiB --fit --layers
 EOF
 }
@@ -299,7 +299,7 @@ unknown option '--bogus'|--bogus $GOOD --json
 no model file given|--json
 one model file only|--json $GOOD $GOOD
 --json and --csv exclude each other|--csv --json --sweep 1,2 $GOOD
---plot writes one step|--json --sweep 1,2 --plot p.svg $GOOD
+--plot is for memest estimate, max-batch or fit|--json --sweep 1,2 --plot p.svg $GOOD
 is the model file|--json --plot $GOOD $GOOD
 did you mean "width"|--json --sweep-var widht=1,2 $GOOD
 EOF

@@ -29,15 +29,15 @@ static void test_refused(void)
     static const struct {
         const char *args, *msg;   /* msg NULL: accepted */
     } cases[] = {
-        {"--new-tokens 8", "--new-tokens needs --generate"},
-        {"--gpu-util 0.5", "--gpu-util is vLLM's gpu_memory_utilization: it needs --generate"},
+        {"--new-tokens 8", "--new-tokens is for memest generate (--generate), not an estimate"},
+        {"--gpu-util 0.5", "--gpu-util is vLLM's: it needs --kv-block B"},
         {"--generate --context 8 --gpu-util 0.5", "it needs --kv-block B"},
         {"--generate --context 8 --gpu-util 0.5 --kv-block 16 --mem 1GiB", NULL},
-        {"--device 1", "--device picks the CUDA device of --probe"},
+        {"--device 1", "--device needs --probe"},
         {"--device 1 --probe", NULL},
-        {"--headroom 3", "--headroom is the share of the card kept free"},
+        {"--headroom 3", "--headroom needs a target card"},
         {"--headroom 3 --mem 1GiB", NULL},
-        {"--mfu 0.3 --mem 1GiB", "--mfu scales the time estimates"},
+        {"--mfu 0.3 --mem 1GiB", "--mfu needs a card preset's peak FLOP/s"},
         {"--mfu 0.3 --gpu t4", NULL},
         {"--gpus 2 --micro-batches 2", "--micro-batches is the pipeline's: it needs --pp 2"},
         {"--gpus 2 --schedule 1f1b", "--schedule is the pipeline's"},
@@ -75,6 +75,24 @@ static void test_refused(void)
         {"--batch 2 --sweep-var width=1,2", NULL},
         {"--momentum 0", "--momentum applies to"},
         {"--optim sgd --momentum 0", NULL},
+        /* the subcommands: the same rows, the mode named instead of flagged */
+        {"fit --gpu t4", NULL},
+        {"fit", "memest fit needs a target card"},
+        {"fit --gpu all", "--gpu all compares cards: it is for memest compare, not memest fit"},
+        {"compare", NULL},
+        {"compare --gpu t4", "memest compare compares cards"},
+        {"sweep --sweep 1,2", NULL},
+        {"sweep", "memest sweep needs the batch sizes"},
+        {"max-batch --mem 1GiB", NULL},
+        {"max-batch --mem 1GiB --batch 2", "--max-batch searches the batch size"},
+        {"advise --mem 1GiB --sweep 1,2", "--sweep is for memest sweep (--sweep or --sweep-var), "
+                                          "not memest advise"},
+        {"generate --context 8", NULL},
+        {"generate --context 8 --max-batch --mem 1GiB", NULL},
+        {"estimate --fit --gpu t4", "--fit is for memest fit or advise, not memest estimate"},
+        {"--fit --max-batch --gpu t4", "--max-batch and --fit exclude each other"},
+        {"--layers --sweep 1,2", "--layers is for memest estimate, max-batch or fit, not a sweep "
+                                 "(--sweep)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         struct memest_cli o;
@@ -90,6 +108,45 @@ static void test_refused(void)
         CHECK_EQ_INT(err.code, MEMEST_ERR_USAGE);
         CHECK_CONTAINS(err.msg, cases[i].msg);
     }
+}
+
+/* A subcommand and its flag make the same options: the mode and the
+ * flags the flows read. */
+static void test_subcommands(void)
+{
+    static const struct {
+        const char *sub, *flag;
+    } pairs[] = {
+        {"fit --gpu t4", "--fit --gpu t4"},
+        {"max-batch --gpu t4", "--max-batch --gpu t4"},
+        {"advise --gpu t4", "--advise --gpu t4"},
+        {"generate --context 8", "--generate --context 8"},
+        {"compare", "--gpu all"},
+        {"sweep --sweep 1,2", "--sweep 1,2"},
+        {"estimate --batch 3", "--batch 3"},
+    };
+    for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) {
+        struct memest_cli a, b;
+        struct memest_error err;
+        CHECK_EQ_INT(parse(pairs[i].sub, &a, &err), 0);
+        CHECK_EQ_INT(parse(pairs[i].flag, &b, &err), 0);
+        CHECK_EQ_INT(a.mode, b.mode);
+        CHECK_EQ_INT(a.fit, b.fit);
+        CHECK_EQ_INT(a.max_batch, b.max_batch);
+        CHECK_EQ_INT(a.advise, b.advise);
+        CHECK_EQ_INT(a.generate, b.generate);
+        CHECK_EQ_INT(a.compare, b.compare);
+        CHECK_EQ_INT(a.sweep != NULL, b.sweep != NULL);
+        CHECK_EQ_INT(a.batch, b.batch);
+    }
+    /* memest sweep MODEL LIST: the LIST an operand */
+    char a0[] = "memest", a1[] = "sweep", a2[] = "m.json", a3[] = "1:8:x2";
+    char *argv[] = {a0, a1, a2, a3, NULL};
+    struct memest_cli o;
+    struct memest_error err = {0};
+    CHECK_EQ_INT(memest_cli_parse(4, argv, &o, &err), 0);
+    CHECK(o.sweep && strcmp(o.sweep, "1:8:x2") == 0);
+    CHECK(o.model && strcmp(o.model, "m.json") == 0);
 }
 
 /* A layout as a config file makes it (no option flags): the same checks. */
@@ -151,6 +208,7 @@ static void test_dist_sets(void)
 int main(void)
 {
     test_refused();
+    test_subcommands();
     test_dist_check();
     test_dist_sets();
     return CHECK_DONE();
