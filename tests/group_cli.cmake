@@ -38,3 +38,30 @@ foreach(line IN LISTS _cases)
                    -DEXIT=${code} "-DFRAGMENT=${frag}" -P ${CMAKE_CURRENT_SOURCE_DIR}/run_case.cmake)
   set_tests_properties(cli.${name} PROPERTIES LABELS cli)
 endforeach()
+
+# Each subcommand prints what its flag form prints (tests/same_output.cmake):
+# NAME | the subcommand's arguments | the flag form's (@ the models folder).
+set(_forms
+    "estimate|estimate @/resnet50.json --batch 4|@/resnet50.json --batch 4"
+    "fit|fit @/resnet50.json --gpu a100-40gb|@/resnet50.json --gpu a100-40gb --fit"
+    "fit_nofit|fit @/vgg16.json --batch 256 --gpu t4|@/vgg16.json --batch 256 --gpu t4 --fit"
+    "sweep|sweep @/bert-base.json 1,2,4 --csv|@/bert-base.json --sweep 1,2,4 --csv"
+    "max_batch|max-batch @/resnet50.json --gpu t4|@/resnet50.json --max-batch --gpu t4"
+    "compare|compare @/resnet18.json --batch 8|@/resnet18.json --gpu all --batch 8"
+    "advise|advise @/resnet50.json --batch 64 --gpu t4|@/resnet50.json --batch 64 --advise --gpu t4"
+    "generate|generate @/hf/llama-3-8b.json --context 512 --gpu a100-80gb|@/hf/llama-3-8b.json --generate --context 512 --gpu a100-80gb")
+foreach(f IN LISTS _forms)
+  string(REPLACE "@" "${PROJECT_SOURCE_DIR}/models" f "${f}")
+  string(REPLACE " " ";" f "${f}")
+  string(REPLACE "|" ";|;" f "${f}")
+  list(GET f 0 name)
+  list(SUBLIST f 2 -1 rest)
+  list(FIND rest "|" bar)
+  list(SUBLIST rest 0 ${bar} a)
+  math(EXPR from "${bar} + 1")
+  list(SUBLIST rest ${from} -1 b)
+  add_test(NAME cli.subcommand_${name}
+           COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> "-DA=${a}" "-DB=${b}"
+                   -P ${CMAKE_CURRENT_SOURCE_DIR}/same_output.cmake)
+  set_tests_properties(cli.subcommand_${name} PROPERTIES LABELS cli)
+endforeach()

@@ -244,8 +244,7 @@ const struct memest_opt memest_opts[] = {
      .lo = 1,
      .hi = (double)MAX53,
      .dflt = "1",
-     .help = "batch size",
-     .doc = "batch size (default 1)"},
+     .help = "batch size"},
     {.name = "optim",
      .shrt = 'o',
      .arg = MEMEST_ARG_REQUIRED,
@@ -259,9 +258,9 @@ const struct memest_opt memest_opts[] = {
      GIVEN(optim_set),
      .vocab = &vocab_optim,
      .help = "the optimizer",
-     .doc = "`sgd`, `adam` (default), `adamw`, `rmsprop`, `adagrad`; bitsandbytes' "
-             "`adam8bit`, `adamw8bit`, `paged_adam8bit`, `paged_adamw8bit`, `paged_adamw`, "
-             "`paged_adamw32bit` (see \"8-bit and paged optimizers\")"},
+     .doc = "bitsandbytes' `adam8bit`, `adamw8bit`, `paged_adam8bit`, `paged_adamw8bit`, "
+             "`paged_adamw`, `paged_adamw32bit` are its 8-bit and paged optimizers "
+             "(doc/fine-tuning.md)"},
     {.name = "momentum",
      .arg = MEMEST_ARG_REQUIRED,
      .metavar = "M",
@@ -306,8 +305,7 @@ const struct memest_opt memest_opts[] = {
      GIVEN(impl_set),
      .vocab = &vocab_impl,
      .help = "the optimizer's implementation",
-     .doc = "the optimizer's implementation: `foreach` (default, PyTorch 2.x's on CUDA), "
-             "`for-loop`, `fused`"},
+     .doc = "`foreach` is PyTorch 2.x's default on CUDA"},
     {.name = "first-step",
      .group = MEMEST_GROUP_STEP,
      .modes = MEMEST_MODES_STEP,
@@ -331,8 +329,8 @@ const struct memest_opt memest_opts[] = {
      .vocab = &vocab_zero_grad,
      .help = "zero_grad(): none (set_to_none, gradients born in backward) or zeros (they "
              "persist)",
-     .doc = "`none` (default: `zero_grad(set_to_none=True)`, gradients born in backward) or "
-             "`zeros` (they persist)"},
+     .doc = "`none` is `zero_grad(set_to_none=True)`: the gradients are born in the "
+             "backward; with `zeros` they persist"},
     {.name = "dtype",
      .arg = MEMEST_ARG_REQUIRED,
      .metavar = "T",
@@ -343,8 +341,7 @@ const struct memest_opt memest_opts[] = {
      FIELD(dtype),
      GIVEN(dtype_set),
      .vocab = &vocab_dtype,
-     .help = "parameter and activation type",
-     .doc = "parameter and activation type: `fp32` (default), `fp16`, `bf16`"},
+     .help = "parameter and activation type"},
     {.name = "amp",
      .arg = MEMEST_ARG_REQUIRED,
      .metavar = "T",
@@ -397,11 +394,9 @@ const struct memest_opt memest_opts[] = {
      GIVEN(step.loss_set),
      .vocab = &vocab_loss,
      .help = "the loss",
-     .doc = "`crossentropyloss` (default, or the model file's `\"loss\"`), `nllloss`, "
-             "`mseloss`, `l1loss`, `smoothl1loss`, `huberloss`, `bcewithlogitsloss`, `none`; "
-             "cross-entropy and NLL take the classes along dim 1 of the output, as PyTorch "
-             "does, unless the model file's loss sets class_dim -1 (a language model's "
-             "out.view(-1, V): models/README.md)"},
+     .doc = "a model file's `\"loss\"` replaces the default; cross-entropy and NLL take the classes along "
+             "dim 1 of the output, as PyTorch does, unless the model file's loss sets "
+             "class_dim -1 (a language model's out.view(-1, V): models/README.md)"},
     {.name = "inference",
      .group = MEMEST_GROUP_STEP,
      .modes = MEMEST_M(ESTIMATE)|MEMEST_M(SWEEP)|MEMEST_M(MAX_BATCH)|MEMEST_M(FIT)|MEMEST_M(COMPARE)|MEMEST_M(ADVISE),
@@ -450,12 +445,11 @@ const struct memest_opt memest_opts[] = {
      .vocab = &vocab_attention,
      .parse = memest_optp_after_attention,
      .help = "the kernel of scaled_dot_product_attention",
-     .doc = "what `scaled_dot_product_attention` nodes run: `auto` (default: what "
-             "transformers' `sdpa` attention and PyTorch's dispatcher pick), `eager` "
-             "(transformers' eager attention), `math`, `flash`, `efficient`, `cudnn`; also "
-             "the kernel of `multiheadattention` nodes with `need_weights` false under "
-             "PyTorch 2.x (`eager` counts as `auto` there); a kernel named for a model "
-             "without either is refused (it would change nothing)"},
+     .doc = "`auto`: what transformers' `sdpa` attention and PyTorch's dispatcher pick; "
+             "`eager`: transformers' eager attention; also the kernel of "
+             "`multiheadattention` nodes with `need_weights` false under PyTorch 2.x "
+             "(`eager` counts as `auto` there); a kernel named for a model without either is "
+             "refused (it would change nothing)"},
     {.name = "fused",
      .arg = MEMEST_ARG_REQUIRED,
      .metavar = "LIST",
@@ -467,9 +461,8 @@ const struct memest_opt memest_opts[] = {
      .parse = memest_optp_fused,
      .dflt = "none",
      .help = "fused kernels, a comma-separated list (or all: every kernel that applies)",
-     .doc = "fused kernels, each with its own saved tensors: `rmsnorm`, `rotary`, `swiglu`, "
-             "`linear-ce` (the loss never materialises the logits: below), or `all` (every "
-             "kernel that applies), `none` (default); a kernel named that no op of the model "
+     .doc = "each kernel with its own saved tensors; `linear-ce`: the loss never "
+             "materialises the logits (doc/llms.md); a kernel named that no op of the model "
              "runs is refused"},
     {.name = "moe-imbalance",
      .arg = MEMEST_ARG_REQUIRED,
@@ -485,8 +478,7 @@ const struct memest_opt memest_opts[] = {
      .expected = "a factor of at least 1 (the busiest expert's tokens over the balanced share)",
      .dflt = "1",
      .help = "tokens of the busiest expert over the balanced share",
-     .doc = "tokens routed to the busiest expert over the balanced share (default 1: "
-             "balanced routing): of the T·k assignments of T tokens to their top k of E "
+     .doc = "1 is balanced routing: of the T·k assignments of T tokens to their top k of E "
              "experts, expert 0 gets min(T, ⌈F·T·k/E⌉) and the others share the rest evenly "
              "(`src/ops/ops_moe.c`); refused for a model without experts"},
     {.name = "torch",
@@ -498,8 +490,7 @@ const struct memest_opt memest_opts[] = {
      .kind = MEMEST_K_VOCAB,
      FIELD(run.torch),
      .vocab = &vocab_torch,
-     .help = "the PyTorch release whose autograd rules apply (2: 2.x)",
-     .doc = "the PyTorch release whose autograd rules apply: `2` (default, 2.x) or `1.13`"},
+     .help = "the PyTorch release whose autograd rules apply (2: 2.x)"},
     {.name = "weights",
      .arg = MEMEST_ARG_REQUIRED,
      .metavar = "W",
@@ -527,8 +518,7 @@ const struct memest_opt memest_opts[] = {
      .expected = "a whole number between 1 and 2^31, or -1",
      .dflt_text = "128",
      .help = "GPTQ/AWQ scale group (-1: a whole row)",
-     .doc = "the scale group of GPTQ and AWQ (default 128, or the config's; `-1`: one group "
-             "per row)"},
+     .doc = "over the config's; `-1`: one group per row"},
     {.name = "double-quant",
      .group = MEMEST_GROUP_LLM,
      .modes = MEMEST_MODES_ALL,
@@ -550,8 +540,7 @@ const struct memest_opt memest_opts[] = {
      .parse = memest_optp_compute_dtype,
      .dflt_text = "fp32",
      .help = "bitsandbytes 4-bit: bnb_4bit_compute_dtype",
-     .doc = "bitsandbytes 4-bit: `bnb_4bit_compute_dtype`, `fp32` (transformers' default), "
-             "`fp16` or `bf16` (the QLoRA recipe's); over the config's"},
+     .doc = "`fp32` is transformers' default, `bf16` the QLoRA recipe's; over the config's"},
     {.name = "kbit-prep",
      .group = MEMEST_GROUP_LLM,
      .modes = MEMEST_MODES_ALL,
@@ -596,7 +585,7 @@ const struct memest_opt memest_opts[] = {
      .hi = 1e6,
      .dflt = "8",
      .help = "lora_alpha, scaling A/R",
-     .doc = "`lora_alpha` (default 8): the adapters' output is scaled by A/R"},
+     .doc = "the adapters' output is scaled by A/R"},
     {.name = "lora-dropout",
      .arg = MEMEST_ARG_REQUIRED,
      .metavar = "P",
@@ -612,7 +601,7 @@ const struct memest_opt memest_opts[] = {
      .hi = 1,
      .dflt = "0",
      .help = "lora_dropout (0: no dropout)",
-     .doc = "`lora_dropout` (default 0, PEFT's `nn.Identity`: no dropout node)"},
+     .doc = "0 is PEFT's `nn.Identity`: no dropout node"},
     {.name = "lora-targets",
      .arg = MEMEST_ARG_REQUIRED,
      .metavar = "LIST",
@@ -676,8 +665,7 @@ const struct memest_opt memest_opts[] = {
      .lo = 1,
      .hi = 1099511627776,
      .dflt = "128",
-     .help = "tokens generated",
-     .doc = "with `--generate` (refused without): the tokens generated (default 128)"},
+     .help = "tokens generated"},
     {.name = "kv-dtype",
      .arg = MEMEST_ARG_REQUIRED,
      .metavar = "T",
@@ -691,8 +679,7 @@ const struct memest_opt memest_opts[] = {
      .parse = memest_optp_after_kv_dtype,
      .dflt_text = "the model's",
      .help = "the KV cache's type",
-     .doc = "with `--generate`: the KV cache's element type, `fp16`, `bf16`, `fp8`, `int8` "
-             "(default: the keys' own type)"},
+     .doc = "the keys' own type unless given"},
     {.name = "cache",
      .arg = MEMEST_ARG_REQUIRED,
      .metavar = "K",
@@ -703,8 +690,8 @@ const struct memest_opt memest_opts[] = {
      FIELD(gen_cache),
      .vocab = &vocab_cache,
      .help = "the KV cache class (DynamicCache, StaticCache)",
-     .doc = "with `--generate`: `dynamic` (default, transformers' `DynamicCache`) or "
-             "`static` (`StaticCache`; `SlidingWindowCache` on sliding-window layers)"},
+     .doc = "`dynamic`: transformers' `DynamicCache`; `static`: `StaticCache` "
+             "(`SlidingWindowCache` on sliding-window layers)"},
     {.name = "all-logits",
      .group = MEMEST_GROUP_GENERATE,
      .modes = MEMEST_M(GENERATE),
@@ -767,8 +754,7 @@ const struct memest_opt memest_opts[] = {
      .hi = 1,
      .dflt = "0.9",
      .help = "vLLM's gpu_memory_utilization, with --kv-block",
-     .doc = "with `--kv-block` (refused without): vLLM's `gpu_memory_utilization` (default "
-             "0.9)"},
+     .doc = "vLLM's `gpu_memory_utilization`"},
     {.name = "gpus",
      .arg = MEMEST_ARG_REQUIRED,
      .metavar = "N",
@@ -828,8 +814,7 @@ const struct memest_opt memest_opts[] = {
      .hi = 1048576,
      .dflt_text = "P",
      .help = "micro-batches per step and pipeline, its gradient accumulation",
-     .doc = "with `--pp`: micro-batches per step and pipeline, its gradient accumulation "
-             "(default P; `--grad-accum` is refused with `--pp`)"},
+     .doc = "`--grad-accum` is refused with `--pp`"},
     {.name = "schedule",
      .arg = MEMEST_ARG_REQUIRED,
      .metavar = "S",
@@ -842,8 +827,7 @@ const struct memest_opt memest_opts[] = {
      GIVEN(dist.schedule_set),
      .vocab = &vocab_schedule,
      .help = "the pipeline schedule",
-     .doc = "with `--pp`: the pipeline schedule, `1f1b` (default) or `interleaved` (with "
-             "`--virtual-stages V`, V ≥ 2)"},
+     .doc = "`interleaved` with `--virtual-stages V`, V ≥ 2"},
     {.name = "virtual-stages",
      .arg = MEMEST_ARG_REQUIRED,
      .metavar = "V",
@@ -1059,7 +1043,7 @@ const struct memest_opt memest_opts[] = {
      .hi = (double)MEMEST_MAX_OVERHEAD,
      .dflt_fn = default_overhead,
      .help = "the CUDA context's size",
-     .doc = "the CUDA context's size, instead of the default (426 MiB); at most `1TiB`"},
+     .doc = "at most `1TiB`"},
     {.name = "fit",
      .group = MEMEST_GROUP_CARD,
      .modes = MEMEST_M(FIT) | MEMEST_M(ADVISE),
@@ -1083,8 +1067,7 @@ const struct memest_opt memest_opts[] = {
      .hi = 99,
      .noun = "a percentage",
      .dflt = "5",
-     .help = "percent of the card to keep free",
-     .doc = "with a card: percent of it to keep free (default 5)"},
+     .help = "percent of the card to keep free"},
     {.name = "max-batch",
      .group = MEMEST_GROUP_CARD,
      .modes = MEMEST_M(MAX_BATCH)|MEMEST_M(GENERATE),
@@ -1132,9 +1115,7 @@ const struct memest_opt memest_opts[] = {
      .hi = 1,
      .noun = "a fraction",
      .dflt = "0.4",
-     .help = "assumed fraction of peak FLOP/s for the time estimates of --gpu",
-     .doc = "with `--gpu`: assumed fraction of the peak FLOP/s for the time estimate "
-             "(default 0.4)"},
+     .help = "assumed fraction of peak FLOP/s for the time estimates of --gpu"},
     {.name = "advise",
      .group = MEMEST_GROUP_CARD,
      .modes = MEMEST_M(ADVISE),
