@@ -159,6 +159,9 @@ const char *memest_opt_flags(const struct memest_opt *row, bool with_short, char
 /* The default of a row as --help states it ("1", "adam"), or NULL. */
 const char *memest_opt_default(const struct memest_opt *row, char *buf, size_t n);
 
+/* The options before any is given: the modules' defaults (step.h,
+ * dist.h), then each row's dflt. */
+void memest_cli_defaults(struct memest_cli *o);
 /* The checks over the whole command line (cli_rules.c): the mode, every
  * option given against its modes and needs, then the cross-option rules.
  * given[i]: memest_opts[i] was on the command line. */

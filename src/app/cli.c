@@ -113,8 +113,7 @@ static bool wants_json(int argc, char **argv)
     return json;
 }
 
-/* The defaults: the modules' own (step.h, dist.h), then each row's. */
-static void defaults(struct memest_cli *o)
+void memest_cli_defaults(struct memest_cli *o)
 {
     memset(o, 0, sizeof *o);
     memest_step_cfg_default(&o->step);
@@ -157,8 +156,11 @@ static int subcommand(int argc, char **argv)
 
 int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_error *err)
 {
+    if (memest_nopts > MAX_OPTS)
+        return memest_errf(err, MEMEST_ERR_INTERNAL, NULL, "internal: %zu option rows, room for %d",
+                           memest_nopts, MAX_OPTS);
     build_tables();
-    defaults(o);
+    memest_cli_defaults(o);
     o->format = wants_json(argc, argv) ? MEMEST_OUTPUT_JSON : MEMEST_OUTPUT_TEXT;
     int sub = subcommand(argc, argv);
     if (sub == MEMEST_MODE_COUNT) {   /* memest help [TOPIC] */

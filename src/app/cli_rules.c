@@ -18,7 +18,8 @@ static int usage(struct memest_error *err, const char *msg)
 struct choice {
     int mode;
     bool sub;          /* a subcommand chose it */
-    const char *by;
+    const char *by;    /* the flag that chose it (by_flag), or NULL */
+    char by_flag[48];
 };
 
 static const char *by_text(const struct choice *ch, char *buf, size_t n)
@@ -41,7 +42,7 @@ static const char *by_text(const struct choice *ch, char *buf, size_t n)
 static int choose_mode(struct memest_cli *o, const bool *given, int sub, struct choice *ch,
                        struct memest_error *err)
 {
-    *ch = (struct choice){sub >= 0 ? sub : MEMEST_MODE_ESTIMATE, sub >= 0, NULL};
+    *ch = (struct choice){sub >= 0 ? sub : MEMEST_MODE_ESTIMATE, sub >= 0, NULL, ""};
     if (sub == MEMEST_MODE_COMPARE && !o->gpu)
         o->gpu = "all", o->compare = true;
     if (sub == MEMEST_MODE_COMPARE && !o->compare)
@@ -66,10 +67,10 @@ static int choose_mode(struct memest_cli *o, const bool *given, int sub, struct 
         best = takes_all ? &memest_opts[i] : NULL;
     }
     const struct memest_opt *v = best ? best : first;
-    static char by[48];
     if (v) {
-        snprintf(by, sizeof by, "--%s", v->name);
-        *ch = (struct choice){v->verb, false, by};
+        *ch = (struct choice){v->verb, false, NULL, ""};
+        snprintf(ch->by_flag, sizeof ch->by_flag, "--%s", v->name);
+        ch->by = ch->by_flag;
     }
     if (!o->compare)
         return 0;
@@ -77,7 +78,7 @@ static int choose_mode(struct memest_cli *o, const bool *given, int sub, struct 
         return memest_errf(err, MEMEST_ERR_USAGE, NULL,
                            "--gpu %s (a comparison of cards) and %s exclude each other", o->gpu,
                            ch->by);
-    *ch = (struct choice){MEMEST_MODE_COMPARE, false, "--gpu all"};
+    *ch = (struct choice){MEMEST_MODE_COMPARE, false, "--gpu all", ""};
     return 0;
 }
 
@@ -187,7 +188,9 @@ static int check_rows(const struct memest_cli *o, const bool *given, const struc
             return memest_errf(err, MEMEST_ERR_USAGE, NULL, "--%s and %s exclude each other",
                                r->name, ch->by);
         /* one mode: its flag too, for `memest MODEL ...` */
-        int one = __builtin_ctz(r->modes);
+        int one = 0;
+        while (!((r->modes >> one) & 1))
+            one++;
         const char *flag = r->modes == 1u << one ? memest_mode_desc(one)->flag : NULL;
         return memest_errf(err, MEMEST_ERR_USAGE, NULL, "--%s is for memest %s%s%s%s, not %s",
                            r->name, mode_names(r->modes, names, sizeof names), flag ? " (" : "",

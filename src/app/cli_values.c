@@ -233,14 +233,8 @@ const char *memest_opt_default(const struct memest_opt *row, char *buf, size_t n
     if (row->kind != MEMEST_K_VOCAB || !row->vocab)
         return NULL;
     /* a vocabulary's default is the value its field starts with */
-    static struct memest_cli start;
-    static bool ready;
-    if (!ready) {
-        struct memest_error err = {0};
-        char *argv[] = {"memest", "--help", NULL};
-        memest_cli_parse(2, argv, &start, &err);
-        ready = true;
-    }
+    struct memest_cli start;
+    memest_cli_defaults(&start);
     int64_t v = load_int((const char *)&start + row->off, row->size);
     if (v < row->vocab->first || v >= row->vocab->count || !row->vocab->name((int)v) ||
         (row->vocab->takes && !row->vocab->takes((int)v)))

@@ -106,10 +106,10 @@ void memest_cli_help_line(const struct memest_opt *r, char *buf, size_t n)
 
 static void entry(FILE *f, const struct memest_opt *r)
 {
-    char flags[64];
+    char flags[64], names[56];
     struct text t = {0};
     snprintf(flags, sizeof flags, "  %s%s", r->shrt ? "" : "    ",
-             memest_opt_flags(r, true, flags + 32, 32));
+             memest_opt_flags(r, true, names, sizeof names));
     describe(r, &t);
     option(f, flags, &t);
 }
