@@ -57,7 +57,7 @@ given).
 What is measured, and why
 -------------------------
 memest predicts, for the steady-state (second) training step of PyTorch 2.x on CUDA
-(README.md, "Memory: allocated, reserved, device total"):
+(doc/memory-model.md, "Memory: allocated, reserved, device total"):
   memory.peak          torch.cuda.max_memory_allocated(): the caching allocator's live blocks at the
                        peak, cuBLAS's workspace included;
   memory.reserved      torch.cuda.max_memory_reserved(): its segments at their peak;
@@ -106,7 +106,7 @@ The knobs a real card adds, each recorded per configuration:
                      the grid, and on too for the first optimizer and the no-grad passes of models with
                      convolutions; both: on and off for every configuration with convolutions. The cuDNN
                      convolution workspace effect is the difference of the allocated peaks, on - off
-                     ("Knob effects"); memest models neither (README: "cuDNN's autotuning workspaces
+                     ("Knob effects"); memest models neither (doc/memory-model.md: "cuDNN's autotuning workspaces
                      ... not modelled").
   --cudnn-rnn        torch.backends.cudnn.enabled for models with an LSTM (lstm-lm): on is what users
                      run (cuDNN's RNN, its reserve space), off is the native path memest models; both

@@ -81,7 +81,7 @@ def main(path):
     fig["params_trainable"] = sum(p.numel() for p in params if p.requires_grad)
     fig["buffers_count"] = sum(b.numel() for b in bufs)
     fig["buffers_bytes"] = sum(b.numel() * b.element_size() for b in bufs)
-    # the builder without any weights (nn.BatchNorm2d, every layer trainable): for the README
+    # the builder without any weights (nn.BatchNorm2d, every layer trainable): for doc/validation.md
     torch.manual_seed(0)
     plain = torchvision.models.detection.fasterrcnn_resnet50_fpn(weights=None, weights_backbone=None)
     fig["params_total_no_pretrained_backbone"] = sum(p.numel() for p in plain.parameters())

@@ -9,7 +9,7 @@
 (run from the checkout root). Results go to tests/reference/zoo_torch<113|26>.json (PyTorch's figures,
 the exporter's outcome per model) and tests/zoo/torch<113|26>/<model>.json (the exported memest files);
 tests/zoo/check.cmake replays them through memest without PyTorch and tests/tools/zoo_table.py writes the
-README table. The reference file is also the cache: a rerun measures only the stages a model lacks
+tables of doc/torchvision-zoo.md. The reference file is also the cache: a rerun measures only the stages a model lacks
 (--redo STAGE[,STAGE] forces them again). Models run in child processes (a few per child to share torch's
 import time; a crash, an out-of-memory kill or a timeout loses only that model, recorded as its error),
 with an address-space limit (--mem-gib, default 16) and a per-model time limit (--timeout, seconds).

@@ -1,4 +1,4 @@
-/* test_help.c - --help and README.md's Options table name what the parser
+/* test_help.c - --help and doc/options.md's Options table name what the parser
  * takes: for each option with a fixed set of values (--optim, --optim-impl,
  * --zero-grad, --dtype, --amp, --loss), both list exactly the vocabulary
  * table's names, in table order, with the parser's default marked; both
@@ -65,7 +65,7 @@ static char *help_text(void)
 
 /* ---- finding the texts ---- */
 
-/* The meaning cell of README.md's Options row for `key` ("--loss NAME"),
+/* The meaning cell of doc/options.md's Options row for `key` ("--loss NAME"),
  * into buf; false when there is no such row. */
 static bool readme_row(const char *doc, const char *key, char *buf, size_t n)
 {
@@ -116,7 +116,7 @@ static bool help_entry(const char *help, const char *key, char *buf, size_t n)
 
 /* ---- reading the values a text names ---- */
 
-/* The values an option's text names, outside parentheses: in README.md
+/* The values an option's text names, outside parentheses: in doc/options.md
  * (code) the `quoted` words; in --help the items after the last ": ",
  * separated by ", " or " or ". *dflt: the value followed by "(default",
  * or -1. Returns how many. */
@@ -182,7 +182,7 @@ static int find(char v[][64], int n, const char *name)
     return -1;
 }
 
-/* Checks that `where` (e.g. "README.md's `--loss NAME` row") names exactly
+/* Checks that `where` (e.g. "doc/options.md's `--loss NAME` row") names exactly
  * want[0..nw), in that order, with want[wdflt] the default (-1: none). */
 static void check_names(const char *where, const char *text, bool code, const char *const *want,
                         int nw, int wdflt)
@@ -244,9 +244,9 @@ struct vocab {
 static void check_vocab(const char *doc, const char *help, const struct vocab *v)
 {
     char text[2048], where[128];
-    snprintf(where, sizeof where, "README.md's `%s` row", v->readme_key);
+    snprintf(where, sizeof where, "doc/options.md's `%s` row", v->readme_key);
     if (!readme_row(doc, v->readme_key, text, sizeof text))
-        fail("README.md has no Options row `%s`", v->readme_key);
+        fail("doc/options.md has no Options row `%s`", v->readme_key);
     else
         check_names(where, text, true, v->names, v->n, v->dflt);
     snprintf(where, sizeof where, "--help's %s entry", v->help_key);
@@ -330,7 +330,7 @@ static void check_overhead(const char *doc, const char *help)
     static const unsigned archs[] = {35, 50, 60, 61, 70, 75, 80, 86, 89, 90, 100, 120};
     for (size_t i = 0; i < sizeof archs / sizeof *archs; i++)
         if (memest_default_overhead(archs[i]) != def)
-            fail("the default overhead of sm%u differs from the one README.md and --help state",
+            fail("the default overhead of sm%u differs from the one doc/options.md and --help state",
                  archs[i]);
     CHECK(def % 1048576 == 0); /* a whole number of MiB, as the texts write it */
     char want[64], text[2048];
@@ -400,14 +400,14 @@ static void check_width(const char *help)
 
 int main(void)
 {
-    char *doc = read_all("README.md"); /* the tests run in the source tree */
+    char *doc = read_all("doc/options.md"); /* the tests run in the source tree */
     char *help = help_text();
     CHECK(doc != NULL);
     CHECK(help != NULL);
     if (doc && help) {
         check_vocabularies(doc, help);
         check_overhead(doc, help);
-        check_exit_codes("README.md", doc);
+        check_exit_codes("doc/options.md", doc);
         check_exit_codes("--help", help);
         check_width(help);
     }
