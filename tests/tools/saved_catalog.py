@@ -679,7 +679,7 @@ op_case("MHA(16,2,dropout=0.1) self-attention, need_weights=True", _mha_drop)
 # ---- Detection (torchvision is imported by these cases only)
 section("Detection (torchvision 0.14: FrozenBatchNorm2d, MultiScaleRoIAlign, fastrcnn_loss)")
 DET_NOTE = ("The parts of Faster R-CNN's training step that save tensors outside nn.Conv2d/nn.Linear/ReLU "
-            "(src/ops/ops_detection.c; the whole model: tests/tools/frcnn_reference.py). roi_align is "
+            "(src/ops/ops_detection.c; the whole model: tests/tools/frcnn_figures.py). roi_align is "
             "torchvision's C++ autograd function: its saved rois show as (unnamed).")
 
 
@@ -802,7 +802,7 @@ activation cost it once). "input" below means the op's activation input.
   (dropout=p, CPU): one float32 mask [T,B,H]; the layer-2 input saved by addmm is then x*mask.
   Input not requiring grad -> input still saved (W_ih trainable). CUDA: cuDNN (default) saves the input,
   hx/cx, the output and an opaque reserve space (not measurable here); the non-cuDNN CUDA path uses
-  `_thnn_fused_lstm_cell` (ThnnFusedLstmCellBackward0 saves input_gates and hidden_gates [B,4H], cx, cy and a [B,4H] workspace per step, plus the per-step matmul inputs x_t and h_{t-1}; see torch_reference.py's lstm_cuda_native_forward).
+  `_thnn_fused_lstm_cell` (ThnnFusedLstmCellBackward0 saves input_gates and hidden_gates [B,4H], cx, cy and a [B,4H] workspace per step, plus the per-step matmul inputs x_t and h_{t-1}; see torch_figures.py's lstm_cuda_native_forward).
 * **nn.GRU (CPU)**: layer input [T*B,I] + h0 [B,H] + per step: the hidden projection [B,3H] (r,z
   sigmoid_ in place -> saved as views) + three [B,H] tensors (tanh result n_t, the pre-`mul_` copy of
   the hidden-gate chunk, and (h_{t-1} - n_t)) + for t < T-1: h_t. GRU(8,8) T=5 B=3:

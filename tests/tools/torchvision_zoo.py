@@ -30,7 +30,7 @@ Stages per model (each stored as soon as it is done):
   export   memest_export.export(model, inputs, name, batch_dim=0, train=True) (src/export, helper EXPORT's
            library) -> tests/zoo/<tag>/<model>.json, or the exporter's error;
   forward  forward MACs and saved activations of one forward pass (train mode): saved activations exactly
-           as tests/tools/torch_reference.py measures them (its measure(), imported: saved_tensors_hooks,
+           as tests/tools/torch_figures.py measures them (its measure(), imported: saved_tensors_hooks,
            distinct storages, parameters and buffers excluded, nn.Dropout masks counted as CUDA's 1-byte
            bool masks); MACs counted by a TorchDispatchMode below autograd (MacCounter): convolution
            (N * C_out * C_in/groups * prod(kernel) * output positions; input positions when transposed),
@@ -180,7 +180,7 @@ def primary(name, out):
 
 
 class Flat(nn.Module):
-    """Every output tensor as a tuple (segmentation's dict, GoogLeNet's namedtuple) for torch_reference."""
+    """Every output tensor as a tuple (segmentation's dict, GoogLeNet's namedtuple) for torch_figures."""
 
     def __init__(self, model):
         super().__init__()
@@ -334,7 +334,7 @@ class MacCounter(TorchDispatchMode):
 
 # --------------------------------------------------------------------------- stages
 def stage_static(name, model):
-    import torch_reference as tr
+    import torch_figures as tr
     info = tr.static_info(model)
     return {"params": info["params_total"], "params_trainable": info["params_trainable"],
             "param_tensors": info["param_tensors"], "buffers": info["buffers_count"],
@@ -376,7 +376,7 @@ def stage_export(name, model, inputs):
 
 
 def stage_forward(name, model, inputs, stub_ops=True):
-    import torch_reference as tr
+    import torch_figures as tr
     mode = MacCounter(stub_ops)
     with mode:
         r = tr.measure(Flat(model), inputs)

@@ -3,7 +3,7 @@
 ops_pad.c, the 3-D pools and norms and stochastic depth, measured in
 training mode at batch 2 (CPU): parameters, buffers and the bytes autograd
 saves (distinct non-parameter storages, the method of
-tests/tools/torch_reference.py). The memest files of the same blocks are
+tests/tools/torch_figures.py). The memest files of the same blocks are
 tests/models/vision_*.json; tests/unit/test_vision_blocks.c compares them.
 
     /usr/bin/python3 tests/tools/vision_blocks.py tests/reference/vision_blocks.json

@@ -3,10 +3,10 @@
 
 How to run (Debian's PyTorch 1.13 / torchvision 0.14, CPU only, no GPU, no pip):
 
-    /usr/bin/python3 tests/tools/torch_reference.py > tests/reference/torch_figures.json
-    /usr/bin/python3 tests/tools/torch_reference.py tests/reference/torch_figures.json
-    /usr/bin/python3 tests/tools/torch_reference.py --models resnet18,gpt2 /tmp/subset.json
-    /usr/bin/python3 tests/tools/torch_reference.py --models lstm-lm --merge tests/reference/torch_figures.json
+    /usr/bin/python3 tests/tools/torch_figures.py > tests/reference/torch_figures.json
+    /usr/bin/python3 tests/tools/torch_figures.py tests/reference/torch_figures.json
+    /usr/bin/python3 tests/tools/torch_figures.py --models resnet18,gpt2 /tmp/subset.json
+    /usr/bin/python3 tests/tools/torch_figures.py --models lstm-lm --merge tests/reference/torch_figures.json
 
 With an output path the JSON goes to that file and the summary table to stdout; without one
 the JSON goes to stdout and the table to stderr.  --merge (with --models) re-measures only the
@@ -1087,7 +1087,7 @@ def main(argv):
     table = sys.stdout if path else sys.stderr
 
     result = {
-        "generator": "tests/tools/torch_reference.py",
+        "generator": "tests/tools/torch_figures.py",
         "torch_version": torch.__version__,
         "torchvision_version": torchvision.__version__,
         "device": "cpu",

@@ -5,8 +5,8 @@ How to run (CPU only; a few minutes and ~6 GiB on 2 cores): Debian 12's PyTorch 
 and Debian 13's PyTorch 2.6 / torchvision 0.21 (the counts and figures are the same but for the two 0-d
 wrapped numbers 1.13 saves):
 
-    /usr/bin/python3 tests/tools/frcnn_reference.py tests/reference/frcnn_figures.json
-    ../shared/tools/torch2-chroot python3 tests/tools/frcnn_reference.py tests/reference/frcnn_figures_torch26.json
+    /usr/bin/python3 tests/tools/frcnn_figures.py tests/reference/frcnn_figures.json
+    ../shared/tools/torch2-chroot python3 tests/tools/frcnn_figures.py tests/reference/frcnn_figures_torch26.json
 
 The model is the one torchvision trains: fasterrcnn_resnet50_fpn(weights_backbone=IMAGENET1K_V1)
 (the reference training recipe), i.e. resnet50(norm_layer=FrozenBatchNorm2d), _resnet_fpn_extractor
@@ -24,10 +24,10 @@ Measured (one forward pass, losses summed as the reference training loop does):
   roi_heads.box_head, roi_heads.box_predictor);
 * saved_activation_bytes: with torch.autograd.graph.saved_tensors_hooks, every tensor autograd saves
   (torchvision's C++ roi_align autograd function included), storages de-duplicated by data_ptr,
-  parameter and buffer storages excluded, each counting its full nbytes (as torch_reference.py);
+  parameter and buffer storages excluded, each counting its full nbytes (as torch_figures.py);
   also per part (the innermost module running when the storage was first saved, or the function
   of roi_heads / rpn for the losses) and saved_activation_bytes_cuda_corrected, without the 0-d
-  wrapped-number tensors of `loss / n` that stay on the CPU under CUDA (torch_reference.py's
+  wrapped-number tensors of `loss / n` that stay on the CPU under CUDA (torch_figures.py's
   wrapped_scalar_cpu);
 * counts: the data-dependent sizes of this step: the transformed batch size, anchors per image,
   proposals per image after NMS, the RPN sampler's positives / samples per image, the RoI sampler's
