@@ -29,6 +29,7 @@ set_tests_properties(fit.set_e PROPERTIES LABELS fit PASS_REGULAR_EXPRESSION "ok
 add_test(NAME docs.gpu_table
          COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DDOC=${PROJECT_SOURCE_DIR}/doc/cards-and-fit.md
                  -DLIST=--list-gpus -DMARK=gpus -P ${CMAKE_CURRENT_SOURCE_DIR}/check_doc.cmake)
+set_tests_properties(docs.gpu_table PROPERTIES LABELS docs)
 
 # --gpu auto --probe: the probed device's total memory is the card (through
 # the fake libcuda of tests/group_probe.cmake); a device name that matches a

@@ -164,6 +164,8 @@ from collections import OrderedDict
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 PROG = "cuda_validate.py"
+sys.path.insert(0, HERE)
+from provenance import stamp  # noqa: E402  (needs no PyTorch)
 
 TOLERANCES = OrderedDict([("allocated", 1.0), ("reserved", 3.0), ("device_total", 2.0)])  # percent
 DEFAULT_BATCHES = [1, 8, 32]
@@ -1250,6 +1252,10 @@ def slug(name):
 
 
 def write_json(path, doc):
+    """`doc` with its provenance (tests/tools/provenance.py: a file committed under tests/reference/ needs it)."""
+    env = doc.get("environment") or {}
+    libs = OrderedDict((k, str(env[k])) for k in ("torch", "torch_cuda", "cudnn") if env.get(k))
+    doc = stamp(doc, "tests/tools/cuda_validate.py", libs or {"torch": "not imported (--dry-run)"})
     d = os.path.dirname(os.path.abspath(path))
     os.makedirs(d, exist_ok=True)
     tmp = path + ".tmp"

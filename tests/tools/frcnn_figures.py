@@ -48,6 +48,8 @@ from torchvision.models.resnet import resnet50
 from torchvision.ops import misc as misc_nn_ops
 from torchvision.ops import poolers
 
+from provenance import stamp  # noqa: E402
+
 torch.set_num_threads(2)
 
 B, H, W = 2, 800, 1088
@@ -214,6 +216,7 @@ def main(path):
     fig["losses"] = {k: float(v) for k, v in losses.items()}
     fig["loss"] = float(loss)
 
+    fig = stamp(fig, "tests/tools/frcnn_figures.py", {"torch": torch.__version__, "torchvision": torchvision.__version__})
     text = json.dumps(fig, indent=1) + "\n"
     if path:
         with open(path, "w") as f:

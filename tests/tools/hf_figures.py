@@ -44,6 +44,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hf_models  # noqa: E402
 from hf_models import BUILDERS  # noqa: E402
+from provenance import stamp  # noqa: E402
 
 torch.set_num_threads(2)
 
@@ -252,6 +253,7 @@ def main(argv):
         "configs": config_figures(),
         "tiny": tiny_figures(),
     }
+    result = stamp(result, "tests/tools/hf_figures.py", {"torch": torch.__version__, "transformers": "v4.48.0 (followed in plain PyTorch, not imported)"})
     text = json.dumps(result, indent=1, sort_keys=True) + "\n"
     if len(argv) > 1:
         with open(argv[1], "w") as f:

@@ -46,6 +46,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hf_models_b as hm  # noqa: E402
+from provenance import stamp  # noqa: E402
 
 torch.set_num_threads(2)
 
@@ -211,6 +212,7 @@ def main(argv):
                 r["dropout_masks"]))
             del model
             gc.collect()
+    result = stamp(result, "tests/tools/hf_figures_b.py", {"torch": torch.__version__, "transformers": "v4.48.0 (followed in plain PyTorch, not imported)"})
     text = json.dumps(result, indent=2, sort_keys=True) + "\n"
     if out_path:
         with open(out_path, "w") as f:

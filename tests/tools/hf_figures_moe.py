@@ -28,6 +28,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hf_models_moe import BUILDERS, SparseMoeBlock  # noqa: E402
 from hf_figures import TINY_BATCH, TINY_SEQ, here, load, measure, static_info  # noqa: E402
+from provenance import stamp  # noqa: E402
 
 torch.set_num_threads(2)
 
@@ -159,6 +160,7 @@ def main(argv):
         "tiny": tiny_figures(),
         "block": block_figures(),
     }
+    result = stamp(result, "tests/tools/hf_figures_moe.py", {"torch": torch.__version__, "transformers": "v4.48.0 (followed in plain PyTorch, not imported)"})
     text = json.dumps(result, indent=1, sort_keys=True) + "\n"
     if len(argv) > 1:
         with open(argv[1], "w") as f:

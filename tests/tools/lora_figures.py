@@ -52,6 +52,7 @@ import torch.utils.checkpoint
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hf_models  # noqa: E402
 from hf_figures import TINY_BATCH, TINY_SEQ, here, load, measure  # noqa: E402
+from provenance import stamp  # noqa: E402
 
 torch.set_num_threads(2)
 
@@ -193,6 +194,9 @@ def main(argv):
         }
         print("%-20s %10d saved (CUDA-corrected), trainable %d of %d" %
               (name, m["saved_activation_bytes_cuda_corrected"], trainable, total), file=sys.stderr)
+    out = stamp(out, "tests/tools/lora_figures.py", {"torch": torch.__version__,
+                "transformers": "v4.48.0 (followed in plain PyTorch, not imported)",
+                "peft": "v0.17.1 (followed in plain PyTorch, not imported)"})
     text = json.dumps(out, indent=1, sort_keys=True) + "\n"
     if len(argv) > 1:
         with open(argv[1], "w") as f:

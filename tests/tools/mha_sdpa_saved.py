@@ -25,6 +25,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_figures as tr  # noqa: E402
+from provenance import stamp  # noqa: E402
 
 N, E, H, L, S = 2, 64, 4, 10, 7
 
@@ -143,5 +144,6 @@ if __name__ == "__main__":
     torch.set_num_threads(1)
     res = {"generator": "tests/tools/mha_sdpa_saved.py", "torch_version": torch.__version__,
            "cases": [case(**c) for c in CASES]}
+    res = stamp(res, "tests/tools/mha_sdpa_saved.py", {"torch": torch.__version__})
     json.dump(res, sys.stdout, indent=1)
     print()

@@ -60,6 +60,7 @@ import quant_replica  # noqa: E402
 from bnb_optim_state import Replica2State  # noqa: E402
 from hf_peak import B, S, here, measure  # noqa: E402
 from lora_figures import LoraLinear, checkpoint_layers, targeted  # noqa: E402
+from provenance import stamp  # noqa: E402
 
 BLOCK, NESTED_BLOCK = 64, 256
 
@@ -166,6 +167,11 @@ def main(argv):
         res["cases"].append(m)
         print("%-9s ckpt %-5s r%-2d p%-4g %-14s %9d (%s)" % (dtype, ckpt, r, dropout, targets, m["peak_tensors"],
                                                                m["peak_at"]), file=sys.stderr)
+    res = stamp(res, "tests/tools/qlora_peak.py", {"torch": torch.__version__,
+                "transformers": "v4.48.0 (followed in plain PyTorch, not imported)",
+                "peft": "v0.17.1 (followed in plain PyTorch, not imported)",
+                "bitsandbytes": "0.49.2 (Linear4bit) and 0.50.2.dev0 (paged AdamW8bit), replicated in plain "
+                                "PyTorch, not imported"})
     with open(path, "w") as f:
         json.dump(res, f, indent=1)
         f.write("\n")

@@ -55,6 +55,8 @@ import torch.nn.functional as F
 import torch.utils._python_dispatch
 import torchvision
 
+from provenance import stamp
+
 torch.set_num_threads(2)
 
 # --------------------------------------------------------------------------- corrections
@@ -1132,6 +1134,8 @@ def main(argv):
         assert old["torch_version"] == result["torch_version"], (old["torch_version"], result["torch_version"])
         for name, info in old["models"].items():
             result["models"].setdefault(name, info)
+    result = stamp(result, "tests/tools/torch_figures.py", {"torch": torch.__version__,
+                                                           "torchvision": torchvision.__version__})
     text = json.dumps(result, indent=2, sort_keys=True) + "\n"
     if path:
         with open(path, "w") as f:

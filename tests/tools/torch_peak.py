@@ -138,6 +138,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import torch_figures as tr  # noqa: E402  (model definitions shared with torch_figures.json)
+from provenance import provenance  # noqa: E402
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
@@ -1410,6 +1411,8 @@ def main(argv):
 
     figures = load_figures()
     result = OrderedDict()
+    result["provenance"] = provenance("tests/tools/torch_peak.py", {"torch": torch.__version__,
+                                                                   "torchvision": torchvision.__version__})
     result["generator"] = "tests/tools/torch_peak.py"
     result["torch_version"] = torch.__version__
     result["torchvision_version"] = torchvision.__version__

@@ -77,6 +77,7 @@ import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 import torchvision  # noqa: E402
+from provenance import stamp  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 from torch.utils._pytree import tree_flatten  # noqa: E402
 
@@ -583,6 +584,8 @@ def save_ref(ref, changed=()):
                 cur["models"][m][st] = ref["models"][m][st]
         ref = cur
     ref["models"] = dict(sorted(ref["models"].items()))
+    ref = stamp(ref, "tests/tools/torchvision_zoo.py", {"torch": torch.__version__,
+                                                         "torchvision": torchvision.__version__})
     tmp = ref_path() + ".%d.tmp" % os.getpid()
     with open(tmp, "w") as f:
         json.dump(ref, f, indent=1, sort_keys=False)

@@ -21,6 +21,9 @@ import torch.nn.functional as F
 from torchvision.models.convnext import CNBlock, LayerNorm2d
 from torchvision.ops import StochasticDepth
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from provenance import stamp  # noqa: E402
+
 torch.set_num_threads(1)
 
 
@@ -119,6 +122,8 @@ def main():
         data = json.load(open(path)) if os.path.exists(path) else {}
         data["generator"] = "tests/tools/vision_blocks.py (batch 2, training, CPU)"
         data[key] = figures
+        libs = dict(data.get("provenance", {}).get("libraries", {}), **{key: torch.__version__})
+        data = stamp(data, "tests/tools/vision_blocks.py", dict(sorted(libs.items())))
         with open(path, "w") as f:
             json.dump(data, f, indent=2, sort_keys=True)
             f.write("\n")
