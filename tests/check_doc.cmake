@@ -1,6 +1,6 @@
 # Checks that the op table in models/README.md (between the ops:begin and
 # ops:end markers) is exactly what `memest --list-ops` prints; with
-# -DLIST=--list-gpus -DMARK=gpus, the GPU table of README.md.
+# -DLIST=--list-gpus -DMARK=gpus, the GPU table of doc/cards-and-fit.md.
 #   cmake -DMEMEST=path -DDOC=models/README.md [-DLIST=opt -DMARK=name] [-DUPDATE=1]
 #         -P check_doc.cmake
 if(NOT LIST)

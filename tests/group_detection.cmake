@@ -1,7 +1,7 @@
 # Detection models (hand-written: they cannot be traced). Faster R-CNN
 # ResNet-50 FPN in training mode against torchvision's model measured in
 # PyTorch 1.13 / torchvision 0.14 and PyTorch 2.6 / torchvision 0.21
-# (tests/tools/frcnn_reference.py -> tests/reference/frcnn_figures.json,
+# (tests/tools/frcnn_figures.py -> tests/reference/frcnn_figures.json,
 # frcnn_figures_torch26.json), replaying the measured step's data-dependent
 # counts with --set (tests/detection/frcnn.cmake).
 foreach(ref frcnn_figures:1.13 frcnn_figures_torch26:2)

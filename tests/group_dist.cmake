@@ -1,4 +1,4 @@
-# Several GPUs (README "Several GPUs"): the model states per GPU of each
+# Several GPUs (doc/several-gpus.md): the model states per GPU of each
 # engine against the ZeRO paper, DeepSpeed's estimator and hand
 # calculations from the engines' code, --deepspeed's config files, the
 # activations per layer under tensor parallelism against Korthikanti et al.

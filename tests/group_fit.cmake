@@ -1,6 +1,6 @@
 # Fit checks, sweeps, --max-batch and --advise end to end (issue 5):
 # consistency checks in tests/fit_checks.cmake, the exit code of --fit in a
-# `set -e` shell script as CI runs it, and the GPU table in README.md.
+# `set -e` shell script as CI runs it, and the GPU table in doc/cards-and-fit.md.
 foreach(check max_batch_equals_sweep max_batch_none fit_line headroom sweep_outputs sweep_var
               batch_sweep_matches_single sweep_threads advise)
   add_test(NAME fit.${check}
@@ -11,7 +11,7 @@ foreach(check max_batch_equals_sweep max_batch_none fit_line headroom sweep_outp
 endforeach()
 
 # --fit in a `set -e` script: a step that fits lets the script go on, one
-# that does not stops it with exit code 1 (the README's CI line).
+# that does not stops it with exit code 1 (the CI line of doc/cards-and-fit.md).
 set(_mlp ${PROJECT_SOURCE_DIR}/models/mlp-mnist.json)
 add_test(NAME fit.set_e
          COMMAND sh -c "set -e
@@ -25,10 +25,11 @@ echo ok"
                  $<TARGET_FILE:memest> ${_mlp})
 set_tests_properties(fit.set_e PROPERTIES LABELS fit PASS_REGULAR_EXPRESSION "ok\n$")
 
-# The GPU table in README.md is what `memest --list-gpus` prints.
+# The GPU table in doc/cards-and-fit.md is what `memest --list-gpus` prints.
 add_test(NAME docs.gpu_table
-         COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DDOC=${PROJECT_SOURCE_DIR}/README.md
+         COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DDOC=${PROJECT_SOURCE_DIR}/doc/cards-and-fit.md
                  -DLIST=--list-gpus -DMARK=gpus -P ${CMAKE_CURRENT_SOURCE_DIR}/check_doc.cmake)
+set_tests_properties(docs.gpu_table PROPERTIES LABELS docs)
 
 # --gpu auto --probe: the probed device's total memory is the card (through
 # the fake libcuda of tests/group_probe.cmake); a device name that matches a

@@ -1,4 +1,4 @@
-# The fuzz targets (tests/fuzz/, README.md "Robustness"):
+# The fuzz targets (tests/fuzz/, doc/robustness.md):
 #   fuzz_model  a model file: read -> build -> shape inference -> every
 #               calculator -> reports (fuzz_model.c);
 #   fuzz_hf     a Hugging Face config.json through its architecture template
@@ -12,7 +12,7 @@
 # Either way the ctest "fuzz.<target>" runs each once over its seeds (the
 # shipped files of its kind) and every earlier finding (the model's in
 # tests/fuzz/regressions/, the others' in tests/fuzz/regressions-<target>/).
-# Run the fuzzer itself with tests/fuzz/run.sh (README.md, "Robustness"); its
+# Run the fuzzer itself with tests/fuzz/run.sh (doc/robustness.md); its
 # seeds are chosen as here (keep the two in step).
 set(_fuzz_dir ${CMAKE_CURRENT_SOURCE_DIR}/fuzz)
 set(_fuzz_targets model hf ds fsdp)

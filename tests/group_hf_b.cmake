@@ -5,7 +5,7 @@
 #    tests/tools/hf_models_b.py (tests/reference/hf_figures_b.json), exactly;
 #  - bytes saved for backward of the tiny configs (tests/hf/tiny_b/) in float32
 #    and bfloat16, eager and SDPA attention: PyTorch 2.6 measured by
-#    tests/tools/hf_reference_b.py, CUDA-corrected, within 1%.
+#    tests/tools/hf_figures_b.py, CUDA-corrected, within 1%.
 set(_hf_b_params
   # GPT-2 small, tied lm_head: Hugging Face openai-community/gpt2
   "gpt2.json=124439808"

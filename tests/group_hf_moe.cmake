@@ -3,12 +3,12 @@
 #  - parameter counts of the shipped example configs (models/hf/): the published
 #    figure, written here, and the model built on torch.device("meta") from
 #    tests/tools/hf_models_moe.py (tests/reference/hf_figures_moe.json), exactly;
-#    tests/tools/hf_reference_moe.py also checks both against the arithmetic
+#    tests/tools/hf_figures_moe.py also checks both against the arithmetic
 #    written out in it;
 #  - bytes saved for backward of the tiny configs (tests/hf/tiny/mixtral.json,
 #    qwen2_moe.json) in float32 and bfloat16, eager and SDPA attention, with the
 #    routing forced to the balanced split memest assumes: PyTorch 2.6 measured by
-#    tests/tools/hf_reference_moe.py, CUDA-corrected, exactly;
+#    tests/tools/hf_figures_moe.py, CUDA-corrected, exactly;
 #  - tiny mixtral with --moe-imbalance and PyTorch's routing forced to that split:
 #    the saved bytes and the tokens of each expert;
 #  - MixtralSparseMoeBlock alone (tests/hf/moe_block.json): exactly.

@@ -3,7 +3,7 @@
 #               JSON value limit, and a valid model behind 64 MiB of white
 #               space (bounded time and memory); files over the node and work
 #               limits; and for each limit of models/README.md#limits and
-#               README.md (cost), a file at it (accepted) and one just over it
+#               doc/robustness.md (cost), a file at it (accepted) and one just over it
 #               (refused quickly, with the limit's message), tests/limits/
 #               (those that take seconds: label "slow"; tests/perf/limits.sh
 #               measures their time and memory);
@@ -134,7 +134,7 @@ if(MEMEST_VALGRIND_TESTS AND NOT MEMEST_SANITIZE)
              COMMAND ${_vg} $<TARGET_FILE:memest> ${model} --batch 2 --layers)
     set_tests_properties(valgrind.${name} PROPERTIES LABELS valgrind TIMEOUT 600)
   endforeach()
-  # Fine-tuning and serving (README): QLoRA, GPTQ with LoRA, int8 inference,
+  # Fine-tuning and serving (doc/fine-tuning.md): QLoRA, GPTQ with LoRA, int8 inference,
   # and generation with vLLM's blocks and the context search, on tiny configs.
   set(_tiny ${PROJECT_SOURCE_DIR}/tests/hf/tiny)
   set(_ft_cases
@@ -143,7 +143,7 @@ if(MEMEST_VALGRIND_TESTS AND NOT MEMEST_SANITIZE)
       "int8_inference|qwen2.json|--weights int8 --inference --layers"
       "generate|mixtral.json|--generate --context 64 --new-tokens 8 --kv-block 16 --gpu a100-80gb"
       "generate_max_context|llama.json|--generate --cache static --max-context --mem 1GiB"
-      # several GPUs (README "Several GPUs"): sharded states with gathered
+      # several GPUs (doc/several-gpus.md): sharded states with gathered
       # units and offload, pipeline stages with tensor parallelism, a
       # DeepSpeed config
       "dist_fsdp|llama.json|--gpus 8 --strategy fsdp --checkpoint --dtype bf16 --layers"
@@ -151,7 +151,7 @@ if(MEMEST_VALGRIND_TESTS AND NOT MEMEST_SANITIZE)
       "dist_pipeline|llama.json|--gpus 8 --tp 2 --pp 2 --strategy zero1 --micro-batches 4 --max-batch --mem 4GiB"
       "dist_deepspeed|qwen2.json|--gpus 8 --deepspeed ${PROJECT_SOURCE_DIR}/tests/dist/ds_zero2_bf16.json"
       "dist_accelerate|llama.json|--fsdp-config ${PROJECT_SOURCE_DIR}/tests/dist/accelerate_fsdp.yaml"
-      # the comparison of cards (README "Choosing a card")
+      # the comparison of cards (doc/cards-and-fit.md, "Choosing a card")
       "compare|llama.json|--gpu t4,h100,mi300x --batch 4 --set seq_len=4096 --lora 4 --gpus 16 --price t4=0.3 --json")
   foreach(c IN LISTS _ft_cases)
     string(REPLACE "|" ";" parts "${c}")   # name;model;arguments (no ';' inside)

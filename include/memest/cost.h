@@ -1,6 +1,6 @@
 /* cost.h - what an estimate costs, counted before its steps are simulated,
  * and the limits that keep every command memest accepts to a few seconds
- * and about 1 GiB on a 2-core machine (README.md#limits-and-cost,
+ * and about 1 GiB on a 2-core machine (doc/robustness.md#limits-and-cost,
  * models/README.md#limits).
  *
  * One estimate (shape inference at one batch size, every calculator, the

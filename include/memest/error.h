@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-/* Process exit codes, documented in --help and README.md. */
+/* Process exit codes, documented in --help and doc/options.md. */
 enum memest_exit {
     MEMEST_EXIT_OK = 0,       /* success (and: fits) */
     MEMEST_EXIT_NOFIT = 1,    /* --fit / --probe: does not fit */
@@ -23,9 +23,9 @@ enum memest_exit {
     MEMEST_EXIT_COUNT
 };
 
-/* What an exit code means, in the words --help and README.md's "Exit codes"
+/* What an exit code means, in the words --help and doc/options.md's "Exit codes"
  * paragraph give it: `meaning` ("usage error") opens the code's entry in
- * both (tests/unit/test_help.c checks README.md against it), `detail` is
+ * both (tests/unit/test_help.c checks doc/options.md against it), `detail` is
  * --help's parenthesis after it ("" for none). NULL out of range. */
 struct memest_exit_doc {
     const char *meaning;

@@ -88,7 +88,7 @@ const struct memest_gpu *memest_gpu_lookup_opt(const struct memest_gpu_table *t,
                                                const char *opt, struct memest_error *err);
 
 /* The precision whose peak a training step of this configuration runs at,
- * and its FLOP/s on the card. The rule (README.md, "Time estimate"): --amp
+ * and its FLOP/s on the card. The rule (doc/cards-and-fit.md, "Time estimate"): --amp
  * fp16/bf16 or --dtype fp16/bf16 use that tensor-core peak; fp32 training
  * uses the plain fp32 peak (PyTorch's default: torch.backends.cuda.matmul.
  * allow_tf32 is False). A card without that tensor-core mode (bf16 on a V100)

@@ -246,7 +246,7 @@ void memest_card_print_text(FILE *f, const struct memest_card_report *c,
                             const struct memest_graph *g, int64_t batch);
 /* "card": {"name", "label", "source", "memory", "memory_exact", "arch"} only. */
 void memest_card_write_json_card(struct memest_jsonw *w, const struct memest_card *card);
-/* The members of one time estimate ("forward_seconds", ... see README.md),
+/* The members of one time estimate ("forward_seconds", ... see doc/cards-and-fit.md),
  * written into the object being written. */
 void memest_time_write_members(struct memest_jsonw *w, const struct memest_time *t);
 /* "31.1 ms", "1.24 s", "850 us". Returns buf. */
@@ -270,7 +270,7 @@ void memest_probe_write_json(struct memest_jsonw *w, const struct memest_probe_r
 void memest_report_generate_text(FILE *f, const struct memest_gen_report *g);
 void memest_report_generate_json(FILE *f, const struct memest_gen_report *g);
 
-/* report_gpus.c: `memest --list-gpus`, a Markdown table (README.md includes it). */
+/* report_gpus.c: `memest --list-gpus`, a Markdown table (doc/cards-and-fit.md includes it). */
 void memest_gpu_print_markdown(FILE *f, const struct memest_gpu_table *t);
 /* report_ops.c: `memest --list-ops`, the op table as Markdown. */
 void memest_ops_print_markdown(FILE *f);

@@ -14,10 +14,10 @@
  * forward workspace, counted from the code named at each op (index tensors
  * int64, boxes in the features' dtype). What autograd saves was measured
  * under PyTorch 1.13 / torchvision 0.14 and 2.6 / 0.21, the same in both
- * (tests/tools/frcnn_reference.py, tests/reference/frcnn_figures*.json;
+ * (tests/tools/frcnn_figures.py, tests/reference/frcnn_figures*.json;
  * per op: tests/reference/saved_tensors_catalog.md), except the 0-d
  * wrapped number that `loss / n` saves in 1.13, which stays on the CPU
- * under CUDA and is not counted (tests/tools/torch_reference.py's
+ * under CUDA and is not counted (tests/tools/torch_figures.py's
  * wrapped_scalar_cpu). Under autocast the losses' small saved tensors keep
  * their inputs' dtype here, where PyTorch's float32 autocast of
  * smooth_l1_loss, binary_cross_entropy_with_logits and log_softmax saves

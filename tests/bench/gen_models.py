@@ -29,7 +29,7 @@ chosen so that the node count is as close to N as the family's block allows.
 Every file written is listed on stdout and in DIR/manifest.tsv (family,
 target, nodes, file), which run.sh reads.  Files are written as streams, so
 even the 1M-node flat files (about 100 MB) need little memory here; memest
-refuses them today (README.md, "Limits and cost": 250,000 nodes after
+refuses them today (doc/robustness.md, "Limits and cost": 250,000 nodes after
 expansion, 2,000,000 JSON values), which the benchmark reports.
 """
 import argparse

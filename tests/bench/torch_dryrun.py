@@ -7,7 +7,7 @@ model.  A tool, not part of memest.
     ../shared/tools/torch2-chroot python3 tests/bench/torch_dryrun.py      (PyTorch 2.x)
 
 Run from the repository root.  For resnet50 (torchvision.models.resnet50) and
-gpt2 (GPT-2 small in plain PyTorch: tests/tools/torch_reference.py's
+gpt2 (GPT-2 small in plain PyTorch: tests/tools/torch_figures.py's
 GPT2LMHeadModel), at the batch and shape of memest's
 models/resnet50.json and models/gpt2.json (batch 1, 3x224x224; sequence 1024):
 
@@ -63,7 +63,7 @@ def child(model_name, mode, mkldnn=True):
         # scalars follow the input's device, so it runs on meta too); an
         # import, timed with the others
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
-        from torch_reference import GPT2LMHeadModel
+        from torch_figures import GPT2LMHeadModel
     t_import = time.perf_counter()
     notes = []
     if not mkldnn:

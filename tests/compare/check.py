@@ -3,7 +3,7 @@
 flows, which the fit tests and the PyTorch references check: every row's
 figures must equal `--gpu NAME --batch B` (the fit) and `--gpu NAME
 --max-batch` (the largest batch and its time) run alone; the order, the
-price and per-node figures follow from the rows by the rules README.md
+price and per-node figures follow from the rows by the rules doc/cards-and-fit.md
 ("Choosing a card") states, written out here. Also the progress line:
 on a terminal's standard error only (through script(1)), never otherwise.
 

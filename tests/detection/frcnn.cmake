@@ -1,7 +1,7 @@
 # frcnn.cmake - models/fasterrcnn_resnet50_fpn.json against torchvision's
 # model measured in PyTorch (FIGURES: tests/reference/frcnn_figures.json for
 # 1.13, frcnn_figures_torch26.json for 2.6, made by
-# tests/tools/frcnn_reference.py: a training forward of 2 identical
+# tests/tools/frcnn_figures.py: a training forward of 2 identical
 # images with the same ground truth, so that every data-dependent count is
 # the same per image). memest replays that step: --batch and the image size
 # from the figures, the proposals NMS kept and the samplers' counts through

@@ -162,11 +162,11 @@ def case_writes(memest):
     """In-place writes through views (export_models.Writes): the file holds
     copyslices nodes where PyTorch rebases a tensor on CopySlices; the
     parameters, the output shape and the saved activations at batch 3 equal
-    PyTorch's (tests/tools/torch_reference.py measures them here)."""
+    PyTorch's (tests/tools/torch_figures.py measures them here)."""
     import torch
     import export_models
     sys.path.insert(0, os.path.join(ROOT, "tests", "tools"))
-    import torch_reference
+    import torch_figures
     torch.manual_seed(0)
     model = export_models.Writes()
     doc, res = export_and_load(model, torch.randn(2, 5, 16), memest, 3)
@@ -179,7 +179,7 @@ def case_writes(memest):
     with torch.no_grad():
         out = model(x)
     check(res["layers"][-1]["output_shape"] == list(out.shape), "writes: output %s" % res["layers"][-1]["output_shape"])
-    saved = torch_reference.measure(model, [x])["saved_activation_bytes"]
+    saved = torch_figures.measure(model, [x])["saved_activation_bytes"]
     check(res["memory"]["activations"] == saved, "writes: memest saves %d bytes, PyTorch %d"
           % (res["memory"]["activations"], saved))
 
@@ -191,7 +191,7 @@ def case_shared(memest):
     import torch
     import export_models
     sys.path.insert(0, os.path.join(ROOT, "tests", "tools"))
-    import torch_reference
+    import torch_figures
     torch.manual_seed(0)
     model = export_models.Recurrent()
     doc, res = export_and_load(model, torch.randn(2, 8), memest, 3)
@@ -200,7 +200,7 @@ def case_shared(memest):
     check(ties == want_ties, "shared: tie_params %s, want %s" % (ties, want_ties))
     want = sum(p.numel() for p in model.parameters())
     check(res["params"]["total"] == want, "shared: memest %d parameters, PyTorch %d" % (res["params"]["total"], want))
-    saved = torch_reference.measure(model, [torch.randn(3, 8)])["saved_activation_bytes"]
+    saved = torch_figures.measure(model, [torch.randn(3, 8)])["saved_activation_bytes"]
     check(res["memory"]["activations"] == saved, "shared: memest saves %d bytes, PyTorch %d"
           % (res["memory"]["activations"], saved))
 

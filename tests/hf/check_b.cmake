@@ -3,7 +3,7 @@
 #   cmake -DMEMEST=path -DSRC=source-dir -DCHECK=params -DCONFIG=models/hf/x.json -DWANT=N -P check_b.cmake
 #     memest's parameter count of a shipped example config equals WANT (the
 #     published figure) and the model built on torch.device("meta") by
-#     tests/tools/hf_reference_b.py (tests/reference/hf_figures_b.json), and
+#     tests/tools/hf_figures_b.py (tests/reference/hf_figures_b.json), and
 #     its buffer elements equal the meta-built model's.
 #   cmake -DMEMEST=path -DSRC=source-dir -DCHECK=activations -DCASE=key -P check_b.cmake
 #     the bytes saved for backward (memory.activations) of a tiny config equal

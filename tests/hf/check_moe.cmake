@@ -1,5 +1,5 @@
 # The mixtral and qwen2_moe templates (models/arch/) and the MoE ops against
-# PyTorch 2.6 (tests/tools/hf_reference_moe.py -> tests/reference/hf_figures_moe.json;
+# PyTorch 2.6 (tests/tools/hf_figures_moe.py -> tests/reference/hf_figures_moe.json;
 # tests/group_hf_moe.cmake registers the cases):
 #   -DCHECK=params -DCONFIG=name -DWANT=N
 #     `memest models/hf/<name>.json` counts WANT parameters (the published figure,

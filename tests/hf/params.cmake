@@ -1,6 +1,6 @@
 # params.cmake - `memest --json CONFIG` on a shipped Hugging Face config
 # (models/hf/NAME.json) reports the parameter count and buffers that
-# PyTorch gives the same model (tests/tools/hf_reference.py: transformers
+# PyTorch gives the same model (tests/tools/hf_figures.py: transformers
 # v4.48.0's modules built on the meta device) and, where there is one, the
 # published count (both in tests/reference/hf_figures*.json "configs"; the
 # generators assert that they agree).

@@ -31,7 +31,8 @@ files=$(dpkg-deb -c "$deb" | awk '{print $NF}') || fail "dpkg-deb -c"
 for f in ./usr/bin/memest ./usr/bin/memest-export ./usr/share/man/man1/memest.1 \
          ./usr/share/bash-completion/completions/memest ./usr/share/zsh/vendor-completions/_memest \
          ./usr/share/memest/models/resnet50.json ./usr/share/memest/models/hf/llama-3-8b.json \
-         ./usr/share/memest/python/memest_export/__init__.py ./usr/share/doc/memest/README.md; do
+         ./usr/share/memest/python/memest_export/__init__.py ./usr/share/doc/memest/README.md \
+         ./usr/share/doc/memest/doc/options.md; do
     printf '%s\n' "$files" | grep -qx -- "$f" || fail "the package lacks $f"
 done
 

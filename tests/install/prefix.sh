@@ -19,7 +19,7 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 for f in bin/memest bin/memest-export share/man/man1/memest.1 share/bash-completion/completions/memest \
          share/zsh/vendor-completions/_memest share/memest/models/resnet50.json share/memest/models/README.md \
          share/memest/models/hf/llama-3-8b.json share/memest/models/arch/llama.json \
-         share/memest/python/memest_export/__init__.py share/doc/memest/README.md share/doc/memest/LICENSE; do
+         share/memest/python/memest_export/__init__.py share/doc/memest/README.md share/doc/memest/doc/options.md share/doc/memest/LICENSE; do
     [ -f "$p/$f" ] || fail "not installed: $f"
 done
 

@@ -5,7 +5,7 @@
 #     the text report prints the same line.
 #   cmake -DMEMEST=path -DSRC=dir -DCHECK=saved -DCASE=key -P check.cmake
 #     the bytes saved for backward with --lora equal those of the plain-PyTorch replica of
-#     PEFT's lora.Linear (tests/tools/lora_reference.py, tests/reference/lora_figures.json)
+#     PEFT's lora.Linear (tests/tools/lora_figures.py, tests/reference/lora_figures.json)
 #     exactly, and so do the parameter counts. Under --checkpoint, memest's saved
 #     activations at the end of the forward (--timeline) equal the replica's saved bytes
 #     plus the tensors its checkpoints hold (checkpoint_held_bytes).

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # limits.sh - a benchmark, not a test: runs memest on inputs at each of its
-# limits (models/README.md#limits, README.md "Limits and cost") and on the
+# limits (models/README.md#limits, doc/robustness.md "Limits and cost") and on the
 # worst inputs found beyond them, and prints for each the exit code, the
 # wall-clock and CPU time and the peak resident memory.
 #

@@ -184,7 +184,7 @@ class Checks:
         """Along xs, the figures `grow` never fall, those in `strict` always
         rise (a figure: a document path, or a (name, function) pair); at
         every point the device total is at least `above` (a figure that
-        grows: README "--max-batch": the total on the device is never below
+        grows: doc/cards-and-fit.md "--max-batch": the total on the device is never below
         the allocated peak plus the overhead, though it may fall itself)."""
         def value(d, path):
             return path[1](d) if isinstance(path, tuple) else get(d, path)
@@ -509,7 +509,7 @@ def define(c):
     # the figures that grow: the allocated peak, the peak plus the CUDA
     # context (the device total is never below it); the reserved memory and
     # the device total may fall as the batch grows (the caching allocator's
-    # rounding: README "--max-batch")
+    # rounding: doc/cards-and-fit.md "--max-batch")
     low = ("memory.peak + memory.overhead", lambda d: d["memory"]["peak"] + d["memory"]["overhead"])
     grow = ["memory.peak", low]
     above = ("memory.total_device", low)

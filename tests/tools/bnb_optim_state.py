@@ -32,6 +32,8 @@ import sys
 
 import torch
 
+from provenance import stamp  # noqa: E402
+
 MIN_8BIT_SIZE = 4096
 BLOCKSIZE = 256
 PAGED_MIN = 1e5
@@ -112,6 +114,8 @@ def main():
                                      "tensors": tensors})
             out["shared"].setdefault(name, sum(shared.values()))
             assert out["shared"][name] == sum(shared.values())
+    out = stamp(out, "tests/tools/bnb_optim_state.py", {"torch": torch.__version__,
+                "bitsandbytes": "0.50.2.dev0 (95f9af3, replicated in plain PyTorch, not imported)"})
     json.dump(out, sys.stdout, indent=1)
     print()
 

@@ -40,7 +40,7 @@ configuration on the CPU instead, without any reading: it checks that each twin 
 target's shape and takes its two steps with each optimizer and precision (PyTorch 2.x; here
 `../shared/tools/torch2-chroot python3 tests/tools/cuda_validate.py --cpu-check --quick`).
 
-Options: --models a,b (default: every model of torch_reference.MODELS; also hf:NAME for
+Options: --models a,b (default: every model of torch_figures.MODELS; also hf:NAME for
 models/hf/NAME.json or hf:PATH for a transformers config.json whose model_type has a builder in
 hf_models.py, hf_models_moe.py or hf_models_b.py, at --seq, default 512), --batches 1,8,32 (and
 --batches MODEL=1,2,4, repeatable, per model), --optims sgd,sgd-momentum,adam-foreach,adam-for-loop,
@@ -57,7 +57,7 @@ given).
 What is measured, and why
 -------------------------
 memest predicts, for the steady-state (second) training step of PyTorch 2.x on CUDA
-(README.md, "Memory: allocated, reserved, device total"):
+(doc/memory-model.md, "Memory: allocated, reserved, device total"):
   memory.peak          torch.cuda.max_memory_allocated(): the caching allocator's live blocks at the
                        peak, cuBLAS's workspace included;
   memory.reserved      torch.cuda.max_memory_reserved(): its segments at their peak;
@@ -70,7 +70,7 @@ workspaces of cuBLAS and cuDNN. So each configuration runs, in a fresh process (
 empty caching allocator, no cuDNN or cuBLAS state from an earlier run), what memest simulates:
 
     torch.cuda.init(); torch.cuda.mem_get_info()          # the context: measured before any allocation
-    model = MODELS[name]["build"]().to("cuda")            # torch_reference.py's builders (imported)
+    model = MODELS[name]["build"]().to("cuda")            # torch_figures.py's builders (imported)
     x = MODELS[name]["input"](B) (on the card); target = randint(V, out.shape[:-1])  # before the loop
     opt = SGD(lr=1e-3[, momentum=0.9], foreach=True) | Adam(foreach=True|False) | AdamW(fused=True)
     def step():                                           # twice; out and loss die when it returns
@@ -106,7 +106,7 @@ The knobs a real card adds, each recorded per configuration:
                      the grid, and on too for the first optimizer and the no-grad passes of models with
                      convolutions; both: on and off for every configuration with convolutions. The cuDNN
                      convolution workspace effect is the difference of the allocated peaks, on - off
-                     ("Knob effects"); memest models neither (README: "cuDNN's autotuning workspaces
+                     ("Knob effects"); memest models neither (doc/memory-model.md: "cuDNN's autotuning workspaces
                      ... not modelled").
   --cudnn-rnn        torch.backends.cudnn.enabled for models with an LSTM (lstm-lm): on is what users
                      run (cuDNN's RNN, its reserve space), off is the native path memest models; both
@@ -164,6 +164,8 @@ from collections import OrderedDict
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 PROG = "cuda_validate.py"
+sys.path.insert(0, HERE)
+from provenance import stamp  # noqa: E402  (needs no PyTorch)
 
 TOLERANCES = OrderedDict([("allocated", 1.0), ("reserved", 3.0), ("device_total", 2.0)])  # percent
 DEFAULT_BATCHES = [1, 8, 32]
@@ -212,7 +214,7 @@ def literal_keys(path, name):
 
 
 def reference_models():
-    return literal_keys(os.path.join(HERE, "torch_reference.py"), "MODELS")
+    return literal_keys(os.path.join(HERE, "torch_figures.py"), "MODELS")
 
 
 def hf_builder_kind(model_type):
@@ -249,12 +251,12 @@ def resolve_model(name, seq):
         return dict(name=name, file=os.path.abspath(path), source="hf", model_type=mt, builder=kind, seq=seq)
     known = reference_models()
     if name not in known:
-        raise UsageError("--models: unknown model %r (torch_reference.MODELS: %s; or hf:NAME)" %
+        raise UsageError("--models: unknown model %r (torch_figures.MODELS: %s; or hf:NAME)" %
                          (name, ", ".join(known)))
     path = os.path.join(ROOT, "models", name + ".json")
     if not os.path.isfile(path):
         raise UsageError("--models %s: memest's model file %s is missing" % (name, path))
-    return dict(name=name, file=path, source="reference", model_type=None, builder="torch_reference", seq=None)
+    return dict(name=name, file=path, source="reference", model_type=None, builder="torch_figures", seq=None)
 
 
 # --------------------------------------------------------------------------- options
@@ -307,7 +309,7 @@ def build_parser():
     p.add_argument("--cpu-check", action="store_true", help="run the PyTorch side on the CPU, without readings "
                    "(checks that every twin builds and steps; no GPU needed)")
     p.add_argument("--memest", help="the memest binary (default: build/memest, else memest on PATH)")
-    p.add_argument("--models", help="comma-separated: torch_reference.MODELS names, hf:NAME, hf:PATH")
+    p.add_argument("--models", help="comma-separated: torch_figures.MODELS names, hf:NAME, hf:PATH")
     p.add_argument("--batches", action="append", help="1,8,32 or MODEL=1,2,4 (repeatable)")
     p.add_argument("--optims", help="comma-separated OPTIM[-IMPL] (default %s)" % ",".join(DEFAULT_OPTIMS))
     p.add_argument("--precisions", help="training: fp32, bf16, fp16 (autocast) (default fp32,bf16,fp16)")
@@ -750,7 +752,7 @@ def child_model(spec, torch):
     s = spec["settings"]
     sys.path.insert(0, HERE)
     if s["source"] == "reference":
-        import torch_reference as tr
+        import torch_figures as tr
         m = tr.MODELS[s["model"]]
         return m["build"], m["input"], False, None
     with open(s["model_file"]) as f:
@@ -1250,6 +1252,10 @@ def slug(name):
 
 
 def write_json(path, doc):
+    """`doc` with its provenance (tests/tools/provenance.py: a file committed under tests/reference/ needs it)."""
+    env = doc.get("environment") or {}
+    libs = OrderedDict((k, str(env[k])) for k in ("torch", "torch_cuda", "cudnn") if env.get(k))
+    doc = stamp(doc, "tests/tools/cuda_validate.py", libs or {"torch": "not imported (--dry-run)"})
     d = os.path.dirname(os.path.abspath(path))
     os.makedirs(d, exist_ok=True)
     tmp = path + ".tmp"

@@ -34,6 +34,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hf_models as M  # noqa: E402
 from hf_peak import Live, Recorder, here  # noqa: E402
+from provenance import stamp  # noqa: E402
 
 B, C, N = 2, 48, 16
 
@@ -181,6 +182,7 @@ def main(argv):
                      "tests/hf/tiny/llama.json, PyTorch %s CPU, bfloat16, sdpa" % torch.__version__,
            "config": "tests/hf/tiny/llama.json", "batch": B, "context": C, "new_tokens": N,
            "dynamic": measure(cfg, "dynamic"), "static": measure(cfg, "static")}
+    out = stamp(out, "tests/tools/generate_peak.py", {"torch": torch.__version__, "transformers": "v4.48.0 (followed in plain PyTorch, not imported)"})
     with open(path, "w") as f:
         json.dump(out, f, indent=1)
         f.write("\n")

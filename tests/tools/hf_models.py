@@ -191,7 +191,7 @@ def sdpa_attention_forward(module, query, key, value, attention_mask, scaling, d
                                                  scale=scaling, is_causal=is_causal)
     out = attn_output
     attn_output = attn_output.transpose(1, 2).contiguous()
-    for hook in SDPA_HOOKS:  # not transformers': lets the reference name the tensors (hf_reference.py)
+    for hook in SDPA_HOOKS:  # not transformers': lets the reference name the tensors (hf_figures.py)
         hook(query, causal_mask, out, attn_output)
     return attn_output, None
 

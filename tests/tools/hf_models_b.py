@@ -1,6 +1,6 @@
 """Plain-PyTorch copies of five Hugging Face architectures, op by op as transformers v4.48.0 runs them.
 
-Debian has no python3-transformers, so tests/tools/hf_reference_b.py measures these instead. Each class
+Debian has no python3-transformers, so tests/tools/hf_figures_b.py measures these instead. Each class
 follows the named v4.48.0 module (src/transformers/models/<arch>/modeling_<arch>.py) in training mode,
 for the path a plain `model(input_ids, labels=...)` call takes: no attention_mask argument, no cache, no
 head mask, no output_attentions; the loss itself is left out (the caller measures the forward up to the
@@ -14,7 +14,7 @@ class in v4.48.0). Every model's forward takes (input_ids) — T5 takes (input_i
 and returns the logits.
 
 Dropout goes through dropout() below, which records the mask storage of each dropout that saves one (the
-CPU kernel saves a float mask, CUDA's native_dropout a bool one: hf_reference_b.py corrects the bytes).
+CPU kernel saves a float mask, CUDA's native_dropout a bool one: hf_figures_b.py corrects the bytes).
 """
 import math
 
@@ -22,10 +22,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-# storage data_ptr -> numel of the float dropout masks saved in the current forward (hf_reference_b.py)
+# storage data_ptr -> numel of the float dropout masks saved in the current forward (hf_figures_b.py)
 DROPOUT_MASKS = {}
 # storage data_ptrs of the copies attn_output.transpose(1, 2).contiguous() made of a float32 SDPA output
-# (hf_reference_b.py: CUDA runs float32 SDPA with the memory-efficient kernel, whose output is a
+# (hf_figures_b.py: CUDA runs float32 SDPA with the memory-efficient kernel, whose output is a
 # [B, L, H, D] buffer returned transposed, so that .contiguous() copies nothing there)
 SDPA_OUTPUT_COPIES = set()
 

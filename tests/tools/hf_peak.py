@@ -65,6 +65,7 @@ from torch.utils._pytree import tree_flatten
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hf_models  # noqa: E402
 import hf_models_moe  # noqa: E402
+from provenance import stamp  # noqa: E402
 
 torch.set_num_threads(2)
 B, S = 2, 16
@@ -272,6 +273,7 @@ def main(argv):
             res["cases"].append(r)
             print("%-8s %-5s %-8s %-4s %-8s %9d  (%s)" % (name, attn, dtype, optim, impl, r["peak_tensors"],
                                                           r["peak_at"]), file=sys.stderr)
+    res = stamp(res, "tests/tools/hf_peak.py", {"torch": torch.__version__, "transformers": "v4.48.0 (followed in plain PyTorch, not imported)"})
     with open(path, "w") as f:
         json.dump(res, f, indent=1)
         f.write("\n")

@@ -8,7 +8,7 @@ The modules follow transformers v4.48.0 (models/llama/modeling_llama.py:
 LlamaRMSNorm, LlamaRotaryEmbedding with the default rope, rotate_half,
 apply_rotary_pos_emb, LlamaMLP's act_fn(gate) * up; models/gemma: GemmaRMSNorm;
 models/gemma2: the final logit soft-capping). Storages are de-duplicated and
-parameters excluded, as tests/tools/torch_reference.py counts them. Prints one
+parameters excluded, as tests/tools/torch_figures.py counts them. Prints one
 line per case: name, saved bytes, and the figure the unit test expects."""
 import torch
 import torch.nn as nn

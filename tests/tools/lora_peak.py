@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Peak live tensor bytes of a steady-state training step with LoRA: tests/tools/hf_peak.py's measurement
-(PyTorch 2.6, CPU, with its CUDA corrections) on the tiny Llama with tests/tools/lora_reference.py's replica
+(PyTorch 2.6, CPU, with its CUDA corrections) on the tiny Llama with tests/tools/lora_figures.py's replica
 of PEFT's LoRA (peft v0.17.1 lora.Linear; a frozen base, float32 adapters), the optimizer over the
 trainable parameters (what transformers' Trainer hands it). Ground truth for memest's
 `memory.peak_tensors` with --lora (tests/group_lora.cmake, within 3% as tests/hf/peaks.cmake).
@@ -15,7 +15,8 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hf_peak import B, S, here, measure  # noqa: E402
-from lora_reference import get_peft_model  # noqa: E402
+from lora_figures import get_peft_model  # noqa: E402
+from provenance import stamp  # noqa: E402
 
 
 # dtype, memest --attention (the kernel CUDA runs: flash for bf16, efficient for fp32), r, alpha, dropout, targets
@@ -42,6 +43,9 @@ def main(argv):
         res["cases"].append(m)
         print("%-9s %-6s r%-2d p%-4g %-14s %9d (%s)" % (dtype, kernel, r, dropout, targets, m["peak_tensors"],
                                                          m["peak_at"]), file=sys.stderr)
+    res = stamp(res, "tests/tools/lora_peak.py", {"torch": torch.__version__,
+                "transformers": "v4.48.0 (followed in plain PyTorch, not imported)",
+                "peft": "v0.17.1 (followed in plain PyTorch, not imported)"})
     with open(path, "w") as f:
         json.dump(res, f, indent=1)
         f.write("\n")

@@ -5,7 +5,7 @@ to check src/ops/ops_attention.c's PyTorch >= 2.0 path (need_weights=False:
 F.multi_head_attention_forward calls scaled_dot_product_attention) and the
 hand calculations of tests/unit/test_ops_mha_sdpa.c.
 
-Counted as tests/tools/torch_reference.py's measure() counts (imported):
+Counted as tests/tools/torch_figures.py's measure() counts (imported):
 every tensor autograd saves (torch.autograd.graph.saved_tensors_hooks),
 distinct storages, the parameters' storages excluded, the inputs' storages
 included when saved. Each case also lists the saved storages (grad_fn and
@@ -24,7 +24,8 @@ import torch.nn as nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import torch_reference as tr  # noqa: E402
+import torch_figures as tr  # noqa: E402
+from provenance import stamp  # noqa: E402
 
 N, E, H, L, S = 2, 64, 4, 10, 7
 
@@ -143,5 +144,6 @@ if __name__ == "__main__":
     torch.set_num_threads(1)
     res = {"generator": "tests/tools/mha_sdpa_saved.py", "torch_version": torch.__version__,
            "cases": [case(**c) for c in CASES]}
+    res = stamp(res, "tests/tools/mha_sdpa_saved.py", {"torch": torch.__version__})
     json.dump(res, sys.stdout, indent=1)
     print()

@@ -15,8 +15,14 @@ dtype, "view" when an output shares an input's storage), the saved bytes
 dtype, in<i> / out<k> / new, the storage's bytes). The unit tests
 (tests/unit/test_ops_index.c ...) take their expected figures from here
 and from the hand calculations they write out."""
+import os
+import sys
+
 import torch
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import provenance  # noqa: E402
 
 torch.set_num_threads(1)
 
@@ -90,6 +96,7 @@ def case(name, fn, *inputs):
 
 
 def main():
+    print(provenance.line("tests/tools/ops_b_saved.py", {"torch": torch.__version__}, markdown=False))
     print("# torch", torch.__version__)
     torch.manual_seed(0)
     x = act(2, 8, 6)

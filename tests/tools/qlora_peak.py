@@ -31,14 +31,14 @@ script runs them:
    enable_input_require_grads() (a forward hook making the embedding output require grad) and
    gradient_checkpointing_enable(): each decoder layer under torch.utils.checkpoint.checkpoint with
    use_reentrant=True (PEFT passes gradient_checkpointing_kwargs={} and PyTorch 2.6 defaults to the
-   reentrant variant; lora_reference.checkpoint_layers).
+   reentrant variant; lora_figures.checkpoint_layers).
 3. get_peft_model(LoraConfig(r, lora_alpha, lora_dropout, target_modules)): the targeted Linear4bit
    layers wrapped by LoraLinear4bit below, peft v0.17.1 tuners/lora/bnb.py Linear4bit.forward (the same
    steps since v0.13): result = base_layer(x); result = result.clone(); (no autocast) expected_dtype =
    result.dtype, x = x.to(lora_A.weight.dtype); output = lora_B(lora_A(dropout(x))) * scaling;
    output = output.to(expected_dtype); result = result + output. Adapters float32 (created in float32;
    _move_adapter_to_device_of_base_layer leaves them so for a uint8 base weight); dropout as CUDA runs
-   it (lora_reference.Dropout: native_dropout's bool mask), nn.Identity at p = 0.
+   it (lora_figures.Dropout: native_dropout's bool mask), nn.Identity at p = 0.
 4. transformers' Trainer with optim="paged_adamw_8bit": bitsandbytes' PagedAdamW8bit over the
    trainable parameters, bnb_optim_state.py's replica of Optimizer2State.init_state (float32 states
    for a parameter of fewer than 4096 elements -- every adapter of the tiny model --, uint8 states and
@@ -59,7 +59,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import quant_replica  # noqa: E402
 from bnb_optim_state import Replica2State  # noqa: E402
 from hf_peak import B, S, here, measure  # noqa: E402
-from lora_reference import LoraLinear, checkpoint_layers, targeted  # noqa: E402
+from lora_figures import LoraLinear, checkpoint_layers, targeted  # noqa: E402
+from provenance import stamp  # noqa: E402
 
 BLOCK, NESTED_BLOCK = 64, 256
 
@@ -166,6 +167,11 @@ def main(argv):
         res["cases"].append(m)
         print("%-9s ckpt %-5s r%-2d p%-4g %-14s %9d (%s)" % (dtype, ckpt, r, dropout, targets, m["peak_tensors"],
                                                                m["peak_at"]), file=sys.stderr)
+    res = stamp(res, "tests/tools/qlora_peak.py", {"torch": torch.__version__,
+                "transformers": "v4.48.0 (followed in plain PyTorch, not imported)",
+                "peft": "v0.17.1 (followed in plain PyTorch, not imported)",
+                "bitsandbytes": "0.49.2 (Linear4bit) and 0.50.2.dev0 (paged AdamW8bit), replicated in plain "
+                                "PyTorch, not imported"})
     with open(path, "w") as f:
         json.dump(res, f, indent=1)
         f.write("\n")

@@ -32,6 +32,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hf_peak import Live, Recorder  # noqa: E402
+from provenance import stamp  # noqa: E402
 
 torch.set_num_threads(2)
 
@@ -213,8 +214,10 @@ def main(argv):
                      "grad": grad, **measure(layer, x)}
         print(name, res[name])
     with open(out_path, "w") as f:
-        json.dump({"source": "tests/tools/quant_replica.py: bitsandbytes 0.49.2 replica, PyTorch "
-                   + torch.__version__, "cases": res}, f, indent=1)
+        json.dump(stamp({"source": "tests/tools/quant_replica.py: bitsandbytes 0.49.2 replica, PyTorch "
+                         + torch.__version__, "cases": res}, "tests/tools/quant_replica.py",
+                        {"torch": torch.__version__,
+                         "bitsandbytes": "0.49.2 (replicated in plain PyTorch, not imported)"}), f, indent=1)
         f.write("\n")
 
 

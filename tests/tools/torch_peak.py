@@ -10,7 +10,7 @@ How to run (CPU only, no GPU, no pip):
     /usr/bin/python3 tests/tools/torch_peak.py --quick              # batch 1, for-loop only, no gpt2 -> /tmp
     /usr/bin/python3 tests/tools/torch_peak.py --selftest           # only the hand-checked cases
 
-Options: --models a,b (default: all of torch_reference.MODELS), --batches 1,2, --optims sgd,sgd_momentum,adam,
+Options: --models a,b (default: all of torch_figures.MODELS), --batches 1,2, --optims sgd,sgd_momentum,adam,
 --impls for-loop,foreach, --quick (batch 1, for-loop only, and without --models every model but gpt2),
 --traces DIR (default /tmp/torch_traces; "none" disables), --real-blas (run mm/addmm/bmm/baddbmm for real,
 see "Stubbed BLAS ops"), --verify-stub a,b (default mlp-mnist,alexnet,resnet18,lstm-lm; "none"),
@@ -19,7 +19,7 @@ A full run writes tests/reference/torch_peaks.json; a partial run (--models/--qu
 writes /tmp/torch_peaks_partial.json unless an output path is given. The tables go to stdout, progress to stderr.
 Runtime ~8 min on 2 idle cores (more on a loaded machine), peak RSS ~8 GiB (GPT-2, batch 2).
 
-The models are torch_reference.py's (imported, not copied): torchvision alexnet/vgg16/resnet18/resnet50/
+The models are torch_figures.py's (imported, not copied): torchvision alexnet/vgg16/resnet18/resnet50/
 mobilenet_v2, BERT-base (+pooler), GPT-2 small (seq 1024), lstm-lm ([35,B] int64, sequence first), mlp-mnist,
 fp32, torch.manual_seed(0) before building each model and before creating each input.
 
@@ -122,7 +122,7 @@ forward by reading every _saved_* of the graph), forward_other (forward outputs 
 optimizer_temporaries (outputs of the optimizer's ops). Full event traces go to
 <traces>/<model>_<optim>_<impl>_B<b>.tsv and <model>_inference_B<b>.tsv.
 Cross-check: saved_bytes_end_of_forward (every storage autograd holds at the end of forward, parameters and
-buffers excluded, raw CPU bytes) equals torch_figures.json's saved_activation_bytes (torch_reference.py,
+buffers excluded, raw CPU bytes) equals torch_figures.json's saved_activation_bytes (torch_figures.py,
 saved_tensors_hooks) for every model and batch (saved_bytes_torch_figures is copied next to it).
 """
 import argparse
@@ -137,7 +137,8 @@ from collections import OrderedDict, defaultdict
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-import torch_reference as tr  # noqa: E402  (model definitions shared with torch_figures.json)
+import torch_figures as tr  # noqa: E402  (model definitions shared with torch_figures.json)
+from provenance import provenance  # noqa: E402
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
@@ -1410,6 +1411,8 @@ def main(argv):
 
     figures = load_figures()
     result = OrderedDict()
+    result["provenance"] = provenance("tests/tools/torch_peak.py", {"torch": torch.__version__,
+                                                                   "torchvision": torchvision.__version__})
     result["generator"] = "tests/tools/torch_peak.py"
     result["torch_version"] = torch.__version__
     result["torchvision_version"] = torchvision.__version__

@@ -9,7 +9,7 @@
 (run from the checkout root). Results go to tests/reference/zoo_torch<113|26>.json (PyTorch's figures,
 the exporter's outcome per model) and tests/zoo/torch<113|26>/<model>.json (the exported memest files);
 tests/zoo/check.cmake replays them through memest without PyTorch and tests/tools/zoo_table.py writes the
-README table. The reference file is also the cache: a rerun measures only the stages a model lacks
+tables of doc/torchvision-zoo.md. The reference file is also the cache: a rerun measures only the stages a model lacks
 (--redo STAGE[,STAGE] forces them again). Models run in child processes (a few per child to share torch's
 import time; a crash, an out-of-memory kill or a timeout loses only that model, recorded as its error),
 with an address-space limit (--mem-gib, default 16) and a per-model time limit (--timeout, seconds).
@@ -30,7 +30,7 @@ Stages per model (each stored as soon as it is done):
   export   memest_export.export(model, inputs, name, batch_dim=0, train=True) (src/export, helper EXPORT's
            library) -> tests/zoo/<tag>/<model>.json, or the exporter's error;
   forward  forward MACs and saved activations of one forward pass (train mode): saved activations exactly
-           as tests/tools/torch_reference.py measures them (its measure(), imported: saved_tensors_hooks,
+           as tests/tools/torch_figures.py measures them (its measure(), imported: saved_tensors_hooks,
            distinct storages, parameters and buffers excluded, nn.Dropout masks counted as CUDA's 1-byte
            bool masks); MACs counted by a TorchDispatchMode below autograd (MacCounter): convolution
            (N * C_out * C_in/groups * prod(kernel) * output positions; input positions when transposed),
@@ -77,6 +77,7 @@ import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 import torchvision  # noqa: E402
+from provenance import stamp  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 from torch.utils._pytree import tree_flatten  # noqa: E402
 
@@ -180,7 +181,7 @@ def primary(name, out):
 
 
 class Flat(nn.Module):
-    """Every output tensor as a tuple (segmentation's dict, GoogLeNet's namedtuple) for torch_reference."""
+    """Every output tensor as a tuple (segmentation's dict, GoogLeNet's namedtuple) for torch_figures."""
 
     def __init__(self, model):
         super().__init__()
@@ -334,7 +335,7 @@ class MacCounter(TorchDispatchMode):
 
 # --------------------------------------------------------------------------- stages
 def stage_static(name, model):
-    import torch_reference as tr
+    import torch_figures as tr
     info = tr.static_info(model)
     return {"params": info["params_total"], "params_trainable": info["params_trainable"],
             "param_tensors": info["param_tensors"], "buffers": info["buffers_count"],
@@ -376,7 +377,7 @@ def stage_export(name, model, inputs):
 
 
 def stage_forward(name, model, inputs, stub_ops=True):
-    import torch_reference as tr
+    import torch_figures as tr
     mode = MacCounter(stub_ops)
     with mode:
         r = tr.measure(Flat(model), inputs)
@@ -583,6 +584,8 @@ def save_ref(ref, changed=()):
                 cur["models"][m][st] = ref["models"][m][st]
         ref = cur
     ref["models"] = dict(sorted(ref["models"].items()))
+    ref = stamp(ref, "tests/tools/torchvision_zoo.py", {"torch": torch.__version__,
+                                                         "torchvision": torchvision.__version__})
     tmp = ref_path() + ".%d.tmp" % os.getpid()
     with open(tmp, "w") as f:
         json.dump(ref, f, indent=1, sort_keys=False)

@@ -3,7 +3,7 @@
 ops_pad.c, the 3-D pools and norms and stochastic depth, measured in
 training mode at batch 2 (CPU): parameters, buffers and the bytes autograd
 saves (distinct non-parameter storages, the method of
-tests/tools/torch_reference.py). The memest files of the same blocks are
+tests/tools/torch_figures.py). The memest files of the same blocks are
 tests/models/vision_*.json; tests/unit/test_vision_blocks.c compares them.
 
     /usr/bin/python3 tests/tools/vision_blocks.py tests/reference/vision_blocks.json
@@ -20,6 +20,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torchvision.models.convnext import CNBlock, LayerNorm2d
 from torchvision.ops import StochasticDepth
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from provenance import stamp  # noqa: E402
 
 torch.set_num_threads(1)
 
@@ -119,6 +122,8 @@ def main():
         data = json.load(open(path)) if os.path.exists(path) else {}
         data["generator"] = "tests/tools/vision_blocks.py (batch 2, training, CPU)"
         data[key] = figures
+        libs = dict(data.get("provenance", {}).get("libraries", {}), **{key: torch.__version__})
+        data = stamp(data, "tests/tools/vision_blocks.py", dict(sorted(libs.items())))
         with open(path, "w") as f:
             json.dump(data, f, indent=2, sort_keys=True)
             f.write("\n")

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""The README's "torchvision models, exported" tables: PyTorch's figures for every torchvision builder at
+"""The tables of doc/torchvision-zoo.md ("torchvision models, exported"): PyTorch's figures for every torchvision builder at
 batch 2 (tests/reference/zoo_torch113.json, zoo_torch26.json, written by tests/tools/torchvision_zoo.py)
 beside memest's error on the exported files (tests/zoo/<tag>/<model>.json, run the way
 tests/zoo/check.cmake runs them), the counts of models covered and the reason for each one not covered.
 
-    python3 tests/tools/zoo_table.py                 # rewrite README.md's section (between its markers)
+    python3 tests/tools/zoo_table.py                 # rewrite doc/torchvision-zoo.md's tables (between its markers)
     python3 tests/tools/zoo_table.py --print         # the section to standard output
     python3 tests/tools/zoo_table.py --memest build-clang/memest
 
@@ -106,7 +106,7 @@ def section(memest):
     for tag, title, flags in TAGS:
         ref = load(os.path.join(REPO, "tests", "reference", "zoo_%s.json" % tag))
         if ref is None:
-            out.append("### %s\n\nNot measured yet.\n" % title)
+            out.append("## %s\n\nNot measured yet.\n" % title)
             continue
         known_all = dev.get(tag, {})
         rows, unc = [], []
@@ -134,7 +134,7 @@ def section(memest):
                 cell(want["macs"], errs["macs"], "g", 0, "macs" in known),
                 cell(want["saved"], errs["saved"], "m", 1, "saved" in known),
                 cell(want["peak"], errs["peak"], "m", 3, "peak" in known)))
-        out.append("### %s\n" % title)
+        out.append("## %s\n" % title)
         out.append("%d builders (quantized ones aside); **%d covered** (exported, measured in PyTorch and run by "
                    "memest), **%d of them within tolerance** in every figure; %d have a measured training peak. "
                    "PyTorch's figure, then memest's error:\n" % (n_all, n_cov, n_ok, n_peak))
@@ -157,11 +157,11 @@ def main(argv):
     if a.print:
         sys.stdout.write(text)
         return
-    path = os.path.join(REPO, "README.md")
+    path = os.path.join(REPO, "doc", "torchvision-zoo.md")
     with open(path) as f:
         readme = f.read()
     if BEGIN not in readme or END not in readme:
-        sys.exit("README.md has no zoo-table markers")
+        sys.exit("doc/torchvision-zoo.md has no zoo-table markers")
     i, j = readme.index(BEGIN) + len(BEGIN), readme.index(END)
     readme = readme[:i] + "\n" + text + "\n" + readme[j:]
     with open(path, "w") as f:

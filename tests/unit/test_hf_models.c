@@ -4,7 +4,7 @@
  *   - parameter counts of the shipped example configs (models/hf/): the
  *     published figures below (model cards / papers), exact, and the same
  *     models built with PyTorch on the meta device by
- *     tests/tools/hf_reference.py (tests/reference/hf_figures.json
+ *     tests/tools/hf_figures.py (tests/reference/hf_figures.json
  *     "configs"); buffers (the non-persistent RoPE inv_freq) exact;
  *   - bytes saved for backward by one training forward of the tiny configs
  *     (tests/hf/tiny/, batch 2, seq_len 16) in float32 and bfloat16, eager

@@ -4,7 +4,7 @@
  *   - forward MACs at batch 1: torchvision's "GFLOPS" column (which counts
  *     multiply-adds), within 1%;
  *   - parameters, buffers and bytes saved for backward at batches 1 and 2:
- *     real PyTorch, measured by tests/tools/torch_reference.py into
+ *     real PyTorch, measured by tests/tools/torch_figures.py into
  *     tests/reference/torch_figures.json (CUDA-corrected), activations
  *     within 1%, counts exact; measured with torch 1.13, so the run uses
  *     its autograd rules (run option torch = 113).

@@ -7,7 +7,7 @@
  * before the allocator's 512-byte rounding and without the cuBLAS
  * workspace, which is what the measurement counts. The optimizer step
  * follows torch 1.13's code here (cfg.torch_version = 113), as measured.
- * Every figure must be within 3%. Prints the comparison table (the README's
+ * Every figure must be within 3%. Prints the comparison table (doc/memory-model.md's
  * validation table). Runs from the source directory; MEMEST_TORCH_PEAKS
  * names another file. */
 #include <cjson/cJSON.h>

@@ -1,7 +1,7 @@
 /* test_report.c - the report layer's dispatchers (report.c): each document
  * goes to its writer for the format asked for, and a format a document is
  * not offered in writes nothing. Expected text written by hand from the
- * documented CSV columns (README.md, "Sweeps"). */
+ * documented CSV columns (doc/cards-and-fit.md, "Sweeps"). */
 #include <stdlib.h>
 #include <string.h>
 

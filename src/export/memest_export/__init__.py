@@ -3,7 +3,7 @@
     from memest_export import export, export_to_file
     doc = export(model, [torch.randn(2, 3, 224, 224)])   # the document, a dict
 
-See README.md, "memest-export". PyTorch is imported on first use, so that
+See doc/memest-export.md. PyTorch is imported on first use, so that
 the parts that need none (batchexpr) load without it."""
 
 from .errors import ExportError, UsageError

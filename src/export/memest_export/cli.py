@@ -1,4 +1,4 @@
-"""The memest-export command (README.md, "memest-export").
+"""The memest-export command (doc/memest-export.md).
 
 The command line is checked first, without PyTorch (args.py), and so are
 the output's path (outfile.py: not empty, not the file standard output or

@@ -1,5 +1,5 @@
 """Errors of memest-export, their exit codes and the one way messages are
-printed (README.md, "memest-export"). Needs no PyTorch.
+printed (doc/memest-export.md). Needs no PyTorch.
 
 Every message is one line on standard error, "memest-export: ...", with the
 outside text in it (the model's exception text, names, file names, the

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Reference figures for the Hugging Face decoder templates (models/arch/*.json), from real PyTorch 2.6.
 
-    ../shared/tools/torch2-chroot python3 tests/tools/hf_reference.py tests/reference/hf_figures.json
+    ../shared/tools/torch2-chroot python3 tests/tools/hf_figures.py tests/reference/hf_figures.json
 
 (run from the checkout root; CPU only, about a minute). Two kinds of figures:
 
@@ -14,7 +14,7 @@
   through logits.float().view(-1, V) (where ForCausalLMLoss starts; the loss itself is not included), in
   float32 and bfloat16 (built under torch.set_default_dtype as from_pretrained(torch_dtype=...) does, so the
   inv_freq buffer stays float32), attention "eager" and "sdpa". Saved activations as
-  tests/tools/torch_reference.py measures them: torch.autograd.graph.saved_tensors_hooks, storages
+  tests/tools/torch_figures.py measures them: torch.autograd.graph.saved_tensors_hooks, storages
   de-duplicated by data_ptr, parameter and buffer storages excluded, each storage counted whole.
   Corrections to CUDA (saved_activation_bytes_cuda_corrected):
     - dropout masks are bool on CUDA (native_dropout) - none here: every tiny config has dropout 0, and
@@ -44,6 +44,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hf_models  # noqa: E402
 from hf_models import BUILDERS  # noqa: E402
+from provenance import stamp  # noqa: E402
 
 torch.set_num_threads(2)
 
@@ -201,7 +202,7 @@ def config_figures():
             continue
         name = fn[:-5]
         cfg = load(os.path.join(d, fn))
-        if cfg["model_type"] not in BUILDERS:  # another generator's (hf_reference_moe.py, ...)
+        if cfg["model_type"] not in BUILDERS:  # another generator's (hf_figures_moe.py, ...)
             continue
         with torch.device("meta"):
             model = BUILDERS[cfg["model_type"]](cfg)
@@ -245,13 +246,14 @@ def tiny_figures():
 
 def main(argv):
     result = {
-        "generator": "tests/tools/hf_reference.py",
+        "generator": "tests/tools/hf_figures.py",
         "follows": "transformers v4.48.0 (tests/tools/hf_models.py)",
         "torch_version": torch.__version__,
         "device": "cpu",
         "configs": config_figures(),
         "tiny": tiny_figures(),
     }
+    result = stamp(result, "tests/tools/hf_figures.py", {"torch": torch.__version__, "transformers": "v4.48.0 (followed in plain PyTorch, not imported)"})
     text = json.dumps(result, indent=1, sort_keys=True) + "\n"
     if len(argv) > 1:
         with open(argv[1], "w") as f:

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Reference figures for the gpt2, bert, opt, gpt_neox and t5 templates (models/arch/), from PyTorch 2.6.
 
-    ../shared/tools/torch2-chroot python3 tests/tools/hf_reference_b.py tests/reference/hf_figures_b.json
+    ../shared/tools/torch2-chroot python3 tests/tools/hf_figures_b.py tests/reference/hf_figures_b.json
 
 (run from the repository root; ~1 minute on 2 cores). It writes:
 
@@ -14,7 +14,7 @@
   loss), float32 and bfloat16 (model.to(dtype): parameters and activations in that dtype), batch 2:
   saved_tensors_hooks, storages de-duplicated by data_ptr, parameter and buffer storages excluded, model
   inputs included when saved (embeddings save their int64 ids). saved_activation_bytes_cuda_corrected
-  applies tests/tools/torch_reference.py's CORRECTIONS as they stand in PyTorch 2.6:
+  applies tests/tools/torch_figures.py's CORRECTIONS as they stand in PyTorch 2.6:
     - dropout_mask_bool: the CPU kernel (ATen Dropout.cpp _dropout_impl) saves x's dtype mask
       bernoulli(1-p)/(1-p); CUDA runs native_dropout (is_fused_kernel_acceptable), whose
       NativeDropoutBackward0 saves a bool mask: counted numel * 1 byte. The masks are identified exactly
@@ -46,6 +46,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hf_models_b as hm  # noqa: E402
+from provenance import stamp  # noqa: E402
 
 torch.set_num_threads(2)
 
@@ -164,7 +165,7 @@ def measure(model, inputs):
 def main(argv):
     out_path = argv[1] if len(argv) > 1 else None
     result = {
-        "generator": "tests/tools/hf_reference_b.py (models: tests/tools/hf_models_b.py, after transformers v4.48.0)",
+        "generator": "tests/tools/hf_figures_b.py (models: tests/tools/hf_models_b.py, after transformers v4.48.0)",
         "torch_version": torch.__version__,
         "params": {}, "activations": {},
     }
@@ -211,6 +212,7 @@ def main(argv):
                 r["dropout_masks"]))
             del model
             gc.collect()
+    result = stamp(result, "tests/tools/hf_figures_b.py", {"torch": torch.__version__, "transformers": "v4.48.0 (followed in plain PyTorch, not imported)"})
     text = json.dumps(result, indent=2, sort_keys=True) + "\n"
     if out_path:
         with open(out_path, "w") as f:

@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Reference figures for --lora: PEFT's LoRA replicated in plain PyTorch 2.6 on the tiny Llama of the
-Hugging Face tests, the bytes autograd saves measured as tests/tools/hf_reference.py measures them.
+Hugging Face tests, the bytes autograd saves measured as tests/tools/hf_figures.py measures them.
 
-    ../shared/tools/torch2-chroot python3 tests/tools/lora_reference.py tests/reference/lora_figures.json
+    ../shared/tools/torch2-chroot python3 tests/tools/lora_figures.py tests/reference/lora_figures.json
 
 (run from the checkout root; CPU only, a few seconds). peft is not installed here: LoraLinear below is
 huggingface/peft v0.17.1 src/peft/tuners/lora/layer.py Linear (update_layer, forward) with what
@@ -26,7 +26,7 @@ get_peft_model() does around it, step by step:
 CUDA correction built in: nn.Dropout on CUDA runs at::native_dropout (Dropout.cpp is_fused_kernel_acceptable),
 which saves a bool mask; the CPU path (_dropout_impl) would save a float noise tensor. The replica's
 dropout calls torch.native_dropout, which the CPU has too, so the measured figure is CUDA's. The other
-corrections (0-d wrapped scalars, SDPA kernels) are hf_reference.measure's.
+corrections (0-d wrapped scalars, SDPA kernels) are hf_figures.measure's.
 
 With checkpoint=True every decoder layer runs under torch.utils.checkpoint.checkpoint(use_reentrant=True)
 (transformers' gradient_checkpointing_enable default) with the embedding output requiring grad
@@ -51,7 +51,8 @@ import torch.utils.checkpoint
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hf_models  # noqa: E402
-from hf_reference import TINY_BATCH, TINY_SEQ, here, load, measure  # noqa: E402
+from hf_figures import TINY_BATCH, TINY_SEQ, here, load, measure  # noqa: E402
+from provenance import stamp  # noqa: E402
 
 torch.set_num_threads(2)
 
@@ -193,6 +194,9 @@ def main(argv):
         }
         print("%-20s %10d saved (CUDA-corrected), trainable %d of %d" %
               (name, m["saved_activation_bytes_cuda_corrected"], trainable, total), file=sys.stderr)
+    out = stamp(out, "tests/tools/lora_figures.py", {"torch": torch.__version__,
+                "transformers": "v4.48.0 (followed in plain PyTorch, not imported)",
+                "peft": "v0.17.1 (followed in plain PyTorch, not imported)"})
     text = json.dumps(out, indent=1, sort_keys=True) + "\n"
     if len(argv) > 1:
         with open(argv[1], "w") as f:

@@ -2,9 +2,9 @@
 """Reference figures for the sparse-MoE templates (models/arch/mixtral.json, qwen2_moe.json), from real
 PyTorch 2.6:
 
-    ../shared/tools/torch2-chroot python3 tests/tools/hf_reference_moe.py tests/reference/hf_figures_moe.json
+    ../shared/tools/torch2-chroot python3 tests/tools/hf_figures_moe.py tests/reference/hf_figures_moe.json
 
-(run from the checkout root; CPU only). As tests/tools/hf_reference.py (whose measurement this reuses),
+(run from the checkout root; CPU only). As tests/tools/hf_figures.py (whose measurement this reuses),
 for the models of tests/tools/hf_models_moe.py (transformers v4.48.0, op by op):
 
 * "configs": each shipped example config (CONFIGS below) built on torch.device("meta"): params_total,
@@ -14,7 +14,7 @@ for the models of tests/tools/hf_models_moe.py (transformers v4.48.0, op by op):
   balanced round-robin split memest assumes (hf_models_moe.py, balanced=True), measured in train() mode,
   one forward of input_ids [B, S] to logits.float().view(-1, V), in float32 and bfloat16, attention
   "eager" and "sdpa": saved activations by saved_tensors_hooks, storages de-duplicated, parameters and
-  buffers excluded, with hf_reference.py's CUDA corrections.
+  buffers excluded, with hf_figures.py's CUDA corrections.
 * "block": MixtralSparseMoeBlock alone after a linear (tests/hf/moe_block.json, a memest model file whose
   variables give the sizes), balanced routing, float32 and bfloat16: the MoE ops checked without the
   attention and norm ops.
@@ -27,7 +27,8 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hf_models_moe import BUILDERS, SparseMoeBlock  # noqa: E402
-from hf_reference import TINY_BATCH, TINY_SEQ, here, load, measure, static_info  # noqa: E402
+from hf_figures import TINY_BATCH, TINY_SEQ, here, load, measure, static_info  # noqa: E402
+from provenance import stamp  # noqa: E402
 
 torch.set_num_threads(2)
 
@@ -151,7 +152,7 @@ def block_figures():
 
 def main(argv):
     result = {
-        "generator": "tests/tools/hf_reference_moe.py",
+        "generator": "tests/tools/hf_figures_moe.py",
         "follows": "transformers v4.48.0 (tests/tools/hf_models_moe.py)",
         "torch_version": torch.__version__,
         "device": "cpu",
@@ -159,6 +160,7 @@ def main(argv):
         "tiny": tiny_figures(),
         "block": block_figures(),
     }
+    result = stamp(result, "tests/tools/hf_figures_moe.py", {"torch": torch.__version__, "transformers": "v4.48.0 (followed in plain PyTorch, not imported)"})
     text = json.dumps(result, indent=1, sort_keys=True) + "\n"
     if len(argv) > 1:
         with open(argv[1], "w") as f:

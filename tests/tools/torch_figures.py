@@ -3,10 +3,10 @@
 
 How to run (Debian's PyTorch 1.13 / torchvision 0.14, CPU only, no GPU, no pip):
 
-    /usr/bin/python3 tests/tools/torch_reference.py > tests/reference/torch_figures.json
-    /usr/bin/python3 tests/tools/torch_reference.py tests/reference/torch_figures.json
-    /usr/bin/python3 tests/tools/torch_reference.py --models resnet18,gpt2 /tmp/subset.json
-    /usr/bin/python3 tests/tools/torch_reference.py --models lstm-lm --merge tests/reference/torch_figures.json
+    /usr/bin/python3 tests/tools/torch_figures.py > tests/reference/torch_figures.json
+    /usr/bin/python3 tests/tools/torch_figures.py tests/reference/torch_figures.json
+    /usr/bin/python3 tests/tools/torch_figures.py --models resnet18,gpt2 /tmp/subset.json
+    /usr/bin/python3 tests/tools/torch_figures.py --models lstm-lm --merge tests/reference/torch_figures.json
 
 With an output path the JSON goes to that file and the summary table to stdout; without one
 the JSON goes to stdout and the table to stderr.  --merge (with --models) re-measures only the
@@ -54,6 +54,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 import torch.utils._python_dispatch
 import torchvision
+
+from provenance import stamp
 
 torch.set_num_threads(2)
 
@@ -1087,7 +1089,7 @@ def main(argv):
     table = sys.stdout if path else sys.stderr
 
     result = {
-        "generator": "tests/tools/torch_reference.py",
+        "generator": "tests/tools/torch_figures.py",
         "torch_version": torch.__version__,
         "torchvision_version": torchvision.__version__,
         "device": "cpu",
@@ -1132,6 +1134,8 @@ def main(argv):
         assert old["torch_version"] == result["torch_version"], (old["torch_version"], result["torch_version"])
         for name, info in old["models"].items():
             result["models"].setdefault(name, info)
+    result = stamp(result, "tests/tools/torch_figures.py", {"torch": torch.__version__,
+                                                           "torchvision": torchvision.__version__})
     text = json.dumps(result, indent=2, sort_keys=True) + "\n"
     if path:
         with open(path, "w") as f:

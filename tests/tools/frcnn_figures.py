@@ -5,8 +5,8 @@ How to run (CPU only; a few minutes and ~6 GiB on 2 cores): Debian 12's PyTorch 
 and Debian 13's PyTorch 2.6 / torchvision 0.21 (the counts and figures are the same but for the two 0-d
 wrapped numbers 1.13 saves):
 
-    /usr/bin/python3 tests/tools/frcnn_reference.py tests/reference/frcnn_figures.json
-    ../shared/tools/torch2-chroot python3 tests/tools/frcnn_reference.py tests/reference/frcnn_figures_torch26.json
+    /usr/bin/python3 tests/tools/frcnn_figures.py tests/reference/frcnn_figures.json
+    ../shared/tools/torch2-chroot python3 tests/tools/frcnn_figures.py tests/reference/frcnn_figures_torch26.json
 
 The model is the one torchvision trains: fasterrcnn_resnet50_fpn(weights_backbone=IMAGENET1K_V1)
 (the reference training recipe), i.e. resnet50(norm_layer=FrozenBatchNorm2d), _resnet_fpn_extractor
@@ -24,10 +24,10 @@ Measured (one forward pass, losses summed as the reference training loop does):
   roi_heads.box_head, roi_heads.box_predictor);
 * saved_activation_bytes: with torch.autograd.graph.saved_tensors_hooks, every tensor autograd saves
   (torchvision's C++ roi_align autograd function included), storages de-duplicated by data_ptr,
-  parameter and buffer storages excluded, each counting its full nbytes (as torch_reference.py);
+  parameter and buffer storages excluded, each counting its full nbytes (as torch_figures.py);
   also per part (the innermost module running when the storage was first saved, or the function
   of roi_heads / rpn for the losses) and saved_activation_bytes_cuda_corrected, without the 0-d
-  wrapped-number tensors of `loss / n` that stay on the CPU under CUDA (torch_reference.py's
+  wrapped-number tensors of `loss / n` that stay on the CPU under CUDA (torch_figures.py's
   wrapped_scalar_cpu);
 * counts: the data-dependent sizes of this step: the transformed batch size, anchors per image,
   proposals per image after NMS, the RPN sampler's positives / samples per image, the RoI sampler's
@@ -47,6 +47,8 @@ from torchvision.models.detection.backbone_utils import _resnet_fpn_extractor
 from torchvision.models.resnet import resnet50
 from torchvision.ops import misc as misc_nn_ops
 from torchvision.ops import poolers
+
+from provenance import stamp  # noqa: E402
 
 torch.set_num_threads(2)
 
@@ -81,7 +83,7 @@ def main(path):
     fig["params_trainable"] = sum(p.numel() for p in params if p.requires_grad)
     fig["buffers_count"] = sum(b.numel() for b in bufs)
     fig["buffers_bytes"] = sum(b.numel() * b.element_size() for b in bufs)
-    # the builder without any weights (nn.BatchNorm2d, every layer trainable): for the README
+    # the builder without any weights (nn.BatchNorm2d, every layer trainable): for doc/validation.md
     torch.manual_seed(0)
     plain = torchvision.models.detection.fasterrcnn_resnet50_fpn(weights=None, weights_backbone=None)
     fig["params_total_no_pretrained_backbone"] = sum(p.numel() for p in plain.parameters())
@@ -214,6 +216,7 @@ def main(path):
     fig["losses"] = {k: float(v) for k, v in losses.items()}
     fig["loss"] = float(loss)
 
+    fig = stamp(fig, "tests/tools/frcnn_figures.py", {"torch": torch.__version__, "torchvision": torchvision.__version__})
     text = json.dumps(fig, indent=1) + "\n"
     if path:
         with open(path, "w") as f:
