@@ -6,7 +6,9 @@
  * everything on standard output; a flow itself writes only messages on
  * standard error.
  *
- *   src/app/app.c            opening, the target card, one estimate at a batch
+ *   src/app/app.c            opening, the target card, the card section
+ *   src/app/app_estimate.c   one estimate of one graph, its run options, its cost
+ *   src/app/app_stages.c     the model's estimate: the whole graph, or its --pp stages
  *   src/app/flow_single.c    one estimate: the report, --fit, --probe
  *   src/app/flow_sweep.c     --sweep, --sweep-var and --max-batch
  *   src/app/advise.c         --advise
@@ -34,12 +36,33 @@
 #include "memest/roofline.h"
 #include "memest/run.h"
 
+/* One estimate's state (memest_app_estimate_model): the graph and run the
+ * last estimate left for the report, the whole model's run, and with --pp
+ * each stage's run and the figures of every stage, the binding one's in g
+ * and r. */
+struct memest_app_est {
+    struct memest_graph *g;        /* the graph estimated last: the model's (the app's
+                                      g), or with --pp the binding stage's */
+    struct memest_run *r;          /* its run: run, or one of stage_runs */
+    struct memest_run run;         /* the whole model's */
+    struct memest_run *stage_runs; /* --pp: each stage's (nstages) */
+    int64_t binding;               /* --pp: the stage with the largest device total */
+    struct memest_rank_fig *figs;  /* --pp: the last estimate's figures per stage */
+    unsigned sims;                 /* the simulations it runs (calc.h: enum
+                                      memest_sims; 0: both) */
+};
+
+/* What the whole command shares: its options, the presets and the card, the
+ * model read once and its graph (and stages) built once, the settled step
+ * and layout, the work budget; and the state of its estimate (est). */
 struct memest_app {
     const struct memest_cli *o;
     struct memest_gpu_table gpus;
     struct memest_model m;
-    struct memest_graph g;
-    struct memest_run r;
+    struct memest_graph g;         /* the model's graph (a --sweep-var rebuilds it) */
+    int64_t batch;                 /* --batch, else a --deepspeed config's micro-batch
+                                      (settled by memest_app_dist; the options stay
+                                      as parsed) */
     bool has_card;                 /* --gpu NAME or --mem (for --gpu auto: after the probe) */
     struct memest_card card;
     struct memest_step_cfg step;   /* the options' step, with the card's compute capability */
@@ -54,25 +77,21 @@ struct memest_app {
     uint32_t estimates;
     const char *flow;
     bool over_budget;              /* a charge was refused: the command must stop */
-    unsigned sims;                 /* the simulations memest_app_estimate runs (calc.h:
-                                      enum memest_sims; 0: both) */
     /* several GPUs (app_dist.c): the layout (the options over a --deepspeed
      * config), what the config said, and the rank the step simulates */
     struct memest_dist_cfg dist;
     struct memest_ds_settings ds;
     struct memest_fsdp_settings fsdp;
     struct memest_rank_view view;
-    /* pipeline stages (--pp): each stage's graph (pipeline.h), the one an
-     * estimate runs swapped into g (in_g: which; -1: the whole model), and
-     * the last estimate's figures per stage, the binding one's in g and r */
+    /* pipeline stages (--pp): each stage's graph (pipeline.h) */
     struct memest_graph *stages;
-    int64_t nstages, in_g, binding;
-    bool in_stage;                 /* memest_app_estimate runs one stage's graph */
-    struct memest_rank_fig *figs;
+    int64_t nstages;
+    struct memest_app_est est;
 };
 
 /* Several GPUs (app_dist.c): reads --deepspeed's config, settles the
- * layout and the step's rank (a->step.rank); nothing without the options.
+ * layout, the step's rank (a->step.rank) and the batch (a->batch, from the
+ * config's micro-batch without --batch); nothing without the options.
  * 0 / -1. */
 int memest_app_dist(struct memest_app *a, struct memest_error *err);
 /* The run options given by name (cli.h: run_named) that no op of r's graph
@@ -86,7 +105,7 @@ int memest_app_stages(struct memest_app *a, struct memest_error *err);
 void memest_app_stages_free(struct memest_app *a);
 /* --pp with --timeline or --plot: every stage's files beside the binding
  * one's, "-stage<s>" before the extension; leaves the binding stage's
- * estimate in e, a->g and a->r. 0 / -1. */
+ * estimate in e, a->est.g and a->est.r. 0 / -1. */
 int memest_app_stage_files(struct memest_app *a, int64_t batch, const struct memest_step_cfg *step,
                            enum memest_dtype dtype, struct memest_estimate *e,
                            struct memest_error *err);
@@ -101,14 +120,16 @@ struct memest_app_outputs {
 int memest_app_output_paths(const struct memest_cli *o, int64_t nstages,
                             struct memest_app_outputs *out, struct memest_error *err);
 void memest_app_output_paths_free(struct memest_app_outputs *p);
-/* One estimate of every pipeline stage at `batch` (memest_app_estimate's
- * contract): each stage with the activations of the micro-batches it holds
- * in flight; the binding stage's (the largest device total) is the one in
- * e, a->g and a->r, with its timelines; a->figs has them all. */
-int memest_app_estimate_stages(struct memest_app *a, int64_t batch,
-                               const struct memest_step_cfg *step, enum memest_dtype dtype,
-                               struct memest_estimate *e, struct memest_timeline *train_tl,
-                               struct memest_timeline *infer_tl, struct memest_error *err);
+/* The model's estimate at `batch` (memest_app_estimate's contract), left in
+ * e, a->est.g and a->est.r: of its graph a->g into a->est.run; with --pp of
+ * every pipeline stage, each with the activations of the micro-batches it
+ * holds in flight, the binding stage's (the largest device total) in e,
+ * a->est.g and a->est.r with its timelines, a->est.figs with them all
+ * (src/app/app_stages.c). */
+int memest_app_estimate_model(struct memest_app *a, int64_t batch,
+                              const struct memest_step_cfg *step, enum memest_dtype dtype,
+                              struct memest_estimate *e, struct memest_timeline *train_tl,
+                              struct memest_timeline *infer_tl, struct memest_error *err);
 
 /* Loads the GPU presets and resolves --gpu NAME / --mem (an unknown name is
  * a usage error), then reads the model and builds its graph with the --set
@@ -123,21 +144,33 @@ void memest_app_close(struct memest_app *a);
  * --kbit-prep), then LoRA (lora.h); after a->dtype is set. 0, or -1 with err set. */
 int memest_app_graph_passes(struct memest_app *a, struct memest_graph *g, struct memest_error *err);
 
+/* The run options of one estimate at `batch` with `step` and `dtype`: the
+ * options' (--attention, --fused, ...; --inference without the fused loss)
+ * under the step's autocast (--amp), made before its first shape inference,
+ * which is then its only one. */
+struct memest_run_opts memest_app_run_opts(const struct memest_app *a, int64_t batch,
+                                           const struct memest_step_cfg *step,
+                                           enum memest_dtype dtype);
+
+/* One estimate of one graph (src/app/app_estimate.c). */
 /* memest_app_estimate's first half on run r, leaving a as it is (so that
  * threads of a sweep can run it on runs of their own): shape inference at
- * `batch` on a->g and the estimate's cost into *c. -1 with err set on a
- * refusal, *c then what it cost (the records). */
-int memest_app_prepare(const struct memest_app *a, struct memest_run *r, int64_t batch,
-                       const struct memest_step_cfg *step, enum memest_dtype dtype,
-                       struct memest_cost *c, struct memest_error *err);
+ * `batch` on g (the model's a->g, whose run must use every run option
+ * named, or a pipeline stage's) and the estimate's cost into *c. -1 with
+ * err set on a refusal, *c then what it cost (the records). */
+int memest_app_prepare(const struct memest_app *a, const struct memest_graph *g,
+                       struct memest_run *r, int64_t batch, const struct memest_step_cfg *step,
+                       enum memest_dtype dtype, struct memest_cost *c, struct memest_error *err);
 
-/* Runs shape inference at `batch` (dtype from the options) on a->g into a->r
- * and every calculator with `step`, after charging the estimate's cost to
- * the command's work (memest_app_charge: a usage error when the budget
- * would run out, before anything is simulated; an estimate that fails is
- * charged what it did). The step's timelines go to train_tl and infer_tl
- * (may be NULL), as memest_estimate says. 0 / -1. */
-int memest_app_estimate(struct memest_app *a, int64_t batch, const struct memest_step_cfg *step,
+/* Runs shape inference at `batch` on g into r (one inference, under the
+ * step's autocast: memest_app_run_opts) and every calculator with `step`,
+ * after charging the estimate's cost to the command's work
+ * (memest_app_charge: a usage error when the budget would run out, before
+ * anything is simulated; an estimate that fails is charged what it did).
+ * The step's timelines go to train_tl and infer_tl (may be NULL), as
+ * memest_estimate says. 0 / -1. */
+int memest_app_estimate(struct memest_app *a, const struct memest_graph *g, struct memest_run *r,
+                        int64_t batch, const struct memest_step_cfg *step,
                         enum memest_dtype dtype, struct memest_estimate *e,
                         struct memest_timeline *train_tl, struct memest_timeline *infer_tl,
                         struct memest_error *err);
@@ -147,7 +180,8 @@ int memest_app_estimate(struct memest_app *a, int64_t batch, const struct memest
  * budget and what was spent, when that passes a->max_work. 0 / -1. */
 int memest_app_charge(struct memest_app *a, uint64_t units, struct memest_error *err);
 /* What one estimate at `batch` with `step` would cost, without simulating
- * anything (shape inference and the count, in a->r): *units. A batch or
+ * anything (shape inference and the count, on a->est.g into a->est.r,
+ * src/app/app_estimate.c): *units. A batch or
  * model beyond memest's limits (a row that says so) counts what its
  * refusal costs: the records shape inference made. 0, or -1 with err set
  * on another error. */
@@ -173,8 +207,8 @@ bool memest_app_time_opts(const struct memest_app *a, const struct memest_step_c
                           enum memest_dtype dtype, struct memest_time_opts *t,
                           enum memest_precision *prec, bool *fallback);
 
-/* The card section of one estimate e (run in a->r): verdict and, with a
- * preset, the time estimate; nodes (a->g.nnodes entries, or NULL) receive
+/* The card section of one estimate e (run in a->est.r): verdict and, with a
+ * preset, the time estimate; nodes (a->est.g->nnodes entries, or NULL) receive
  * the per-layer times. Requires a->has_card. 0, or -1 when out of memory
  * (err set). */
 int memest_app_card_report(const struct memest_app *a, const struct memest_estimate *e,

@@ -96,8 +96,12 @@ struct memest_estimate {
     bool has_dist;                   /* several GPUs: cfg->rank was set */
     struct memest_dist_states dist;  /* its model states per GPU */
 };
-/* Readies r for the step cfg describes (shape inference again when the
- * autocast setting differs) and counts what its estimate costs, without
+/* Sets o's autocast (amp, amp_dtype) to cfg's --amp: the one place an
+ * estimate's run options take it, before its first shape inference. */
+void memest_run_opts_autocast(struct memest_run_opts *o, const struct memest_step_cfg *cfg);
+/* Readies r for the step cfg describes (shape inference again when r was
+ * inferred under another autocast: a caller that did not make its run
+ * options with memest_run_opts_autocast pays a second inference) and counts what its estimate costs, without
  * simulating anything; a limit error when that passes the graph's limit
  * (cost.h). 0 / -1. */
 int memest_estimate_cost(struct memest_run *r, const struct memest_step_cfg *cfg,

@@ -154,10 +154,6 @@ const struct memest_optim_prog *memest_optim_foreach(enum memest_optim k, unsign
  * foreach program, forloop_temps, none fused): the event bound's count. */
 unsigned memest_optim_temporaries(const struct memest_step_cfg *cfg);
 
-/* The implementation cfg's update runs, for the reports: the optimizer's
- * kernel, else --optim-impl's name. */
-const char *memest_optim_impl_label(const struct memest_step_cfg *cfg);
-
 /* Whether the update keeps a `step` scalar per parameter on the device (a
  * fused update of an optimizer with step scalars: one 4-byte tensor each,
  * created with the state), rather than on the host. */

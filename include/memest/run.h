@@ -179,6 +179,8 @@ struct memest_run {
     uint32_t used;                        /* the run options some op applied: MEMEST_FUSED_*
                                              bits, MEMEST_USED_* (an option none applied
                                              changes nothing) */
+    uint32_t infers;                      /* the shape inferences run into it (counted
+                                             by memest_run_infer; one per estimate) */
 };
 
 /* memest_run.used besides the MEMEST_FUSED_* bits. */

@@ -27,6 +27,10 @@ enum memest_optim_impl {
 const char *memest_optim_impl_name(enum memest_optim_impl i);
 /* Exact name; 0, or -1 for an unknown name. */
 int memest_optim_impl_parse(const char *s, enum memest_optim_impl *out);
+/* The implementation cfg's update runs, for the reports: the optimizer's
+ * kernel (optim.h: its desc's), else --optim-impl's name. */
+struct memest_step_cfg;
+const char *memest_optim_impl_label(const struct memest_step_cfg *cfg);
 
 /* Autocast (torch.autocast("cuda", dtype=...)), or none. */
 enum memest_amp { MEMEST_AMP_NONE = 0, MEMEST_AMP_FP16, MEMEST_AMP_BF16, MEMEST_AMP_COUNT };

@@ -49,9 +49,9 @@ static int eval(struct advisor *ad, int64_t batch, const struct memest_step_cfg 
     struct memest_estimate e;
     res->batch = batch;
     /* an option's figures read the simulation of the command's mode only */
-    a->sims = a->o->inference ? MEMEST_SIM_INFER : MEMEST_SIM_TRAIN;
-    int erc = memest_app_estimate(a, batch, step, a->dtype, &e, NULL, NULL, &e1);
-    a->sims = 0;
+    a->est.sims = a->o->inference ? MEMEST_SIM_INFER : MEMEST_SIM_TRAIN;
+    int erc = memest_app_estimate_model(a, batch, step, a->dtype, &e, NULL, NULL, &e1);
+    a->est.sims = 0;
     memest_progress_update(&ad->pg, a->estimates, NULL);
     if (erc != 0) {
         if (e1.code != MEMEST_ERR_LIMIT) {
@@ -73,7 +73,7 @@ static int eval(struct advisor *ad, int64_t batch, const struct memest_step_cfg 
     struct memest_time_opts t;
     struct memest_time tm;
     int rc = memest_app_time_opts(a, step, a->dtype, &t, NULL, NULL)
-                 ? memest_roofline(&a->r, &e, &t, &tm, NULL) : -1;
+                 ? memest_roofline(a->est.r, &e, &t, &tm, NULL) : -1;
     if (rc == -2)
         return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
     res->has_time = rc == 0;
@@ -156,12 +156,11 @@ static void set_inplace(struct memest_graph *g, const uint32_t *nodes, uint32_t 
 static int advise_inplace(struct advisor *ad, struct memest_error *err)
 {
     struct memest_app *a = ad->a;
-    const struct memest_cli *o = ad->o;
     struct memest_advice_option *op = add(ad, "inplace");
-    uint32_t *cand = malloc(sizeof *cand * (a->g.nnodes ? a->g.nnodes : 1));
+    uint32_t *cand = malloc(sizeof *cand * (a->est.g->nnodes ? a->est.g->nnodes : 1));
     uint32_t ncand, nfalse, nkept = 0;
     int rc = -1;
-    if (!cand || inplace_candidates(&a->r, cand, &ncand, &nfalse) != 0) {
+    if (!cand || inplace_candidates(a->est.r, cand, &ncand, &nfalse) != 0) {
         memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
         goto end;
     }
@@ -191,9 +190,9 @@ static int advise_inplace(struct advisor *ad, struct memest_error *err)
     for (uint32_t i = 0; i < ncand; i++) {
         uint32_t group = i < single ? 1 : ncand - i;
         memset(&trial, 0, sizeof trial);
-        set_inplace(&a->g, &cand[i], group, true);
-        int r1 = eval(ad, o->batch, &a->step, &trial, err);
-        set_inplace(&a->g, &cand[i], group, false);
+        set_inplace(a->est.g, &cand[i], group, true);
+        int r1 = eval(ad, a->batch, &a->step, &trial, err);
+        set_inplace(a->est.g, &cand[i], group, false);
         if (r1 != 0) {
             if (err->code != MEMEST_ERR_SHAPE && err->code != MEMEST_ERR_SCHEMA)
                 goto end;
@@ -205,9 +204,9 @@ static int advise_inplace(struct advisor *ad, struct memest_error *err)
         i += group - 1;
     }
     if (nkept > 0) {
-        set_inplace(&a->g, cand, nkept, true);
-        int r2 = eval(ad, o->batch, &a->step, op, err);
-        set_inplace(&a->g, cand, nkept, false);
+        set_inplace(a->est.g, cand, nkept, true);
+        int r2 = eval(ad, a->batch, &a->step, op, err);
+        set_inplace(a->est.g, cand, nkept, false);
         if (r2 != 0)
             goto end;
     }
@@ -216,7 +215,7 @@ static int advise_inplace(struct advisor *ad, struct memest_error *err)
                                   nkept, nfalse);
     for (uint32_t i = 0; i < nkept && i < 3 && len < sizeof op->change; i++)
         len += (size_t)snprintf(op->change + len, sizeof op->change - len, "%s %s",
-                                i ? "," : "", a->g.nodes[cand[i]].name);
+                                i ? "," : "", a->est.g->nodes[cand[i]].name);
     if (nkept > 3 && len < sizeof op->change)
         snprintf(op->change + len, sizeof op->change - len, ", ...");
     if (nkept == 0) {
@@ -278,9 +277,9 @@ static int accum_fits(void *ctx, int64_t i, bool *fits, bool *may_fit, struct me
 
 static int advise_accum(struct advisor *ad, struct memest_error *err)
 {
-    const struct memest_cli *o = ad->o;
+    const struct memest_app *a = ad->a;
     int64_t effective;
-    if (o->batch < 2 || __builtin_mul_overflow(o->batch, ad->a->step.grad_accum, &effective) ||
+    if (a->batch < 2 || __builtin_mul_overflow(a->batch, a->step.grad_accum, &effective) ||
         effective > ((int64_t)1 << 53))
         return 0;
     struct memest_advice_option *op = add(ad, "grad_accum");
@@ -294,7 +293,7 @@ static int advise_accum(struct advisor *ad, struct memest_error *err)
             continue;
         int64_t pair[2] = {d, effective / d};
         for (int k = 0; k < (pair[0] == pair[1] ? 1 : 2); k++) {
-            if (pair[k] >= o->batch)
+            if (pair[k] >= a->batch)
                 continue;
             if (n == cap) {
                 int64_t *bigger = realloc(divs, sizeof *divs * cap * 2);
@@ -345,17 +344,17 @@ static int batch_fits(void *ctx, int64_t batch, bool *fits, bool *may_fit,
 
 static int advise_batch(struct advisor *ad, struct memest_error *err)
 {
-    const struct memest_cli *o = ad->o;
-    if (o->batch < 2)
+    const struct memest_app *a = ad->a;
+    if (a->batch < 2)
         return 0;
     struct memest_advice_option *op = add(ad, "smaller_batch");
     if (ad->base.fits) {
         snprintf(op->change, sizeof op->change, "a smaller batch");
-        snprintf(op->note, sizeof op->note, "it already fits at --batch %" PRId64, o->batch);
+        snprintf(op->note, sizeof op->note, "it already fits at --batch %" PRId64, a->batch);
         return 0;
     }
     struct memest_max_batch mb;
-    if (memest_fit_max_batch(batch_fits, batch_afford, ad, o->batch - 1, &mb, err) != 0)
+    if (memest_fit_max_batch(batch_fits, batch_afford, ad, a->batch - 1, &mb, err) != 0)
         return -1;
     int64_t best = mb.best;
     int64_t b = best > 0 ? best : 1;
@@ -376,7 +375,7 @@ static int advise_step(struct advisor *ad, const char *key, const struct memest_
 {
     struct memest_advice_option *op = add(ad, key);
     snprintf(op->change, sizeof op->change, "%s", change);
-    if (eval(ad, ad->o->batch, step, op, err) != 0) {
+    if (eval(ad, ad->a->batch, step, op, err) != 0) {
         if (err->code != MEMEST_ERR_USAGE || ad->a->over_budget)
             return -1;
         /* the change does not apply to this model (e.g. --checkpoint
@@ -461,12 +460,12 @@ int memest_flow_advise(struct memest_app *a)
     /* the current configuration; its run is the one in-place candidates are read from */
     struct memest_error e0 = {0};
     struct memest_estimate e;
-    if (memest_app_estimate(a, o->batch, &a->step, a->dtype, &e, NULL, NULL, &e0) != 0) {
+    if (memest_app_estimate_model(a, a->batch, &a->step, a->dtype, &e, NULL, NULL, &e0) != 0) {
         rc = memest_app_fail(o, &e0);
         goto end;
     }
     ad->base.needs = memest_fit_needs(&e, o->inference);
-    if (eval(ad, o->batch, &a->step, &ad->base, &err) != 0 ||
+    if (eval(ad, a->batch, &a->step, &ad->base, &err) != 0 ||
         advise_inplace(ad, &err) != 0)
         goto fail;
     if (!o->inference) {
@@ -517,7 +516,7 @@ int memest_flow_advise(struct memest_app *a)
         goto fail;
     qsort(ad->opts, (size_t)ad->n, sizeof *ad->opts, by_saves);
     struct memest_advice doc = {
-        .model = a->g.name, .file = a->g.file, .batch = o->batch,
+        .model = a->g.name, .file = a->g.file, .batch = a->batch,
         .optimizer = memest_optim_name(a->step.optim.kind), .dtype = memest_dtype_name(a->dtype),
         .card = &a->card, .headroom_pct = o->headroom, .mfu = o->mfu,
         .has_time = ad->base.has_time, .now_samples_per_s = ad->base.samples_per_s,

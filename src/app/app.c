@@ -1,6 +1,6 @@
 /* app.c - what every flow of the command shares: the model read once, its
- * graph, the target card, one estimate at a batch, the time-estimate
- * options, the card section of a report, and error output. */
+ * graph, the target card, the time-estimate options, the card section of a
+ * report, and error output (one estimate: app_estimate.c). */
 #include "memest/app.h"
 
 #include <stdio.h>
@@ -27,9 +27,11 @@ int memest_app_fail(const struct memest_cli *o, const struct memest_error *err)
 int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct memest_error *err)
 {
     memset(a, 0, sizeof *a);
-    a->in_g = -1;   /* no pipeline stage in g */
     a->o = o;
+    a->batch = o->batch;
     a->step = o->step;
+    a->est.g = &a->g;   /* before the first estimate, the model's */
+    a->est.r = &a->est.run;
     a->max_work = MEMEST_MAX_WORK;
     /* the presets are parsed only for a command that names a card (or
      * probes one: --gpu auto matches the device's name) */
@@ -113,87 +115,11 @@ int memest_app_graph_passes(struct memest_app *a, struct memest_graph *g, struct
 
 void memest_app_close(struct memest_app *a)
 {
-    memest_run_free(&a->r);
     memest_app_stages_free(a);
+    memest_run_free(&a->est.run);
     memest_graph_free(&a->g);
     memest_model_free(&a->m);
     memest_gpu_table_free(&a->gpus);
-}
-
-int memest_app_overrides_note(const struct memest_app *a, struct memest_error *err)
-{
-    bool model_err = err->code == MEMEST_ERR_SHAPE || err->code == MEMEST_ERR_LIMIT ||
-                     err->code == MEMEST_ERR_SCHEMA;
-    size_t len = strlen(err->msg);
-    if (model_err && a->g.overrides)
-        snprintf(err->msg + len, sizeof err->msg - len, " (the model with %s)", a->g.overrides);
-    return -1;
-}
-
-int memest_app_options_used(const struct memest_app *a, const struct memest_run *r,
-                            struct memest_error *err)
-{
-    /* --fused linear-ce is the step's (the simulator checks the head) */
-    uint32_t unused = a->o->run_named & ~r->used & ~(uint32_t)MEMEST_FUSED_LINEAR_CE;
-    if (unused & MEMEST_USED_ATTENTION)
-        return memest_errf(err, MEMEST_ERR_USAGE, NULL, "--attention %s chooses the kernel of "
-                           "scaled_dot_product_attention (and multiheadattention's), which the "
-                           "model has none of: it would change nothing",
-                           memest_attention_name(a->o->run.attention));
-    if (unused & MEMEST_USED_MOE_IMBALANCE)
-        return memest_errf(err, MEMEST_ERR_USAGE, NULL, "--moe-imbalance routes the tokens of "
-                           "MoE experts, which the model has none of: it would change nothing");
-    for (int k = 0; k < MEMEST_FUSED_COUNT; k++)
-        if (unused & (1u << k))
-            return memest_errf(err, MEMEST_ERR_USAGE, NULL, "--fused %s: no op of the model "
-                               "runs that kernel (an op of that kind with impl \"auto\"): it "
-                               "would change nothing", memest_fused_name(k));
-    return 0;
-}
-
-int memest_app_prepare(const struct memest_app *a, struct memest_run *r, int64_t batch,
-                       const struct memest_step_cfg *step, enum memest_dtype dtype,
-                       struct memest_cost *c, struct memest_error *err)
-{
-    struct memest_run_opts ro = a->o->run;   /* --attention, --fused, ... */
-    ro.batch = batch;
-    ro.dtype = dtype;
-    /* --inference has no loss: the fused linear + cross-entropy is not used
-     * (nor checked against the model) */
-    if (a->o->inference)
-        ro.fused &= ~(uint32_t)MEMEST_FUSED_LINEAR_CE;
-    if (memest_run_infer(r, &a->g, &ro, err) != 0 ||
-        (!a->in_stage && memest_app_options_used(a, r, err) != 0) ||
-        memest_estimate_cost(r, step, c, err) != 0) {
-        memest_cost_records(r, c);   /* what the refusal cost */
-        return -1;
-    }
-    return 0;
-}
-
-int memest_app_estimate(struct memest_app *a, int64_t batch, const struct memest_step_cfg *step,
-                        enum memest_dtype dtype, struct memest_estimate *e,
-                        struct memest_timeline *train_tl, struct memest_timeline *infer_tl,
-                        struct memest_error *err)
-{
-    if (a->nstages > 1 && !a->in_stage)
-        return memest_app_estimate_stages(a, batch, step, dtype, e, train_tl, infer_tl, err);
-    struct memest_cost c;
-    if (memest_app_charge(a, 0, err) != 0)   /* the budget may be spent already */
-        return -1;
-    if (memest_app_prepare(a, &a->r, batch, step, dtype, &c, err) != 0) {
-        a->work += c.total;
-        return memest_app_overrides_note(a, err);
-    }
-    a->estimates++;
-    if (c.total > a->top_cost)
-        a->top_cost = c.total;
-    if (memest_app_charge(a, c.total, err) != 0)
-        return -1;
-    if (memest_estimate_sims(&a->r, step, a->sims ? a->sims : MEMEST_SIM_BOTH, e, train_tl,
-                             infer_tl, err) == 0)
-        return 0;
-    return memest_app_overrides_note(a, err);
 }
 
 bool memest_app_time_opts(const struct memest_app *a, const struct memest_step_cfg *step,
@@ -243,7 +169,7 @@ int memest_app_card_report(const struct memest_app *a, const struct memest_estim
         return 0;
     c->slots = t.slots;
     c->samples_k = t.samples_k;
-    int rc = memest_roofline(&a->r, e, &t, &c->time, nodes);
+    int rc = memest_roofline(a->est.r, e, &t, &c->time, nodes);
     if (rc == -2)
         return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
     if (rc == 0) {

@@ -33,28 +33,6 @@ int memest_app_charge(struct memest_app *a, uint64_t units, struct memest_error 
                        memest_fmt_count(units, b[3], sizeof b[3]));
 }
 
-int memest_app_cost(struct memest_app *a, int64_t batch, const struct memest_step_cfg *step,
-                    enum memest_dtype dtype, uint64_t *units, struct memest_error *err)
-{
-    struct memest_run_opts ro = a->o->run;   /* --attention, --fused, ... */
-    ro.batch = batch;
-    ro.dtype = dtype;
-    struct memest_error e1 = {0};
-    struct memest_cost c;
-    if (memest_run_infer(&a->r, &a->g, &ro, &e1) == 0 &&
-        memest_estimate_cost(&a->r, step, &c, &e1) == 0) {
-        *units = c.total;
-        return 0;
-    }
-    if (e1.code != MEMEST_ERR_LIMIT) {
-        *err = e1;
-        return memest_app_overrides_note(a, err);
-    }
-    memest_cost_records(&a->r, &c);   /* refused: what shape inference made */
-    *units = c.records;
-    return 0;
-}
-
 int64_t memest_app_affordable(const struct memest_app *a)
 {
     uint64_t max = budget(a);

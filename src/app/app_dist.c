@@ -127,7 +127,9 @@ static int ds_options(struct memest_app *a, struct memest_error *err)
                    (const char *const[]){"--grad-accum", gtext, "--gpus", gpus, "--pp", pp},
                    accum > 1 && a->dist.pp > 1 ? 6 : 2, err) != 0)
         return -1;
-    a->ds.micro_batch = o->batch_set ? 0 : micro;   /* memest_main applies it */
+    a->ds.micro_batch = o->batch_set ? 0 : micro;
+    if (!o->batch_set && micro)   /* train_micro_batch_size_per_gpu: the app's batch */
+        a->batch = micro;
     if (!o->grad_accum_set)
         a->step.grad_accum = accum;
     if (!ds->optim_set || o->optim_set)

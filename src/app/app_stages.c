@@ -11,27 +11,9 @@
 #include "memest/pipeline.h"
 #include "memest/plot.h"
 
-/* Puts stage s's graph in a->g (-1: the whole model's). */
-static void use(struct memest_app *a, int64_t s)
-{
-    if (a->in_g == s || !a->stages)
-        return;
-    a->r.g = NULL;   /* another graph at the same address: the run starts over */
-    struct memest_graph t;
-    if (a->in_g >= 0) {   /* put the stage back */
-        t = a->g, a->g = a->stages[a->in_g], a->stages[a->in_g] = t;
-        a->in_g = -1;
-    }
-    if (s >= 0) {
-        t = a->g, a->g = a->stages[s], a->stages[s] = t;
-        a->in_g = s;
-    }
-}
-
 int memest_app_stages(struct memest_app *a, struct memest_error *err)
 {
-    a->in_g = -1;
-    a->binding = 0;
+    a->est.binding = 0;
     int64_t pp = a->o->dist.set ? a->dist.pp : 1;
     if (pp <= 1)
         return 0;
@@ -43,9 +25,7 @@ int memest_app_stages(struct memest_app *a, struct memest_error *err)
                            (long long)pp, nl);
     /* the values stages pass, at batch 1 and 2 (their batch dimension) */
     struct memest_run r1 = {0}, r2 = {0};
-    struct memest_run_opts ro = a->o->run;
-    ro.dtype = a->dtype;
-    ro.batch = 1;
+    struct memest_run_opts ro = memest_app_run_opts(a, 1, &a->step, a->dtype);
     int rc = memest_run_infer(&r1, &a->g, &ro, err);
     if (rc == 0)
         rc = memest_app_options_used(a, &r1, err);
@@ -53,8 +33,9 @@ int memest_app_stages(struct memest_app *a, struct memest_error *err)
     if (rc == 0)
         rc = memest_run_infer(&r2, &a->g, &ro, err);
     a->stages = rc == 0 ? calloc((size_t)pp, sizeof *a->stages) : NULL;
-    a->figs = rc == 0 ? calloc((size_t)pp, sizeof *a->figs) : NULL;
-    if (rc == 0 && (!a->stages || !a->figs))
+    a->est.stage_runs = rc == 0 ? calloc((size_t)pp, sizeof *a->est.stage_runs) : NULL;
+    a->est.figs = rc == 0 ? calloc((size_t)pp, sizeof *a->est.figs) : NULL;
+    if (rc == 0 && (!a->stages || !a->est.stage_runs || !a->est.figs))
         rc = memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
     for (int64_t s = 0; rc == 0 && s < pp; s++) {
         rc = memest_pipeline_stage(&a->g, &r1, &r2, pp, s, &a->stages[s], err);
@@ -75,16 +56,19 @@ int memest_app_stages(struct memest_app *a, struct memest_error *err)
 
 void memest_app_stages_free(struct memest_app *a)
 {
-    if (!a->stages)
-        return;
-    use(a, -1);
-    for (int64_t s = 0; s < a->nstages; s++)
+    for (int64_t s = 0; a->stages && s < a->nstages; s++) {
+        memest_run_free(&a->est.stage_runs[s]);
         memest_graph_free(&a->stages[s]);
+    }
     free(a->stages);
-    free(a->figs);
+    free(a->est.stage_runs);
+    free(a->est.figs);
     a->stages = NULL;
-    a->figs = NULL;
+    a->est.stage_runs = NULL;
+    a->est.figs = NULL;
     a->nstages = 0;
+    a->est.g = &a->g;   /* the model's graph and run answer again */
+    a->est.r = &a->est.run;
 }
 
 /* The micro-batch activations stage s holds at once, as chunks of 1/per
@@ -105,28 +89,40 @@ static void in_flight(const struct memest_dist_cfg *c, int64_t s, int64_t *chunk
     *per = 1;
 }
 
-int memest_app_estimate_stages(struct memest_app *a, int64_t batch,
-                               const struct memest_step_cfg *step, enum memest_dtype dtype,
-                               struct memest_estimate *e, struct memest_timeline *train_tl,
-                               struct memest_timeline *infer_tl, struct memest_error *err)
+/* Stage s's estimate into e, its graph and run left in a->est.g and
+ * a->est.r. */
+static int estimate_stage(struct memest_app *a, int64_t s, int64_t batch,
+                          const struct memest_step_cfg *st, enum memest_dtype dtype,
+                          struct memest_estimate *e, struct memest_timeline *train_tl,
+                          struct memest_timeline *infer_tl, struct memest_error *err)
+{
+    a->est.g = &a->stages[s];
+    a->est.r = &a->est.stage_runs[s];
+    return memest_app_estimate(a, a->est.g, a->est.r, batch, st, dtype, e, train_tl, infer_tl,
+                               err);
+}
+
+/* One estimate of every pipeline stage (memest_app_estimate_model). */
+static int estimate_stages(struct memest_app *a, int64_t batch, const struct memest_step_cfg *step,
+                           enum memest_dtype dtype, struct memest_estimate *e,
+                           struct memest_timeline *train_tl, struct memest_timeline *infer_tl,
+                           struct memest_error *err)
 {
     const struct memest_dist_cfg *c = &a->dist;
     struct memest_rank_view view = step->rank ? *step->rank : a->view;
     struct memest_step_cfg st = *step;
     st.rank = &view;
     int rc = 0;
-    a->in_stage = true;
     int64_t best = 0;
     for (int64_t s = 0; s < a->nstages && rc == 0; s++) {
-        use(a, s);
-        struct memest_rank_fig *f = &a->figs[s];
+        struct memest_rank_fig *f = &a->est.figs[s];
         memset(f, 0, sizeof *f);
         f->stage = s;
         st.loss = s + 1 == a->nstages ? step->loss : MEMEST_LOSS_NONE;
         in_flight(c, s, &f->chunks, &f->per);
         view.in_flight = f->chunks;
         view.inflight_bytes = 0;
-        rc = memest_app_estimate(a, batch, &st, dtype, e, NULL, NULL, err);
+        rc = estimate_stage(a, s, batch, &st, dtype, e, NULL, NULL, err);
         if (rc != 0)
             break;
         /* the other micro-batches' saved activations (what one forward
@@ -137,32 +133,44 @@ int memest_app_estimate_stages(struct memest_app *a, int64_t batch,
         uint64_t held = memest_sat_mul(act / (uint64_t)f->per, (uint64_t)f->chunks);
         view.inflight_bytes = held > act ? held - act : 0;
         if (view.inflight_bytes)
-            rc = memest_app_estimate(a, batch, &st, dtype, e, NULL, NULL, err);
+            rc = estimate_stage(a, s, batch, &st, dtype, e, NULL, NULL, err);
         if (rc != 0)
             break;
         f->inflight = view.inflight_bytes;
         f->params = e->params.total;
-        f->layers = memest_pipeline_layers(&a->g);
+        f->layers = memest_pipeline_layers(a->est.g);
         f->model_states = e->dist.total;
         f->peak = e->train_peak.bytes;
         f->reserved = e->reserved_peak;
         f->total_device = e->total_device;
         f->phase = e->train_peak.phase;
-        f->node = e->train_peak.node < a->g.nnodes ? a->g.nodes[e->train_peak.node].name : NULL;
-        if (f->total_device > a->figs[best].total_device)
+        f->node = e->train_peak.node < a->est.g->nnodes ? a->est.g->nodes[e->train_peak.node].name
+                                                          : NULL;
+        if (f->total_device > a->est.figs[best].total_device)
             best = s;
     }
     if (rc == 0) {   /* the binding stage again, with its timelines, left in g and r */
-        const struct memest_rank_fig *f = &a->figs[best];
-        use(a, best);
+        const struct memest_rank_fig *f = &a->est.figs[best];
         st.loss = best + 1 == a->nstages ? step->loss : MEMEST_LOSS_NONE;
         view.in_flight = f->chunks;
         view.inflight_bytes = f->inflight;
-        a->binding = best;
-        rc = memest_app_estimate(a, batch, &st, dtype, e, train_tl, infer_tl, err);
+        a->est.binding = best;
+        rc = estimate_stage(a, best, batch, &st, dtype, e, train_tl, infer_tl, err);
     }
-    a->in_stage = false;
     return rc;
+}
+
+int memest_app_estimate_model(struct memest_app *a, int64_t batch,
+                              const struct memest_step_cfg *step, enum memest_dtype dtype,
+                              struct memest_estimate *e, struct memest_timeline *train_tl,
+                              struct memest_timeline *infer_tl, struct memest_error *err)
+{
+    if (a->nstages > 1)
+        return estimate_stages(a, batch, step, dtype, e, train_tl, infer_tl, err);
+    a->est.g = &a->g;
+    a->est.r = &a->est.run;
+    return memest_app_estimate(a, &a->g, &a->est.run, batch, step, dtype, e, train_tl, infer_tl,
+                               err);
 }
 
 /* path with "-stage<s>" before its extension ("step.svg" -> "step-stage2.svg",
@@ -232,9 +240,8 @@ int memest_app_stage_files(struct memest_app *a, int64_t batch, const struct mem
     struct memest_step_cfg st = *step;
     st.rank = &view;
     int rc = 0;
-    a->in_stage = true;
     for (int64_t s = 0; s < a->nstages && rc == 0; s++) {
-        const struct memest_rank_fig *f = &a->figs[s];
+        const struct memest_rank_fig *f = &a->est.figs[s];
         struct memest_timeline tl = {0};
         char *tp = o->timeline_path ? stage_path(o->timeline_path, s) : NULL;
         char *pp = o->plot_path ? stage_path(o->plot_path, s) : NULL;
@@ -244,25 +251,23 @@ int memest_app_stage_files(struct memest_app *a, int64_t batch, const struct mem
             rc = memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
             break;
         }
-        use(a, s);
         st.loss = s + 1 == a->nstages ? step->loss : MEMEST_LOSS_NONE;
         view.in_flight = f->chunks;
         view.inflight_bytes = f->inflight;
-        rc = memest_app_estimate(a, batch, &st, dtype, e, &tl, NULL, err);
+        rc = estimate_stage(a, s, batch, &st, dtype, e, &tl, NULL, err);
         if (rc == 0)
-            rc = memest_write_step_files(tp, pp, false, &a->r, e, &tl, err);
+            rc = memest_write_step_files(tp, pp, false, a->est.r, e, &tl, err);
         memest_timeline_dispose(&tl);
         free(tp);
         free(pp);
     }
     if (rc == 0) {   /* the binding stage back in g, r and e, for the report */
-        const struct memest_rank_fig *f = &a->figs[a->binding];
-        use(a, a->binding);
-        st.loss = a->binding + 1 == a->nstages ? step->loss : MEMEST_LOSS_NONE;
+        int64_t b = a->est.binding;
+        const struct memest_rank_fig *f = &a->est.figs[b];
+        st.loss = b + 1 == a->nstages ? step->loss : MEMEST_LOSS_NONE;
         view.in_flight = f->chunks;
         view.inflight_bytes = f->inflight;
-        rc = memest_app_estimate(a, batch, &st, dtype, e, NULL, NULL, err);
+        rc = estimate_stage(a, b, batch, &st, dtype, e, NULL, NULL, err);
     }
-    a->in_stage = false;
     return rc;
 }

@@ -217,13 +217,13 @@ static int card_row(struct cmp *c, struct memest_compare_row *row, struct memest
     a->has_card = true;
     a->step.gpu_arch = g->compute_capability;
 
-    const struct memo_ent *e = entry(c, o->batch, err);
+    const struct memo_ent *e = entry(c, a->batch, err);
     if (!e)
         return -1;
     memest_fit_check(e->total, g->memory, o->headroom, &row->fit);
     if (e->limit) {   /* the message, from the estimate again */
         struct memest_sweep_row lr;
-        if (memest_app_row(a, o->batch, &lr, err) != 0)
+        if (memest_app_row(a, a->batch, &lr, err) != 0)
             return -1;
         row->limit = true;
         memcpy(row->limit_msg, lr.limit_msg, sizeof row->limit_msg);
@@ -299,7 +299,7 @@ int memest_flow_compare(struct memest_app *a)
         fitting += !rows[i].limit && rows[i].fit.fits;
     struct memest_compare_report rep = {
         .model = a->g.name, .file = a->g.file, .optimizer = memest_optim_name(a->step.optim.kind),
-        .dtype = memest_dtype_name(a->dtype), .inference = o->inference, .batch = o->batch,
+        .dtype = memest_dtype_name(a->dtype), .inference = o->inference, .batch = a->batch,
         .headroom_pct = o->headroom, .mfu = o->mfu, .gpus = c.gpus,
         .gpus_per_node = c.gpus_per_node, .nodes = c.nodes, .by_price = by_price,
         .rows = rows, .n = n, .fitting = fitting};

@@ -20,9 +20,7 @@
 static int infer(struct memest_app *a, const struct memest_graph *g, int64_t batch,
                  struct memest_run *r, struct memest_error *err)
 {
-    struct memest_run_opts ro = a->o->run;
-    ro.batch = batch;
-    ro.dtype = a->dtype;
+    struct memest_run_opts ro = memest_app_run_opts(a, batch, &a->step, a->dtype);
     ro.fused &= ~(uint32_t)MEMEST_FUSED_LINEAR_CE;   /* no loss */
     ro.no_grad = true;   /* generate() runs under torch.no_grad() */
     struct memest_cost c;
@@ -109,7 +107,7 @@ static int fits_at(struct gen *G, bool by_batch, int64_t v, bool *ok, bool *limi
     struct memest_app *a = G->a;
     struct memest_gen_estimate e;
     struct memest_error e2 = {0};
-    int rc = gen_at(G, by_batch ? v : a->o->batch, by_batch ? a->o->gen_context : v, &e, &e2);
+    int rc = gen_at(G, by_batch ? v : a->batch, by_batch ? a->o->gen_context : v, &e, &e2);
     if (rc != 0 && e2.code != MEMEST_ERR_LIMIT) {
         *err = e2;
         return -1;
@@ -225,7 +223,7 @@ static int sweep(struct gen *G, struct memest_gen_report *rep, struct memest_err
         struct memest_gen_row *row = &rep->rows[i];
         struct memest_gen_estimate e;
         row->context = l.v[i];
-        if (gen_at(G, a->o->batch, l.v[i], &e, err) != 0) {
+        if (gen_at(G, a->batch, l.v[i], &e, err) != 0) {
             memest_sweep_list_free(&l);
             return -1;
         }
@@ -263,7 +261,7 @@ int memest_flow_generate(struct memest_app *a)
                             .all_logits = o->all_logits}};
     struct memest_gen_report rep = {.model = a->g.name, .dtype = a->dtype, .e = &e,
                                     .kv_block = o->kv_block, .gpu_util = o->gpu_util};
-    int64_t batch = o->batch, context = o->gen_context;
+    int64_t batch = a->batch, context = o->gen_context;
     if (graph_at(a, 1, &G.dg, &err) != 0)
         goto fail;
     if (o->gen_sweep) {

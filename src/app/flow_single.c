@@ -60,18 +60,18 @@ int memest_flow_single(struct memest_app *a)
     tl.layout = itl.layout = o->probe;
     /* a timeline is kept only for the files and the probe that read it */
     bool keep = files || o->probe;
-    if (memest_app_estimate(a, o->batch, &a->step, a->dtype, &e, keep && !o->inference ? &tl : NULL,
+    if (memest_app_estimate_model(a, a->batch, &a->step, a->dtype, &e, keep && !o->inference ? &tl : NULL,
                             keep && o->inference ? &itl : NULL, &err) != 0 ||
-        memest_write_step_files(o->timeline_path, o->plot_path, o->inference, &a->r, &e,
+        memest_write_step_files(o->timeline_path, o->plot_path, o->inference, a->est.r, &e,
                                 o->inference ? &itl : &tl, &err) != 0 ||
-        memest_app_stage_files(a, o->batch, &a->step, a->dtype, &e, &err) != 0) {
+        memest_app_stage_files(a, a->batch, &a->step, a->dtype, &e, &err) != 0) {
         rc = memest_app_fail(o, &err);
         goto end;
     }
-    struct memest_report rep = {.opts = memest_app_report_opts(a), .step = &a->step, .g = &a->g, .r = &a->r, .e = &e,
-                             .figs = a->figs, .nfigs = a->nstages, .binding = a->binding};
+    struct memest_report rep = {.opts = memest_app_report_opts(a), .step = &a->step, .g = a->est.g, .r = a->est.r, .e = &e,
+                             .figs = a->est.figs, .nfigs = a->nstages, .binding = a->est.binding};
     if (o->probe) {
-        rc = probe(o, &a->g, &e, o->inference ? &itl : &tl, &pres, &perr);
+        rc = probe(o, a->est.g, &e, o->inference ? &itl : &tl, &pres, &perr);
         rep.probe = &pres;
         if (rc != MEMEST_EXIT_OK && rc != MEMEST_EXIT_NOFIT) {
             rep.error = &perr;
@@ -83,7 +83,7 @@ int memest_flow_single(struct memest_app *a)
              * probe replayed the timeline of an unknown one) */
             if (a->has_card && a->card.gpu && a->card.gpu->compute_capability != a->step.gpu_arch) {
                 a->step.gpu_arch = a->card.gpu->compute_capability;
-                if (memest_app_estimate(a, o->batch, &a->step, a->dtype, &e, NULL, NULL,
+                if (memest_app_estimate_model(a, a->batch, &a->step, a->dtype, &e, NULL, NULL,
                                         &err) != 0) {
                     rc = memest_app_fail(o, &err);
                     goto end;
@@ -92,7 +92,7 @@ int memest_flow_single(struct memest_app *a)
         }
     }
     if (a->has_card) {
-        nodes = calloc(a->g.nnodes ? a->g.nnodes : 1, sizeof *nodes);
+        nodes = calloc(a->est.g->nnodes ? a->est.g->nnodes : 1, sizeof *nodes);
         if (!nodes) {
             memest_errf(&err, MEMEST_ERR_NOMEM, NULL, "out of memory");
             rc = memest_app_fail(o, &err);

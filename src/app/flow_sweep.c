@@ -72,9 +72,9 @@ int memest_app_row(struct memest_app *a, int64_t batch, struct memest_sweep_row 
     struct memest_estimate e;
     row_init(a, batch, row);
     /* a row reads the simulation of its mode only */
-    a->sims = a->o->inference ? MEMEST_SIM_INFER : MEMEST_SIM_TRAIN;
-    int erc = memest_app_estimate(a, batch, &a->step, a->dtype, &e, NULL, NULL, &e1);
-    a->sims = 0;
+    a->est.sims = a->o->inference ? MEMEST_SIM_INFER : MEMEST_SIM_TRAIN;
+    int erc = memest_app_estimate_model(a, batch, &a->step, a->dtype, &e, NULL, NULL, &e1);
+    a->est.sims = 0;
     if (erc != 0) {
         if (e1.code != MEMEST_ERR_LIMIT) {
             *err = e1;
@@ -83,7 +83,7 @@ int memest_app_row(struct memest_app *a, int64_t batch, struct memest_sweep_row 
         row_limit(&e1, row);
         return 0;
     }
-    return row_figures(a, &a->r, &e, row, err);
+    return row_figures(a, a->est.r, &e, row, err);
 }
 
 /* ---- a batch sweep's rows, computed by several threads ---- */
@@ -146,7 +146,7 @@ static void *par_work(void *arg)
         struct memest_cost c;
         struct memest_estimate e;
         row_init(a, p->batches[i], row);
-        int rc = memest_app_prepare(a, &r, p->batches[i], &a->step, a->dtype, &c, &e1);
+        int rc = memest_app_prepare(a, &a->g, &r, p->batches[i], &a->step, a->dtype, &c, &e1);
         pr->cost = c.total;
         pr->state = rc != 0 ? ROW_REFUSED
                     : memest_estimate_sims(&r, &a->step, sims, &e, NULL, NULL, &e1) != 0
@@ -246,7 +246,7 @@ static void report_init(const struct memest_app *a, struct memest_sweep_report *
     memset(s, 0, sizeof *s);
     s->model = a->g.name;
     s->file = a->g.file;
-    s->batch = o->batch;
+    s->batch = a->batch;
     s->optimizer = memest_optim_name(a->step.optim.kind);
     s->dtype = memest_dtype_name(a->dtype);
     s->inference = o->inference;
@@ -292,7 +292,7 @@ static int rebuild(struct memest_app *a, const char *name, int64_t value,
     ov[n++] = (struct memest_override){name, text, "--sweep-var"};
     if ((n = memest_cli_dist_sets(o, ov, n, &dv, err)) < 0)
         return -1;
-    memest_run_free(&a->r); /* its node array is sized for the old graph */
+    memest_run_free(&a->est.run); /* its node array is sized for the old graph */
     memest_app_stages_free(a);   /* the old stages (the whole graph back in g) */
     memest_graph_free(&a->g);
     memset(&a->g, 0, sizeof a->g);
@@ -347,10 +347,10 @@ static int check_sweep_work(struct memest_app *a, const char *name,
         uint64_t units;
         struct memest_cost rec;
         if (rebuild(a, name, list->v[i], err) != 0 ||
-            memest_app_cost(a, o->batch, &a->step, a->dtype, &units, err) != 0)
+            memest_app_cost(a, a->batch, &a->step, a->dtype, &units, err) != 0)
             return -1;
         uint64_t build = a->g.build_work * MEMEST_COST_PER_BUILD_STEP;
-        memest_cost_records(&a->r, &rec);
+        memest_cost_records(a->est.r, &rec);
         a->work += build + rec.records;   /* this costing: the graph, shape inference */
         need += build + units;            /* the value's row */
         if (a->work > a->max_work || need > a->max_work - a->work)
@@ -421,7 +421,7 @@ int memest_flow_sweep(struct memest_app *a)
                 memest_app_charge(a, a->g.build_work * MEMEST_COST_PER_BUILD_STEP,
                                   &err) != 0)
                 goto fail;
-            batch = o->batch;
+            batch = a->batch;
         }
         if (memest_app_row(a, batch, &rows[i], &err) != 0)
             goto fail;
@@ -505,16 +505,16 @@ int memest_flow_max_batch(struct memest_app *a)
             memest_fit_check(next.total_device, a->card.memory, o->headroom, &res.next_fit);
     }
     bool files = o->timeline_path || o->plot_path;
-    if (memest_app_estimate(a, at, &a->step, a->dtype, &e, files && !o->inference ? &tl : NULL,
+    if (memest_app_estimate_model(a, at, &a->step, a->dtype, &e, files && !o->inference ? &tl : NULL,
                             files && o->inference ? &tl : NULL, &err) != 0 ||
-        memest_write_step_files(o->timeline_path, o->plot_path, o->inference, &a->r, &e, &tl,
+        memest_write_step_files(o->timeline_path, o->plot_path, o->inference, a->est.r, &e, &tl,
                                 &err) != 0 ||
         memest_app_stage_files(a, at, &a->step, a->dtype, &e, &err) != 0) {
         memest_timeline_dispose(&tl);
         return memest_app_fail(o, &err);
     }
     memest_timeline_dispose(&tl);
-    nodes = calloc(a->g.nnodes ? a->g.nnodes : 1, sizeof *nodes);
+    nodes = calloc(a->est.g->nnodes ? a->est.g->nnodes : 1, sizeof *nodes);
     if (!nodes) {
         memest_errf(&err, MEMEST_ERR_NOMEM, NULL, "out of memory");
         return memest_app_fail(o, &err);
@@ -538,8 +538,8 @@ int memest_flow_max_batch(struct memest_app *a)
                 mb.scan_max < MEMEST_MAX_BATCH_SCAN ? ", what this command's work budget allows"
                                                     : "",
                 (long long)best);
-    struct memest_report rep = {.opts = memest_app_report_opts(a), .step = &a->step, .g = &a->g, .r = &a->r, .e = &e,
-                             .figs = a->figs, .nfigs = a->nstages, .binding = a->binding, .card = &cr,
+    struct memest_report rep = {.opts = memest_app_report_opts(a), .step = &a->step, .g = a->est.g, .r = a->est.r, .e = &e,
+                             .figs = a->est.figs, .nfigs = a->nstages, .binding = a->est.binding, .card = &cr,
                                 .max_batch = &res};
     memest_render_max_batch(stdout, o->format, &rep);
     free(nodes);

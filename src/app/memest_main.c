@@ -133,8 +133,6 @@ static int run(int argc, char **argv)
         return memest_app_fail(&o, &err);
     struct memest_app a;
     int rc = memest_app_open(&a, &o, &err);
-    if (rc == MEMEST_EXIT_OK && a.ds.micro_batch && !o.batch_set)
-        o.batch = a.ds.micro_batch;   /* train_micro_batch_size_per_gpu */
     if (rc == MEMEST_EXIT_OK && a.nstages > 1 && check_outputs(&o, a.nstages, &err) != 0)
         rc = memest_error_exit(&err);
     if (rc != MEMEST_EXIT_OK)

@@ -38,20 +38,22 @@ static int check_limits(const struct memest_run *r, const struct memest_estimate
     return 0;
 }
 
+void memest_run_opts_autocast(struct memest_run_opts *o, const struct memest_step_cfg *cfg)
+{
+    o->amp = cfg->amp != MEMEST_AMP_NONE;
+    o->amp_dtype = !o->amp ? MEMEST_F32 : cfg->amp == MEMEST_AMP_BF16 ? MEMEST_BF16 : MEMEST_F16;
+}
+
 int memest_estimate_cost(struct memest_run *r, const struct memest_step_cfg *cfg,
                          struct memest_cost *c, struct memest_error *err)
 {
     /* autocast changes dtypes and adds casts: infer again when the run was
      * made for another setting */
-    bool amp = cfg->amp != MEMEST_AMP_NONE;
-    enum memest_dtype adt = cfg->amp == MEMEST_AMP_BF16 ? MEMEST_BF16 : MEMEST_F16;
-    if (r->opts.amp != amp || (amp && r->opts.amp_dtype != adt)) {
-        struct memest_run_opts o = r->opts;
-        o.amp = amp;
-        o.amp_dtype = amp ? adt : MEMEST_F32;
-        if (memest_run_infer(r, r->g, &o, err) != 0)
-            return -1;
-    }
+    struct memest_run_opts o = r->opts;
+    memest_run_opts_autocast(&o, cfg);
+    if ((r->opts.amp != o.amp || (o.amp && r->opts.amp_dtype != o.amp_dtype)) &&
+        memest_run_infer(r, r->g, &o, err) != 0)
+        return -1;
     if (memest_cost_count(r, cfg, memest_optim_state_max(&cfg->optim), c) != 0)
         return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
     return memest_cost_check(r, c, err);

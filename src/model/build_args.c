@@ -23,48 +23,6 @@ bool mb_is_node_key(const char *k)
     return false;
 }
 
-/* Evaluates a JSON value to a number (numbers, booleans and expression
- * strings; out->tag: the override it comes from, or NULL). Returns 0, or -1
- * with the error set at `path`. */
-int mb_eval_number(struct builder *b, const cJSON *j, const struct scope *sc,
-                   const struct jp *path, struct memest_expr_val *out)
-{
-    if (cJSON_IsNumber(j)) {
-        if (!isfinite(j->valuedouble))
-            return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_jp_str(b, path),
-                               "number is not finite");
-        *out = memest_expr_number(j->valuedouble);
-        return 0;
-    }
-    if (cJSON_IsBool(j)) {
-        *out = (struct memest_expr_val){.kind = MEMEST_EXPR_BOOL, .i = cJSON_IsTrue(j)};
-        return 0;
-    }
-    if (cJSON_IsString(j)) {
-        const struct var *v = mb_scope_find(sc, j->valuestring, strlen(j->valuestring));
-        if (v && v->kind == V_JSON)
-            return mb_eval_number(b, v->json, v->defscope, path, out);
-        char why[160];
-        int rc = mb_eval_expr(b, j->valuestring, sc, path->base, out, why, sizeof why);
-        if (rc == EXPR_BUDGET)
-            return -1;
-        if (rc != 0) {
-            if (strstr(why, "'batch'"))
-                return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_jp_str(b, path),
-                                   "\"%s\": %s (the batch size is only allowed as the element "
-                                   "\"batch\" of a shape list; use -1 to infer a dimension)",
-                                   j->valuestring, why);
-            return mb_value_err(b, out->tag, MEMEST_ERR_SCHEMA, mb_jp_str(b, path),
-                                "\"%.*s\": %s (expected a number, or an expression over the "
-                                "variables)", memest_utf8_prefix(j->valuestring, 80), j->valuestring,
-                                why);
-        }
-        return 0;
-    }
-    return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_jp_str(b, path), "expected a number, got %s",
-                       mb_json_type_name(j));
-}
-
 /* Evaluates a JSON value to an integer in [lo, hi] (no bounds when both are
  * 0; always between -2^53 and 2^53, exclusive). *tag (may be NULL) gets the
  * override the value comes from. 0 / -1. */

@@ -4,8 +4,8 @@
  * The builder expands a parsed model file into the layer graph, in stages
  * that each have a file:
  *   model_build.c   the entry point: top-level fields, inputs, outputs, loss
- *   build_vars.c    variables, overrides, "let", "checks" and name scopes;
- *                   expressions
+ *   build_eval.c    name scopes and the value evaluator: expressions, numbers
+ *   build_vars.c    variables, overrides, "let", "checks"
  *   build_args.c    argument values: numbers, integers, op arguments
  *   build_expand.c  nodes: names and references, "inputs", "if", "repeat"
  *   build_block.c   blocks: their definitions and their calls
@@ -97,8 +97,7 @@ int mb_charge(struct builder *b, uint64_t units, const char *path);
 const char *mb_json_type_name(const cJSON *j);
 int mb_check_comment(struct builder *b, const cJSON *obj, const char *path);
 
-/* ---- build_vars.c ---- */
-int mb_check_held(struct builder *b, double d, const char *path);
+/* ---- build_eval.c ---- */
 void mb_note_read(struct builder *b, const struct memest_override *ov);
 const struct var *mb_scope_find(const struct scope *sc, const char *name, size_t len);
 int mb_scope_index(struct builder *b, struct scope *sc, struct memest_strmap *map);
@@ -107,6 +106,11 @@ int mb_scope_index(struct builder *b, struct scope *sc, struct memest_strmap *ma
 enum { EXPR_TEXT = -1, EXPR_VALUE = -2, EXPR_BUDGET = -3 };
 int mb_eval_expr(struct builder *b, const char *s, const struct scope *sc, const char *path,
                  struct memest_expr_val *out, char *why, size_t whylen);
+int mb_eval_number(struct builder *b, const cJSON *j, const struct scope *sc, const struct jp *path,
+                   struct memest_expr_val *out);
+
+/* ---- build_vars.c ---- */
+int mb_check_held(struct builder *b, double d, const char *path);
 int mb_load_variables(struct builder *b, const cJSON *jvars, const cJSON *jlet,
                       const struct memest_override *ov, int nov, struct scope *globals);
 int mb_run_checks(struct builder *b, const cJSON *jchecks, const struct scope *globals);
@@ -114,8 +118,6 @@ int mb_note_overrides(struct builder *b);
 
 /* ---- build_args.c ---- */
 bool mb_is_node_key(const char *k);
-int mb_eval_number(struct builder *b, const cJSON *j, const struct scope *sc, const struct jp *path,
-                   struct memest_expr_val *out);
 int mb_eval_int(struct builder *b, const cJSON *j, const struct scope *sc, const struct jp *path,
                 int64_t lo, int64_t hi, int64_t *out, const void **tag);
 int mb_parse_args(struct builder *b, const struct memest_op_desc *op, const cJSON *obj,

@@ -1,7 +1,7 @@
 /* build_vars.c - the model's variables, the values a Hugging Face config
  * and the --set (and --sweep-var) overrides give them, the derived
- * variables ("let") and the model's "checks", and the scopes expressions
- * look names up in (globals, a block's arguments, "repeat_index"). */
+ * variables ("let") and the model's "checks" (the scopes they are looked up
+ * in and the evaluator: build_eval.c). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -25,71 +25,6 @@ int mb_check_held(struct builder *b, double d, const char *path)
                        "%s is too large: the numbers of variables and block arguments must be "
                        "between -2^53 and 2^53, exclusive (JSON rounds larger integers)",
                        memest_fmt_double(d, v, sizeof v));
-}
-
-/* Notes that the expansion read the override ov (for graph.h's overrides). */
-void mb_note_read(struct builder *b, const struct memest_override *ov)
-{
-    if (ov && b->nov > 0 && ov >= b->ov && ov < b->ov + b->nov)
-        b->ov_read[ov - b->ov] = true;
-}
-
-/* The variable `name` (len bytes) of sc or the nearest scope around it that
- * has one, or NULL. */
-const struct var *mb_scope_find(const struct scope *sc, const char *name, size_t len)
-{
-    for (; sc; sc = sc->parent) {
-        int64_t i;
-        if (sc->index) {
-            if (memest_strmap_get(sc->index, name, len, &i))
-                return &sc->vars[i];
-            continue;
-        }
-        for (int k = 0; k < sc->nvars; k++)
-            if (strlen(sc->vars[k].name) == len && memcmp(sc->vars[k].name, name, len) == 0)
-                return &sc->vars[k];
-    }
-    return NULL;
-}
-
-/* Gives a large scope its hash index (in *map, which the caller frees). */
-int mb_scope_index(struct builder *b, struct scope *sc, struct memest_strmap *map)
-{
-    if (sc->nvars <= SCOPE_INDEX_MIN)
-        return 0;
-    for (int i = 0; i < sc->nvars; i++)
-        if (memest_strmap_put(map, sc->vars[i].name, strlen(sc->vars[i].name), i) != 0)
-            return mb_nomem(b);
-    sc->index = map;
-    return 0;
-}
-
-struct lookup_ctx {
-    struct builder *b;
-    const struct scope *sc;
-};
-
-/* A variable's value for an expression, tagged with its override. */
-static int lookup_num(void *ctx, const char *name, size_t len, struct memest_expr_val *val)
-{
-    const struct lookup_ctx *c = ctx;
-    const struct var *v = mb_scope_find(c->sc, name, len);
-    if (!v || (v->kind != V_NUM && v->kind != V_BOOL))
-        return -1;
-    *val = v->val;
-    val->tag = v->ov;
-    mb_note_read(c->b, v->ov);
-    return 0;
-}
-
-/* Evaluates an expression string, charging its length to the work budget. */
-int mb_eval_expr(struct builder *b, const char *s, const struct scope *sc, const char *path,
-                 struct memest_expr_val *out, char *why, size_t whylen)
-{
-    if (mb_charge(b, 1 + strlen(s) / 16, path) != 0)
-        return EXPR_BUDGET;
-    struct lookup_ctx c = {b, sc};
-    return memest_expr_eval(s, lookup_num, &c, out, why, whylen);
 }
 
 /* The value of an override: a number in the command line's syntax

@@ -20,6 +20,10 @@
 int mb_json_read_file(const char *path, cJSON **out, struct memest_error *err);
 int mb_json_parse_text(const char *text, size_t len, const char *label, cJSON **out,
                        struct memest_error *err);
+/* A template of models/arch/ read as a model file: the model_type of its
+ * "hf_config" section (model_build.c checks the section), pointing into
+ * the document. */
+void mb_template_model_type(struct memest_model *m);
 
 /* The whole of path, read through one descriptor (a regular file, a pipe,
  * a FIFO, /dev/stdin: nothing is read twice), at most `limit` bytes (else

@@ -313,10 +313,7 @@ static int parse_buffer(const char *buf, size_t len, const char *label, cJSON **
     return 0;
 }
 
-/* A template of models/arch/ read as a model file: the model_type of its
- * "hf_config" section (model_build.c checks the section), pointing into
- * the document. */
-static void template_model_type(struct memest_model *m)
+void mb_template_model_type(struct memest_model *m)
 {
     const cJSON *sec = cJSON_GetObjectItemCaseSensitive(m->root, "hf_config");
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(sec, "model_type");
@@ -345,7 +342,7 @@ int memest_model_read_string(const char *text, size_t len, const char *label,
     free(buf);
     if (rc == 0) {
         m->file = label;
-        template_model_type(m);
+        mb_template_model_type(m);
     }
     return rc;
 }
@@ -448,47 +445,6 @@ int mb_json_read_file(const char *path, cJSON **out, struct memest_error *err)
     int rc = parse_buffer(buf, len, path, out, err);
     free(buf);
     return rc;
-}
-
-int memest_model_read_file(const char *path, struct memest_model *m, struct memest_error *err)
-{
-    memset(m, 0, sizeof *m);
-    memest_err_file(err, path);
-    /* A directory stands for its config.json (a Hugging Face checkpoint). */
-    struct stat st;
-    const char *file = path;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-        file = memest_arena_concat(&m->arena, path, path[0] && path[strlen(path) - 1] == '/' ? "" : "/",
-                                   "config.json", (char *)NULL);
-        if (!file)
-            return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
-        memest_err_file(err, file);
-        if (stat(file, &st) != 0) {
-            int e = errno;
-            memest_arena_free(&m->arena);
-            memest_err_file(err, path);
-            return memest_errf(err, MEMEST_ERR_IO, NULL,
-                               "a directory without a config.json (%s): memest reads a model "
-                               "file, a Hugging Face config.json, or a directory holding one",
-                               strerror(e));
-        }
-    }
-    cJSON *root;
-    if (mb_json_read_file(file, &root, err) != 0) {
-        memest_arena_free(&m->arena);
-        return -1;
-    }
-    m->root = root;
-    m->file = file;
-    if (mb_is_hf_config(root)) {
-        if (mb_hf_load(m, err) != 0) {
-            memest_model_free(m);
-            return -1;
-        }
-    } else {
-        template_model_type(m);
-    }
-    return 0;
 }
 
 void memest_model_free(struct memest_model *m)

@@ -1,19 +1,68 @@
-/* model_build.c - the model builder's entry point: expands a parsed model
- * file into the layer graph (model.h). The top-level fields, the model's
+/* model_build.c - the model builder's entry point: reads a model through
+ * its front-end (a model file, or a Hugging Face config through its
+ * architecture template) and expands it into the layer graph (model.h). The top-level fields, the model's
  * inputs, outputs and loss are read here; variables and --set overrides,
  * blocks with arguments, "repeat", "if", input references, weight tying and
  * every argument checked against its op's argspec are done by the files
  * build_internal.h lists. All checks report the JSON path and the node; a
  * value that comes from an override and fails a check is a usage error
  * naming it. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "memest/step.h"
 #include "memest/cost.h"
 #include "memest/suggest.h"
 
 #include "build_internal.h"
+#include "hf_internal.h"
+
+/* The front-end of a file: a directory stands for its config.json, which
+ * the Hugging Face reader turns into its architecture template
+ * (hf_config.c); any other file is a model file (json_load.c). */
+int memest_model_read_file(const char *path, struct memest_model *m, struct memest_error *err)
+{
+    memset(m, 0, sizeof *m);
+    memest_err_file(err, path);
+    /* A directory stands for its config.json (a Hugging Face checkpoint). */
+    struct stat st;
+    const char *file = path;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        file = memest_arena_concat(&m->arena, path, path[0] && path[strlen(path) - 1] == '/' ? "" : "/",
+                                   "config.json", (char *)NULL);
+        if (!file)
+            return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+        memest_err_file(err, file);
+        if (stat(file, &st) != 0) {
+            int e = errno;
+            memest_arena_free(&m->arena);
+            memest_err_file(err, path);
+            return memest_errf(err, MEMEST_ERR_IO, NULL,
+                               "a directory without a config.json (%s): memest reads a model "
+                               "file, a Hugging Face config.json, or a directory holding one",
+                               strerror(e));
+        }
+    }
+    cJSON *root;
+    if (mb_json_read_file(file, &root, err) != 0) {
+        memest_arena_free(&m->arena);
+        return -1;
+    }
+    m->root = root;
+    m->file = file;
+    if (mb_is_hf_config(root)) {
+        if (mb_hf_load(m, err) != 0) {
+            memest_model_free(m);
+            return -1;
+        }
+    } else {
+        mb_template_model_type(m);
+    }
+    return 0;
+}
+
 
 /* "inputs": the model's inputs, the graph's first nodes (op "input"); *first
  * gets the first one, which the first layer reads unless it says otherwise. */

@@ -744,6 +744,7 @@ int memest_run_infer(struct memest_run *r, const struct memest_graph *g,
     r->g = g;
     r->opts = *opts;
     r->used = 0;
+    r->infers++;
     reset(r);
     memest_err_file(err, g->file);
     for (uint32_t i = 0; i < g->nnodes; i++)

@@ -1,12 +1,11 @@
 /* ops.c - the registry of op families: lookup by "type" name (sorted once,
- * then binary search), suggestions, argument lookup. */
+ * then binary search), argument lookup (suggestions: ops_alias.c). */
 #include "memest/ops.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "memest/suggest.h"
 #include "ops_families.h"
 
 struct family {
@@ -80,18 +79,6 @@ const struct memest_op_desc *const *memest_op_all(int *count)
     init();
     *count = nsorted;
     return sorted;
-}
-
-const char *memest_op_suggest(const char *name)
-{
-    init();
-    const char *alias = memest_op_alias(name);
-    if (alias)
-        return alias;
-    const char *names[MAX_OPS];
-    for (int i = 0; i < nsorted; i++)
-        names[i] = sorted[i]->name;
-    return memest_suggest(name, names, nsorted);
 }
 
 int memest_op_arg_index(const struct memest_op_desc *op, const char *name)

@@ -9,8 +9,10 @@
 #include <ctype.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdlib.h>
 
 #include "memest/ops.h"
+#include "memest/suggest.h"
 
 struct alias {
     const char *alias, *name;
@@ -123,4 +125,21 @@ const char *memest_op_arg_alias(const struct memest_op_desc *op, const char *nam
         if (same(name, arg_aliases[i].alias) && memest_op_arg_index(op, arg_aliases[i].name) >= 0)
             return arg_aliases[i].name;
     return NULL;
+}
+
+const char *memest_op_suggest(const char *name)
+{
+    const char *alias = memest_op_alias(name);
+    if (alias)
+        return alias;
+    int n;
+    const struct memest_op_desc *const *ops = memest_op_all(&n);
+    const char **names = malloc(sizeof *names * (size_t)(n ? n : 1));
+    if (!names)
+        return NULL;   /* no suggestion: the message stands without one */
+    for (int i = 0; i < n; i++)
+        names[i] = ops[i]->name;
+    const char *near = memest_suggest(name, names, n);
+    free(names);
+    return near;
 }

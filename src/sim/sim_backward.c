@@ -266,14 +266,14 @@ static int bwd_range(struct sim *S, uint32_t hi, uint32_t lo, const struct ckpt 
     for (uint32_t n = hi + 1; n-- > lo;) {
         if (!inner && S->ck_of[n] != NONE) {
             const struct ckpt *k = &S->ck[S->ck_of[n]];
-            if (sim_dist_bwd_enter(S, k->first, k->last) != 0 || recompute(S, k) != 0 ||
-                release_node(S, k->first, NULL) != 0 || sim_dist_bwd_leave(S, k->first) != 0)
+            if (SIM_EXT(S, bwd_enter, S, k->first, k->last) != 0 || recompute(S, k) != 0 ||
+                release_node(S, k->first, NULL) != 0 || SIM_EXT(S, bwd_leave, S, k->first) != 0)
                 return -1;
             n = k->first;
             continue;
         }
-        if ((!inner && sim_dist_bwd_enter(S, n, n) != 0) || bwd_node(S, n, inner) != 0 ||
-            (!inner && sim_dist_bwd_leave(S, n) != 0))
+        if ((!inner && SIM_EXT(S, bwd_enter, S, n, n) != 0) || bwd_node(S, n, inner) != 0 ||
+            (!inner && SIM_EXT(S, bwd_leave, S, n) != 0))
             return -1;
     }
     return 0;
@@ -284,7 +284,7 @@ int sim_backward(struct sim *S)
     S->ph = (uint8_t)((S->ph & WARM) | MEMEST_PH_BACKWARD);
     if (S->nn == 0)
         return 0;
-    if (sim_dist_bwd_begin(S) != 0 || bwd_range(S, S->nn - 1, 0, NULL) != 0)
+    if (SIM_EXT(S, bwd_begin, S) != 0 || bwd_range(S, S->nn - 1, 0, NULL) != 0)
         return -1;
-    return sim_dist_bwd_end(S);
+    return SIM_EXT(S, bwd_end, S);
 }

@@ -127,7 +127,7 @@ void sim_dist_free(struct sim *S)
     free(S->pred);
 }
 
-int sim_dist_setup(struct sim *S)
+static int sim_dist_setup(struct sim *S)
 {
     const struct memest_run *r = S->r;
     const struct memest_rank_view *v = S->rv;
@@ -228,7 +228,7 @@ static int release(struct sim *S, uint32_t u, uint32_t node)
     return sim_ev_free(S, node, id) || (id2 != NONE && sim_ev_free(S, node, id2)) ? -1 : 0;
 }
 
-int sim_dist_fwd_enter(struct sim *S, uint32_t n)
+static int sim_dist_fwd_enter(struct sim *S, uint32_t n)
 {
     if (!dist_on(S) || !S->rv->shard_params)
         return 0;
@@ -240,7 +240,7 @@ int sim_dist_fwd_enter(struct sim *S, uint32_t n)
     return gather(S, u, n) || prefetch(S, u + 1 < S->nunits ? u + 1 : NONE, n) ? -1 : 0;
 }
 
-int sim_dist_fwd_leave(struct sim *S, uint32_t n)
+static int sim_dist_fwd_leave(struct sim *S, uint32_t n)
 {
     if (!dist_on(S) || !S->rv->shard_params)
         return 0;
@@ -251,7 +251,7 @@ int sim_dist_fwd_leave(struct sim *S, uint32_t n)
     return S->rv->reshard_after_forward || S->inference ? release(S, u, n) : 0;
 }
 
-int sim_dist_fwd_end(struct sim *S)
+static int sim_dist_fwd_end(struct sim *S)
 {
     if (!dist_on(S) || !S->rv->shard_params || !S->inference)
         return 0;
@@ -271,7 +271,7 @@ static bool ds_reduce_buckets(const struct sim *S)
     return true;
 }
 
-int sim_dist_bwd_begin(struct sim *S)
+static int sim_dist_bwd_begin(struct sim *S)
 {
     if (!dist_on(S))
         return 0;
@@ -288,7 +288,7 @@ int sim_dist_bwd_begin(struct sim *S)
     return 0;
 }
 
-int sim_dist_bwd_enter(struct sim *S, uint32_t lo, uint32_t hi)
+static int sim_dist_bwd_enter(struct sim *S, uint32_t lo, uint32_t hi)
 {
     if (!dist_on(S) || !S->rv->shard_params)
         return 0;
@@ -340,7 +340,7 @@ static int reduce_unit(struct sim *S, uint32_t u, uint32_t node)
                         &S->ugr[u]);
 }
 
-int sim_dist_bwd_leave(struct sim *S, uint32_t lo)
+static int sim_dist_bwd_leave(struct sim *S, uint32_t lo)
 {
     if (!dist_on(S) || !S->rv->shard_params)
         return 0;
@@ -353,7 +353,7 @@ int sim_dist_bwd_leave(struct sim *S, uint32_t lo)
     return 0;
 }
 
-int sim_dist_bwd_end(struct sim *S)
+static int sim_dist_bwd_end(struct sim *S)
 {
     if (!dist_on(S))
         return 0;
@@ -373,7 +373,7 @@ int sim_dist_bwd_end(struct sim *S)
     return 0;
 }
 
-int sim_dist_accumulate(struct sim *S, uint32_t node, uint32_t ps, uint32_t id)
+static int sim_dist_accumulate(struct sim *S, uint32_t node, uint32_t ps, uint32_t id)
 {
     const struct memest_rank_view *v = S->rv;
     if (!v || !v->deepspeed || !v->shard_grads)
@@ -390,7 +390,7 @@ int sim_dist_accumulate(struct sim *S, uint32_t node, uint32_t ps, uint32_t id)
     return 1;
 }
 
-int sim_dist_zero_grad(struct sim *S)
+static int sim_dist_zero_grad(struct sim *S)
 {
     if (!dist_on(S) || S->cfg->zero_grad_zeros)
         return 0;
@@ -436,7 +436,7 @@ static int optim_state(struct sim *S, const struct flat *f)
     return 0;
 }
 
-int sim_dist_optimizer(struct sim *S, bool first)
+static int sim_dist_optimizer(struct sim *S, bool first)
 {
     const struct memest_rank_view *v = S->rv;
     const struct memest_optim_cfg *oc = &S->cfg->optim;
@@ -511,3 +511,26 @@ int sim_dist_optimizer(struct sim *S, bool first)
         free(fl);
     return rc;
 }
+
+/* the optimizer over the rank's partition (ZeRO, FSDP) in place of the
+ * core's: 1 when it ran */
+static int dist_optimizer(struct sim *S, bool first)
+{
+    if (!S->rv->shard_optim)
+        return 0;
+    return sim_dist_optimizer(S, first) != 0 ? -1 : 1;
+}
+
+const struct sim_ext sim_dist_ext = {
+    .setup = sim_dist_setup,
+    .zero_grad = sim_dist_zero_grad,
+    .fwd_enter = sim_dist_fwd_enter,
+    .fwd_leave = sim_dist_fwd_leave,
+    .fwd_end = sim_dist_fwd_end,
+    .bwd_begin = sim_dist_bwd_begin,
+    .bwd_enter = sim_dist_bwd_enter,
+    .bwd_leave = sim_dist_bwd_leave,
+    .bwd_end = sim_dist_bwd_end,
+    .accumulate = sim_dist_accumulate,
+    .optimizer = dist_optimizer,
+};

@@ -7,11 +7,6 @@
 
 /* ---- the simulator's state ---- */
 
-int sim_nomem(struct sim *S)
-{
-    return memest_errf(S->err, MEMEST_ERR_NOMEM, NULL, "out of memory");
-}
-
 int sim_grow_u32(uint32_t **a, uint32_t *cap, uint32_t need)
 {
     if (need <= *cap)
@@ -219,10 +214,18 @@ int sim_deliver(struct sim *S, uint32_t node, uint32_t v, uint32_t slot)
     return sim_drop_slot(S, node, slot) || sim_drop_slot(S, node, e) ? -1 : 0;
 }
 
+int sim_remember_held(struct sim *S, uint32_t id)
+{
+    if (sim_grow_u32(&S->held_ids, &S->capheld, S->nheld + 1) != 0)
+        return sim_nomem(S);
+    S->held_ids[S->nheld++] = id;
+    return 0;
+}
+
 /* AccumulateGrad: the parameter (storage ps) receives gradient allocation id. */
 int sim_accumulate_param(struct sim *S, uint32_t node, uint32_t ps, uint32_t id)
 {
-    int took = sim_dist_accumulate(S, node, ps, id);   /* DeepSpeed's buckets */
+    int took = SIM_EXT(S, accumulate, S, node, ps, id);   /* DeepSpeed's buckets */
     if (took != 0)
         return took < 0 ? -1 : 0;
     if (S->pg[ps] == NONE) {

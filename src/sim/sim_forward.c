@@ -116,9 +116,9 @@ int sim_forward(struct sim *S, enum fmode m)
      * stop on (sim_generate.c) */
     uint32_t stop = S->gen && S->gen->stop < S->nn ? S->gen->stop : S->nn;
     for (uint32_t n = 0; n < stop; n++)
-        if (sim_gen_events(S, MEMEST_GEN_PRE, n) != 0 || sim_dist_fwd_enter(S, n) != 0 ||
+        if (sim_gen_events(S, MEMEST_GEN_PRE, n) != 0 || SIM_EXT(S, fwd_enter, S, n) != 0 ||
             sim_forward_node(S, n, m, NULL, &sfirst) != 0 ||
-            sim_dist_fwd_leave(S, n) != 0 || sim_gen_events(S, MEMEST_GEN_POST, n) != 0)
+            SIM_EXT(S, fwd_leave, S, n) != 0 || sim_gen_events(S, MEMEST_GEN_POST, n) != 0)
             return -1;
-    return sim_gen_events(S, MEMEST_GEN_TAIL, stop) || sim_dist_fwd_end(S) ? -1 : 0;
+    return sim_gen_events(S, MEMEST_GEN_TAIL, stop) || SIM_EXT(S, fwd_end, S) ? -1 : 0;
 }

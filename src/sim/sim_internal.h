@@ -119,7 +119,9 @@ struct ckpt {            /* a checkpointed block instance */
     uint32_t first, last;
 };
 
+struct sim_ext;
 struct sim {
+    const struct sim_ext *ext;    /* the step's extension (sim_dist_ext), or NULL */
     const struct memest_run *r;
     const struct memest_graph *g;
     const struct memest_step_cfg *cfg;
@@ -260,9 +262,13 @@ static inline uint32_t root_value(const struct sim *S)
     return out_value(S->r, o.node, o.out);
 }
 
+/* ---- sim_error.c ---- */
+
+/* Out of memory (of the host, not the modelled device): S->err set; -1. */
+int sim_nomem(struct sim *S);
+
 /* ---- sim_events.c ---- */
 
-int sim_nomem(struct sim *S);
 int sim_grow_u32(uint32_t **a, uint32_t *cap, uint32_t need);
 int sim_ev_alloc(struct sim *S, uint8_t cat, uint32_t node, uint64_t bytes, uint32_t *id);
 /* Before node n runs a matrix product on the current thread (the backward
@@ -283,6 +289,9 @@ int sim_drop_slot(struct sim *S, uint32_t node, uint32_t k);
 int sim_deliver(struct sim *S, uint32_t node, uint32_t v, uint32_t slot);
 /* AccumulateGrad: the parameter (storage ps) receives gradient allocation id. */
 int sim_accumulate_param(struct sim *S, uint32_t node, uint32_t ps, uint32_t id);
+/* Allocation id is held until the step ends (the loss scalar, the step's
+ * own tensors): freed with the others then. */
+int sim_remember_held(struct sim *S, uint32_t id);
 
 /* ---- sim_analysis.c ---- */
 
@@ -303,7 +312,6 @@ int sim_forward(struct sim *S, enum fmode m);
 
 /* ---- sim_loss.c ---- */
 
-int sim_remember_held(struct sim *S, uint32_t id);
 int sim_loss_step(struct sim *S);
 
 /* ---- sim_fused_ce.c ---- */
@@ -330,6 +338,34 @@ int sim_optimizer(struct sim *S, bool first);
  * its device `step` scalar with dev_step. 0 / -1. */
 int sim_optim_state(struct sim *S, const struct memest_param *pp, bool dev_step);
 
+/* ---- the step's extensions ---- */
+
+/* What an extension adds to the one-GPU step (sim_dist.c's several-GPU
+ * accounting): hooks the event core calls at those points, each NULL when
+ * unused and 0 / -1 unless said. The step registers one in S->ext (NULL:
+ * none), as the probe's backend (probe_internal.h) is a table of calls. */
+struct sim_ext {
+    int (*setup)(struct sim *S);       /* after the persistent storages */
+    int (*zero_grad)(struct sim *S);   /* zero_grad(set_to_none) at the step's start */
+    /* forward: before and after node n, and at its end */
+    int (*fwd_enter)(struct sim *S, uint32_t n);
+    int (*fwd_leave)(struct sim *S, uint32_t n);
+    int (*fwd_end)(struct sim *S);
+    /* backward: at its start, before the nodes lo..hi run (one node, or a
+     * checkpointed block instance), after they ran, and at its end */
+    int (*bwd_begin)(struct sim *S);
+    int (*bwd_enter)(struct sim *S, uint32_t lo, uint32_t hi);
+    int (*bwd_leave)(struct sim *S, uint32_t lo);
+    int (*bwd_end)(struct sim *S);
+    /* AccumulateGrad of allocation id into parameter storage ps: 1 when it
+     * took the gradient, 0 when the core keeps it, -1 */
+    int (*accumulate)(struct sim *S, uint32_t node, uint32_t ps, uint32_t id);
+    /* the optimizer step: 1 when it ran it itself, 0 when the core runs it, -1 */
+    int (*optimizer)(struct sim *S, bool first);
+};
+/* Calls S's extension's hook with the arguments after it; 0 without one. */
+#define SIM_EXT(S, hook, ...) ((S)->ext && (S)->ext->hook ? (S)->ext->hook(__VA_ARGS__) : 0)
+
 /* ---- sim_dist.c ---- */
 
 static inline bool dist_on(const struct sim *S)
@@ -339,29 +375,17 @@ static inline bool dist_on(const struct sim *S)
 /* Units and gathered bytes (analysis); 0 / -1. */
 int sim_dist_analyze(struct sim *S);
 void sim_dist_free(struct sim *S);
-/* Setup: the rank's parameters (shards), DDP's buckets, ZeRO-3's bucket. */
-int sim_dist_setup(struct sim *S);
-/* Forward: before and after node n (a no-grad pass gathers too). */
-int sim_dist_fwd_enter(struct sim *S, uint32_t n);
-int sim_dist_fwd_leave(struct sim *S, uint32_t n);
-int sim_dist_fwd_end(struct sim *S);
-/* Backward: before the nodes lo..hi run (one node, or a checkpointed block
- * instance), after they ran, and at its start and end. */
-int sim_dist_bwd_begin(struct sim *S);
-int sim_dist_bwd_enter(struct sim *S, uint32_t lo, uint32_t hi);
-int sim_dist_bwd_leave(struct sim *S, uint32_t lo);
-int sim_dist_bwd_end(struct sim *S);
-/* AccumulateGrad under DeepSpeed's ZeRO-2/3: the gradient goes to the
- * bucket and its partition; 1 when it took it, 0 when not, -1. */
-int sim_dist_accumulate(struct sim *S, uint32_t node, uint32_t ps, uint32_t id);
 /* Whether parameter storage ps has a gradient for the step. */
 static inline bool sim_has_grad(const struct sim *S, uint32_t ps)
 {
     return S->pg[ps] != NONE || (S->pred && S->pred[ps]);
 }
-/* The optimizer step over the rank's partition (ZeRO, FSDP); zero_grad. */
-int sim_dist_optimizer(struct sim *S, bool first);
-int sim_dist_zero_grad(struct sim *S);
+/* The several-GPU accounting, as the step's extension (S->ext with a rank
+ * view): the rank's parameters (shards), DDP's buckets, ZeRO-3's bucket at
+ * setup; gathers around the nodes of forward (a no-grad pass gathers too)
+ * and backward; DeepSpeed's ZeRO-2/3 buckets taking the gradients; the
+ * optimizer step over the rank's partition (ZeRO, FSDP); zero_grad. */
+extern const struct sim_ext sim_dist_ext;
 
 /* ---- sim_generate.c ---- */
 

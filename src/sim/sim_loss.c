@@ -4,14 +4,6 @@
 
 /* ---- the loss ---- */
 
-int sim_remember_held(struct sim *S, uint32_t id)
-{
-    if (sim_grow_u32(&S->held_ids, &S->capheld, S->nheld + 1) != 0)
-        return sim_nomem(S);
-    S->held_ids[S->nheld++] = id;
-    return 0;
-}
-
 /* The loss forward and backward; leaves the gradient of the root value in
  * S->vg. The model's outputs and the loss scalar are the caller's until the
  * step ends. */

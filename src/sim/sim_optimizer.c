@@ -66,8 +66,9 @@ int sim_optimizer(struct sim *S, bool first)
     const struct memest_optim_cfg *oc = &S->cfg->optim;
     const struct memest_optim_desc *d = memest_optim_desc(oc->kind);
     enum memest_optim_impl impl = S->cfg->impl;
-    if (dist_on(S) && S->rv->shard_optim)   /* over the rank's partition */
-        return sim_dist_optimizer(S, first);
+    int took = SIM_EXT(S, optimizer, S, first);   /* over the rank's partition */
+    if (took != 0)
+        return took < 0 ? -1 : 0;
     S->ph = (uint8_t)((S->ph & WARM) | MEMEST_PH_OPTIMIZER);
     /* state created at the start of this step (_init_group) */
     if (first && d->init == MEMEST_INIT_FIRST_STEP) {

@@ -101,7 +101,7 @@ static int setup(struct sim *S)
         if (persistent_kind(kind) && sim_alloc_storage(S, s, cat, r->storages[s].node) != 0)
             return -1;
     }
-    if (sim_dist_setup(S) != 0)
+    if (SIM_EXT(S, setup, S) != 0)
         return -1;
     if (S->inference || S->loss == MEMEST_LOSS_NONE)
         return 0;
@@ -143,7 +143,7 @@ static int zero_grad(struct sim *S)
 {
     if (S->cfg->zero_grad_zeros)
         return 0;
-    if (sim_dist_zero_grad(S) != 0)
+    if (SIM_EXT(S, zero_grad, S) != 0)
         return -1;
     for (uint32_t s = 0; s < S->ns; s++) {
         if (S->pg[s] != NONE) {
@@ -233,6 +233,7 @@ int memest_sim_step(const struct memest_run *r, const struct memest_peak_opts *o
     struct sim S = {.r = r, .g = r->g, .cfg = o->step ? o->step : &defaults,
                     .tl = &full, .err = err, .inference = o->inference || o->gen,
                     .gen = o->gen, .rv = o->step ? o->step->rank : NULL,
+                    .ext = o->step && o->step->rank ? &sim_dist_ext : NULL,
                     .nn = r->g->nnodes, .ns = r->nstorages, .nv = r->nvalues, .cublas = NONE,
                     .cublas_bwd = NONE};
     int rc = -1;

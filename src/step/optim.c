@@ -305,12 +305,6 @@ unsigned memest_optim_temporaries(const struct memest_step_cfg *cfg)
     return n;
 }
 
-const char *memest_optim_impl_label(const struct memest_step_cfg *cfg)
-{
-    const char *k = table[cfg->optim.kind].kernel;
-    return k ? k : memest_optim_impl_name(cfg->impl);
-}
-
 bool memest_optim_device_steps(const struct memest_step_cfg *cfg)
 {
     return cfg->impl == MEMEST_IMPL_FUSED && table[cfg->optim.kind].step_scalar;

@@ -25,6 +25,12 @@ const char *memest_optim_impl_name(enum memest_optim_impl i)
     return (unsigned)i < MEMEST_IMPL_COUNT ? impl_names[i] : "?";
 }
 
+const char *memest_optim_impl_label(const struct memest_step_cfg *cfg)
+{
+    const char *k = memest_optim_desc(cfg->optim.kind)->kernel;
+    return k ? k : memest_optim_impl_name(cfg->impl);
+}
+
 int memest_optim_impl_parse(const char *s, enum memest_optim_impl *out)
 {
     for (int i = 0; i < MEMEST_IMPL_COUNT; i++) {

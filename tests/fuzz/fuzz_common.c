@@ -324,6 +324,7 @@ struct memest_app *fuzz_tiny_app(void)
 int fuzz_app_dist(struct memest_app *a, const struct memest_cli *o, struct memest_error *err)
 {
     a->o = o;
+    a->batch = o->batch;
     a->step = o->step;
     if (memest_step_cfg_resolve_loss(&a->step, a->g.loss, err) != 0)
         return memest_error_exit(err);
@@ -343,16 +344,16 @@ int fuzz_app_dist(struct memest_app *a, const struct memest_cli *o, struct memes
 bool fuzz_app_estimate(struct memest_app *a, int64_t batch, const char *dist,
                        struct memest_estimate *e, struct memest_error *err)
 {
-    if (memest_app_estimate(a, batch, &a->step, a->dtype, e, NULL, NULL, err) != 0)
+    if (memest_app_estimate_model(a, batch, &a->step, a->dtype, e, NULL, NULL, err) != 0)
         return false;
     if (err->code != MEMEST_ERR_NONE)
         fuzz_bug("an estimate succeeded with an error set: %s", err->msg);
     if (dist && !e->has_dist)
         fuzz_bug("an estimate under %s without the rank's view", dist);
-    fuzz_check_estimate(e, a->g.nnodes);
-    struct memest_report rep = {.opts = memest_app_report_opts(a), .step = &a->step, .g = &a->g,
-                                .r = &a->r, .e = e, .figs = a->figs, .nfigs = a->nstages,
-                                .binding = a->binding};
+    fuzz_check_estimate(e, a->est.g->nnodes);
+    struct memest_report rep = {.opts = memest_app_report_opts(a), .step = &a->step,
+                                .g = a->est.g, .r = a->est.r, .e = e, .figs = a->est.figs,
+                                .nfigs = a->nstages, .binding = a->est.binding};
     fuzz_check_report_json(&rep);
     return true;
 }

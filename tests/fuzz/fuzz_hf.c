@@ -55,8 +55,10 @@ static int open_app(struct memest_app *a, const struct memest_cli *o, bool *is_h
                     struct memest_error *err)
 {
     memset(a, 0, sizeof *a);
-    a->in_g = -1;
     a->o = o;
+    a->batch = o->batch;
+    a->est.g = &a->g;
+    a->est.r = &a->est.run;
     a->step = o->step;
     a->max_work = MEMEST_MAX_WORK;
     *is_hf = false;
