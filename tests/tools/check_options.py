@@ -142,7 +142,7 @@ def main(argv):
     docs = ["README.md"] + sorted(os.path.relpath(p, src) for p in glob.glob(os.path.join(src, "doc", "*.md")))
     for rel in docs:
         for i, line in enumerate(read(rel).split("\n"), 1):
-            for cmd in re.findall(r"(?:^\s*|`)(memest (?:[^`]*))", line):
+            for cmd in re.findall(r"(?:^|[\s`/(])(memest [^`]*)", line):
                 for n in FLAG_RE.findall(cmd.split(" # ")[0]):
                     if n not in rows:
                         fails.append("%s:%d: a memest command line uses --%s, which is not an option" %

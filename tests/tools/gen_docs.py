@@ -106,6 +106,7 @@ def by_group(d):
 
 def roff(s):
     s = s.replace("\\", "\\e").replace("-", "\\-")
+    s = "".join(c if ord(c) < 128 else "\\[u%04X]" % ord(c) for c in s)  # groff's Unicode escapes
     return "\\&" + s if s[:1] in (".", "'") else s
 
 
