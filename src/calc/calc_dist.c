@@ -51,6 +51,203 @@ static void add_state(struct acc *a, const struct memest_optim_cfg *oc, uint64_t
             add(a, host ? &a->s.host : &a->s.optim, st.bytes[k]);
 }
 
+/* The parameters gathered per unit (and the root, index n), as
+ * memest_dist_units cuts the model: a node's unit, and per unit its
+ * elements, trainable elements, element size and whole bytes. */
+struct units {
+    uint32_t n;
+    uint32_t *of;
+    uint64_t *numel, *trainable, *elem, *gathered;
+};
+
+static void units_free(struct units *u)
+{
+    free(u->of), free(u->numel), free(u->trainable), free(u->elem), free(u->gathered);
+}
+
+static int units_make(const struct memest_run *r, const struct memest_rank_view *v,
+                      struct units *u, struct memest_error *err)
+{
+    uint32_t nn = r->g->nnodes;
+    *u = (struct units){0};
+    u->of = malloc(sizeof *u->of * (nn ? nn : 1));
+    if (!u->of)
+        return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+    u->n = v->shard_params || v->flat_units ? memest_dist_units(r, v, u->of) : 0;
+    if (u->n == UINT32_MAX) {
+        units_free(u);
+        return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+    }
+    size_t n = (size_t)u->n + 1;
+    u->numel = calloc(n, sizeof *u->numel), u->trainable = calloc(n, sizeof *u->trainable);
+    u->gathered = calloc(n, sizeof *u->gathered), u->elem = calloc(n, sizeof *u->elem);
+    if (!u->numel || !u->trainable || !u->gathered || !u->elem) {
+        units_free(u);
+        return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+    }
+    return 0;
+}
+
+/* Each parameter: kept whole, or its ZeRO-3 partition and gradient
+ * partition, or (FSDP) counted into its unit's FlatParameter; *trainable
+ * the trainable elements, *grad_full every gradient's bytes. */
+static void add_params(struct acc *a, const struct memest_run *r,
+                       const struct memest_rank_view *v, struct units *u, uint64_t *trainable,
+                       uint64_t *grad_full)
+{
+    int64_t k = v->shard;
+    *trainable = *grad_full = 0;
+    for (uint32_t i = 0; i < r->nparams; i++) {
+        const struct memest_param *p = &r->params[i];
+        if (p->tied_to >= 0)
+            continue;
+        uint64_t full = r->storages[p->storage].bytes, e = memest_dist_param_elem(r, p);
+        if (p->trainable) {
+            *trainable += p->numel;
+            add(a, grad_full, full);
+        }
+        if (!v->shard_params || memest_dist_persistent(v, p)) {
+            add(a, &a->s.params, full);
+            if (p->trainable && v->strategy == MEMEST_STRAT_ZERO3) {
+                /* a persistent parameter: whole here, its gradient reduced
+                 * into the partition like the others, its state partitioned */
+                add(a, v->offload_optim ? &a->s.host : &a->s.grads,
+                    memest_sat_mul(memest_dist_part(p->numel, k), v->offload_optim ? 4 : e));
+            }
+            continue;
+        }
+        uint32_t un = u->of[p->node] == NOUNIT ? u->n : u->of[p->node];
+        if (v->flat_units) {
+            u->numel[un] += p->numel;
+            if (p->trainable)
+                u->trainable[un] += p->numel;
+            if (!u->elem[un])
+                u->elem[un] = e;
+            add(a, &u->gathered[un], full);
+            continue;
+        }
+        /* ZeRO-3: the parameter padded to a multiple of the ranks and cut */
+        uint64_t part = memest_dist_part(p->numel, k);
+        add(a, v->offload_params ? &a->s.host : &a->s.params, memest_sat_mul(part, e));
+        add(a, &u->gathered[un], full);
+        if (p->trainable) {
+            add(a, v->offload_optim ? &a->s.host : &a->s.grads,
+                memest_sat_mul(part, v->offload_optim ? 4 : e));
+        }
+    }
+}
+
+/* FSDP: one FlatParameter per unit and the root; its shard is the
+ * optimizer's parameter. */
+static void add_flat_shards(struct acc *a, const struct memest_optim_cfg *oc,
+                            const struct memest_rank_view *v, const struct units *u)
+{
+    for (uint32_t i = 0; i <= u->n; i++) {
+        if (!u->numel[i])
+            continue;
+        uint64_t part = memest_dist_part(u->numel[i], v->shard);
+        uint64_t pe = v->master_fp32 ? 4 : u->elem[i];
+        add(a, v->offload_params ? &a->s.host : &a->s.params, memest_sat_mul(part, pe));
+        if (!u->trainable[i])
+            continue;
+        a->s.shard_elems += part;
+        add(a, v->offload_optim ? &a->s.host : &a->s.grads, memest_sat_mul(part, pe));
+        add_state(a, oc, part, memest_sat_mul(part, pe), v->offload_optim);
+    }
+}
+
+/* ZeRO-1/2: the flat group's partition: its optimizer state and master,
+ * its gradients (ZeRO-2) or every gradient (ZeRO-1); e16: the element of
+ * DeepSpeed's 16-bit partitions. */
+static void add_zero12_partition(struct acc *a, const struct memest_run *r,
+                                 const struct memest_optim_cfg *oc,
+                                 const struct memest_rank_view *v, uint64_t e16,
+                                 uint64_t grad_full)
+{
+    uint64_t es = v->master_fp32 ? 4 : e16;   /* the optimizer state's element */
+    uint64_t part = memest_dist_zero_part(r, v);
+    a->s.shard_elems = part;
+    add_state(a, oc, part, memest_sat_mul(part, es), v->offload_optim);
+    if (v->master_fp32)
+        add(a, v->offload_optim ? &a->s.host : &a->s.master, memest_sat_mul(part, 4));
+    if (v->shard_grads)
+        add(a, v->offload_optim ? &a->s.host : &a->s.grads,
+            memest_sat_mul(part, v->offload_optim ? 4 : e16));
+    else {
+        add(a, &a->s.grads, grad_full);
+        if (v->offload_optim)   /* the fp32 gradient partition CPU Adam reads */
+            add(a, &a->s.host, memest_sat_mul(part, 4));
+    }
+}
+
+/* The optimizer state, master weights and (besides ZeRO-3's, which
+ * add_params counts) gradients, as the strategy partitions them; e16: the
+ * element of DeepSpeed's 16-bit partitions. */
+static int add_optimizer(struct acc *a, const struct memest_run *r,
+                         const struct memest_optim_cfg *oc, const struct memest_rank_view *v,
+                         const struct units *u, uint64_t e16, uint64_t trainable,
+                         uint64_t grad_full, struct memest_error *err)
+{
+    if (v->flat_units) {
+        add_flat_shards(a, oc, v, u);
+    } else if (v->strategy == MEMEST_STRAT_ZERO3) {
+        uint64_t part3 = memest_dist_zero_part(r, v);
+        a->s.shard_elems = part3;
+        add_state(a, oc, part3, memest_sat_mul(part3, v->master_fp32 ? 4 : e16),
+                  v->offload_optim);
+        if (v->master_fp32)
+            add(a, v->offload_optim ? &a->s.host : &a->s.master, memest_sat_mul(part3, 4));
+    } else if (v->shard_optim) {
+        add_zero12_partition(a, r, oc, v, e16, grad_full);
+    } else {
+        /* one GPU, DDP: every gradient and the whole state */
+        add(a, &a->s.grads, grad_full);
+        struct memest_optstate os;
+        if (memest_calc_optimizer(r, oc, &os, err) != 0)
+            return -1;
+        a->s.optim = os.device_bytes;
+        a->s.shard_elems = trainable;
+        if (v->ddp_buckets)
+            a->s.buckets = grad_full;
+    }
+    return 0;
+}
+
+/* DeepSpeed's reduce bucket: ZeRO-1/2's ipg_buffer (two with
+ * overlap_comm), ZeRO-3's __ipg_bucket_flat_buffer; of e16-byte elements. */
+static void add_reduce_bucket(struct acc *a, const struct memest_rank_view *v, uint64_t e16)
+{
+    bool overlap = v->cfg->eng.overlap_comm_set ? v->cfg->eng.overlap_comm
+                                                 : v->strategy == MEMEST_STRAT_ZERO3;
+    unsigned nb = v->strategy == MEMEST_STRAT_ZERO3 ? 1
+                  : !v->cfg->eng.contiguous_gradients ? 0 : overlap ? 2 : 1;
+    add(a, &a->s.buckets, memest_sat_mul(memest_sat_mul(v->cfg->eng.reduce_bucket_size, e16), nb));
+}
+
+/* Gathered parameters: every unit with SHARD_GRAD_OP (kept from forward to
+ * backward), else the largest pair of neighbouring units (the one computing
+ * and the prefetched one), and FSDP's root unit throughout. */
+static void add_gathered(struct acc *a, const struct memest_rank_view *v, const struct units *u,
+                         uint64_t e16)
+{
+    const uint64_t *ug = u->gathered;
+    uint64_t most = 0, all = 0;
+    /* the prefetched unit: whole under FSDP, at most
+     * stage3_prefetch_bucket_size elements under ZeRO-3 */
+    uint64_t cap = v->flat_units ? UINT64_MAX
+                                 : memest_sat_mul(v->cfg->eng.prefetch_bucket_size, e16);
+    for (uint32_t i = 0; i < u->n; i++) {
+        uint64_t next = i + 1 < u->n ? ug[i + 1] : 0, prev = i ? ug[i - 1] : 0;
+        uint64_t ahead = (next > prev ? next : prev) < cap ? (next > prev ? next : prev) : cap;
+        uint64_t pair = ug[i] + ahead;
+        if (pair > most)
+            most = pair;
+        add(a, &all, ug[i]);
+    }
+    a->s.gathered = v->reshard_after_forward ? most : all;
+    add(a, &a->s.gathered, ug[u->n]);
+}
+
 int memest_calc_dist_states(const struct memest_run *r, const struct memest_step_cfg *cfg,
                             struct memest_dist_states *out, struct memest_error *err)
 {
@@ -58,145 +255,23 @@ int memest_calc_dist_states(const struct memest_run *r, const struct memest_step
     memset(out, 0, sizeof *out);
     if (!v)
         return 0;
-    const struct memest_optim_cfg *oc = &cfg->optim;
-    int64_t k = v->shard;
     struct acc a = {.ok = true};
-    uint32_t nn = r->g->nnodes;
-    uint32_t *unit_of = malloc(sizeof *unit_of * (nn ? nn : 1));
-    if (!unit_of)
-        return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
-    uint32_t nu = v->shard_params || v->flat_units ? memest_dist_units(r, v, unit_of) : 0;
-    if (nu == UINT32_MAX) {
-        free(unit_of);
-        return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
-    }
-    a.s.units = nu;
-    /* per unit (and the root, index nu): elements, element size, gathered bytes */
-    uint64_t *un = calloc((size_t)nu + 1, sizeof *un), *ut = calloc((size_t)nu + 1, sizeof *ut);
-    uint64_t *ug = calloc((size_t)nu + 1, sizeof *ug), *ue = calloc((size_t)nu + 1, sizeof *ue);
-    if (!un || !ut || !ug || !ue) {
-        free(unit_of), free(un), free(ut), free(ug), free(ue);
-        return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
-    }
-    uint64_t trainable = 0, grad_full = 0;
-    for (uint32_t i = 0; i < r->nparams; i++) {
-        const struct memest_param *p = &r->params[i];
-        if (p->tied_to >= 0)
-            continue;
-        uint64_t full = r->storages[p->storage].bytes, e = memest_dist_param_elem(r, p);
-        if (p->trainable) {
-            trainable += p->numel;
-            add(&a, &grad_full, full);
-        }
-        if (!v->shard_params || memest_dist_persistent(v, p)) {
-            add(&a, &a.s.params, full);
-            if (p->trainable && v->strategy == MEMEST_STRAT_ZERO3) {
-                /* a persistent parameter: whole here, its gradient reduced
-                 * into the partition like the others, its state partitioned */
-                add(&a, v->offload_optim ? &a.s.host : &a.s.grads,
-                    memest_sat_mul(memest_dist_part(p->numel, k), v->offload_optim ? 4 : e));
-            }
-            continue;
-        }
-        if (v->flat_units) {
-            uint32_t u = unit_of[p->node] == NOUNIT ? nu : unit_of[p->node];
-            un[u] += p->numel;
-            if (p->trainable)
-                ut[u] += p->numel;
-            if (!ue[u])
-                ue[u] = e;
-            add(&a, &ug[u], full);
-            continue;
-        }
-        /* ZeRO-3: the parameter padded to a multiple of the ranks and cut */
-        uint64_t part = memest_dist_part(p->numel, k);
-        add(&a, v->offload_params ? &a.s.host : &a.s.params, memest_sat_mul(part, e));
-        add(&a, &ug[unit_of[p->node] == NOUNIT ? nu : unit_of[p->node]], full);
-        if (p->trainable) {
-            add(&a, v->offload_optim ? &a.s.host : &a.s.grads,
-                memest_sat_mul(part, v->offload_optim ? 4 : e));
-        }
-    }
+    struct units u;
+    if (units_make(r, v, &u, err) != 0)
+        return -1;
+    a.s.units = u.n;
+    uint64_t trainable, grad_full;
+    add_params(&a, r, v, &u, &trainable, &grad_full);
     uint64_t e16 = memest_dist_train_elem(r);   /* DeepSpeed's 16-bit partitions */
-    uint64_t es = v->master_fp32 ? 4 : e16;   /* the optimizer state's element */
-    if (v->flat_units) {
-        /* FSDP: one FlatParameter per unit and the root; its shard is the
-         * optimizer's parameter */
-        for (uint32_t u = 0; u <= nu; u++) {
-            if (!un[u])
-                continue;
-            uint64_t part = memest_dist_part(un[u], k), pe = v->master_fp32 ? 4 : ue[u];
-            add(&a, v->offload_params ? &a.s.host : &a.s.params, memest_sat_mul(part, pe));
-            if (!ut[u])
-                continue;
-            a.s.shard_elems += part;
-            add(&a, v->offload_optim ? &a.s.host : &a.s.grads, memest_sat_mul(part, pe));
-            add_state(&a, oc, part, memest_sat_mul(part, pe), v->offload_optim);
-        }
-    } else if (v->strategy == MEMEST_STRAT_ZERO3) {
-        uint64_t part3 = memest_dist_zero_part(r, v);
-        a.s.shard_elems = part3;
-        add_state(&a, oc, part3, memest_sat_mul(part3, es), v->offload_optim);
-        if (v->master_fp32)
-            add(&a, v->offload_optim ? &a.s.host : &a.s.master, memest_sat_mul(part3, 4));
-    } else if (v->shard_optim) {
-        /* ZeRO-1/2: the flat group's partition */
-        uint64_t part = memest_dist_zero_part(r, v);
-        a.s.shard_elems = part;
-        add_state(&a, oc, part, memest_sat_mul(part, es), v->offload_optim);
-        if (v->master_fp32)
-            add(&a, v->offload_optim ? &a.s.host : &a.s.master, memest_sat_mul(part, 4));
-        if (v->shard_grads)
-            add(&a, v->offload_optim ? &a.s.host : &a.s.grads,
-                memest_sat_mul(part, v->offload_optim ? 4 : e16));
-        else {
-            add(&a, &a.s.grads, grad_full);
-            if (v->offload_optim)   /* the fp32 gradient partition CPU Adam reads */
-                add(&a, &a.s.host, memest_sat_mul(part, 4));
-        }
-    } else {
-        /* one GPU, DDP: every gradient and the whole state */
-        add(&a, &a.s.grads, grad_full);
-        struct memest_optstate os;
-        if (memest_calc_optimizer(r, oc, &os, err) != 0) {
-            free(unit_of), free(un), free(ut), free(ug), free(ue);
-            return -1;
-        }
-        a.s.optim = os.device_bytes;
-        a.s.shard_elems = trainable;
-        if (v->ddp_buckets)
-            a.s.buckets = grad_full;
+    if (add_optimizer(&a, r, &cfg->optim, v, &u, e16, trainable, grad_full, err) != 0) {
+        units_free(&u);
+        return -1;
     }
-    if (v->deepspeed) {
-        /* the reduce bucket: ZeRO-1/2's ipg_buffer (two with overlap_comm),
-         * ZeRO-3's __ipg_bucket_flat_buffer */
-        bool overlap = v->cfg->eng.overlap_comm_set ? v->cfg->eng.overlap_comm
-                                                     : v->strategy == MEMEST_STRAT_ZERO3;
-        unsigned nb = v->strategy == MEMEST_STRAT_ZERO3 ? 1
-                      : !v->cfg->eng.contiguous_gradients ? 0 : overlap ? 2 : 1;
-        add(&a, &a.s.buckets, memest_sat_mul(memest_sat_mul(v->cfg->eng.reduce_bucket_size, e16), nb));
-    }
-    /* gathered parameters: every unit with SHARD_GRAD_OP (kept from forward to
-     * backward), else the largest pair of neighbouring units (the one computing
-     * and the prefetched one), and FSDP's root unit throughout */
-    if (v->shard_params) {
-        uint64_t most = 0, all = 0;
-        /* the prefetched unit: whole under FSDP, at most
-         * stage3_prefetch_bucket_size elements under ZeRO-3 */
-        uint64_t cap = v->flat_units ? UINT64_MAX
-                                     : memest_sat_mul(v->cfg->eng.prefetch_bucket_size, e16);
-        for (uint32_t u = 0; u < nu; u++) {
-            uint64_t next = u + 1 < nu ? ug[u + 1] : 0, prev = u ? ug[u - 1] : 0;
-            uint64_t ahead = (next > prev ? next : prev) < cap ? (next > prev ? next : prev) : cap;
-            uint64_t pair = ug[u] + ahead;
-            if (pair > most)
-                most = pair;
-            add(&a, &all, ug[u]);
-        }
-        a.s.gathered = v->reshard_after_forward ? most : all;
-        add(&a, &a.s.gathered, ug[nu]);
-    }
-    free(unit_of), free(un), free(ut), free(ug), free(ue);
+    if (v->deepspeed)
+        add_reduce_bucket(&a, v, e16);
+    if (v->shard_params)
+        add_gathered(&a, v, &u, e16);
+    units_free(&u);
     add(&a, &a.s.total, a.s.params);
     add(&a, &a.s.total, a.s.grads);
     add(&a, &a.s.total, a.s.optim);

@@ -208,28 +208,16 @@ static bool later_named(const cJSON *obj, const char *name)
     return false;
 }
 
-static int expand_node(struct builder *b, const cJSON *obj, const char *npath, const char *prefix,
-                       const struct scope *sc, struct memest_strmap *names, struct memest_ref prev,
-                       int index, bool trainable, struct memest_ref *out)
+/* A node's local name: its "name", or by default its index (as
+ * nn.Sequential names children). The name goes into the scope's name map,
+ * which keeps the pointer: a default name is owned by the graph's arena,
+ * never a buffer of this frame. */
+static int node_name(struct builder *b, const cJSON *jname, const char *npath, int index,
+                     const char **out)
 {
-    if (mb_charge(b, 1, npath) != 0)
-        return -1;
-    if (!cJSON_IsObject(obj))
-        return memest_errf(b->err, MEMEST_ERR_SCHEMA, npath, "a node must be an object, got %s",
-                           mb_json_type_name(obj));
-    const cJSON *jname = cJSON_GetObjectItemCaseSensitive(obj, "name");
-    const cJSON *jtype = cJSON_GetObjectItemCaseSensitive(obj, "type");
-    const cJSON *jin = cJSON_GetObjectItemCaseSensitive(obj, "inputs");
-    const cJSON *jrep = cJSON_GetObjectItemCaseSensitive(obj, "repeat");
-    const cJSON *jif = cJSON_GetObjectItemCaseSensitive(obj, "if");
-    const cJSON *jtrain = cJSON_GetObjectItemCaseSensitive(obj, "trainable");
-    const cJSON *jtie = cJSON_GetObjectItemCaseSensitive(obj, "tie_weight");
-    const cJSON *jtie_all = cJSON_GetObjectItemCaseSensitive(obj, "tie_params");
-    /* the local name goes into the scope's name map, which keeps the
-     * pointer: a default name (the index, as nn.Sequential names children)
-     * is owned by the graph's arena, never a buffer of this frame */
     char idx[24];
     const char *name = NULL;
+    *out = NULL;
     if (jname) {
         if (!cJSON_IsString(jname))
             return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, npath, "name"),
@@ -242,37 +230,55 @@ static int expand_node(struct builder *b, const cJSON *obj, const char *npath, c
     } else if (!(name = memest_arena_strdup(&b->g->arena, mb_decimal(idx, index)))) {
         return mb_nomem(b);
     }
-    if (mb_check_comment(b, obj, npath) != 0)
+    *out = name;
+    return 0;
+}
+
+/* Whether a node's "if" (jif, may be NULL) leaves it out. */
+static int node_left_out(struct builder *b, const cJSON *jif, const struct scope *sc,
+                         const char *npath, bool *skip)
+{
+    *skip = false;
+    if (!jif)
+        return 0;
+    struct memest_expr_val cond;
+    const struct jp ifp = {npath, "if", -1};
+    if (mb_eval_number(b, jif, sc, &ifp, &cond) != 0)
         return -1;
-    char *full = memest_arena_concat(&b->g->arena, prefix, name, (char *)NULL);
-    if (!full)
-        return mb_nomem(b);
-    mb_set_ctx_node(b, full);
-    if (!cJSON_IsString(jtype))
-        return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, npath, "type"),
-                           jtype ? "\"type\" must be a string" : "node has no \"type\"");
-    const struct memest_override *type_ov;
-    const char *type = resolve_type(sc, jtype, &type_ov);
-    mb_note_read(b, type_ov);
-    /* if: evaluated first, so that a node it leaves out may read nodes it
-     * leaves out too */
-    bool skip = false;
-    if (jif) {
-        struct memest_expr_val cond;
-        const struct jp ifp = {npath, "if", -1};
-        if (mb_eval_number(b, jif, sc, &ifp, &cond) != 0)
-            return -1;
-        skip = memest_expr_real(&cond) == 0;
-    }
-    /* inputs */
-    struct memest_ref ins[MEMEST_MAX_NODE_INPUTS];
-    int nin = 0;
+    *skip = memest_expr_real(&cond) == 0;
+    return 0;
+}
+
+/* A node's "trainable" (jtrain, may be NULL): false makes *trainable
+ * false, true keeps what the enclosing block says. */
+static int node_trainable(struct builder *b, const cJSON *jtrain, const char *npath,
+                          bool *trainable)
+{
+    if (!jtrain)
+        return 0;
+    if (!cJSON_IsBool(jtrain))
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, npath, "trainable"),
+                           "\"trainable\" must be true or false");
+    *trainable = *trainable && cJSON_IsTrue(jtrain);
+    return 0;
+}
+
+/* A node's "inputs" (one name or a list of them) into ins[] and *nin;
+ * without "inputs", the previous node (prev), unless the node's type takes
+ * no input. `skip`: the node's "if" left it out, so its inputs may be left
+ * out too. */
+static int node_inputs(struct builder *b, const struct memest_strmap *names,
+                       const struct scope *sc, const cJSON *jin, const cJSON *jtype,
+                       const char *npath, struct memest_ref prev, bool skip,
+                       struct memest_ref ins[MEMEST_MAX_NODE_INPUTS], int *nin)
+{
+    *nin = 0;
     if (jin) {
         if (cJSON_IsString(jin)) {
             const struct jp ip = {npath, "inputs", -1};
             if (resolve(b, names, jin->valuestring, &ip, skip, &ins[0]) != 0)
                 return -1;
-            nin = 1;
+            *nin = 1;
         } else if (cJSON_IsArray(jin)) {
             int i = 0;
             for (const cJSON *e = jin->child; e; e = e->next, i++) {
@@ -287,44 +293,44 @@ static int expand_node(struct builder *b, const cJSON *obj, const char *npath, c
                 if (resolve(b, names, e->valuestring, &ip, skip, &ins[i]) != 0)
                     return -1;
             }
-            nin = i;
+            *nin = i;
         } else {
             return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, npath, "inputs"),
                                "\"inputs\" must be a list of node names");
         }
     } else if (prev.node != UINT32_MAX && !takes_no_input(b, sc, jtype)) {
         ins[0] = prev;
-        nin = 1;
+        *nin = 1;
     }
-    /* if */
-    if (skip) {
-        /* skipped: the node passes its first input through; one that
-         * takes no input (a zeros, a parameter, as Python's `if cond:
-         * self.bias = nn.Parameter(...)`) is absent: the next node reads
-         * the one before it, and its name stands for nothing */
-        bool nothing = nin == 0 || ins[0].node == LEFT_OUT;
-        *out = nothing ? prev : ins[0];
-        /* one of two alternatives of the same name (Python's `if tie: self.lm_head = ...
-         * else: ...`): the name is the present node's, so a left-out node does not claim
-         * a name an earlier node has or a later node of the same list takes */
-        int64_t old;
-        if (memest_strmap_get(names, name, strlen(name), &old) || later_named(obj, name))
-            return 0;
-        return mb_add_name(b, names, name,
-                           nothing ? (struct memest_ref){LEFT_OUT, 0} : ins[0], npath);
-    }
-    if (jtrain) {
-        if (!cJSON_IsBool(jtrain))
-            return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, npath, "trainable"),
-                               "\"trainable\" must be true or false");
-        trainable = trainable && cJSON_IsTrue(jtrain);
-    }
-    int64_t repeat = 1;
-    const struct jp rp = {npath, "repeat", -1};
-    const void *rep_ov = NULL;
-    if (jrep && mb_eval_int(b, jrep, sc, &rp, 1, MEMEST_MAX_NODES, &repeat, &rep_ov) != 0)
-        return -1;
-    int64_t tie = -1;
+    return 0;
+}
+
+/* A node its "if" left out: it passes its first input through; one that
+ * takes no input (a zeros, a parameter, as Python's `if cond: self.bias =
+ * nn.Parameter(...)`) is absent: the next node reads the one before it,
+ * and its name stands for nothing. */
+static int left_out_node(struct builder *b, const cJSON *obj, struct memest_strmap *names,
+                         const char *name, const char *npath, struct memest_ref prev,
+                         const struct memest_ref *ins, int nin, struct memest_ref *out)
+{
+    bool nothing = nin == 0 || ins[0].node == LEFT_OUT;
+    *out = nothing ? prev : ins[0];
+    /* one of two alternatives of the same name (Python's `if tie: self.lm_head = ...
+     * else: ...`): the name is the present node's, so a left-out node does not claim
+     * a name an earlier node has or a later node of the same list takes */
+    int64_t old;
+    if (memest_strmap_get(names, name, strlen(name), &old) || later_named(obj, name))
+        return 0;
+    return mb_add_name(b, names, name, nothing ? (struct memest_ref){LEFT_OUT, 0} : ins[0],
+                       npath);
+}
+
+/* A node's "tie_weight" or "tie_params" (at most one of them): *tie gets
+ * the earlier node it names, -1 without. */
+static int node_tie(struct builder *b, const cJSON *jtie, const cJSON *jtie_all,
+                    const char *npath, int64_t *tie)
+{
+    *tie = -1;
     if (jtie && jtie_all)
         return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, npath, "tie_params"),
                            "\"tie_params\" and \"tie_weight\" exclude each other (tie_params "
@@ -332,25 +338,128 @@ static int expand_node(struct builder *b, const cJSON *obj, const char *npath, c
     const char *tie_key = jtie_all ? "tie_params" : "tie_weight";
     if (jtie_all)
         jtie = jtie_all;
-    if (jtie) {
-        if (!cJSON_IsString(jtie))
-            return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, npath, tie_key),
-                               "\"%s\" must be the name of an earlier node", tie_key);
-        if (!memest_strmap_get(&b->fullnames, jtie->valuestring, strlen(jtie->valuestring), &tie))
-            return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, npath, tie_key),
-                               "\"%s\" is not an earlier node (use its full name, e.g. "
-                               "\"block.layer\")", jtie->valuestring);
-    }
+    if (!jtie)
+        return 0;
+    if (!cJSON_IsString(jtie))
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, npath, tie_key),
+                           "\"%s\" must be the name of an earlier node", tie_key);
+    if (!memest_strmap_get(&b->fullnames, jtie->valuestring, strlen(jtie->valuestring), tie))
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, npath, tie_key),
+                           "\"%s\" is not an earlier node (use its full name, e.g. "
+                           "\"block.layer\")", jtie->valuestring);
+    return 0;
+}
+
+/* Whether op takes nin inputs (an error at npath if not). */
+static int check_arity(struct builder *b, const struct memest_op_desc *op, int nin,
+                       const char *npath)
+{
+    if (nin >= op->min_in && (op->max_in < 0 || nin <= op->max_in))
+        return 0;
+    if (op->min_in == op->max_in)
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, npath, "%s takes %d input%s, got %d",
+                           op->name, op->min_in, op->min_in == 1 ? "" : "s", nin);
+    if (op->max_in < 0)
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, npath,
+                           "%s takes at least %d input%s, got %d", op->name, op->min_in,
+                           op->min_in == 1 ? "" : "s", nin);
+    return memest_errf(b->err, MEMEST_ERR_SCHEMA, npath, "%s takes %d to %d inputs, got %d",
+                       op->name, op->min_in, op->max_in, nin);
+}
+
+/* One copy of an op's node, called fname, reading ins[0..nin) and with the
+ * arguments obj gives it in scope rsc: *cur gets its first output. */
+static int add_op_node(struct builder *b, const struct memest_op_desc *op, const cJSON *obj,
+                       const struct scope *rsc, const char *npath, const char *fname,
+                       bool trainable, int64_t tie, bool tie_all, const struct memest_ref *ins,
+                       int nin, struct memest_ref *cur)
+{
+    if (check_arity(b, op, nin, npath) != 0)
+        return -1;
+    struct memest_node *n = mb_new_node(b, fname, npath);
+    if (!n)
+        return -1;
+    uint32_t id = b->g->nnodes - 1;
+    n->op = op;
+    n->trainable = trainable;
+    n->tie_node = tie;
+    n->tie_all = tie_all;
+    n->nin = (uint32_t)nin;
+    n->in = memest_arena_alloc(&b->g->arena, sizeof *n->in * (size_t)(nin ? nin : 1));
+    if (!n->in)
+        return mb_nomem(b);
+    memcpy(n->in, ins, sizeof *ins * (size_t)nin);
+    struct memest_argval *args;
+    if (mb_parse_args(b, op, obj, rsc, npath, &args) != 0)
+        return -1;
+    b->g->nodes[id].args = args;
+    *cur = (struct memest_ref){id, 0};
+    return 0;
+}
+
+static int expand_node(struct builder *b, const cJSON *obj, const char *npath, const char *prefix,
+                       const struct scope *sc, struct memest_strmap *names, struct memest_ref prev,
+                       int index, bool trainable, struct memest_ref *out)
+{
+    if (mb_charge(b, 1, npath) != 0)
+        return -1;
+    if (!cJSON_IsObject(obj))
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, npath, "a node must be an object, got %s",
+                           mb_json_type_name(obj));
+    const cJSON *jtype = cJSON_GetObjectItemCaseSensitive(obj, "type");
+    const cJSON *jrep = cJSON_GetObjectItemCaseSensitive(obj, "repeat");
+    const cJSON *jtie = cJSON_GetObjectItemCaseSensitive(obj, "tie_weight");
+    const cJSON *jtie_all = cJSON_GetObjectItemCaseSensitive(obj, "tie_params");
+    const char *name = NULL;
+    if (node_name(b, cJSON_GetObjectItemCaseSensitive(obj, "name"), npath, index, &name) != 0)
+        return -1;
+    if (mb_check_comment(b, obj, npath) != 0)
+        return -1;
+    char *full = memest_arena_concat(&b->g->arena, prefix, name, (char *)NULL);
+    if (!full)
+        return mb_nomem(b);
+    mb_set_ctx_node(b, full);
+    if (!cJSON_IsString(jtype))
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, npath, "type"),
+                           jtype ? "\"type\" must be a string" : "node has no \"type\"");
+    const struct memest_override *type_ov;
+    const char *type = resolve_type(sc, jtype, &type_ov);
+    mb_note_read(b, type_ov);
+    /* if: evaluated first, so that a node it leaves out may read nodes it
+     * leaves out too */
+    bool skip;
+    if (node_left_out(b, cJSON_GetObjectItemCaseSensitive(obj, "if"), sc, npath, &skip) != 0)
+        return -1;
+    struct memest_ref ins[MEMEST_MAX_NODE_INPUTS];
+    int nin;
+    if (node_inputs(b, names, sc, cJSON_GetObjectItemCaseSensitive(obj, "inputs"), jtype, npath,
+                    prev, skip, ins, &nin) != 0)
+        return -1;
+    if (skip)
+        return left_out_node(b, obj, names, name, npath, prev, ins, nin, out);
+    if (node_trainable(b, cJSON_GetObjectItemCaseSensitive(obj, "trainable"), npath,
+                       &trainable) != 0)
+        return -1;
+    int64_t repeat = 1;
+    const struct jp rp = {npath, "repeat", -1};
+    const void *rep_ov = NULL;
+    if (jrep && mb_eval_int(b, jrep, sc, &rp, 1, MEMEST_MAX_NODES, &repeat, &rep_ov) != 0)
+        return -1;
+    int64_t tie;
+    if (node_tie(b, jtie, jtie_all, npath, &tie) != 0)
+        return -1;
     const cJSON *blockdef = mb_find_block(b, type);
     const struct memest_op_desc *op = blockdef ? NULL : memest_op_find(type);
     if (!blockdef && !op) {
         unknown_type(b, type, mb_path_join(b, npath, "type"));
         return mb_blame(b, type_ov);
     }
-    if (blockdef && jtie)
+    if (blockdef && (jtie || jtie_all)) {
+        const char *tie_key = jtie_all ? "tie_params" : "tie_weight";
         return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, npath, tie_key),
                            "\"%s\" is for layers with %s, not blocks", tie_key,
                            jtie_all ? "parameters" : "a weight");
+    }
 
     struct memest_ref cur = nin ? ins[0] : (struct memest_ref){UINT32_MAX, 0};
     struct var rv = {.name = "repeat_index", .kind = V_NUM};
@@ -376,38 +485,9 @@ static int expand_node(struct builder *b, const cJSON *obj, const char *npath, c
                                 nin, trainable, &cur) != 0)
                 return -1;
             mb_set_ctx_node(b, fname);
-        } else {
-            if (nin < op->min_in || (op->max_in >= 0 && nin > op->max_in)) {
-                if (op->min_in == op->max_in)
-                    return memest_errf(b->err, MEMEST_ERR_SCHEMA, npath,
-                                       "%s takes %d input%s, got %d", op->name, op->min_in,
-                                       op->min_in == 1 ? "" : "s", nin);
-                if (op->max_in < 0)
-                    return memest_errf(b->err, MEMEST_ERR_SCHEMA, npath,
-                                       "%s takes at least %d input%s, got %d", op->name,
-                                       op->min_in, op->min_in == 1 ? "" : "s", nin);
-                return memest_errf(b->err, MEMEST_ERR_SCHEMA, npath,
-                                   "%s takes %d to %d inputs, got %d", op->name, op->min_in,
-                                   op->max_in, nin);
-            }
-            struct memest_node *n = mb_new_node(b, fname, npath);
-            if (!n)
-                return -1;
-            uint32_t id = b->g->nnodes - 1;
-            n->op = op;
-            n->trainable = trainable;
-            n->tie_node = tie;
-            n->tie_all = jtie_all != NULL;
-            n->nin = (uint32_t)nin;
-            n->in = memest_arena_alloc(&b->g->arena, sizeof *n->in * (size_t)(nin ? nin : 1));
-            if (!n->in)
-                return mb_nomem(b);
-            memcpy(n->in, ins, sizeof *ins * (size_t)nin);
-            struct memest_argval *args;
-            if (mb_parse_args(b, op, obj, &rsc, npath, &args) != 0)
-                return -1;
-            b->g->nodes[id].args = args;
-            cur = (struct memest_ref){id, 0};
+        } else if (add_op_node(b, op, obj, &rsc, npath, fname, trainable, tie, jtie_all != NULL,
+                               ins, nin, &cur) != 0) {
+            return -1;
         }
     }
     b->scale_ov = outer_scale;

@@ -213,16 +213,28 @@ static int attention_sdpa(struct memest_ictx *c, const struct mha *m)
     return 0;
 }
 
-static int infer_mha(struct memest_ictx *c)
+/* MultiheadAttention's inputs as multi_head_attention_forward checks them
+ * (_mha_shape_check and the asserts after it): sequence-first geometries
+ * and sizes, heads, kdim and vdim, a causal mask. */
+struct mha_in {
+    int nin, iq, ik, iv;
+    bool batched, bf;
+    struct memest_shape gq, gk, gv;   /* query, key, value seen sequence first */
+    int64_t L, N, E, S, H, kdim, vdim;
+    enum memest_dtype dt;
+    bool causal;
+};
+
+static int mha_shape_check(struct memest_ictx *c, struct mha_in *a)
 {
-    int nin = memest_in_count(c);
+    int nin = a->nin = memest_in_count(c);
     if (nin == 2)
         return memest_fail(c, "expects 1 input (self-attention) or 3 (query, key, value), got 2");
-    int iq = 0, ik = nin == 3 ? 1 : 0, iv = nin == 3 ? 2 : 0;
+    int iq = a->iq = 0, ik = a->ik = nin == 3 ? 1 : 0, iv = a->iv = nin == 3 ? 2 : 0;
     for (int i = 0; i < nin; i++)
         if (need_float(c, i) != 0)
             return -1;
-    enum memest_dtype dt = memest_in_dtype(c, 0);
+    enum memest_dtype dt = a->dt = memest_in_dtype(c, 0);
     for (int i = 1; i < nin; i++)
         if (memest_in_dtype(c, i) != dt)
             return memest_fail(c, "query, key and value must have the same dtype");
@@ -236,12 +248,12 @@ static int infer_mha(struct memest_ictx *c)
             return memest_fail(c, "for a %d-D query, key and value must be %d-D too, got %s and "
                                   "%s",
                                qs->ndim, qs->ndim, IN_STR(c, ik), IN_STR(c, iv));
-    bool batched = qs->ndim == 3, bf = batched && memest_arg_bool(c, MHA_BATCH_FIRST);
-    struct memest_shape gq, gk, gv;
+    a->batched = qs->ndim == 3;
+    a->bf = a->batched && memest_arg_bool(c, MHA_BATCH_FIRST);
     int64_t L, N, E, S, Nk, Ek, Sv, Nv, Ev;
-    seq_first_geom(c, iq, bf, &gq, &L, &N, &E);
-    seq_first_geom(c, ik, bf, &gk, &S, &Nk, &Ek);
-    seq_first_geom(c, iv, bf, &gv, &Sv, &Nv, &Ev);
+    seq_first_geom(c, iq, a->bf, &a->gq, &L, &N, &E);
+    seq_first_geom(c, ik, a->bf, &a->gk, &S, &Nk, &Ek);
+    seq_first_geom(c, iv, a->bf, &a->gv, &Sv, &Nv, &Ev);
 
     const struct memest_argval *ae = memest_arg(c, MHA_EMBED), *akd = memest_arg(c, MHA_KDIM),
                                *avd = memest_arg(c, MHA_VDIM);
@@ -276,11 +288,18 @@ static int infer_mha(struct memest_ictx *c)
         return memest_fail(c, "a causal attn_mask needs equal query and key lengths, got %lld "
                               "and %lld",
                            (long long)L, (long long)S);
-    bool same = kdim == E && vdim == E, bias = memest_arg_bool(c, MHA_BIAS);
-    bool bias_kv = memest_arg_bool(c, MHA_BIAS_KV), zero_attn = memest_arg_bool(c, MHA_ZERO_ATTN);
+    a->L = L, a->N = N, a->E = E, a->S = S, a->H = H, a->kdim = kdim, a->vdim = vdim;
+    a->causal = causal;
+    return 0;
+}
 
-    /* parameters, in named_parameters() order */
-    int64_t w3[2] = {3 * E, E}, wq[2] = {E, E}, wk[2] = {E, kdim}, wv[2] = {E, vdim},
+/* MultiheadAttention's parameters, in named_parameters() order: one
+ * in_proj_weight when kdim and vdim are embed_dim (`same`), else three. */
+static int mha_params(struct memest_ictx *c, const struct mha_in *a, bool same, bool bias,
+                      bool bias_kv)
+{
+    int64_t E = a->E;
+    int64_t w3[2] = {3 * E, E}, wq[2] = {E, E}, wk[2] = {E, a->kdim}, wv[2] = {E, a->vdim},
             b3 = 3 * E, bkv[3] = {1, 1, E};
     if (same) {
         if (memest_param(c, "in_proj_weight", 2, w3) != 0)
@@ -299,6 +318,56 @@ static int infer_mha(struct memest_ictx *c)
         return -1;
     if (bias && memest_param(c, "out_proj.bias", 1, &E) != 0)
         return -1;
+    return 0;
+}
+
+/* MultiheadAttention's outputs: attn_output, and with need_weights the
+ * attention weights [N, (H,) L, S2] (averaged over the heads with
+ * average_attn_weights). */
+static int mha_outputs(struct memest_ictx *c, const struct mha_in *a, int64_t S2, bool need_w,
+                       bool avg)
+{
+    int64_t o[3];
+    int nd = 0;
+    if (a->batched) {
+        o[nd++] = a->bf ? a->N : a->L;
+        o[nd++] = a->bf ? a->L : a->N;
+    } else {
+        o[nd++] = a->L;
+    }
+    o[nd++] = a->E;
+    if (memest_out_new(c, nd, o, a->dt) < 0)
+        return -1;
+    if (need_w) {
+        int64_t w[4];
+        int nw = 0;
+        if (a->batched)
+            w[nw++] = a->N;
+        if (!avg)
+            w[nw++] = a->H;
+        w[nw++] = a->L;
+        w[nw++] = S2;
+        if (memest_out_new(c, nw, w, a->dt) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int infer_mha(struct memest_ictx *c)
+{
+    struct mha_in a;
+    if (mha_shape_check(c, &a) != 0)
+        return -1;
+    int nin = a.nin, iq = a.iq, ik = a.ik, iv = a.iv;
+    int64_t L = a.L, N = a.N, E = a.E, S = a.S, H = a.H, kdim = a.kdim, vdim = a.vdim;
+    enum memest_dtype dt = a.dt;
+    bool causal = a.causal;
+    bool same = kdim == E && vdim == E, bias = memest_arg_bool(c, MHA_BIAS);
+    bool bias_kv = memest_arg_bool(c, MHA_BIAS_KV), zero_attn = memest_arg_bool(c, MHA_ZERO_ATTN);
+
+    /* parameters, in named_parameters() order */
+    if (mha_params(c, &a, same, bias, bias_kv) != 0)
+        return -1;
 
     bool wq_tr = memest_param_trainable(c, same ? "in_proj_weight" : "q_proj_weight");
     bool wk_tr = memest_param_trainable(c, same ? "in_proj_weight" : "k_proj_weight");
@@ -315,38 +384,17 @@ static int infer_mha(struct memest_ictx *c)
 
     /* outputs */
     bool need_w = memest_arg_bool(c, MHA_NEED_WEIGHTS), avg = memest_arg_bool(c, MHA_AVERAGE);
-    int64_t o[3];
-    int nd = 0;
-    if (batched) {
-        o[nd++] = bf ? N : L;
-        o[nd++] = bf ? L : N;
-    } else {
-        o[nd++] = L;
-    }
-    o[nd++] = E;
-    if (memest_out_new(c, nd, o, dt) < 0)
+    if (mha_outputs(c, &a, S2, need_w, avg) != 0)
         return -1;
     bool w_is_out = need_w && !avg; /* output 1 is the attention tensor itself */
-    if (need_w) {
-        int64_t w[4];
-        int nw = 0;
-        if (batched)
-            w[nw++] = N;
-        if (!avg)
-            w[nw++] = H;
-        w[nw++] = L;
-        w[nw++] = S2;
-        if (memest_out_new(c, nw, w, dt) < 0)
-            return -1;
-    }
 
     /* saved tensors */
     double p = memest_arg_float(c, MHA_DROPOUT);
     int64_t fq[2] = {L * N, E}, fk[2] = {S * N, kdim}, fv[2] = {S * N, vdim};
-    if (save_geom_reshaped(c, iq, &gq, 2, fq, wq_tr) != 0)
+    if (save_geom_reshaped(c, iq, &a.gq, 2, fq, wq_tr) != 0)
         return -1;
-    if (nin == 3 && (save_geom_reshaped(c, ik, &gk, 2, fk, wk_tr) != 0 ||
-                     save_geom_reshaped(c, iv, &gv, 2, fv, wv_tr) != 0))
+    if (nin == 3 && (save_geom_reshaped(c, ik, &a.gk, 2, fk, wk_tr) != 0 ||
+                     save_geom_reshaped(c, iv, &a.gv, 2, fv, wv_tr) != 0))
         return -1;
     struct mha m = {.L = L, .N = N, .E = E, .S = S, .S2 = S2, .H = H, .dt = dt, .p = p,
                     .inner = inner, .causal = causal, .wo_tr = wo_tr, .w_is_out = w_is_out,

@@ -66,35 +66,15 @@ static const struct memest_argspec convt3d_args[] = {CONVT_ARGS(3)};
 static const char *const layout_name[] = {"", "(N, C, L)", "(N, C, H, W)", "(N, C, D, H, W)"};
 static const char *const unbatched_name[] = {"", "(C, L)", "(C, H, W)", "(C, D, H, W)"};
 
-static int infer_conv_nd(struct memest_ictx *c, int D, bool transposed)
+/* A convolution's output spatial sizes into osz (D of them) from the
+ * input s (channels at dim cd), kernel k, stride st, padding pad, dilation
+ * dil and padding mode pmode, with ConvNd's and ConvTransposeNd's checks;
+ * a transposed one adds output_padding. */
+static int conv_out_sizes(struct memest_ictx *c, int D, bool transposed,
+                          const struct memest_shape *s, int cd, const int64_t *k,
+                          const int64_t *st, const int64_t *pad, const int64_t *dil,
+                          const char *pmode, int64_t *osz)
 {
-    const struct memest_shape s_in = *memest_in_shape(c, 0), *s = &s_in;
-    if (s->ndim != D + 2 && s->ndim != D + 1)
-        return memest_fail(c, "expects a %d-D %s input or a %d-D unbatched %s one, got %s", D + 2,
-                           layout_name[D], D + 1, unbatched_name[D], IN_STR(c, 0));
-    if (need_float(c, 0) != 0)
-        return -1;
-    bool batched = s->ndim == D + 2;
-    int cd = batched ? 1 : 0; /* channel dim */
-    int64_t n = batched ? s->size[0] : 1, cin = s->size[cd];
-    const struct memest_argval *ain = memest_arg(c, CV_IN_CH);
-    if (!ain->none && ain->v[0] != cin)
-        return memest_fail(c, "in_channels is %lld but the input has %lld channels",
-                           (long long)ain->v[0], (long long)cin);
-    int64_t cout = memest_arg_int(c, CV_OUT_CH), groups = memest_arg_int(c, CV_GROUPS);
-    if (cin % groups != 0)
-        return memest_fail(c, "in_channels (%lld) must be divisible by groups (%lld)",
-                           (long long)cin, (long long)groups);
-    if (cout % groups != 0)
-        return memest_fail(c, "out_channels (%lld) must be divisible by groups (%lld)",
-                           (long long)cout, (long long)groups);
-    const int64_t *k = memest_arg(c, CV_KERNEL)->v, *st = memest_arg(c, CV_STRIDE)->v,
-                  *pad = memest_arg(c, CV_PADDING)->v, *dil = memest_arg(c, CV_DILATION)->v;
-    const char *pmode = transposed ? "zeros" : memest_arg(c, CV_PADDING_MODE)->s;
-    bool zeros = strcmp(pmode, "zeros") == 0;
-
-    /* output spatial sizes */
-    int64_t osz[3];
     for (int i = 0; i < D; i++) {
         int64_t in = s->size[cd + 1 + i], ek; /* ek: dilated kernel extent - 1 */
         if (!mul_i64(dil[i], k[i] - 1, &ek) || ek >= MEMEST_DIM_MAX)
@@ -135,6 +115,40 @@ static int infer_conv_nd(struct memest_ictx *c, int D, bool transposed)
                                    (long long)osz[i], i);
         }
     }
+    return 0;
+}
+
+static int infer_conv_nd(struct memest_ictx *c, int D, bool transposed)
+{
+    const struct memest_shape s_in = *memest_in_shape(c, 0), *s = &s_in;
+    if (s->ndim != D + 2 && s->ndim != D + 1)
+        return memest_fail(c, "expects a %d-D %s input or a %d-D unbatched %s one, got %s", D + 2,
+                           layout_name[D], D + 1, unbatched_name[D], IN_STR(c, 0));
+    if (need_float(c, 0) != 0)
+        return -1;
+    bool batched = s->ndim == D + 2;
+    int cd = batched ? 1 : 0; /* channel dim */
+    int64_t n = batched ? s->size[0] : 1, cin = s->size[cd];
+    const struct memest_argval *ain = memest_arg(c, CV_IN_CH);
+    if (!ain->none && ain->v[0] != cin)
+        return memest_fail(c, "in_channels is %lld but the input has %lld channels",
+                           (long long)ain->v[0], (long long)cin);
+    int64_t cout = memest_arg_int(c, CV_OUT_CH), groups = memest_arg_int(c, CV_GROUPS);
+    if (cin % groups != 0)
+        return memest_fail(c, "in_channels (%lld) must be divisible by groups (%lld)",
+                           (long long)cin, (long long)groups);
+    if (cout % groups != 0)
+        return memest_fail(c, "out_channels (%lld) must be divisible by groups (%lld)",
+                           (long long)cout, (long long)groups);
+    const int64_t *k = memest_arg(c, CV_KERNEL)->v, *st = memest_arg(c, CV_STRIDE)->v,
+                  *pad = memest_arg(c, CV_PADDING)->v, *dil = memest_arg(c, CV_DILATION)->v;
+    const char *pmode = transposed ? "zeros" : memest_arg(c, CV_PADDING_MODE)->s;
+    bool zeros = strcmp(pmode, "zeros") == 0;
+
+    /* output spatial sizes */
+    int64_t osz[3];
+    if (conv_out_sizes(c, D, transposed, s, cd, k, st, pad, dil, pmode, osz) != 0)
+        return -1;
 
     /* parameters */
     int64_t w[5];

@@ -92,6 +92,103 @@ static const char *const rnn_names[RNN_MAX_LAYERS][2][5] = {
     RNN_NAMES(60), RNN_NAMES(61), RNN_NAMES(62), RNN_NAMES(63),
 };
 
+/* An RNN module's sizes: T steps of B sequences of `in` features, L
+ * layers of D directions, hidden size H (Hr of h: proj_size P, else H), G
+ * gates (GH = G * H), a layer's output DHr = D * Hr. */
+struct rnn {
+    enum cell cell;
+    int64_t T, B, in, H, L, P, Hr, GH, DHr;
+    int D;
+    bool bias;
+    enum memest_dtype dt;
+};
+
+/* The parameters, in PyTorch's order (layer, direction; weight_ih,
+ * weight_hh, bias_ih, bias_hh, weight_hr). */
+static int rnn_params(struct memest_ictx *c, const struct rnn *R)
+{
+    int64_t GH = R->GH;
+    for (int64_t l = 0; l < R->L; l++) {
+        int64_t in_l = l == 0 ? R->in : R->DHr;
+        for (int d = 0; d < R->D; d++) {
+            const char *const *nm = rnn_names[l][d];
+            int64_t wih[2] = {GH, in_l}, whh[2] = {GH, R->Hr}, whr[2] = {R->P, R->H};
+            if (memest_param(c, nm[PN_W_IH], 2, wih) != 0 ||
+                memest_param(c, nm[PN_W_HH], 2, whh) != 0)
+                return -1;
+            if (R->bias && (memest_param(c, nm[PN_B_IH], 1, &GH) != 0 ||
+                            memest_param(c, nm[PN_B_HH], 1, &GH) != 0))
+                return -1;
+            if (R->P > 0 && memest_param(c, nm[PN_W_HR], 2, whr) != 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* The outputs: output, h_n (, c_n), batch first with bf. */
+static int rnn_outputs(struct memest_ictx *c, const struct rnn *R, bool batched, bool bf)
+{
+    int64_t T = R->T, B = R->B, LD = R->L * R->D;
+    int64_t o[3], h[3], cn[3];
+    if (batched) {
+        o[0] = bf ? B : T, o[1] = bf ? T : B, o[2] = R->DHr;
+        h[0] = LD, h[1] = B, h[2] = R->Hr;
+        cn[0] = LD, cn[1] = B, cn[2] = R->H;
+    } else {
+        o[0] = T, o[1] = R->DHr;
+        h[0] = LD, h[1] = R->Hr;
+        cn[0] = LD, cn[1] = R->H;
+    }
+    int nd = batched ? 3 : 2;
+    if (memest_out_new(c, nd, o, R->dt) < 0 || memest_out_new(c, nd, h, R->dt) < 0)
+        return -1;
+    if (R->cell == CELL_LSTM && memest_out_new(c, nd, cn, R->dt) < 0)
+        return -1;
+    return 0;
+}
+
+/* What one direction of one layer (its parameters named nm) saves: the
+ * cuDNN cell's gates, workspace and states; w_hh, w_hr: those weights are
+ * trainable; inner: autograd records inside; rg_x: the layer's input
+ * needs a gradient. */
+static int rnn_direction_saves(struct memest_ictx *c, const struct rnn *R,
+                               const char *const *nm, bool w_hh, bool w_hr, bool inner,
+                               bool rg_x)
+{
+    int64_t T = R->T, B = R->B, H = R->H;
+    enum memest_dtype dt = R->dt;
+    int64_t gates[3] = {T, B, R->GH}, hs[3] = {T, B, H}, hprev[3] = {T - 1, B, R->Hr};
+    int rc = 0;
+    if (R->cell == CELL_LSTM) {
+        rc = save_new_if(c, 3, gates, dt);                 /* input_gates */
+        rc = rc ? rc : save_new_if(c, 3, gates, dt);       /* hidden_gates */
+        rc = rc ? rc : save_new_if(c, 3, gates, dt);       /* workspace */
+        rc = rc ? rc : save_new_if(c, 3, hs, dt);          /* cy */
+        if (w_hh && T > 1)
+            rc = rc ? rc : save_new_if(c, 3, hprev, dt);   /* h_{t-1} */
+        if (w_hr)
+            rc = rc ? rc : save_new_if(c, 3, hs, dt);      /* hy before W_hr */
+    } else if (R->cell == CELL_GRU) {
+        int64_t ws[3] = {T, B, 5 * H};
+        rc = save_new_if(c, 3, gates, dt);                 /* input_gates */
+        rc = rc ? rc : save_new_if(c, 3, gates, dt);       /* hidden_gates */
+        rc = rc ? rc : save_new_if(c, 3, ws, dt);          /* workspace */
+        if (T > 1)
+            rc = rc ? rc : save_new_if(c, 3, hprev, dt);   /* h_{t-1} */
+    } else {
+        rc = save_new_if(c, 3, hs, dt); /* each step's result */
+    }
+    /* under autocast the cells and products read fp16/bf16 weight
+     * copies: W_hh's is saved for h's gradient, W_ih's for the
+     * input's */
+    if (rc == 0 && inner)
+        rc = memest_save_param(c, nm[PN_W_HH]);
+    if (rc == 0 && rg_x)
+        rc = memest_save_param(c, nm[PN_W_IH]);
+    return rc != 0 ? -1 : 0;
+}
+
 static int infer_rnn_any(struct memest_ictx *c, enum cell cell)
 {
     static const char *const cell_name[] = {"LSTM", "GRU", "RNN"};
@@ -126,38 +223,14 @@ static int infer_rnn_any(struct memest_ictx *c, enum cell cell)
     enum memest_dtype dt = memest_in_dtype(c, 0);
 
     /* parameters, in PyTorch's order */
-    for (int64_t l = 0; l < L; l++) {
-        int64_t in_l = l == 0 ? in : DHr;
-        for (int d = 0; d < D; d++) {
-            const char *const *nm = rnn_names[l][d];
-            int64_t wih[2] = {GH, in_l}, whh[2] = {GH, Hr}, whr[2] = {P, H};
-            if (memest_param(c, nm[PN_W_IH], 2, wih) != 0 ||
-                memest_param(c, nm[PN_W_HH], 2, whh) != 0)
-                return -1;
-            if (bias && (memest_param(c, nm[PN_B_IH], 1, &GH) != 0 ||
-                         memest_param(c, nm[PN_B_HH], 1, &GH) != 0))
-                return -1;
-            if (P > 0 && memest_param(c, nm[PN_W_HR], 2, whr) != 0)
-                return -1;
-        }
-    }
+    struct rnn R = {.cell = cell, .T = T, .B = B, .in = in, .H = H, .L = L, .P = P, .Hr = Hr,
+                    .GH = GH, .DHr = DHr, .D = D, .bias = bias, .dt = dt};
+    if (rnn_params(c, &R) != 0)
+        return -1;
 
     /* outputs: output, h_n (, c_n) */
     int64_t LD = L * D;
-    int64_t o[3], h[3], cn[3];
-    if (batched) {
-        o[0] = bf ? B : T, o[1] = bf ? T : B, o[2] = DHr;
-        h[0] = LD, h[1] = B, h[2] = Hr;
-        cn[0] = LD, cn[1] = B, cn[2] = H;
-    } else {
-        o[0] = T, o[1] = DHr;
-        h[0] = LD, h[1] = Hr;
-        cn[0] = LD, cn[1] = H;
-    }
-    int nd = batched ? 3 : 2;
-    if (memest_out_new(c, nd, o, dt) < 0 || memest_out_new(c, nd, h, dt) < 0)
-        return -1;
-    if (cell == CELL_LSTM && memest_out_new(c, nd, cn, dt) < 0)
+    if (rnn_outputs(c, &R, batched, bf) != 0)
         return -1;
 
     /* saved tensors */
@@ -193,40 +266,11 @@ static int infer_rnn_any(struct memest_ictx *c, enum cell cell)
                 return -1;
         }
         for (int d = 0; d < D; d++) {
-            const char *const *nm = rnn_names[l][d];
             /* each parameter has the module's flag (none can be tied: only
              * a "weight" can), so no search by name per layer */
             bool w_ih = train, w_hh = train, w_hr = P > 0 && train;
-            int64_t gates[3] = {T, B, GH}, hs[3] = {T, B, H}, hprev[3] = {T - 1, B, Hr};
-            int rc = 0;
-            if (cell == CELL_LSTM) {
-                rc = save_new_if(c, 3, gates, dt);                 /* input_gates */
-                rc = rc ? rc : save_new_if(c, 3, gates, dt);       /* hidden_gates */
-                rc = rc ? rc : save_new_if(c, 3, gates, dt);       /* workspace */
-                rc = rc ? rc : save_new_if(c, 3, hs, dt);          /* cy */
-                if (w_hh && T > 1)
-                    rc = rc ? rc : save_new_if(c, 3, hprev, dt);   /* h_{t-1} */
-                if (w_hr)
-                    rc = rc ? rc : save_new_if(c, 3, hs, dt);      /* hy before W_hr */
-            } else if (cell == CELL_GRU) {
-                int64_t ws[3] = {T, B, 5 * H};
-                rc = save_new_if(c, 3, gates, dt);                 /* input_gates */
-                rc = rc ? rc : save_new_if(c, 3, gates, dt);       /* hidden_gates */
-                rc = rc ? rc : save_new_if(c, 3, ws, dt);          /* workspace */
-                if (T > 1)
-                    rc = rc ? rc : save_new_if(c, 3, hprev, dt);   /* h_{t-1} */
-            } else {
-                rc = save_new_if(c, 3, hs, dt); /* each step's result */
-            }
-            /* under autocast the cells and products read fp16/bf16 weight
-             * copies: W_hh's is saved for h's gradient, W_ih's for the
-             * input's */
-            bool rg_x = l == 0 ? in_rg : inner;
-            if (rc == 0 && inner)
-                rc = memest_save_param(c, nm[PN_W_HH]);
-            if (rc == 0 && rg_x)
-                rc = memest_save_param(c, nm[PN_W_IH]);
-            if (rc != 0)
+            if (rnn_direction_saves(c, &R, rnn_names[l][d], w_hh, w_hr, inner,
+                                    l == 0 ? in_rg : inner) != 0)
                 return -1;
             double ih = (double)T * (double)B * (double)GH * (double)in_l;
             double hh = (double)T * (double)B * (double)GH * (double)Hr;

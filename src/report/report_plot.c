@@ -111,27 +111,37 @@ static uint64_t tick_step(uint64_t max)
     return max / 5 + 1;
 }
 
-int memest_plot_write_svg(FILE *f, const struct memest_timeline *tl, const struct memest_graph *g,
-                          const struct memest_peak *peak, const char *what)
+/* The y scale: bytes -> pixel row. */
+struct yscale {
+    uint64_t step, top;      /* the ticks' step, the top of the axis */
+    double per_byte;
+};
+
+static double ypos(const struct yscale *ys, uint64_t v)
+{
+    return (double)MT + (double)PH - (double)v * ys->per_byte;
+}
+
+/* The pixel columns of the timeline (PW of them) and the x map: the
+ * setup's allocations get a narrow strip, the teardown none; *ymax the
+ * highest allocated or reserved bytes (at least 1). */
+static void fill_columns(const struct memest_timeline *tl, struct col *cols, struct xmap *xm,
+                         uint64_t *ymax)
 {
     size_t n = tl->n;
-    struct col *cols = calloc(PW, sizeof *cols);
-    if (!cols)
-        return -1;
-    /* x: the setup's allocations get a narrow strip, the teardown none */
-    struct xmap xm = {0, n, 0};
-    while (xm.s_end < n && tl->ev[xm.s_end].phase == MEMEST_PH_SETUP)
-        xm.s_end++;
-    while (xm.t_start > xm.s_end && tl->ev[xm.t_start - 1].phase == MEMEST_PH_TEARDOWN)
-        xm.t_start--;
-    xm.setup_w = xm.s_end > 0 ? PW / 20 : 0;
+    *xm = (struct xmap){0, n, 0};
+    while (xm->s_end < n && tl->ev[xm->s_end].phase == MEMEST_PH_SETUP)
+        xm->s_end++;
+    while (xm->t_start > xm->s_end && tl->ev[xm->t_start - 1].phase == MEMEST_PH_TEARDOWN)
+        xm->t_start--;
+    xm->setup_w = xm->s_end > 0 ? PW / 20 : 0;
     struct memest_live live = {0};
-    uint64_t ymax = 1;
-    for (size_t i = 0; i < xm.t_start; i++) {
+    *ymax = 1;
+    for (size_t i = 0; i < xm->t_start; i++) {
         const struct memest_event *e = &tl->ev[i];
         memest_live_apply(&live, e, MEMEST_LIVE_BLOCKS);
         uint64_t total = live.total;
-        struct col *k = &cols[xpos(&xm, i)];
+        struct col *k = &cols[xpos(xm, i)];
         uint64_t res = (uint64_t)e->reserved * MEMEST_TIMELINE_RESERVED_UNIT;
         if (!k->used || total > k->total) {
             memcpy(k->cat, live.cat, sizeof live.cat);
@@ -141,20 +151,21 @@ int memest_plot_write_svg(FILE *f, const struct memest_timeline *tl, const struc
         if (res > k->reserved)
             k->reserved = res;
         k->used = true;
-        if (total > ymax)
-            ymax = total;
-        if (res > ymax)
-            ymax = res;
+        if (total > *ymax)
+            *ymax = total;
+        if (res > *ymax)
+            *ymax = res;
     }
     for (int x = 1; x < PW; x++)   /* columns no event maps to repeat their left neighbour */
         if (!cols[x].used && cols[x - 1].used) {
             cols[x] = cols[x - 1];
         }
-    uint64_t step = tick_step(ymax);
-    uint64_t ytop = (ymax + step - 1) / step * step;
-    double ys = (double)PH / (double)ytop;
-#define YPOS(v) ((double)MT + (double)PH - (double)(v) * ys)
+}
 
+/* The SVG's opening, its background and the title: the model's name and
+ * what (may be NULL). */
+static void svg_head(FILE *f, const struct memest_graph *g, const char *what)
+{
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
                "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" "
@@ -168,8 +179,12 @@ int memest_plot_write_svg(FILE *f, const struct memest_timeline *tl, const struc
         memest_esc_xml(f, what, TITLE_CHARS);
     }
     fputs("</text>\n", f);
+}
 
-    /* phases */
+/* The phases: a band of its color for each run of columns, named where
+ * there is room. */
+static void svg_phases(FILE *f, const struct col *cols)
+{
     int x0 = 0;
     for (int x = 1; x <= PW; x++) {
         if (x < PW && cols[x].phase == cols[x0].phase)
@@ -182,25 +197,29 @@ int memest_plot_write_svg(FILE *f, const struct memest_timeline *tl, const struc
                     ML + (x0 + x) / 2, MT - 6, memest_phase_name((enum memest_phase)ph));
         x0 = x;
     }
+}
 
-    /* grid and y axis */
-    for (uint64_t v = 0; v <= ytop; v += step) {
+/* The grid and the y axis' labels. */
+static void svg_grid(FILE *f, const struct yscale *ys)
+{
+    for (uint64_t v = 0; v <= ys->top; v += ys->step) {
         char b[32];
-        double y = YPOS(v);
+        double y = ypos(ys, v);
         fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", ML, y,
                 ML + PW, y);
         fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", ML - 6, y + 4,
                 memest_fmt_bytes(v, b, sizeof b));
-        if (step == 0)
+        if (ys->step == 0)
             break;
     }
+}
 
-    /* stacked areas, bottom category first */
+/* The stacked areas, bottom category first; -1 out of memory. */
+static int svg_areas(FILE *f, const struct col *cols, const struct yscale *ys)
+{
     uint64_t *below = calloc(PW, sizeof *below);
-    if (!below) {
-        free(cols);
+    if (!below)
         return -1;
-    }
     for (int c = 0; c < MEMEST_CAT_COUNT; c++) {
         bool any = false;
         for (int x = 0; x < PW && !any; x++)
@@ -209,21 +228,28 @@ int memest_plot_write_svg(FILE *f, const struct memest_timeline *tl, const struc
             continue;
         fprintf(f, "<polygon fill=\"%s\" stroke=\"none\" points=\"", colors[c]);
         for (int x = 0; x < PW; x++)
-            fprintf(f, "%d,%.1f %d,%.1f ", ML + x, YPOS(below[x] + cols[x].cat[c]), ML + x + 1,
-                    YPOS(below[x] + cols[x].cat[c]));
+            fprintf(f, "%d,%.1f %d,%.1f ", ML + x, ypos(ys, below[x] + cols[x].cat[c]),
+                    ML + x + 1, ypos(ys, below[x] + cols[x].cat[c]));
         for (int x = PW; x-- > 0;)
-            fprintf(f, "%d,%.1f %d,%.1f ", ML + x + 1, YPOS(below[x]), ML + x, YPOS(below[x]));
+            fprintf(f, "%d,%.1f %d,%.1f ", ML + x + 1, ypos(ys, below[x]), ML + x,
+                    ypos(ys, below[x]));
         fputs("\"/>\n", f);
         for (int x = 0; x < PW; x++)
             below[x] += cols[x].cat[c];
     }
     free(below);
+    return 0;
+}
 
-    /* reserved */
+/* The reserved bytes' dashed line, the axes and the x axis' label
+ * (nevents: the events drawn). */
+static void svg_reserved_axes(FILE *f, const struct col *cols, const struct yscale *ys,
+                              size_t nevents)
+{
     fputs("<polyline fill=\"none\" stroke=\"#333\" stroke-width=\"1.5\" stroke-dasharray=\"6,3\" "
           "points=\"", f);
     for (int x = 0; x < PW; x++)
-        fprintf(f, "%d,%.1f ", ML + x, YPOS(cols[x].reserved));
+        fprintf(f, "%d,%.1f ", ML + x, ypos(ys, cols[x].reserved));
     fputs("\"/>\n", f);
 
     /* axes */
@@ -233,32 +259,39 @@ int memest_plot_write_svg(FILE *f, const struct memest_timeline *tl, const struc
             MT + PH);
     fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"#333\">allocation events "
                "of the step (%zu; setup compressed, teardown omitted)</text>\n",
-            ML + PW / 2, H - MB + 36, xm.t_start);
+            ML + PW / 2, H - MB + 36, nevents);
+}
 
-    /* the peak */
-    if (peak && n > 0 && peak->event < xm.t_start) {
-        char b[32];
-        double px = ML + (double)xpos(&xm, peak->event);
-        double py = YPOS(peak->bytes);
-        fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#c00\" "
-                   "stroke-dasharray=\"4,3\"/>\n<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" "
-                   "fill=\"#c00\"/>\n",
-                px, MT, px, MT + PH, px, py);
-        bool left = px > ML + PW * 0.6;
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#c00\" font-weight=\"bold\" "
-                   "text-anchor=\"%s\">peak %s (",
-                left ? px - 8 : px + 8, py < MT + 30 ? py + 16 : py - 8, left ? "end" : "start",
-                memest_fmt_bytes(peak->bytes, b, sizeof b));
-        fputs(memest_phase_name((enum memest_phase)peak->phase), f);
-        const char *nl = node_label(g, peak->node, peak->phase);
-        if (*nl && peak->node < g->nnodes) {
-            fputs(", ", f);
-            memest_esc_xml(f, nl, NODE_CHARS);
-        }
-        fputs(")</text>\n", f);
+/* The peak: a red line and dot at its event, labelled with its bytes,
+ * phase and node. */
+static void svg_peak(FILE *f, const struct memest_graph *g, const struct memest_peak *peak,
+                     const struct xmap *xm, const struct yscale *ys)
+{
+    char b[32];
+    double px = ML + (double)xpos(xm, peak->event);
+    double py = ypos(ys, peak->bytes);
+    fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#c00\" "
+               "stroke-dasharray=\"4,3\"/>\n<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" "
+               "fill=\"#c00\"/>\n",
+            px, MT, px, MT + PH, px, py);
+    bool left = px > ML + PW * 0.6;
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#c00\" font-weight=\"bold\" "
+               "text-anchor=\"%s\">peak %s (",
+            left ? px - 8 : px + 8, py < MT + 30 ? py + 16 : py - 8, left ? "end" : "start",
+            memest_fmt_bytes(peak->bytes, b, sizeof b));
+    fputs(memest_phase_name((enum memest_phase)peak->phase), f);
+    const char *nl = node_label(g, peak->node, peak->phase);
+    if (*nl && peak->node < g->nnodes) {
+        fputs(", ", f);
+        memest_esc_xml(f, nl, NODE_CHARS);
     }
+    fputs(")</text>\n", f);
+}
 
-    /* legend: categories with their bytes at the peak */
+/* The legend: categories with their bytes at the peak (peak may be NULL),
+ * the reserved line, the peaks. */
+static void svg_legend(FILE *f, const struct memest_peak *peak)
+{
     int ly = MT + 10;
     fprintf(f, "<text x=\"%d\" y=\"%d\" font-weight=\"bold\">at the peak</text>\n", ML + PW + 20,
             ly);
@@ -287,9 +320,34 @@ int memest_plot_write_svg(FILE *f, const struct memest_timeline *tl, const struc
         fprintf(f, "<text x=\"%d\" y=\"%d\">tensor bytes peak %s</text>\n", ML + PW + 20, ly,
                 memest_fmt_bytes(peak->tensor_bytes, b, sizeof b));
     }
+}
+
+int memest_plot_write_svg(FILE *f, const struct memest_timeline *tl, const struct memest_graph *g,
+                          const struct memest_peak *peak, const char *what)
+{
+    struct col *cols = calloc(PW, sizeof *cols);
+    if (!cols)
+        return -1;
+    struct xmap xm;
+    uint64_t ymax;
+    fill_columns(tl, cols, &xm, &ymax);
+    struct yscale ys = {.step = tick_step(ymax)};
+    ys.top = (ymax + ys.step - 1) / ys.step * ys.step;
+    ys.per_byte = (double)PH / (double)ys.top;
+
+    svg_head(f, g, what);
+    svg_phases(f, cols);
+    svg_grid(f, &ys);
+    if (svg_areas(f, cols, &ys) != 0) {
+        free(cols);
+        return -1;
+    }
+    svg_reserved_axes(f, cols, &ys, xm.t_start);
+    if (peak && tl->n > 0 && peak->event < xm.t_start)
+        svg_peak(f, g, peak, &xm, &ys);
+    svg_legend(f, peak);
     fputs("</svg>\n", f);
     free(cols);
-#undef YPOS
     return 0;
 }
 

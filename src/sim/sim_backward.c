@@ -85,6 +85,130 @@ static int release_node(struct sim *S, uint32_t n, const struct ckpt *inner)
  * direction, shape inference refuses more than MEMEST_MAX_NODE_PARAMS):
  * S->pids holds those of the node with the most, none left out. */
 
+/* Step 2 of bwd_node, the parameters: a gradient buffer for each trainable
+ * parameter of node n into S->pids (NONE for the others); low: the node
+ * uses the autocast copies, whose gradients are the copies' size. */
+static int alloc_param_grads(struct sim *S, uint32_t n, bool low)
+{
+    const struct memest_run *r = S->r;
+    const struct memest_nodeinfo *ni = &r->nodes[n];
+    uint32_t *pids = S->pids;
+    for (uint32_t p = 0; p < ni->nparam; p++) {
+        const struct memest_param *pp = &r->params[ni->param_first + p];
+        pids[p] = NONE;
+        if (!pp->trainable)
+            continue;
+        /* a node whose output is the parameter itself ("parameter"): the
+         * incoming gradient is the parameter's, handed to AccumulateGrad */
+        uint32_t *og = &S->vg[ni->out_first];
+        if (r->values[ni->out_first].storage == pp->storage && *og != NONE) {
+            uint32_t b = S->gs[*og].buf;
+            if (S->gb[b].refs == 1) {
+                pids[p] = S->gb[b].id;
+                S->gsfree[S->ngsfree++] = *og;
+                S->gbfree[S->ngbfree++] = b;
+                *og = NONE;
+                continue;
+            }
+        }
+        uint32_t cast = r->storages[pp->storage].cast;
+        uint64_t bytes = low && cast != NONE ? r->storages[cast].bytes : r->storages[pp->storage].bytes;
+        if (sim_ev_alloc(S, MEMEST_CAT_GRADS, n, bytes, &pids[p]) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Step 4 of bwd_node: node n's incoming gradients go. */
+static int drop_incoming(struct sim *S, uint32_t n)
+{
+    const struct memest_nodeinfo *ni = &S->r->nodes[n];
+    for (uint32_t k = 0; k < ni->nout; k++) {
+        uint32_t *g = &S->vg[ni->out_first + k];
+        if (*g != NONE) {
+            if (sim_drop_slot(S, n, *g) != 0)
+                return -1;
+            *g = NONE;
+        }
+    }
+    return 0;
+}
+
+/* Step 5 of bwd_node: the gradient `slot` of input i of node n to its
+ * producer (through ToCopyBackward for an autocast copy). */
+static int deliver_input_grad(struct sim *S, uint32_t n, uint32_t i, uint32_t slot)
+{
+    const struct memest_run *r = S->r;
+    const struct memest_nodein *in = node_in(r, n, i);
+    if (in->value != in->src && r->storages[r->values[in->value].storage].bytes > 0 &&
+        !param_cast(r, r->values[in->value].storage)) {
+        uint32_t conv;
+        if (sim_new_grad(S, n, in->src, MEMEST_CAT_ACTGRADS, &conv) != 0 ||
+            sim_drop_slot(S, n, slot) != 0)
+            return -1;
+        slot = conv;
+    }
+    if (in->value != in->src && param_cast(r, r->values[in->value].storage)) {
+        /* a bare parameter (op "parameter") read through its cached copy:
+         * its gradient goes to the copy, then to the parameter */
+        uint32_t cs = r->values[in->value].storage, id;
+        if (sim_ev_alloc(S, MEMEST_CAT_GRADS, n, r->storages[cs].bytes, &id) != 0 ||
+            sim_drop_slot(S, n, slot) != 0)
+            return -1;
+        if (S->cg[cs] == NONE)
+            S->cg[cs] = id;
+        else if (sim_ev_free(S, n, id) != 0)
+            return -1;
+        return 0;
+    }
+    return sim_deliver(S, n, in->src, slot);
+}
+
+/* Step 6 of bwd_node: node n's parameter gradients (S->pids) to
+ * AccumulateGrad (under autocast, first summed on the copy, converted when
+ * the copy's first user is done). */
+static int accumulate_param_grads(struct sim *S, uint32_t n, bool low)
+{
+    const struct memest_run *r = S->r;
+    const struct memest_nodeinfo *ni = &r->nodes[n];
+    const uint32_t *pids = S->pids;
+    for (uint32_t p = 0; p < ni->nparam; p++) {
+        if (pids[p] == NONE)
+            continue;
+        const struct memest_param *pp = &r->params[ni->param_first + p];
+        uint32_t cast = r->storages[pp->storage].cast;
+        if (low && cast != NONE) {
+            if (S->cg[cast] == NONE)
+                S->cg[cast] = pids[p];
+            else if (sim_ev_free(S, n, pids[p]) != 0)
+                return -1;
+            continue;
+        }
+        if (sim_accumulate_param(S, n, pp->storage, pids[p]) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* The autocast casts node n made are now complete: their gradients are
+ * converted and handed to AccumulateGrad. */
+static int convert_cast_grads(struct sim *S, uint32_t n)
+{
+    const struct memest_run *r = S->r;
+    for (uint32_t s = S->sfirst[n]; s < S->sfirst[n + 1]; s++) {
+        if (!param_cast(r, s) || S->cg[s] == NONE)
+            continue;
+        uint32_t ps = r->storages[s].src, id;
+        if (sim_ev_alloc(S, MEMEST_CAT_GRADS, n, r->storages[ps].bytes, &id) != 0 ||
+            sim_ev_free(S, n, S->cg[s]) != 0)
+            return -1;
+        S->cg[s] = NONE;
+        if (sim_accumulate_param(S, n, ps, id) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 static int bwd_node(struct sim *S, uint32_t n, const struct ckpt *inner)
 {
     const struct memest_run *r = S->r;
@@ -114,109 +238,29 @@ static int bwd_node(struct sim *S, uint32_t n, const struct ckpt *inner)
     for (uint32_t i = 0; i < nin; i++)
         if (input_grad(S, n, i, &slots[i]) != 0)
             return -1;
-    uint32_t *pids = S->pids, np = ni->nparam;
     bool low = uses_param_casts(r, n);
-    for (uint32_t p = 0; p < np; p++) {
-        const struct memest_param *pp = &r->params[ni->param_first + p];
-        pids[p] = NONE;
-        if (!pp->trainable)
-            continue;
-        /* a node whose output is the parameter itself ("parameter"): the
-         * incoming gradient is the parameter's, handed to AccumulateGrad */
-        uint32_t *og = &S->vg[ni->out_first];
-        if (r->values[ni->out_first].storage == pp->storage && *og != NONE) {
-            uint32_t b = S->gs[*og].buf;
-            if (S->gb[b].refs == 1) {
-                pids[p] = S->gb[b].id;
-                S->gsfree[S->ngsfree++] = *og;
-                S->gbfree[S->ngbfree++] = b;
-                *og = NONE;
-                continue;
-            }
-        }
-        uint32_t cast = r->storages[pp->storage].cast;
-        uint64_t bytes = low && cast != NONE ? r->storages[cast].bytes : r->storages[pp->storage].bytes;
-        if (sim_ev_alloc(S, MEMEST_CAT_GRADS, n, bytes, &pids[p]) != 0)
-            return -1;
-    }
+    if (alloc_param_grads(S, n, low) != 0)
+        return -1;
     /* 3. scratch */
     if (sim_ev_transient(S, MEMEST_CAT_ACTGRADS, n, ni->bwd_work_bytes) != 0)
         return -1;
     /* 4. the incoming gradients go, then the saved tensors */
-    for (uint32_t k = 0; k < ni->nout; k++) {
-        uint32_t *g = &S->vg[ni->out_first + k];
-        if (*g != NONE) {
-            if (sim_drop_slot(S, n, *g) != 0)
-                return -1;
-            *g = NONE;
-        }
-    }
+    if (drop_incoming(S, n) != 0)
+        return -1;
     if (copy != NONE && sim_ev_free(S, n, copy) != 0)
         return -1;
     if (release_node(S, n, inner) != 0)
         return -1;
-    /* 5. input gradients to their producers (through ToCopyBackward for an
-     * autocast copy) */
-    for (uint32_t i = 0; i < nin; i++) {
-        if (slots[i] == NONE)
-            continue;
-        const struct memest_nodein *in = node_in(r, n, i);
-        uint32_t slot = slots[i];
-        if (in->value != in->src && r->storages[r->values[in->value].storage].bytes > 0 &&
-            !param_cast(r, r->values[in->value].storage)) {
-            uint32_t conv;
-            if (sim_new_grad(S, n, in->src, MEMEST_CAT_ACTGRADS, &conv) != 0 ||
-                sim_drop_slot(S, n, slot) != 0)
-                return -1;
-            slot = conv;
-        }
-        if (in->value != in->src && param_cast(r, r->values[in->value].storage)) {
-            /* a bare parameter (op "parameter") read through its cached copy:
-             * its gradient goes to the copy, then to the parameter */
-            uint32_t cs = r->values[in->value].storage, id;
-            if (sim_ev_alloc(S, MEMEST_CAT_GRADS, n, r->storages[cs].bytes, &id) != 0 ||
-                sim_drop_slot(S, n, slot) != 0)
-                return -1;
-            if (S->cg[cs] == NONE)
-                S->cg[cs] = id;
-            else if (sim_ev_free(S, n, id) != 0)
-                return -1;
-            continue;
-        }
-        if (sim_deliver(S, n, in->src, slot) != 0)
+    /* 5. input gradients to their producers */
+    for (uint32_t i = 0; i < nin; i++)
+        if (slots[i] != NONE && deliver_input_grad(S, n, i, slots[i]) != 0)
             return -1;
-    }
-    /* 6. parameter gradients to AccumulateGrad (under autocast, first summed
-     * on the copy, converted when the copy's first user is done) */
-    for (uint32_t p = 0; p < np; p++) {
-        if (pids[p] == NONE)
-            continue;
-        const struct memest_param *pp = &r->params[ni->param_first + p];
-        uint32_t cast = r->storages[pp->storage].cast;
-        if (low && cast != NONE) {
-            if (S->cg[cast] == NONE)
-                S->cg[cast] = pids[p];
-            else if (sim_ev_free(S, n, pids[p]) != 0)
-                return -1;
-            continue;
-        }
-        if (sim_accumulate_param(S, n, pp->storage, pids[p]) != 0)
-            return -1;
-    }
+    /* 6. parameter gradients to AccumulateGrad */
+    if (accumulate_param_grads(S, n, low) != 0)
+        return -1;
     /* casts made by this node are now complete: convert their gradients */
-    if (r->opts.amp) {
-        for (uint32_t s = S->sfirst[n]; s < S->sfirst[n + 1]; s++) {
-            if (!param_cast(r, s) || S->cg[s] == NONE)
-                continue;
-            uint32_t ps = r->storages[s].src, id;
-            if (sim_ev_alloc(S, MEMEST_CAT_GRADS, n, r->storages[ps].bytes, &id) != 0 ||
-                sim_ev_free(S, n, S->cg[s]) != 0)
-                return -1;
-            S->cg[s] = NONE;
-            if (sim_accumulate_param(S, n, ps, id) != 0)
-                return -1;
-        }
-    }
+    if (r->opts.amp && convert_cast_grads(S, n) != 0)
+        return -1;
     return 0;
 }
 
