@@ -85,7 +85,7 @@ struct memest_cli {
     const char *lora_extra;
     bool lora_dropout_set;         /* --lora-dropout given */
 
-    /* --generate and its options (helper generate): README's "Fine-tuning
+    /* --generate and its options (helper generate): doc/fine-tuning.md, "Generation
      * and serving" */
     bool generate;
     int64_t gen_context;           /* --context C: prompt tokens (seq_len = C) */
@@ -117,8 +117,7 @@ struct memest_cli {
  * ddp when data-parallel without one). 0 / -1. */
 int memest_cli_dist_check(struct memest_cli *o, struct memest_error *err);
 
-/* The model variables the several-GPU options set (README "Several
- * GPUs"): --tp T the variable tp, --sequence-parallel sp = T, --ep E the
+/* The model variables the several-GPU options set (doc/several-gpus.md): --tp T the variable tp, --sequence-parallel sp = T, --ep E the
  * variable ep, and --cp C divides the last seq_len override among
  * sets[0..n) (--seq or --set seq_len): a usage error when there is none,
  * or C does not divide it. Appends at most

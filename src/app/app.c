@@ -52,7 +52,7 @@ int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct mem
         a->has_card = true;
     }
     /* --tp, --sequence-parallel, --ep and --cp through the model's own
-     * variables (README "Several GPUs"), as every graph built is given them */
+     * variables (doc/several-gpus.md), as every graph built is given them */
     struct memest_override sets[MEMEST_MAX_SETS + 3];
     struct memest_dist_vars dv;
     memcpy(sets, o->sets, sizeof *sets * (size_t)o->nsets);

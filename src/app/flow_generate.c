@@ -179,7 +179,7 @@ static void search_note(const struct gen *G, const char *opt, const char *what, 
     }
 }
 
-/* Roofline estimates on the card's preset (README: labelled estimates). */
+/* Roofline estimates on the card's preset (doc/cards-and-fit.md: labelled estimates). */
 static void speed(const struct memest_app *a, const struct memest_gen_estimate *e,
                   struct memest_gen_speed *s)
 {

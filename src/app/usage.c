@@ -130,7 +130,7 @@ static void group(FILE *f, int g, unsigned modes)
 }
 
 /* "Exit codes: 0 success (and fits); 1 does not fit (...); ...", from
- * error.h's table, in the form README.md's paragraph has. */
+ * error.h's table, in the form doc/options.md's table ends with. */
 static void exit_codes(FILE *f)
 {
     struct text t = {0};

@@ -166,14 +166,14 @@ int memest_error_exit(const struct memest_error *e)
     return MEMEST_EXIT_INTERNAL;
 }
 
-/* The exit codes' documentation (error.h): --help prints it, and README.md's
- * paragraph is checked against the meanings. */
+/* The exit codes' documentation (error.h): --help prints it, and doc/options.md's
+ * table (generated) and tests/unit/test_help.c check it against the meanings. */
 static const struct memest_exit_doc exit_docs[] = {
     [MEMEST_EXIT_OK] = {"success", "and fits"},
     [MEMEST_EXIT_NOFIT] = {"does not fit",
                            "--fit, --probe, and --max-batch when not even batch 1 fits"},
     [MEMEST_EXIT_USAGE] = {"usage error", "also a command asking for more work than memest "
-                                          "does for one, README.md: Limits and cost"},
+                                          "does for one, doc/robustness.md: Limits and cost"},
     [MEMEST_EXIT_MODEL] = {"invalid or unreadable model or config file", "also one past a limit"},
     [MEMEST_EXIT_NODEV] = {"no usable CUDA driver or device", "--probe"},
     [MEMEST_EXIT_RUNTIME] = {"out of memory", "or a CUDA call that failed during --probe"},

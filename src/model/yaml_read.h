@@ -8,7 +8,7 @@
 
 #include "memest/error.h"
 
-/* The budget of one YAML file (README.md, "Limits"): the nodes made, an
+/* The budget of one YAML file (doc/robustness.md, "Limits and cost"): the nodes made, an
  * alias counting every node it stands for each time it is used, and the
  * nesting of mappings and sequences. Past either the file is refused with
  * its line, while it is read (a "billion laughs" costs what its first

@@ -1,7 +1,7 @@
 /* ops_parallel.c - Megatron-LM's sequence parallelism as one tensor-parallel
  * rank sees it (megatron/core/tensor_parallel/mappings.py and layers.py,
- * Korthikanti et al. 2022), for models that declare it (README "Several
- * GPUs": the variable sp):
+ * Korthikanti et al. 2022), for models that declare it (doc/several-gpus.md:
+ * the variable sp):
  *   sequence_gather   the all-gather along the sequence before a
  *                     column-parallel linear: the linear reads the whole
  *                     sequence but saves only the rank's shard (it gathers

@@ -9,8 +9,8 @@
  * the command line accepts, its state function, when the state is created,
  * its step scalars, fused version, foreach programs and for-loop
  * temporaries; for a library's optimizer also the tensors it makes once,
- * whether it pages, its report note and kernel), its line in README.md's
- * --optim list, and tests: its
+ * whether it pages, its report note and kernel), its row in doc/options.md's
+ * --optim list (generated from the option rows), and tests: its
  * expectations in tests/unit/test_optim.c, from its torch/optim source. No
  * other file names an optimizer: the calculators, the simulator, the event
  * bound, the command line's checks, the advice and the reports read this
