@@ -4,7 +4,8 @@
 #include <stddef.h>
 
 /* The candidate nearest to `s` by edit distance, or NULL when none is close
- * enough (distance at most 1 + strlen(s) / 3). */
+ * enough (distance at most 1 + strlen(s) / 3) or either is 64 characters or
+ * longer (too long to measure). */
 const char *memest_suggest(const char *s, const char *const *cands, int n);
 
 /* The clause a message about an unknown name ends with, for the nearest

@@ -36,8 +36,8 @@ const char *memest_suggest(const char *s, const char *const *cands, int n)
     const char *best = NULL;
     int best_d = 1 + (int)strlen(s) / 3;
     for (int i = 0; i < n; i++) {
-        int d = distance(s, cands[i]);
-        if (d <= best_d && (!best || d < best_d)) {
+        int d = distance(s, cands[i]);   /* MAXLEN: too long to measure, near nothing */
+        if (d < MAXLEN && d <= best_d && (!best || d < best_d)) {
             best = cands[i];
             best_d = d;
         }
