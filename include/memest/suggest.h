@@ -18,3 +18,6 @@ const char *memest_suggest(const char *s, const char *const *cands, int n);
  *   memest_errf(err, ..., "unknown field \"%s\"%s", key,
  *               memest_suggest_clause(memest_suggest(key, keys, n), dym, sizeof dym)); */
 const char *memest_suggest_clause(const char *near, char *buf, size_t n);
+/* The same for a message that quotes names in single quotes, as the GPU
+ * table's do (gpu.c): "; did you mean 'NEAR'?", or "". */
+const char *memest_suggest_clause_sq(const char *near, char *buf, size_t n);

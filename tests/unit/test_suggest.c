@@ -25,6 +25,8 @@ int main(void)
     char buf[64];
     CHECK_STR_EQ(memest_suggest_clause("inputs", buf, sizeof buf), " (did you mean \"inputs\"?)");
     CHECK_STR_EQ(memest_suggest_clause(NULL, buf, sizeof buf), "");
+    CHECK_STR_EQ(memest_suggest_clause_sq("t4", buf, sizeof buf), "; did you mean 't4'?");
+    CHECK_STR_EQ(memest_suggest_clause_sq(NULL, buf, sizeof buf), "");
     /* a buffer too small cuts the clause: 9 bytes hold its first 8 */
     char small[9];
     CHECK_STR_EQ(memest_suggest_clause("inputs", small, sizeof small), " (did yo");
