@@ -12,7 +12,7 @@
 #include "memest/step.h"
 #include "memest/timeline.h"
 
-/* calc_params.c: parameters (shared ones once) and buffers. */
+/* calc_params.c: parameters (shared ones once) and buffers, and per node. */
 struct memest_param_totals {
     uint64_t total, trainable, frozen;        /* elements */
     uint64_t tensors, trainable_tensors;      /* distinct parameter tensors */
@@ -21,6 +21,9 @@ struct memest_param_totals {
 };
 int memest_calc_params(const struct memest_run *r, struct memest_param_totals *out,
                        struct memest_error *err);
+/* The elements of a node's own parameters, a tied one not counted (the
+ * per-layer table's "params", report.h). */
+uint64_t memest_node_params(const struct memest_run *r, uint32_t node);
 
 /* calc_grads.c: one gradient per trainable parameter, in its dtype. */
 uint64_t memest_calc_grads(const struct memest_run *r);

@@ -179,8 +179,6 @@ void memest_render_error(FILE *f, enum memest_output fmt, const struct memest_er
 
 /* ---- the writers, by document and format ---- */
 
-/* Sum of the element counts of a node's own (untied) parameters. */
-uint64_t memest_node_params(const struct memest_run *r, uint32_t node);
 /* The text report of one estimate. Strings from outside (the model's name
  * and node names, the file path, a probed device's name) are escaped as
  * escape.h says, in every text report. */

@@ -8,16 +8,6 @@
 #include "memest/report.h"
 #include "memest/step.h"
 
-uint64_t memest_node_params(const struct memest_run *r, uint32_t node)
-{
-    const struct memest_nodeinfo *ni = &r->nodes[node];
-    uint64_t n = 0;
-    for (uint32_t p = ni->param_first; p < ni->param_first + ni->nparam; p++)
-        if (r->params[p].tied_to < 0)
-            n += r->params[p].numel;
-    return n;
-}
-
 static void bar(FILE *f, uint64_t v, uint64_t max)
 {
     int w = max ? (int)(30.0 * (double)v / (double)max + 0.5) : 0;
