@@ -177,7 +177,7 @@ void memest_render_generate(FILE *f, enum memest_output fmt, const struct memest
  * nothing here (the one-line message on stderr is the CLI's). */
 void memest_render_error(FILE *f, enum memest_output fmt, const struct memest_error *err);
 
-/* ---- the writers, by document and format ---- */
+/* ---- the writers, memest_<document>_<format> ---- */
 
 /* The text report of one estimate. Strings from outside (the model's name
  * and node names, the file path, a probed device's name) are escaped as
