@@ -53,7 +53,7 @@ uint64_t memest_calc_activations(struct memest_run *r);
 
 /* calc_flops.c: multiply-accumulates (1 MAC = 2 FLOPs). */
 struct memest_flops {
-    double fwd_macs, bwd_macs;
+    double fwd_macs, bwd_macs, step_macs;
     double fwd_flops, bwd_flops, step_flops;  /* step = forward + backward */
 };
 void memest_calc_flops(const struct memest_run *r, struct memest_flops *out);

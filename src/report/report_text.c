@@ -262,7 +262,7 @@ void memest_report_text(FILE *f, const struct memest_report *rep)
     fprintf(f, "  backward   %sMACs  = %sFLOPs\n", memest_fmt_si(e->flops.bwd_macs, a, sizeof a),
             memest_fmt_si(e->flops.bwd_flops, b, sizeof b));
     fprintf(f, "  step       %sMACs  = %sFLOPs\n",
-            memest_fmt_si(e->flops.fwd_macs + e->flops.bwd_macs, a, sizeof a),
+            memest_fmt_si(e->flops.step_macs, a, sizeof a),
             memest_fmt_si(e->flops.step_flops, b, sizeof b));
     if (o->layers)
         memest_report_layers(f, rep);
