@@ -51,6 +51,14 @@ int memest_calc_optimizer(const struct memest_run *r, const struct memest_optim_
  * storage attributed to the first node that saves it) and storage.saved. */
 uint64_t memest_calc_activations(struct memest_run *r);
 
+/* calc_loss.c: what the step's loss reads, for the per-layer tables' loss
+ * row: false without a loss (inference, loss none, a graph without
+ * outputs); else *in, the value it reads (the model's last output), and *ls,
+ * its target and classes (step.h: memest_loss_shapes). */
+bool memest_calc_loss(const struct memest_graph *g, const struct memest_run *r,
+                      const struct memest_step_cfg *step, bool inference,
+                      struct memest_loss_shapes *ls, const struct memest_value **in);
+
 /* calc_flops.c: multiply-accumulates (1 MAC = 2 FLOPs). */
 struct memest_flops {
     double fwd_macs, bwd_macs, step_macs;

@@ -196,11 +196,6 @@ void memest_report_layers(FILE *f, const struct memest_report *rep);
 struct memest_jsonw;
 void memest_report_dist_text(FILE *f, const struct memest_report *rep);
 void memest_report_dist_json(struct memest_jsonw *w, const struct memest_report *rep);
-/* The loss row of --layers: false when the report has none (--inference,
- * loss none, no output); else the loss's shapes (step.h) and the value it
- * reads (the model's last output). */
-bool memest_report_loss(const struct memest_report *rep, struct memest_loss_shapes *ls,
-                        const struct memest_value **in);
 void memest_report_json(FILE *f, const struct memest_report *rep);
 /* {"schema_version": 1, "error": {"code", "message", "file", "path", "node", "line", "col"}} */
 void memest_report_error_json(FILE *f, const struct memest_error *err);
