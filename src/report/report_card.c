@@ -72,8 +72,7 @@ void memest_card_write_json(struct memest_jsonw *w, const struct memest_card_rep
     memest_jsonw_u64(w, "card_memory", f->card);
     memest_jsonw_f64(w, "headroom_percent", f->headroom_pct);
     memest_jsonw_u64(w, "usable", f->usable);
-    memest_jsonw_i64(w, "free", f->needs <= f->card ? (int64_t)(f->card - f->needs)
-                                                    : -(int64_t)(f->needs - f->card));
+    memest_jsonw_i64(w, "free", f->free);
     memest_jsonw_str(w, "verdict", memest_fit_line(f, line, sizeof line));
     memest_jsonw_obj_end(w);
 

@@ -42,6 +42,9 @@ static void test_verdict(void)
     struct memest_fit f;
     memest_fit_check(0, 40 * GiB, 5, &f);
     CHECK_EQ_U64(f.usable, 40802189312ull);
+    CHECK(f.free == (int64_t)(40 * GiB));
+    memest_fit_check(41 * GiB, 40 * GiB, 5, &f);
+    CHECK(f.free == -(int64_t)GiB);
     CHECK_STR_EQ(line(40802189312ull, 40 * GiB, 5, &fits),
                  "fits: 38.0 GiB of 40.0 GiB (95%), headroom 2.0 GiB");
     CHECK(fits);
