@@ -17,7 +17,8 @@
  *   report_plot.c     --timeline (CSV) and --plot (SVG) files
  *   report_gpus.c     --list-gpus, report_ops.c --list-ops (Markdown)
  *
- * Renderers compute nothing: every figure comes in the document. A new
+ * Renderers compute nothing: every figure comes in the document, or from
+ * the layer that computes it (memest_node_params, memest_calc_loss). A new
  * output format is a value in output.h, one file src/report/report_FORMAT.c
  * with its writers (declared below), one case per document in report.c,
  * and the option that picks it (cli.c). */
