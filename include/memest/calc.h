@@ -12,7 +12,7 @@
 #include "memest/step.h"
 #include "memest/timeline.h"
 
-/* calc_params.c: parameters (shared ones once) and buffers. */
+/* calc_params.c: parameters (shared ones once) and buffers, and per node. */
 struct memest_param_totals {
     uint64_t total, trainable, frozen;        /* elements */
     uint64_t tensors, trainable_tensors;      /* distinct parameter tensors */
@@ -21,6 +21,9 @@ struct memest_param_totals {
 };
 int memest_calc_params(const struct memest_run *r, struct memest_param_totals *out,
                        struct memest_error *err);
+/* The elements of a node's own parameters, a tied one not counted (the
+ * per-layer table's "params", report.h). */
+uint64_t memest_node_params(const struct memest_run *r, uint32_t node);
 
 /* calc_grads.c: one gradient per trainable parameter, in its dtype. */
 uint64_t memest_calc_grads(const struct memest_run *r);
@@ -48,9 +51,17 @@ int memest_calc_optimizer(const struct memest_run *r, const struct memest_optim_
  * storage attributed to the first node that saves it) and storage.saved. */
 uint64_t memest_calc_activations(struct memest_run *r);
 
+/* calc_loss.c: what the step's loss reads, for the per-layer tables' loss
+ * row: false without a loss (inference, loss none, a graph without
+ * outputs); else *in, the value it reads (the model's last output), and *ls,
+ * its target and classes (step.h: memest_loss_shapes). */
+bool memest_calc_loss(const struct memest_graph *g, const struct memest_run *r,
+                      const struct memest_step_cfg *step, bool inference,
+                      struct memest_loss_shapes *ls, const struct memest_value **in);
+
 /* calc_flops.c: multiply-accumulates (1 MAC = 2 FLOPs). */
 struct memest_flops {
-    double fwd_macs, bwd_macs;
+    double fwd_macs, bwd_macs, step_macs;
     double fwd_flops, bwd_flops, step_flops;  /* step = forward + backward */
 };
 void memest_calc_flops(const struct memest_run *r, struct memest_flops *out);

@@ -111,6 +111,13 @@ struct memest_dist_cfg {
 void memest_dist_default(struct memest_dist_cfg *c);
 /* DP = N / (TP * PP * CP). */
 int64_t memest_dist_dp(const struct memest_dist_cfg *c);
+/* The micro-batches one step runs on a rank: the pipeline's (M) with
+ * PP > 1, else the accumulation's grad_accum (at least 1). */
+int64_t memest_dist_step_micro_batches(const struct memest_dist_cfg *c, int64_t grad_accum);
+/* The global batch: micro_batch (--batch, per GPU) x the step's
+ * micro-batches x DP. */
+int64_t memest_dist_global_batch(const struct memest_dist_cfg *c, int64_t micro_batch,
+                                 int64_t grad_accum);
 /* The group the strategy shards over: DP x CP, or for HSDP the GPUs of a
  * node over TP * PP * CP (at least 1). */
 int64_t memest_dist_shard_group(const struct memest_dist_cfg *c);

@@ -40,6 +40,8 @@ struct memest_fit {
     uint64_t card;
     double headroom_pct;
     uint64_t usable;      /* floor(card * (1 - headroom_pct / 100)) */
+    int64_t free;         /* card - needs: what stays free, negative when the
+                             step needs more than the card */
     bool fits;
 };
 

@@ -17,7 +17,8 @@
  *   report_plot.c     --timeline (CSV) and --plot (SVG) files
  *   report_gpus.c     --list-gpus, report_ops.c --list-ops (Markdown)
  *
- * Renderers compute nothing: every figure comes in the document. A new
+ * Renderers compute nothing: every figure comes in the document, or from
+ * the layer that computes it (memest_node_params, memest_calc_loss). A new
  * output format is a value in output.h, one file src/report/report_FORMAT.c
  * with its writers (declared below), one case per document in report.c,
  * and the option that picks it (cli.c). */
@@ -177,10 +178,8 @@ void memest_render_generate(FILE *f, enum memest_output fmt, const struct memest
  * nothing here (the one-line message on stderr is the CLI's). */
 void memest_render_error(FILE *f, enum memest_output fmt, const struct memest_error *err);
 
-/* ---- the writers, by document and format ---- */
+/* ---- the writers, memest_<document>_<format> ---- */
 
-/* Sum of the element counts of a node's own (untied) parameters. */
-uint64_t memest_node_params(const struct memest_run *r, uint32_t node);
 /* The text report of one estimate. Strings from outside (the model's name
  * and node names, the file path, a probed device's name) are escaped as
  * escape.h says, in every text report. */
@@ -198,11 +197,6 @@ void memest_report_layers(FILE *f, const struct memest_report *rep);
 struct memest_jsonw;
 void memest_report_dist_text(FILE *f, const struct memest_report *rep);
 void memest_report_dist_json(struct memest_jsonw *w, const struct memest_report *rep);
-/* The loss row of --layers: false when the report has none (--inference,
- * loss none, no output); else the loss's shapes (step.h) and the value it
- * reads (the model's last output). */
-bool memest_report_loss(const struct memest_report *rep, struct memest_loss_shapes *ls,
-                        const struct memest_value **in);
 void memest_report_json(FILE *f, const struct memest_report *rep);
 /* {"schema_version": 1, "error": {"code", "message", "file", "path", "node", "line", "col"}} */
 void memest_report_error_json(FILE *f, const struct memest_error *err);

@@ -56,6 +56,13 @@ struct memest_node_time {
     struct memest_pass_time fwd, bwd;
 };
 
+/* One layer pass, as memest_roofline_slowest names it. */
+struct memest_slow_pass {
+    uint32_t node;
+    bool bwd;           /* the backward pass, else the forward */
+    double seconds;
+};
+
 struct memest_time {
     double fwd_s, bwd_s, opt_s;   /* one micro-batch's forward / backward; the optimizer step */
     double recompute_s;           /* one micro-batch's recomputed forward (checkpointing) */
@@ -74,3 +81,10 @@ struct memest_time {
 int memest_roofline(const struct memest_run *r, const struct memest_estimate *e,
                     const struct memest_time_opts *o, struct memest_time *out,
                     struct memest_node_time *per_node);
+
+/* The `max` slowest memory-bound passes of per_node (nnodes entries, as
+ * memest_roofline fills them), the slowest first, equal times in node
+ * order, into top (max entries). Returns how many (at most max; 0 when no
+ * pass with a time is memory-bound). */
+int memest_roofline_slowest(const struct memest_node_time *per_node, uint32_t nnodes,
+                            struct memest_slow_pass *top, int max);

@@ -4,7 +4,8 @@
 #include <stddef.h>
 
 /* The candidate nearest to `s` by edit distance, or NULL when none is close
- * enough (distance at most 1 + strlen(s) / 3). */
+ * enough (distance at most 1 + strlen(s) / 3) or either is 64 characters or
+ * longer (too long to measure). */
 const char *memest_suggest(const char *s, const char *const *cands, int n);
 
 /* The clause a message about an unknown name ends with, for the nearest
@@ -17,3 +18,6 @@ const char *memest_suggest(const char *s, const char *const *cands, int n);
  *   memest_errf(err, ..., "unknown field \"%s\"%s", key,
  *               memest_suggest_clause(memest_suggest(key, keys, n), dym, sizeof dym)); */
 const char *memest_suggest_clause(const char *near, char *buf, size_t n);
+/* The same for a message that quotes names in single quotes, as the GPU
+ * table's do (gpu.c): "; did you mean 'NEAR'?", or "". */
+const char *memest_suggest_clause_sq(const char *near, char *buf, size_t n);

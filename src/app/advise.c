@@ -400,7 +400,7 @@ static int advise_strategies(struct advisor *ad, struct memest_error *err)
         return 0;
     static const enum memest_strategy alts[] = {MEMEST_STRAT_ZERO1, MEMEST_STRAT_ZERO2,
                                                 MEMEST_STRAT_ZERO3, MEMEST_STRAT_FSDP};
-    bool half = a->dtype == MEMEST_F16 || a->dtype == MEMEST_BF16;
+    bool half = memest_dtype_is_half(a->dtype);
     for (size_t i = 0; i < sizeof alts / sizeof *alts; i++) {
         for (int off = 0; off < 2; off++) {
             struct memest_dist_cfg c = *now;

@@ -140,7 +140,7 @@ bool memest_app_time_opts(const struct memest_app *a, const struct memest_step_c
     };
     if (step->rank) {   /* the pipeline's slots, the samples of every data-parallel rank */
         const struct memest_dist_cfg *c = step->rank->cfg;
-        double m = c->pp > 1 ? (double)c->micro_batches : (double)t->grad_accum;
+        double m = (double)memest_dist_step_micro_batches(c, t->grad_accum);
         t->slots = c->pp > 1 ? m + (double)(c->pp - 1) / (double)c->virtual_stages : 0;
         t->samples_k = m * (double)memest_dist_dp(c);
     }

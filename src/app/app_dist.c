@@ -245,7 +245,7 @@ int memest_app_dist(struct memest_app *a, struct memest_error *err)
                                "the FSDP wrap class \"%s\" is none of the model's blocks",
                                a->dist.eng.wrap_block);
     }
-    bool half = a->dtype == MEMEST_F16 || a->dtype == MEMEST_BF16;
+    bool half = memest_dtype_is_half(a->dtype);
     memest_rank_view_init(&a->dist, half, &a->view);
     a->step.rank = &a->view;
     return 0;

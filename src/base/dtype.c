@@ -28,6 +28,7 @@ static_assert(MEMEST_DTYPE_COUNT == 10, "update the dtype table");
 unsigned memest_dtype_size(enum memest_dtype t) { return dtypes[t].size; }
 const char *memest_dtype_name(enum memest_dtype t) { return dtypes[t].name; }
 bool memest_dtype_is_float(enum memest_dtype t) { return dtypes[t].is_float; }
+bool memest_dtype_is_half(enum memest_dtype t) { return t == MEMEST_F16 || t == MEMEST_BF16; }
 
 static bool in_aliases(const char *aliases, const char *s)
 {

@@ -2,6 +2,7 @@
 #include "memest/suggest.h"
 
 #include <ctype.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -36,8 +37,8 @@ const char *memest_suggest(const char *s, const char *const *cands, int n)
     const char *best = NULL;
     int best_d = 1 + (int)strlen(s) / 3;
     for (int i = 0; i < n; i++) {
-        int d = distance(s, cands[i]);
-        if (d <= best_d && (!best || d < best_d)) {
+        int d = distance(s, cands[i]);   /* MAXLEN: too long to measure, near nothing */
+        if (d < MAXLEN && d <= best_d && (!best || d < best_d)) {
             best = cands[i];
             best_d = d;
         }
@@ -45,13 +46,23 @@ const char *memest_suggest(const char *s, const char *const *cands, int n)
     return best;
 }
 
-const char *memest_suggest_clause(const char *near, char *buf, size_t n)
+static const char *clause(const char *near, bool single, char *buf, size_t n)
 {
     if (n == 0)
         return "";
     if (near)
-        snprintf(buf, n, " (did you mean \"%s\"?)", near);
+        snprintf(buf, n, single ? "; did you mean '%s'?" : " (did you mean \"%s\"?)", near);
     else
         buf[0] = '\0';
     return buf;
+}
+
+const char *memest_suggest_clause(const char *near, char *buf, size_t n)
+{
+    return clause(near, false, buf, n);
+}
+
+const char *memest_suggest_clause_sq(const char *near, char *buf, size_t n)
+{
+    return clause(near, true, buf, n);
 }

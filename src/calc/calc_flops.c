@@ -10,6 +10,7 @@ void memest_calc_flops(const struct memest_run *r, struct memest_flops *out)
         f.fwd_macs += r->nodes[n].fwd_macs;
         f.bwd_macs += r->nodes[n].bwd_macs;
     }
+    f.step_macs = f.fwd_macs + f.bwd_macs;
     f.fwd_flops = 2 * f.fwd_macs;
     f.bwd_flops = 2 * f.bwd_macs;
     f.step_flops = f.fwd_flops + f.bwd_flops;

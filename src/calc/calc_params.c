@@ -1,4 +1,5 @@
-/* calc_params.c - parameter and buffer totals; a tied parameter counts once. */
+/* calc_params.c - parameter and buffer totals, and a node's own parameters;
+ * a tied parameter counts once. */
 #include "memest/calc.h"
 #include "memest/checked.h"
 
@@ -34,4 +35,14 @@ int memest_calc_params(const struct memest_run *r, struct memest_param_totals *o
         return memest_errf(err, MEMEST_ERR_LIMIT, NULL, "the parameters exceed 2^63 bytes");
     *out = t;
     return 0;
+}
+
+uint64_t memest_node_params(const struct memest_run *r, uint32_t node)
+{
+    const struct memest_nodeinfo *ni = &r->nodes[node];
+    uint64_t n = 0;
+    for (uint32_t p = ni->param_first; p < ni->param_first + ni->nparam; p++)
+        if (r->params[p].tied_to < 0)
+            n += r->params[p].numel;
+    return n;
 }

@@ -24,6 +24,7 @@ void memest_fit_check(uint64_t needs, uint64_t card, double headroom_pct, struct
         usable = 0;
     /* (double)card may round up past card for cards above 2^53 bytes */
     out->usable = usable >= (double)card ? card : (uint64_t)usable;
+    out->free = needs <= card ? (int64_t)(card - needs) : -(int64_t)(needs - card);
     out->fits = needs <= out->usable;
 }
 

@@ -381,15 +381,10 @@ const struct memest_gpu *memest_gpu_lookup_opt(const struct memest_gpu_table *t,
         for (int a = 0; a < t->gpus[i].naliases && n < 256; a++)
             cands[n++] = t->gpus[i].aliases[a];
     }
-    char lower[64];
-    size_t k = 0;
-    for (; name[k] && k + 1 < sizeof lower; k++)
-        lower[k] = (char)(name[k] >= 'A' && name[k] <= 'Z' ? name[k] - 'A' + 'a' : name[k]);
-    lower[k] = '\0';
-    const char *near = memest_suggest(lower, cands, n);
+    char dym[sizeof err->msg];   /* memest_suggest ignores case */
     memest_errf(err, MEMEST_ERR_USAGE, NULL,
-                "%s: unknown GPU '%s'%s%s%s (memest --list-gpus lists them%s)", opt,
-                name, near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "",
+                "%s: unknown GPU '%s'%s (memest --list-gpus lists them%s)", opt, name,
+                memest_suggest_clause_sq(memest_suggest(name, cands, n), dym, sizeof dym),
                 strcmp(opt, "--gpu") == 0 ? "; --mem SIZE for any other card" : "");
     return NULL;
 }

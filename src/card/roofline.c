@@ -183,3 +183,36 @@ int memest_roofline(const struct memest_run *r, const struct memest_estimate *e,
     out->memory_bound_fraction = out->step_s > 0 ? out->memory_bound_s / out->step_s : 0;
     return 0;
 }
+
+static int by_time_desc(const void *a, const void *b)
+{
+    const struct memest_slow_pass *x = a, *y = b;
+    return x->seconds < y->seconds   ? 1
+           : x->seconds > y->seconds ? -1
+                                     : (x->node > y->node) - (x->node < y->node);
+}
+
+int memest_roofline_slowest(const struct memest_node_time *per_node, uint32_t nnodes,
+                            struct memest_slow_pass *top, int max)
+{
+    int n = 0;
+    if (max < 1)
+        return 0;
+    for (uint32_t i = 0; i < nnodes; i++) {
+        for (int k = 0; k < 2; k++) {
+            const struct memest_pass_time *p = k ? &per_node[i].bwd : &per_node[i].fwd;
+            if (!p->memory_bound || p->seconds <= 0)
+                continue;
+            struct memest_slow_pass s = {i, k == 1, p->seconds};
+            if (n < max) {
+                top[n++] = s;
+            } else if (by_time_desc(&s, &top[max - 1]) < 0) {
+                top[max - 1] = s;
+            } else {
+                continue;
+            }
+            qsort(top, (size_t)n, sizeof *top, by_time_desc);
+        }
+    }
+    return n;
+}

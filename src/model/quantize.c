@@ -84,7 +84,7 @@ static void set_params(struct memest_graph *g, const struct memest_quant_cfg *q)
  * weights and GPTQ/AWQ buffers keep their own types). */
 static void kbit_prep(struct memest_graph *g, enum memest_wformat f, enum memest_dtype dtype)
 {
-    bool cast = f != MEMEST_WF_GPTQ4 && (dtype == MEMEST_F16 || dtype == MEMEST_BF16);
+    bool cast = f != MEMEST_WF_GPTQ4 && memest_dtype_is_half(dtype);
     for (uint32_t n = 0; n < g->nnodes; n++) {
         struct memest_node *nd = &g->nodes[n];
         nd->trainable = false;

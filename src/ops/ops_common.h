@@ -133,7 +133,7 @@ static inline int reduced_sizes(struct memest_ictx *c, const struct memest_shape
  * float32; the statistics that normalisations save on CUDA have this type. */
 static inline enum memest_dtype acc_dtype(enum memest_dtype t)
 {
-    return t == MEMEST_F16 || t == MEMEST_BF16 ? MEMEST_F32 : t;
+    return memest_dtype_is_half(t) ? MEMEST_F32 : t;
 }
 
 /* 0 bool, 1 integer, 2 floating point (PyTorch's promotion categories). */
@@ -153,7 +153,7 @@ static inline enum memest_dtype promote_dtypes(enum memest_dtype a, enum memest_
     if (ca != cb)
         return ca > cb ? a : b;
     if (ca == 2) {
-        if ((a == MEMEST_F16 && b == MEMEST_BF16) || (a == MEMEST_BF16 && b == MEMEST_F16))
+        if (memest_dtype_is_half(a) && memest_dtype_is_half(b))   /* fp16 with bf16 */
             return MEMEST_F32;
         return memest_dtype_size(a) >= memest_dtype_size(b) ? a : b;
     }

@@ -173,7 +173,7 @@ static bool sdpa_mask(const struct sdpa *a)
 /* Why `k` cannot run the case (PyTorch 2.6 on sm80+), or NULL. */
 static const char *cannot_run(const struct sdpa *a, enum kernel k)
 {
-    bool half = a->dt == MEMEST_F16 || a->dt == MEMEST_BF16;
+    bool half = memest_dtype_is_half(a->dt);
     bool gqa_native = a->gqa && a->Hkv != a->Hq;
     if (k == K_EAGER)
         return NULL;
@@ -513,7 +513,7 @@ static int run_cudnn(struct memest_ictx *c, const struct sdpa *a, struct operand
 
 static int run_math(struct memest_ictx *c, const struct sdpa *a, struct operand ops[3])
 {
-    bool up = a->dt == MEMEST_F16 || a->dt == MEMEST_BF16;
+    bool up = memest_dtype_is_half(a->dt);
     enum memest_dtype acc = up ? MEMEST_F32 : a->dt;
     int64_t out[4] = {a->B, a->Hq, a->L, a->Dv}, att[4] = {a->B, a->Hq, a->L, a->S};
     int64_t ls[2] = {a->L, a->S};

@@ -2,13 +2,13 @@
  * verdict, the step-time estimate and the slowest memory-bound layers, as
  * text and as the "card", "fit" and "time" members of the --json document. */
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "memest/escape.h"
 #include "memest/fit.h"
 #include "memest/format.h"
 #include "memest/report.h"
+#include "memest/roofline.h"
 
 static const char *const source_names[] = {
     [MEMEST_CARD_PRESET] = "preset",
@@ -72,8 +72,7 @@ void memest_card_write_json(struct memest_jsonw *w, const struct memest_card_rep
     memest_jsonw_u64(w, "card_memory", f->card);
     memest_jsonw_f64(w, "headroom_percent", f->headroom_pct);
     memest_jsonw_u64(w, "usable", f->usable);
-    memest_jsonw_i64(w, "free", f->needs <= f->card ? (int64_t)(f->card - f->needs)
-                                                    : -(int64_t)(f->needs - f->card));
+    memest_jsonw_i64(w, "free", f->free);
     memest_jsonw_str(w, "verdict", memest_fit_line(f, line, sizeof line));
     memest_jsonw_obj_end(w);
 
@@ -92,40 +91,12 @@ void memest_card_write_json(struct memest_jsonw *w, const struct memest_card_rep
     memest_jsonw_obj_end(w);
 }
 
-struct slow {
-    uint32_t node;
-    bool bwd;
-    double s;
-};
-
-static int by_time_desc(const void *a, const void *b)
-{
-    const struct slow *x = a, *y = b;
-    return x->s < y->s ? 1 : x->s > y->s ? -1 : (x->node > y->node) - (x->node < y->node);
-}
-
 /* The three slowest memory-bound passes, by name. */
 static void print_slowest(FILE *f, const struct memest_card_report *c,
                           const struct memest_graph *g)
 {
-    struct slow top[3];
-    int n = 0;
-    for (uint32_t i = 0; i < g->nnodes; i++) {
-        for (int k = 0; k < 2; k++) {
-            const struct memest_pass_time *p = k ? &c->nodes[i].bwd : &c->nodes[i].fwd;
-            if (!p->memory_bound || p->seconds <= 0)
-                continue;
-            struct slow s = {i, k == 1, p->seconds};
-            if (n < 3) {
-                top[n++] = s;
-            } else if (by_time_desc(&s, &top[2]) < 0) {
-                top[2] = s;
-            } else {
-                continue;
-            }
-            qsort(top, (size_t)n, sizeof *top, by_time_desc);
-        }
-    }
+    struct memest_slow_pass top[3];
+    int n = memest_roofline_slowest(c->nodes, g->nnodes, top, 3);
     if (n == 0)
         return;
     fputs("  slowest memory-bound:", f);
@@ -133,7 +104,8 @@ static void print_slowest(FILE *f, const struct memest_card_report *c,
         char t[32], name[MEMEST_ESC_NAME];
         fprintf(f, "%s %s (%s, %s)", i ? "," : "",
                 memest_esc_text(g->nodes[top[i].node].name, name, sizeof name),
-                top[i].bwd ? "backward" : "forward", memest_fmt_seconds(top[i].s, t, sizeof t));
+                top[i].bwd ? "backward" : "forward",
+                memest_fmt_seconds(top[i].seconds, t, sizeof t));
     }
     fputc('\n', f);
 }

@@ -1,7 +1,8 @@
 /* report_dist.c - several GPUs: the layout, and one rank's model states
  * with the engine's buffers stated apart, in text and JSON (README
  * "Several GPUs"). The figures are the calculator's (calc.h:
- * memest_calc_dist_states) and the step simulation's, run for the rank. */
+ * memest_calc_dist_states), the layout's (dist.h: DP, the global batch) and
+ * the step simulation's, run for the rank. */
 #include <stdio.h>
 
 #include "memest/dist.h"
@@ -23,16 +24,6 @@ static const char *engine_label(enum memest_strategy s)
     case MEMEST_STRAT_COUNT: break;
     }
     return "?";
-}
-
-/* micro-batch x micro-batches per step (the pipeline's, else the
- * accumulation's) x data-parallel ranks */
-static int64_t global_batch(const struct memest_report *rep, const struct memest_dist_cfg *c)
-{
-    int64_t ga = rep->step->grad_accum > 1 ? rep->step->grad_accum : 1;
-    if (c->pp > 1)
-        ga = c->micro_batches;
-    return rep->r->opts.batch * ga * memest_dist_dp(c);
 }
 
 static void stage_table(FILE *f, const struct memest_report *rep)
@@ -84,7 +75,8 @@ void memest_report_dist_text(FILE *f, const struct memest_report *rep)
         fprintf(f, "; pipeline %lld stages, %s schedule, %lld micro-batches", (long long)c->pp,
                 memest_schedule_name(c->schedule), (long long)c->micro_batches);
     fprintf(f, "\n  --batch %lld is the micro-batch per GPU: global batch %lld\n",
-            (long long)rep->r->opts.batch, (long long)global_batch(rep, c));
+            (long long)rep->r->opts.batch,
+            (long long)memest_dist_global_batch(c, rep->r->opts.batch, rep->step->grad_accum));
     if (rep->figs && rep->nfigs > 1)
         stage_table(f, rep);
     fprintf(f, rep->figs && rep->nfigs > 1 ? "Model states per GPU of stage %lld (at rest)\n"
@@ -134,7 +126,8 @@ void memest_report_dist_json(struct memest_jsonw *w, const struct memest_report 
     memest_jsonw_i64(w, "shard_group", v->shard);
     memest_jsonw_str(w, "offload", memest_offload_name(c->offload));
     memest_jsonw_i64(w, "micro_batch", rep->r->opts.batch);
-    memest_jsonw_i64(w, "global_batch", global_batch(rep, c));
+    memest_jsonw_i64(w, "global_batch",
+                     memest_dist_global_batch(c, rep->r->opts.batch, rep->step->grad_accum));
     memest_jsonw_obj_begin(w, "model_states");
     memest_jsonw_u64(w, "parameters", d->params);
     memest_jsonw_u64(w, "gradients", d->grads);

@@ -28,9 +28,8 @@ char *memest_fit_line(const struct memest_fit *f, char *buf, size_t n)
         long shown = lround(pct);
         if (shown >= 100 && f->needs < f->card)
             shown = 99;
-        uint64_t free_b = f->card - f->needs;
         snprintf(buf, n, "fits: %s of %s (%ld%%), headroom %s", need, card, shown,
-                 memest_fmt_iec(free_b, dec, rest, sizeof rest));
+                 memest_fmt_iec((uint64_t)f->free, dec, rest, sizeof rest));
     } else if (f->needs > f->card) {
         snprintf(buf, n, "does not fit: needs %s, card has %s", need, card);
     } else {

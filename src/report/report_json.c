@@ -102,7 +102,7 @@ static void loss_layer(struct memest_jsonw *w, const struct memest_report *rep)
 {
     struct memest_loss_shapes ls;
     const struct memest_value *in;
-    if (!memest_report_loss(rep, &ls, &in))
+    if (!memest_calc_loss(rep->g, rep->r, rep->step, rep->opts.inference, &ls, &in))
         return;
     struct memest_shape scalar = {.ndim = 0};
     memest_jsonw_obj_begin(w, NULL);

@@ -8,16 +8,6 @@
 #include "memest/report.h"
 #include "memest/step.h"
 
-uint64_t memest_node_params(const struct memest_run *r, uint32_t node)
-{
-    const struct memest_nodeinfo *ni = &r->nodes[node];
-    uint64_t n = 0;
-    for (uint32_t p = ni->param_first; p < ni->param_first + ni->nparam; p++)
-        if (r->params[p].tied_to < 0)
-            n += r->params[p].numel;
-    return n;
-}
-
 static void bar(FILE *f, uint64_t v, uint64_t max)
 {
     int w = max ? (int)(30.0 * (double)v / (double)max + 0.5) : 0;
@@ -45,26 +35,13 @@ static size_t columns(const char *s)
     return n;
 }
 
-bool memest_report_loss(const struct memest_report *rep, struct memest_loss_shapes *ls,
-                        const struct memest_value **in)
-{
-    const struct memest_graph *g = rep->g;
-    if (rep->opts.inference || rep->step->loss == MEMEST_LOSS_NONE || g->noutputs == 0)
-        return false;
-    const struct memest_ref o = g->outputs[g->noutputs - 1];
-    *in = &rep->r->values[rep->r->nodes[o.node].out_first + o.out];
-    struct memest_error err = {0};   /* the simulation already refused a misfit */
-    return memest_loss_shapes(rep->step->loss, g->loss_class_dim, &(*in)->shape,
-                              (enum memest_dtype)(*in)->dtype, ls, &err) == 0;
-}
-
 /* The loss's row: a 0-d output (reduction "mean"), no parameters, no MACs
  * counted; then what it reads. */
 static void loss_row(FILE *f, const struct memest_report *rep, size_t w)
 {
     struct memest_loss_shapes ls;
     const struct memest_value *in;
-    if (!memest_report_loss(rep, &ls, &in))
+    if (!memest_calc_loss(rep->g, rep->r, rep->step, rep->opts.inference, &ls, &in))
         return;
     char shape[96], target[96], macs[32];
     fprintf(f, "  %-*s %-18s %-22s %12s %12s %12s\n", (int)w, "loss",
@@ -272,7 +249,7 @@ void memest_report_text(FILE *f, const struct memest_report *rep)
     fprintf(f, "  backward   %sMACs  = %sFLOPs\n", memest_fmt_si(e->flops.bwd_macs, a, sizeof a),
             memest_fmt_si(e->flops.bwd_flops, b, sizeof b));
     fprintf(f, "  step       %sMACs  = %sFLOPs\n",
-            memest_fmt_si(e->flops.fwd_macs + e->flops.bwd_macs, a, sizeof a),
+            memest_fmt_si(e->flops.step_macs, a, sizeof a),
             memest_fmt_si(e->flops.step_flops, b, sizeof b));
     if (o->layers)
         memest_report_layers(f, rep);

@@ -123,6 +123,19 @@ int64_t memest_dist_dp(const struct memest_dist_cfg *c)
     return mp > 0 ? c->gpus / mp : 0;
 }
 
+int64_t memest_dist_step_micro_batches(const struct memest_dist_cfg *c, int64_t grad_accum)
+{
+    if (c->pp > 1)
+        return c->micro_batches;
+    return grad_accum > 1 ? grad_accum : 1;
+}
+
+int64_t memest_dist_global_batch(const struct memest_dist_cfg *c, int64_t micro_batch,
+                                 int64_t grad_accum)
+{
+    return micro_batch * memest_dist_step_micro_batches(c, grad_accum) * memest_dist_dp(c);
+}
+
 int64_t memest_dist_gpus_per_node(const struct memest_dist_cfg *c)
 {
     if (c->gpus_per_node > 0)

@@ -88,7 +88,7 @@ static void check_read(const struct fuzz_reading *r)
     if (s->micro_batch < 0 || s->grad_accum < 0 || s->train_batch < 0)
         fuzz_bug("negative batch settings: micro %lld, accumulation %lld, train %lld",
                  (long long)s->micro_batch, (long long)s->grad_accum, (long long)s->train_batch);
-    if (s->half_set && s->half != MEMEST_BF16 && s->half != MEMEST_F16)
+    if (s->half_set && !memest_dtype_is_half(s->half))
         fuzz_bug("a half type that is neither bf16 nor fp16: %d", (int)s->half);
     if (s->optim_set && s->optim != MEMEST_OPT_ADAM && s->optim != MEMEST_OPT_ADAMW &&
         s->optim != MEMEST_OPT_SGD)

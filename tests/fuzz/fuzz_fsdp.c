@@ -80,7 +80,7 @@ static void check_read(const struct fuzz_reading *r)
     if (s->processes < 0 || s->processes > 1048576 || s->machines < 0 || s->machines > 1048576)
         fuzz_bug("%lld processes on %lld machines", (long long)s->processes,
                  (long long)s->machines);
-    if (s->half_set && s->half != MEMEST_BF16 && s->half != MEMEST_F16)
+    if (s->half_set && !memest_dtype_is_half(s->half))
         fuzz_bug("a half type that is neither bf16 nor fp16: %d", (int)s->half);
     fuzz_check_cstr(s->wrap, sizeof s->wrap, "the wrap class");
     if (d->eng.wrap_block && (d->eng.wrap_block != s->wrap || !s->wrap[0]))

@@ -161,6 +161,7 @@ int main(void)
     memest_calc_flops(&r, &f);
     CHECK(f.fwd_macs == 576);
     CHECK(f.bwd_macs == 384 + 2 * 192);
+    CHECK(f.step_macs == 576 + 768);
     CHECK(f.fwd_flops == 2 * 576);
     CHECK(f.step_flops == 2 * (576 + 768));
 

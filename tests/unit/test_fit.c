@@ -42,6 +42,9 @@ static void test_verdict(void)
     struct memest_fit f;
     memest_fit_check(0, 40 * GiB, 5, &f);
     CHECK_EQ_U64(f.usable, 40802189312ull);
+    CHECK(f.free == (int64_t)(40 * GiB));
+    memest_fit_check(41 * GiB, 40 * GiB, 5, &f);
+    CHECK(f.free == -(int64_t)GiB);
     CHECK_STR_EQ(line(40802189312ull, 40 * GiB, 5, &fits),
                  "fits: 38.0 GiB of 40.0 GiB (95%), headroom 2.0 GiB");
     CHECK(fits);
@@ -148,9 +151,31 @@ end:
     memest_model_free(&m);
 }
 
+/* The slowest memory-bound passes: by time, equal times in node order;
+ * compute-bound passes and passes without a time left out. */
+static void test_slowest(void)
+{
+    struct memest_node_time nodes[5] = {0};
+    nodes[0].fwd = (struct memest_pass_time){.seconds = 0, .memory_bound = true};
+    nodes[1].fwd = (struct memest_pass_time){.seconds = 2e-3, .memory_bound = true};
+    nodes[1].bwd = (struct memest_pass_time){.seconds = 9e-3, .memory_bound = false};
+    nodes[2].fwd = (struct memest_pass_time){.seconds = 1e-3, .memory_bound = true};
+    nodes[2].bwd = (struct memest_pass_time){.seconds = 5e-3, .memory_bound = true};
+    nodes[3].fwd = (struct memest_pass_time){.seconds = 2e-3, .memory_bound = true};
+    nodes[4].bwd = (struct memest_pass_time){.seconds = 3e-4, .memory_bound = true};
+    struct memest_slow_pass top[3];
+    CHECK_EQ_INT(memest_roofline_slowest(nodes, 5, top, 3), 3);
+    CHECK(top[0].node == 2 && top[0].bwd && top[0].seconds == 5e-3);
+    CHECK(top[1].node == 1 && !top[1].bwd);
+    CHECK(top[2].node == 3 && !top[2].bwd);
+    CHECK_EQ_INT(memest_roofline_slowest(nodes, 1, top, 3), 0);
+    CHECK_EQ_INT(memest_roofline_slowest(nodes, 5, top, 0), 0);
+}
+
 int main(void)
 {
     test_verdict();
     test_roofline();
+    test_slowest();
     return CHECK_DONE();
 }
