@@ -16,7 +16,7 @@
  * category after the event, their total, and the allocator's allocated and
  * reserved bytes. Node names are CSV fields escaped as escape.h says. Write
  * errors are left in the stream's error indicator (outfile.h checks it). */
-void memest_timeline_write_csv(FILE *f, const struct memest_timeline *tl,
+void memest_timeline_csv(FILE *f, const struct memest_timeline *tl,
                                const struct memest_graph *g);
 
 /* A standalone SVG: allocated memory over the step's events, stacked by
@@ -25,7 +25,7 @@ void memest_timeline_write_csv(FILE *f, const struct memest_timeline *tl,
  * name, then ": " and `what` (may be NULL); names are escaped for XML and
  * long ones cut (escape.h). Returns 0, or -1 when out of memory; write
  * errors are left in the stream's error indicator. */
-int memest_plot_write_svg(FILE *f, const struct memest_timeline *tl, const struct memest_graph *g,
+int memest_plot_svg(FILE *f, const struct memest_timeline *tl, const struct memest_graph *g,
                           const struct memest_peak *peak, const char *what);
 
 /* Writes the files --timeline (CSV) and --plot (SVG) name (either may be

@@ -11,7 +11,7 @@
  *     struct memest_probe_result res;
  *     struct memest_error err = {0};
  *     int rc = memest_probe_run(&cfg, &timeline, &res, &err);
- *     memest_probe_print_text(stdout, &res);   // report.h; also after NOFIT
+ *     memest_probe_text(stdout, &res);   // report.h; also after NOFIT
  *     if (rc != MEMEST_EXIT_OK && rc != MEMEST_EXIT_NOFIT) report err
  *
  * What the probe proves: that the predicted footprint can be allocated on

@@ -82,7 +82,7 @@ struct memest_rank_fig {
 
 /* The line PEFT's print_trainable_parameters() prints for these counts,
  * into buf (returned). */
-char *memest_report_lora_line(char *buf, size_t n, const struct memest_param_totals *p);
+char *memest_lora_text(char *buf, size_t n, const struct memest_param_totals *p);
 
 /* One estimate (the default document, --fit, --probe), or --max-batch's
  * estimate at its answer (or at batch 1 when nothing fits). */
@@ -183,42 +183,42 @@ void memest_render_error(FILE *f, enum memest_output fmt, const struct memest_er
 /* The text report of one estimate. Strings from outside (the model's name
  * and node names, the file path, a probed device's name) are escaped as
  * escape.h says, in every text report. */
-void memest_report_text(FILE *f, const struct memest_report *rep);
+void memest_summary_text(FILE *f, const struct memest_report *rep);
 /* The text document of one estimate: with --fit only the verdict line,
- * otherwise memest_report_text and the card section; then the probe's
+ * otherwise memest_summary_text and the card section; then the probe's
  * lines when a probe ran. */
-void memest_report_estimate_text(FILE *f, const struct memest_report *rep);
+void memest_report_text(FILE *f, const struct memest_report *rep);
 /* The per-layer table (--layers) of the report's run: name, type, output
  * shape, parameters, saved bytes, forward MACs; then, for a training step
  * with a loss, the loss's row (name "loss") and its input and target. */
-void memest_report_layers(FILE *f, const struct memest_report *rep);
+void memest_layers_text(FILE *f, const struct memest_report *rep);
 /* Several GPUs (report_dist.c): the layout and the rank's model states;
  * nothing on one GPU. */
 struct memest_jsonw;
-void memest_report_dist_text(FILE *f, const struct memest_report *rep);
-void memest_report_dist_json(struct memest_jsonw *w, const struct memest_report *rep);
+void memest_dist_text(FILE *f, const struct memest_report *rep);
+void memest_dist_json(struct memest_jsonw *w, const struct memest_report *rep);
 void memest_report_json(FILE *f, const struct memest_report *rep);
 /* {"schema_version": 1, "error": {"code", "message", "file", "path", "node", "line", "col"}} */
-void memest_report_error_json(FILE *f, const struct memest_error *err);
+void memest_error_json(FILE *f, const struct memest_error *err);
 /* --max-batch as text: the answer, the verdicts around it, the time. */
-void memest_report_max_batch_text(FILE *f, const struct memest_report *rep);
+void memest_max_batch_text(FILE *f, const struct memest_report *rep);
 
 /* report_advise.c */
-void memest_advice_print_text(FILE *f, const struct memest_advice *ad);
-void memest_advice_print_json(FILE *f, const struct memest_advice *ad);
+void memest_advice_text(FILE *f, const struct memest_advice *ad);
+void memest_advice_json(FILE *f, const struct memest_advice *ad);
 
 /* report_sweep.c */
-void memest_sweep_print_text(FILE *f, const struct memest_sweep_report *s);
+void memest_sweep_text(FILE *f, const struct memest_sweep_report *s);
 /* Header row, then one line per value. Sizes in bytes, times in seconds,
  * fields that do not apply are empty. */
-void memest_sweep_print_csv(FILE *f, const struct memest_sweep_report *s);
-void memest_sweep_print_json(FILE *f, const struct memest_sweep_report *s);
+void memest_sweep_csv(FILE *f, const struct memest_sweep_report *s);
+void memest_sweep_json(FILE *f, const struct memest_sweep_report *s);
 
 /* report_compare.c */
-void memest_compare_print_text(FILE *f, const struct memest_compare_report *c);
+void memest_compare_text(FILE *f, const struct memest_compare_report *c);
 /* Header row, then one line per card, in the report's order. */
-void memest_compare_print_csv(FILE *f, const struct memest_compare_report *c);
-void memest_compare_print_json(FILE *f, const struct memest_compare_report *c);
+void memest_compare_csv(FILE *f, const struct memest_compare_report *c);
+void memest_compare_json(FILE *f, const struct memest_compare_report *c);
 
 /* report_fit.c */
 /* The one-line verdict, without a newline:
@@ -228,28 +228,28 @@ void memest_compare_print_json(FILE *f, const struct memest_compare_report *c);
  * Each size in its own IEC unit with one decimal (more, up to four, when a
  * step that does not fit would otherwise print the two figures compared
  * alike). The headroom is what stays free on the card. Returns buf. */
-char *memest_fit_line(const struct memest_fit *f, char *buf, size_t n);
+char *memest_fit_text(const struct memest_fit *f, char *buf, size_t n);
 
 /* report_card.c */
 /* The members "card", "fit" and "time" of the --json
  * document, in this order ("time" null without a preset). */
-void memest_card_write_json(struct memest_jsonw *w, const struct memest_card_report *c);
+void memest_card_json(struct memest_jsonw *w, const struct memest_card_report *c);
 /* The text section: the card, the verdict line, the time estimate and the
  * slowest memory-bound layers. */
-void memest_card_print_text(FILE *f, const struct memest_card_report *c,
+void memest_card_text(FILE *f, const struct memest_card_report *c,
                             const struct memest_graph *g, int64_t batch);
 /* "card": {"name", "label", "source", "memory", "memory_exact", "arch"} only. */
-void memest_card_write_json_card(struct memest_jsonw *w, const struct memest_card *card);
+void memest_card_id_json(struct memest_jsonw *w, const struct memest_card *card);
 /* The members of one time estimate ("forward_seconds", ... see doc/cards-and-fit.md),
  * written into the object being written. */
-void memest_time_write_members(struct memest_jsonw *w, const struct memest_time *t);
+void memest_time_json(struct memest_jsonw *w, const struct memest_time *t);
 /* "31.1 ms", "1.24 s", "850 us". Returns buf. */
 char *memest_fmt_seconds(double s, char *buf, size_t n);
 
 /* report_probe.c */
 /* Human report, several lines each starting "probe: ", sizes in IEC units
  * ("39.4 GiB"). Prints only what was measured. */
-void memest_probe_print_text(FILE *f, const struct memest_probe_result *r);
+void memest_probe_text(FILE *f, const struct memest_probe_result *r);
 
 /* Writes the member "probe": {"device", "total", "free_before",
  * "context_overhead", "predicted_peak", "measured_peak", "fits", "failed_at",
@@ -257,14 +257,14 @@ void memest_probe_print_text(FILE *f, const struct memest_probe_result *r);
  * the object being written. Bytes are integers; unmeasured figures, and
  * "fits" without a verdict, are null. "failed_at" is null or {"event",
  * "phase", "node" (null if unknown), "bytes", "live"}. */
-void memest_probe_write_json(struct memest_jsonw *w, const struct memest_probe_result *r);
+void memest_probe_json(struct memest_jsonw *w, const struct memest_probe_result *r);
 
 /* report_generate.c: --generate's document (and --sweep-context's table
  * when g->e is NULL), as text and as JSON. */
-void memest_report_generate_text(FILE *f, const struct memest_gen_report *g);
-void memest_report_generate_json(FILE *f, const struct memest_gen_report *g);
+void memest_generate_text(FILE *f, const struct memest_gen_report *g);
+void memest_generate_json(FILE *f, const struct memest_gen_report *g);
 
 /* report_gpus.c: `memest --list-gpus`, a Markdown table (doc/cards-and-fit.md includes it). */
-void memest_gpu_print_markdown(FILE *f, const struct memest_gpu_table *t);
+void memest_gpus_markdown(FILE *f, const struct memest_gpu_table *t);
 /* report_ops.c: `memest --list-ops`, the op table as Markdown. */
-void memest_ops_print_markdown(FILE *f);
+void memest_ops_markdown(FILE *f);

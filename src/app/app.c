@@ -186,7 +186,7 @@ int memest_flow_list_gpus(const struct memest_cli *o)
     struct memest_error err = {0};
     if (memest_gpu_table_builtin(&t, &err) != 0)
         return memest_app_fail(o, &err);
-    memest_gpu_print_markdown(stdout, &t);
+    memest_gpus_markdown(stdout, &t);
     memest_gpu_table_free(&t);
     return MEMEST_EXIT_OK;
 }

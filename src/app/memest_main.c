@@ -117,7 +117,7 @@ static int run(int argc, char **argv)
         return MEMEST_EXIT_OK;
     }
     if (o.list_ops) {
-        memest_ops_print_markdown(stdout);
+        memest_ops_markdown(stdout);
         return MEMEST_EXIT_OK;
     }
     if (o.list_gpus)

@@ -8,7 +8,7 @@ void memest_render_estimate(FILE *f, enum memest_output fmt, const struct memest
 {
     switch (fmt) {
     case MEMEST_OUTPUT_TEXT:
-        memest_report_estimate_text(f, rep);
+        memest_report_text(f, rep);
         break;
     case MEMEST_OUTPUT_JSON:
         memest_report_json(f, rep);
@@ -22,7 +22,7 @@ void memest_render_max_batch(FILE *f, enum memest_output fmt, const struct memes
 {
     switch (fmt) {
     case MEMEST_OUTPUT_TEXT:
-        memest_report_max_batch_text(f, rep);
+        memest_max_batch_text(f, rep);
         break;
     case MEMEST_OUTPUT_JSON:
         memest_report_json(f, rep);   /* the estimate's document, "max_batch" first */
@@ -36,13 +36,13 @@ void memest_render_compare(FILE *f, enum memest_output fmt, const struct memest_
 {
     switch (fmt) {
     case MEMEST_OUTPUT_TEXT:
-        memest_compare_print_text(f, c);
+        memest_compare_text(f, c);
         break;
     case MEMEST_OUTPUT_JSON:
-        memest_compare_print_json(f, c);
+        memest_compare_json(f, c);
         break;
     case MEMEST_OUTPUT_CSV:
-        memest_compare_print_csv(f, c);
+        memest_compare_csv(f, c);
         break;
     }
 }
@@ -51,13 +51,13 @@ void memest_render_sweep(FILE *f, enum memest_output fmt, const struct memest_sw
 {
     switch (fmt) {
     case MEMEST_OUTPUT_TEXT:
-        memest_sweep_print_text(f, s);
+        memest_sweep_text(f, s);
         break;
     case MEMEST_OUTPUT_JSON:
-        memest_sweep_print_json(f, s);
+        memest_sweep_json(f, s);
         break;
     case MEMEST_OUTPUT_CSV:
-        memest_sweep_print_csv(f, s);
+        memest_sweep_csv(f, s);
         break;
     }
 }
@@ -66,10 +66,10 @@ void memest_render_advice(FILE *f, enum memest_output fmt, const struct memest_a
 {
     switch (fmt) {
     case MEMEST_OUTPUT_TEXT:
-        memest_advice_print_text(f, ad);
+        memest_advice_text(f, ad);
         break;
     case MEMEST_OUTPUT_JSON:
-        memest_advice_print_json(f, ad);
+        memest_advice_json(f, ad);
         break;
     case MEMEST_OUTPUT_CSV:   /* refused: --csv is for sweeps */
         break;
@@ -83,7 +83,7 @@ void memest_render_error(FILE *f, enum memest_output fmt, const struct memest_er
     case MEMEST_OUTPUT_CSV:   /* the message on stderr is all */
         break;
     case MEMEST_OUTPUT_JSON:
-        memest_report_error_json(f, err);
+        memest_error_json(f, err);
         break;
     }
 }
@@ -92,10 +92,10 @@ void memest_render_generate(FILE *f, enum memest_output fmt, const struct memest
 {
     switch (fmt) {
     case MEMEST_OUTPUT_TEXT:
-        memest_report_generate_text(f, g);
+        memest_generate_text(f, g);
         break;
     case MEMEST_OUTPUT_JSON:
-        memest_report_generate_json(f, g);
+        memest_generate_json(f, g);
         break;
     case MEMEST_OUTPUT_CSV:   /* refused: --generate excludes --csv */
         break;

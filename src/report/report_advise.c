@@ -7,7 +7,7 @@
 #include "memest/jsonw.h"
 #include "memest/report.h"
 
-void memest_advice_print_text(FILE *f, const struct memest_advice *ad)
+void memest_advice_text(FILE *f, const struct memest_advice *ad)
 {
     const struct memest_card *card = ad->card;
     char line[256], b[32], name[MEMEST_ESC_NAME], file[MEMEST_ESC_NAME];
@@ -19,7 +19,7 @@ void memest_advice_print_text(FILE *f, const struct memest_advice *ad)
             card->source == MEMEST_CARD_PRESET ? " --gpu " : "",
             card->source == MEMEST_CARD_PRESET ? card->name : "",
             memest_fmt_bytes(card->memory, b, sizeof b), ad->headroom_pct);
-    fprintf(f, "now: %s\n\n", memest_fit_line(&ad->now, line, sizeof line));
+    fprintf(f, "now: %s\n\n", memest_fit_text(&ad->now, line, sizeof line));
     fprintf(f, "Ways to save memory, each computed by memest's calculators with the change\n"
                "(sorted by the memory saved; fits: with the headroom):\n");
     fprintf(f, "  %-4s %11s %11s %11s  %s\n", "fits", "saves", "needs",
@@ -53,7 +53,7 @@ void memest_advice_print_text(FILE *f, const struct memest_advice *ad)
                 ad->mfu * 100, ad->now_samples_per_s);
 }
 
-void memest_advice_print_json(FILE *f, const struct memest_advice *ad)
+void memest_advice_json(FILE *f, const struct memest_advice *ad)
 {
     struct memest_jsonw w;
     char line[256];
@@ -65,12 +65,12 @@ void memest_advice_print_json(FILE *f, const struct memest_advice *ad)
     memest_jsonw_i64(&w, "batch", ad->batch);
     memest_jsonw_str(&w, "optimizer", ad->optimizer);
     memest_jsonw_str(&w, "dtype", ad->dtype);
-    memest_card_write_json_card(&w, ad->card);
+    memest_card_id_json(&w, ad->card);
     memest_jsonw_f64(&w, "headroom_percent", ad->headroom_pct);
     memest_jsonw_obj_begin(&w, "current");
     memest_jsonw_u64(&w, "needs", ad->now.needs);
     memest_jsonw_bool(&w, "fits", ad->now.fits);
-    memest_jsonw_str(&w, "verdict", memest_fit_line(&ad->now, line, sizeof line));
+    memest_jsonw_str(&w, "verdict", memest_fit_text(&ad->now, line, sizeof line));
     if (ad->has_time)
         memest_jsonw_f64(&w, "samples_per_second", ad->now_samples_per_s);
     else

@@ -29,7 +29,7 @@ char *memest_fmt_seconds(double s, char *buf, size_t n)
     return buf;
 }
 
-void memest_card_write_json_card(struct memest_jsonw *w, const struct memest_card *card)
+void memest_card_id_json(struct memest_jsonw *w, const struct memest_card *card)
 {
     memest_jsonw_obj_begin(w, "card");
     memest_jsonw_str(w, "name", card->name);
@@ -43,7 +43,7 @@ void memest_card_write_json_card(struct memest_jsonw *w, const struct memest_car
     memest_jsonw_obj_end(w);
 }
 
-void memest_time_write_members(struct memest_jsonw *w, const struct memest_time *t)
+void memest_time_json(struct memest_jsonw *w, const struct memest_time *t)
 {
     memest_jsonw_f64(w, "forward_seconds", t->fwd_s);
     memest_jsonw_f64(w, "backward_seconds", t->bwd_s);
@@ -58,10 +58,10 @@ void memest_time_write_members(struct memest_jsonw *w, const struct memest_time 
     memest_jsonw_u64(w, "memory_bound_passes", t->memory_bound_passes);
 }
 
-void memest_card_write_json(struct memest_jsonw *w, const struct memest_card_report *c)
+void memest_card_json(struct memest_jsonw *w, const struct memest_card_report *c)
 {
     char line[256];
-    memest_card_write_json_card(w, c->card);
+    memest_card_id_json(w, c->card);
 
     const struct memest_fit *f = &c->fit;
     memest_jsonw_obj_begin(w, "fit");
@@ -73,7 +73,7 @@ void memest_card_write_json(struct memest_jsonw *w, const struct memest_card_rep
     memest_jsonw_f64(w, "headroom_percent", f->headroom_pct);
     memest_jsonw_u64(w, "usable", f->usable);
     memest_jsonw_i64(w, "free", f->free);
-    memest_jsonw_str(w, "verdict", memest_fit_line(f, line, sizeof line));
+    memest_jsonw_str(w, "verdict", memest_fit_text(f, line, sizeof line));
     memest_jsonw_obj_end(w);
 
     if (!c->has_time) {
@@ -87,7 +87,7 @@ void memest_card_write_json(struct memest_jsonw *w, const struct memest_card_rep
     memest_jsonw_f64(w, "peak_flops", c->peak_flops);
     memest_jsonw_bool(w, "peak_fallback", c->peak_fallback);
     memest_jsonw_f64(w, "bandwidth", c->card->gpu->bandwidth);
-    memest_time_write_members(w, &c->time);
+    memest_time_json(w, &c->time);
     memest_jsonw_obj_end(w);
 }
 
@@ -110,7 +110,7 @@ static void print_slowest(FILE *f, const struct memest_card_report *c,
     fputc('\n', f);
 }
 
-void memest_card_print_text(FILE *f, const struct memest_card_report *c,
+void memest_card_text(FILE *f, const struct memest_card_report *c,
                             const struct memest_graph *g, int64_t batch)
 {
     const struct memest_card *card = c->card;
@@ -122,7 +122,7 @@ void memest_card_print_text(FILE *f, const struct memest_card_report *c,
         fputs(" (probed)", f);
     fprintf(f, ", %s bytes (%s)\n", memest_fmt_count(card->memory, a, sizeof a),
             memest_fmt_bytes(card->memory, b, sizeof b));
-    fprintf(f, "  %s\n", memest_fit_line(&c->fit, line, sizeof line));
+    fprintf(f, "  %s\n", memest_fit_text(&c->fit, line, sizeof line));
     if (!c->has_time) {
         fputs("  (no time estimate: --mem and unknown probed cards have no throughput figures; "
               "use --gpu NAME)\n",

@@ -94,7 +94,7 @@ static void print_summary(FILE *f, const struct memest_compare_report *c)
                 cheap->gpu->name, memest_fmt_double(cheap->price, b3, sizeof b3));
 }
 
-void memest_compare_print_text(FILE *f, const struct memest_compare_report *c)
+void memest_compare_text(FILE *f, const struct memest_compare_report *c)
 {
     char name[MEMEST_ESC_NAME], file[MEMEST_ESC_NAME];
     fprintf(f, "memest %s: %s (%s), optimizer %s, dtype %s%s, batch %lld", MEMEST_VERSION,
@@ -183,7 +183,7 @@ void memest_compare_print_text(FILE *f, const struct memest_compare_report *c)
     print_summary(f, c);
 }
 
-void memest_compare_print_csv(FILE *f, const struct memest_compare_report *c)
+void memest_compare_csv(FILE *f, const struct memest_compare_report *c)
 {
     fputs("card,memory_bytes,memory_exact,batch,total_device_bytes,headroom_bytes,fits,max_batch,"
           "max_batch_total_device_bytes,step_seconds,samples_per_second,"
@@ -272,7 +272,7 @@ static void card_json(struct memest_jsonw *w, const struct memest_compare_report
             memest_jsonw_f64(w, "peak_flops", r->peak_flops);
             memest_jsonw_f64(w, "bandwidth", r->gpu->bandwidth);
             memest_jsonw_obj_begin(w, "time");
-            memest_time_write_members(w, &r->time);
+            memest_time_json(w, &r->time);
             memest_jsonw_obj_end(w);
             if (c->nodes > 1)
                 memest_jsonw_f64(w, "samples_per_second_per_node", r->per_node);
@@ -292,7 +292,7 @@ static void card_json(struct memest_jsonw *w, const struct memest_compare_report
     memest_jsonw_obj_end(w);
 }
 
-void memest_compare_print_json(FILE *f, const struct memest_compare_report *c)
+void memest_compare_json(FILE *f, const struct memest_compare_report *c)
 {
     struct memest_jsonw w;
     memest_jsonw_init(&w, f, true);

@@ -57,7 +57,7 @@ static void line(FILE *f, const char *label, uint64_t v, const char *note)
             note ? note : "");
 }
 
-void memest_report_dist_text(FILE *f, const struct memest_report *rep)
+void memest_dist_text(FILE *f, const struct memest_report *rep)
 {
     const struct memest_rank_view *v = rep->step->rank;
     if (!v || !rep->e->has_dist)
@@ -108,7 +108,7 @@ void memest_report_dist_text(FILE *f, const struct memest_report *rep)
     fputc('\n', f);
 }
 
-void memest_report_dist_json(struct memest_jsonw *w, const struct memest_report *rep)
+void memest_dist_json(struct memest_jsonw *w, const struct memest_report *rep)
 {
     const struct memest_rank_view *v = rep->step->rank;
     if (!v || !rep->e->has_dist)

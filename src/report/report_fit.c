@@ -8,7 +8,7 @@
 #include "memest/format.h"
 #include "memest/report.h"
 
-char *memest_fit_line(const struct memest_fit *f, char *buf, size_t n)
+char *memest_fit_text(const struct memest_fit *f, char *buf, size_t n)
 {
     char need[32], card[32], rest[32], other_s[32];
     /* one decimal, or for a step that does not fit as many as it takes (up

@@ -47,7 +47,7 @@ static void sweep_text(FILE *f, const struct memest_gen_report *g)
     }
 }
 
-void memest_report_generate_text(FILE *f, const struct memest_gen_report *g)
+void memest_generate_text(FILE *f, const struct memest_gen_report *g)
 {
     const struct memest_gen_estimate *e = g->e;
     char a[32], b[32], c[32], name[MEMEST_ESC_NAME];
@@ -79,7 +79,7 @@ void memest_report_generate_text(FILE *f, const struct memest_gen_report *g)
     if (g->card) {
         char line[200];
         fprintf(f, "card: %s: %s\n", memest_esc_text(g->card->label, name, sizeof name),
-                memest_fit_line(&g->fit, line, sizeof line));
+                memest_fit_text(&g->fit, line, sizeof line));
     }
     if (g->speed && g->speed->have) {
         const struct memest_gen_speed *s = g->speed;
@@ -146,7 +146,7 @@ static void sweep_json(struct memest_jsonw *w, const struct memest_gen_report *g
     memest_jsonw_arr_end(w);
 }
 
-void memest_report_generate_json(FILE *f, const struct memest_gen_report *g)
+void memest_generate_json(FILE *f, const struct memest_gen_report *g)
 {
     const struct memest_gen_estimate *e = g->e;
     struct memest_jsonw w;
@@ -183,7 +183,7 @@ void memest_report_generate_json(FILE *f, const struct memest_gen_report *g)
     memest_jsonw_u64(&w, "total_device", e->total_device);
     memest_jsonw_obj_end(&w);
     if (g->card) {
-        memest_card_write_json_card(&w, g->card);
+        memest_card_id_json(&w, g->card);
         memest_jsonw_obj_begin(&w, "fit");
         memest_jsonw_bool(&w, "fits", g->fit.fits);
         memest_jsonw_u64(&w, "needs", g->fit.needs);

@@ -14,7 +14,7 @@ static void tflops_cell(FILE *f, double flops)
         fputs(" - |", f);
 }
 
-void memest_gpu_print_markdown(FILE *f, const struct memest_gpu_table *t)
+void memest_gpus_markdown(FILE *f, const struct memest_gpu_table *t)
 {
     fputs("| name | card | arch | memory (bytes) | memory | FP32 | TF32 | FP16 | BF16 | bandwidth |\n"
           "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",

@@ -51,7 +51,7 @@ static void lora_obj(struct memest_jsonw *w, const struct memest_lora_summary *l
     memest_jsonw_u64(w, "bnb_modules", l->bnb_modules);
     memest_jsonw_u64(w, "trainable_params", p->trainable);
     memest_jsonw_u64(w, "all_params", p->total);
-    memest_jsonw_str(w, "print_trainable_parameters", memest_report_lora_line(line, sizeof line, p));
+    memest_jsonw_str(w, "print_trainable_parameters", memest_lora_text(line, sizeof line, p));
     memest_jsonw_obj_end(w);
 }
 
@@ -171,7 +171,7 @@ void memest_report_json(FILE *f, const struct memest_report *rep)
     memest_jsonw_obj_end(&w);
     if (rep->opts.lora)
         lora_obj(&w, rep->opts.lora, &e->params);
-    memest_report_dist_json(&w, rep);
+    memest_dist_json(&w, rep);
 
     memest_jsonw_obj_begin(&w, "memory");
     memest_jsonw_u64(&w, "parameters", e->params.bytes);
@@ -211,9 +211,9 @@ void memest_report_json(FILE *f, const struct memest_report *rep)
     memest_jsonw_obj_end(&w);
 
     if (rep->probe)
-        memest_probe_write_json(&w, rep->probe);
+        memest_probe_json(&w, rep->probe);
     if (rep->card)
-        memest_card_write_json(&w, rep->card);
+        memest_card_json(&w, rep->card);
 
     memest_jsonw_arr_begin(&w, "layers");
     for (uint32_t n = 0; n < g->nnodes; n++) {
@@ -237,7 +237,7 @@ void memest_report_json(FILE *f, const struct memest_report *rep)
     memest_jsonw_finish(&w);
 }
 
-void memest_report_error_json(FILE *f, const struct memest_error *err)
+void memest_error_json(FILE *f, const struct memest_error *err)
 {
     struct memest_jsonw w;
     memest_jsonw_init(&w, f, true);

@@ -6,7 +6,7 @@
 #include "memest/escape.h"
 #include "memest/report.h"
 
-void memest_report_max_batch_text(FILE *f, const struct memest_report *rep)
+void memest_max_batch_text(FILE *f, const struct memest_report *rep)
 {
     const struct memest_report_opts *o = &rep->opts;
     const struct memest_card_report *cr = rep->card;
@@ -24,17 +24,17 @@ void memest_report_max_batch_text(FILE *f, const struct memest_report *rep)
     if (best > 0) {
         fprintf(f, "max batch: %lld (%d estimates)\n", (long long)best, m->mb.calls);
         fprintf(f, "  at batch %lld: %s\n", (long long)best,
-                memest_fit_line(&cr->fit, line, sizeof line));
+                memest_fit_text(&cr->fit, line, sizeof line));
     } else {
         fprintf(f, "max batch: none, batch 1 does not fit (%d estimates)\n", m->mb.calls);
-        fprintf(f, "  at batch 1: %s\n", memest_fit_line(&cr->fit, line, sizeof line));
+        fprintf(f, "  at batch 1: %s\n", memest_fit_text(&cr->fit, line, sizeof line));
     }
     if (m->has_next) {
         if (m->next_limit)
             fprintf(f, "  at batch %lld: beyond memest's limits\n", (long long)(best + 1));
         else
             fprintf(f, "  at batch %lld: %s\n", (long long)(best + 1),
-                    memest_fit_line(&m->next_fit, line, sizeof line));
+                    memest_fit_text(&m->next_fit, line, sizeof line));
     }
     if (best > m->mb.steady)
         fprintf(f, "  note: batch %lld fits, batch %lld does not: the allocator's "
@@ -49,5 +49,5 @@ void memest_report_max_batch_text(FILE *f, const struct memest_report *rep)
                 memest_precision_name(cr->peak_fallback ? MEMEST_PREC_FP32 : cr->precision));
     }
     if (o->layers)
-        memest_report_layers(f, rep);
+        memest_layers_text(f, rep);
 }

@@ -48,7 +48,7 @@ static void print_inputs(FILE *f, const struct memest_op_desc *op)
         fprintf(f, "%d-%d", op->min_in, op->max_in);
 }
 
-void memest_ops_print_markdown(FILE *f)
+void memest_ops_markdown(FILE *f)
 {
     int n;
     const struct memest_op_desc *const *ops = memest_op_all(&n);

@@ -18,7 +18,7 @@ static const char *node_label(const struct memest_graph *g, uint32_t node, uint8
     return phase == MEMEST_PH_LOSS ? "loss" : "";
 }
 
-void memest_timeline_write_csv(FILE *f, const struct memest_timeline *tl,
+void memest_timeline_csv(FILE *f, const struct memest_timeline *tl,
                                const struct memest_graph *g)
 {
     struct memest_live live = {0}, blocks = {0};
@@ -322,7 +322,7 @@ static void svg_legend(FILE *f, const struct memest_peak *peak)
     }
 }
 
-int memest_plot_write_svg(FILE *f, const struct memest_timeline *tl, const struct memest_graph *g,
+int memest_plot_svg(FILE *f, const struct memest_timeline *tl, const struct memest_graph *g,
                           const struct memest_peak *peak, const char *what)
 {
     struct col *cols = calloc(PW, sizeof *cols);
@@ -360,12 +360,12 @@ static int write_file(const char *path, const struct memest_timeline *tl,
     struct memest_outfile of;
     if (memest_outfile_open(&of, path, err) != 0)
         return -1;
-    if (svg && memest_plot_write_svg(of.f, tl, g, pk, what) != 0) {
+    if (svg && memest_plot_svg(of.f, tl, g, pk, what) != 0) {
         memest_outfile_abort(&of);
         return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
     }
     if (!svg)
-        memest_timeline_write_csv(of.f, tl, g);
+        memest_timeline_csv(of.f, tl, g);
     return memest_outfile_commit(&of, err);
 }
 

@@ -74,7 +74,7 @@ static void print_segments(FILE *f, const struct memest_probe_result *r)
     fputc('\n', f);
 }
 
-void memest_probe_print_text(FILE *f, const struct memest_probe_result *r)
+void memest_probe_text(FILE *f, const struct memest_probe_result *r)
 {
     char a[32], b[32], c[32];
     if (!r->have_device) {
@@ -149,7 +149,7 @@ static void json_u64_if(struct memest_jsonw *w, const char *key, bool have, uint
         memest_jsonw_null(w, key);
 }
 
-void memest_probe_write_json(struct memest_jsonw *w, const struct memest_probe_result *r)
+void memest_probe_json(struct memest_jsonw *w, const struct memest_probe_result *r)
 {
     memest_jsonw_obj_begin(w, "probe");
     memest_jsonw_str(w, "device", r->have_device ? r->device_name : NULL);

@@ -27,7 +27,7 @@ static void header_lines(FILE *f, const struct memest_sweep_report *s)
     }
 }
 
-void memest_sweep_print_text(FILE *f, const struct memest_sweep_report *s)
+void memest_sweep_text(FILE *f, const struct memest_sweep_report *s)
 {
     header_lines(f, s);
     char var[MEMEST_ESC_NAME];
@@ -71,7 +71,7 @@ void memest_sweep_print_text(FILE *f, const struct memest_sweep_report *s)
     }
 }
 
-void memest_sweep_print_csv(FILE *f, const struct memest_sweep_report *s)
+void memest_sweep_csv(FILE *f, const struct memest_sweep_report *s)
 {
     if (s->variable) {
         memest_esc_csv(f, s->variable);
@@ -103,7 +103,7 @@ void memest_sweep_print_csv(FILE *f, const struct memest_sweep_report *s)
     }
 }
 
-void memest_sweep_print_json(FILE *f, const struct memest_sweep_report *s)
+void memest_sweep_json(FILE *f, const struct memest_sweep_report *s)
 {
     struct memest_jsonw w;
     memest_jsonw_init(&w, f, true);
@@ -121,7 +121,7 @@ void memest_sweep_print_json(FILE *f, const struct memest_sweep_report *s)
     memest_jsonw_str(&w, "dtype", s->dtype);
     memest_jsonw_bool(&w, "inference", s->inference);
     if (s->card)
-        memest_card_write_json_card(&w, s->card);
+        memest_card_id_json(&w, s->card);
     else
         memest_jsonw_null(&w, "card");
     memest_jsonw_f64(&w, "headroom_percent", s->headroom_pct);
@@ -162,7 +162,7 @@ void memest_sweep_print_json(FILE *f, const struct memest_sweep_report *s)
         memest_jsonw_count(&w, "step_flops", r->step_flops);
         if (r->has_time) {
             memest_jsonw_obj_begin(&w, "time");
-            memest_time_write_members(&w, &r->time);
+            memest_time_json(&w, &r->time);
             memest_jsonw_obj_end(&w);
         } else {
             memest_jsonw_null(&w, "time");

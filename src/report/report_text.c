@@ -56,7 +56,7 @@ static void loss_row(FILE *f, const struct memest_report *rep, size_t w)
             memest_dtype_name(ls.target_dtype));
 }
 
-void memest_report_layers(FILE *f, const struct memest_report *rep)
+void memest_layers_text(FILE *f, const struct memest_report *rep)
 {
     const struct memest_graph *g = rep->g;
     const struct memest_run *r = rep->r;
@@ -155,7 +155,7 @@ static void peak_section(FILE *f, const struct memest_report *rep, const struct 
 /* --lora: the adapters, then the line PEFT's print_trainable_parameters()
  * prints (peft v0.17.1 peft_model.py: "trainable params: {:,d} || all
  * params: {:,d} || trainable%: {:.4f}"). */
-char *memest_report_lora_line(char *buf, size_t n, const struct memest_param_totals *p)
+char *memest_lora_text(char *buf, size_t n, const struct memest_param_totals *p)
 {
     char a[32], b[32];
     snprintf(buf, n, "trainable params: %s || all params: %s || trainable%%: %.4f",
@@ -173,10 +173,10 @@ static void lora_lines(FILE *f, const struct memest_lora_summary *l,
             (long long)l->opts.r, l->opts.alpha, l->scaling, l->opts.rslora ? ", rsLoRA" : "",
             l->opts.dropout, l->modules, l->targets,
             l->bnb_modules ? ", bitsandbytes base" : "");
-    fprintf(f, "%s\n", memest_report_lora_line(line, sizeof line, p));
+    fprintf(f, "%s\n", memest_lora_text(line, sizeof line, p));
 }
 
-void memest_report_text(FILE *f, const struct memest_report *rep)
+void memest_summary_text(FILE *f, const struct memest_report *rep)
 {
     const struct memest_estimate *e = rep->e;
     const struct memest_report_opts *o = &rep->opts;
@@ -206,7 +206,7 @@ void memest_report_text(FILE *f, const struct memest_report *rep)
             memest_fmt_count(e->params.buffer_elems, a, sizeof a),
             (unsigned long long)e->params.buffer_tensors);
 
-    memest_report_dist_text(f, rep);
+    memest_dist_text(f, rep);
     bool inf = o->inference;
     const struct memest_peak *p = inf ? &e->infer_peak : &e->train_peak;
     uint64_t max = e->params.bytes;
@@ -252,20 +252,20 @@ void memest_report_text(FILE *f, const struct memest_report *rep)
             memest_fmt_si(e->flops.step_macs, a, sizeof a),
             memest_fmt_si(e->flops.step_flops, b, sizeof b));
     if (o->layers)
-        memest_report_layers(f, rep);
+        memest_layers_text(f, rep);
 }
 
-void memest_report_estimate_text(FILE *f, const struct memest_report *rep)
+void memest_report_text(FILE *f, const struct memest_report *rep)
 {
     char line[256];
     if (rep->opts.fit) {
         if (rep->card)
-            fprintf(f, "%s\n", memest_fit_line(&rep->card->fit, line, sizeof line));
+            fprintf(f, "%s\n", memest_fit_text(&rep->card->fit, line, sizeof line));
     } else {
-        memest_report_text(f, rep);
+        memest_summary_text(f, rep);
         if (rep->card)
-            memest_card_print_text(f, rep->card, rep->g, rep->r->opts.batch);
+            memest_card_text(f, rep->card, rep->g, rep->r->opts.batch);
     }
     if (rep->probe)
-        memest_probe_print_text(f, rep->probe);
+        memest_probe_text(f, rep->probe);
 }

@@ -113,7 +113,7 @@ static void check_json_output(void (*write)(FILE *, const void *), const void *a
     free(text);
 }
 
-static void write_error(FILE *f, const void *err) { memest_report_error_json(f, err); }
+static void write_error(FILE *f, const void *err) { memest_error_json(f, err); }
 static void write_report(FILE *f, const void *rep) { memest_report_json(f, rep); }
 
 void fuzz_check_error(const struct memest_error *err, const char *stage, const char *file,

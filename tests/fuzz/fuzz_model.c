@@ -113,7 +113,7 @@ static bool run_batch(struct memest_run *r, const struct memest_graph *g, int64_
         o.dtype = dt;
         struct memest_app app = {.o = &o, .dtype = dt};
         struct memest_report rep = {.opts = memest_app_report_opts(&app), .step = &step, .g = g, .r = r, .e = e};
-        memest_report_text(f, &rep);
+        memest_summary_text(f, &rep);
         fuzz_check_report_json(&rep);
     }
     return true;

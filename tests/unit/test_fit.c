@@ -21,7 +21,7 @@ static const char *line(uint64_t needs, uint64_t card, double headroom, bool *fi
     memest_fit_check(needs, card, headroom, &f);
     if (fits)
         *fits = f.fits;
-    return memest_fit_line(&f, buf, sizeof buf);
+    return memest_fit_text(&f, buf, sizeof buf);
 }
 
 static void test_verdict(void)

@@ -192,7 +192,7 @@ static void test_builtin(void)
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    memest_gpu_print_markdown(f, &t);
+    memest_gpus_markdown(f, &t);
     fclose(f);
     CHECK_CONTAINS(buf, "| `a100-40gb` (also `a100-sxm4-40gb`) | NVIDIA A100 40 GB (SXM4) | ampere |");
     CHECK_CONTAINS(buf, "| `h200`");

@@ -121,7 +121,7 @@ static char *capture_text(const struct memest_probe_result *r)
     char *s = NULL;
     size_t n = 0;
     FILE *f = open_memstream(&s, &n);
-    memest_probe_print_text(f, r);
+    memest_probe_text(f, r);
     fclose(f);
     return s;
 }
@@ -134,7 +134,7 @@ static char *capture_json(const struct memest_probe_result *r)
     struct memest_jsonw w;
     memest_jsonw_init(&w, f, false);
     memest_jsonw_obj_begin(&w, NULL);
-    memest_probe_write_json(&w, r);
+    memest_probe_json(&w, r);
     memest_jsonw_obj_end(&w);
     memest_jsonw_finish(&w);
     fclose(f);
