@@ -147,7 +147,7 @@ static const char *kv_dtype_name(int v)
 static int kv_dtype_parse(const char *s, int *v)
 {
     enum memest_dtype t;
-    if (memest_dtype_parse(s, &t) != 0 || (t != MEMEST_F16 && t != MEMEST_BF16))
+    if (memest_dtype_parse(s, &t) != 0 || !memest_dtype_is_half(t))
         return -1;   /* uint8 is not fp8: the names only */
     *v = (int)t;
     return 0;
