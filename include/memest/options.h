@@ -108,8 +108,9 @@ enum memest_opt_kind {
 enum memest_opt_arg { MEMEST_ARG_NONE = 0, MEMEST_ARG_REQUIRED, MEMEST_ARG_OPTIONAL };
 
 struct memest_opt;
-typedef int (*memest_opt_parse_fn)(const struct memest_opt *row, char *arg, struct memest_cli *o,
-                                   struct memest_error *err);
+typedef int memest_opt_parse_f(const struct memest_opt *row, char *arg, struct memest_cli *o,
+                               struct memest_error *err);
+typedef memest_opt_parse_f *memest_opt_parse_fn;
 
 struct memest_opt {
     const char *name;         /* "batch": --batch */

@@ -18,35 +18,19 @@ extern const struct memest_vocab memest_vocab_fused, memest_vocab_weights,
 
 /* The rows' parse functions (options.h: memest_opt_parse_fn): K_CUSTOM
  * options, and the steps some generic ones take after their value. */
-int memest_optp_checkpoint(const struct memest_opt *row, char *arg, struct memest_cli *o,
-                     struct memest_error *err);
-int memest_optp_set(const struct memest_opt *row, char *arg, struct memest_cli *o,
-              struct memest_error *err);
-int memest_optp_seq(const struct memest_opt *row, char *arg, struct memest_cli *o,
-              struct memest_error *err);
-int memest_optp_fused(const struct memest_opt *row, char *arg, struct memest_cli *o,
-                struct memest_error *err);
-int memest_optp_weights(const struct memest_opt *row, char *arg, struct memest_cli *o,
-                  struct memest_error *err);
-int memest_optp_group_size(const struct memest_opt *row, char *arg, struct memest_cli *o,
-                     struct memest_error *err);
-int memest_optp_compute_dtype(const struct memest_opt *row, char *arg, struct memest_cli *o,
-                        struct memest_error *err);
-int memest_optp_lora_targets(const struct memest_opt *row, char *arg, struct memest_cli *o,
-                       struct memest_error *err);
-int memest_optp_gpu(const struct memest_opt *row, char *arg, struct memest_cli *o,
-              struct memest_error *err);
-int memest_optp_prices(const struct memest_opt *row, char *arg, struct memest_cli *o,
-                 struct memest_error *err);
-int memest_optp_sweep_var(const struct memest_opt *row, char *arg, struct memest_cli *o,
-                    struct memest_error *err);
-int memest_optp_json(const struct memest_opt *row, char *arg, struct memest_cli *o,
-               struct memest_error *err);
-int memest_optp_after_attention(const struct memest_opt *row, char *arg, struct memest_cli *o,
-                    struct memest_error *err);
-int memest_optp_after_moe(const struct memest_opt *row, char *arg, struct memest_cli *o,
-              struct memest_error *err);
-int memest_optp_after_kv_dtype(const struct memest_opt *row, char *arg, struct memest_cli *o,
-                   struct memest_error *err);
-int memest_optp_after_sweep_list(const struct memest_opt *row, char *arg, struct memest_cli *o,
-                     struct memest_error *err);
+memest_opt_parse_f memest_optp_checkpoint,
+    memest_optp_set,
+    memest_optp_seq,
+    memest_optp_fused,
+    memest_optp_weights,
+    memest_optp_group_size,
+    memest_optp_compute_dtype,
+    memest_optp_lora_targets,
+    memest_optp_gpu,
+    memest_optp_prices,
+    memest_optp_sweep_var,
+    memest_optp_json,
+    memest_optp_after_attention,
+    memest_optp_after_moe,
+    memest_optp_after_kv_dtype,
+    memest_optp_after_sweep_list;

@@ -167,7 +167,7 @@ static const char *mode_names(unsigned mask, char *buf, size_t n)
 static int check_rows(const struct memest_cli *o, const bool *given, const struct choice *ch,
                       struct memest_error *err)
 {
-    char why[200], names[96], by[96];
+    char why[320], names[96], by[96];
     unsigned mode_needs = ch->mode == MEMEST_MODE_FIT || ch->mode == MEMEST_MODE_MAX_BATCH ||
                                   ch->mode == MEMEST_MODE_ADVISE
                               ? MEMEST_NEED_CARD
