@@ -113,7 +113,9 @@ int mb_eval_number(struct builder *b, const cJSON *j, const struct scope *sc, co
 int mb_check_held(struct builder *b, double d, const char *path);
 int mb_load_variables(struct builder *b, const cJSON *jvars, const cJSON *jlet,
                       const struct memest_override *ov, int nov, struct scope *globals);
-int mb_run_checks(struct builder *b, const cJSON *jchecks, const struct scope *globals);
+/* "checks" at path ("checks", "blocks.X.checks") over the scope sc. */
+int mb_run_checks(struct builder *b, const cJSON *jchecks, const struct scope *sc,
+                  const char *path);
 int mb_note_overrides(struct builder *b);
 
 /* ---- build_args.c ---- */

@@ -244,16 +244,17 @@ int mb_load_variables(struct builder *b, const cJSON *jvars, const cJSON *jlet,
 /* "checks": [{"if": condition, "error": message}, ...]: the build fails
  * with the message when a condition is false (a usage error naming the
  * override a value of the condition comes from, as any check). */
-int mb_run_checks(struct builder *b, const cJSON *jchecks, const struct scope *globals)
+int mb_run_checks(struct builder *b, const cJSON *jchecks, const struct scope *globals,
+                  const char *path)
 {
     if (!jchecks)
         return 0;
     if (!cJSON_IsArray(jchecks))
-        return memest_errf(b->err, MEMEST_ERR_SCHEMA, "checks",
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, path,
                            "\"checks\" must be a list of {\"if\": condition, \"error\": message}");
     int i = 0;
     for (const cJSON *c = jchecks->child; c; c = c->next, i++) {
-        const struct jp jp = {"checks", NULL, i};
+        const struct jp jp = {path, NULL, i};
         const char *cp = mb_jp_str(b, &jp);
         const cJSON *cond = cJSON_GetObjectItemCaseSensitive(c, "if");
         const cJSON *msg = cJSON_GetObjectItemCaseSensitive(c, "error");

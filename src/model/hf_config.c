@@ -168,7 +168,8 @@ static int load_template(struct hf *h, cJSON **out)
             struct stat st;
             if (stat(path, &st) == 0) {
                 h->arch = path;
-                return mb_json_read_file(path, out, h->err);
+                return mb_json_read_file(path, out, h->err) ||
+                       mb_arch_extend(out, h->arch, h->err) ? -1 : 0;
             }
         }
         p += len + (p[len] == ':');
@@ -180,7 +181,8 @@ static int load_template(struct hf *h, cJSON **out)
         h->arch = memest_arena_concat(&h->m->arena, t->file, " (built in)", (char *)NULL);
         if (!h->arch)
             return nomem(h);
-        return mb_json_parse_text((const char *)t->text, *t->len, h->arch, out, h->err);
+        return mb_json_parse_text((const char *)t->text, *t->len, h->arch, out, h->err) ||
+               mb_arch_extend(out, h->arch, h->err) ? -1 : 0;
     }
     char list[400];
     return memest_errf(h->err, MEMEST_ERR_SCHEMA, "model_type",

@@ -51,3 +51,11 @@ struct mb_arch_text {
 };
 extern const struct mb_arch_text mb_arch_builtin[];
 extern const size_t mb_arch_builtin_count;
+/* the shared library of models/arch/lib/ (blocks and bases templates extend) */
+extern const struct mb_arch_text mb_arch_lib[];
+extern const size_t mb_arch_lib_count;
+
+/* ---- arch_extend.c ---- */
+/* Resolves *root's "extends" (models/README.md): *root becomes the library
+ * parts it names merged with it. 0 / -1 (err names `file` or the part). */
+int mb_arch_extend(cJSON **root, const char *file, struct memest_error *err);

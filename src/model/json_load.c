@@ -342,6 +342,7 @@ int memest_model_read_string(const char *text, size_t len, const char *label,
     free(buf);
     if (rc == 0) {
         m->file = label;
+        rc = mb_arch_extend(&m->root, label, err);
         mb_template_model_type(m);
     }
     return rc;
