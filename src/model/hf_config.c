@@ -9,6 +9,7 @@
  * in the template's "hf_config.keys", or one of the keys every transformers
  * config has (PretrainedConfig, below); an unknown key is refused, as a
  * setting memest would silently ignore could change the memory. */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
@@ -73,6 +74,7 @@ struct hf {
     const cJSON *domains;          /* the template's "hf_config.domains" (may be NULL) */
     struct memest_override *ov;    /* the values found so far */
     int n, cap;
+    cJSON *checks;                 /* the template's "checks", which "each" specs extend */
 };
 
 bool mb_is_hf_config(const cJSON *root)
@@ -279,6 +281,31 @@ static int check_values(struct hf *h, const cJSON *vals, const char *path)
     return 0;
 }
 
+/* {"each": condition, "codes": {"TEXT": number, ...}, "length": condition on n,
+ * "comment": ...}: a per-layer list (Qwen3's layer_types, SmolLM3's
+ * no_rope_layers) that the template derives from other variables; the
+ * config's list must be that one (models/README.md). */
+static int check_each_spec(struct hf *h, const cJSON *spec, const char *path)
+{
+    const cJSON *each = cJSON_GetObjectItemCaseSensitive(spec, "each");
+    const cJSON *codes = cJSON_GetObjectItemCaseSensitive(spec, "codes");
+    const cJSON *len = cJSON_GetObjectItemCaseSensitive(spec, "length");
+    int nkeys = cJSON_GetArraySize(spec);
+    if (!cJSON_IsString(each) || !each->valuestring[0] || (len && !cJSON_IsString(len)) ||
+        nkeys != 1 + (codes != NULL) + (len != NULL) +
+                     (cJSON_GetObjectItemCaseSensitive(spec, "comment") != NULL))
+        return tmpl_err(h, path, "a list's spec is {\"each\": condition on x (an element) and i "
+                        "(its index), \"codes\": {text: number}, \"length\": condition on n (the "
+                        "list's length)} "
+                        "(codes, length and a comment optional)");
+    if (codes && !cJSON_IsObject(codes))
+        return tmpl_err(h, path, "\"codes\" must be an object of text: number");
+    for (const cJSON *c = codes ? codes->child : NULL; c; c = c->next)
+        if (!cJSON_IsNumber(c))
+            return tmpl_err(h, path, "\"codes\" must be an object of text: number");
+    return 0;
+}
+
 /* A spec of "hf_config.keys" (models/README.md): null, a variable's name,
  * {"values": ...} or {"fields": {key: spec}}. */
 static int check_spec(struct hf *h, const cJSON *spec, const char *path)
@@ -290,6 +317,8 @@ static int check_spec(struct hf *h, const cJSON *spec, const char *path)
                    ? 0
                    : tmpl_err(h, path, "\"%s\" is not a number, boolean or string variable of "
                               "the template", spec->valuestring);
+    if (cJSON_IsObject(spec) && cJSON_GetObjectItemCaseSensitive(spec, "each"))
+        return check_each_spec(h, spec, path);
     const cJSON *vals = cJSON_GetObjectItemCaseSensitive(spec, "values");
     const cJSON *fields = cJSON_GetObjectItemCaseSensitive(spec, "fields");
     const cJSON *var = cJSON_GetObjectItemCaseSensitive(spec, "var");
@@ -484,6 +513,105 @@ static int walk_values(struct hf *h, const cJSON *vals, const cJSON *val, const 
     return 0;
 }
 
+/* expr with the identifiers x, i and n replaced by xt, it and nt (in
+ * parentheses; NULL: left as they are). */
+static char *subst_xi(struct hf *h, const char *expr, const char *xt, const char *it,
+                      const char *nt)
+{
+    size_t w = 3 + (xt ? strlen(xt) : 0) + (it ? strlen(it) : 0) + (nt ? strlen(nt) : 0);
+    size_t cap = strlen(expr) * w + 1, o = 0;
+    char *out = memest_arena_alloc(&h->m->arena, cap);
+    if (!out)
+        return NULL;
+    for (const char *p = expr; *p;) {
+        if (isalpha((unsigned char)*p) || *p == '_') {
+            const char *q = p;
+            while (isalnum((unsigned char)*q) || *q == '_')
+                q++;
+            const char *rep = q - p != 1 ? NULL : *p == 'x' ? xt : *p == 'i' ? it : *p == 'n' ? nt : NULL;
+            o += (size_t)(rep ? snprintf(out + o, cap - o, "(%s)", rep)
+                              : snprintf(out + o, cap - o, "%.*s", (int)(q - p), p));
+            p = q;
+        } else {
+            out[o++] = *p++;
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
+static int add_check(struct hf *h, const char *cond, const char *msg)
+{
+    cJSON *c = cJSON_CreateObject();
+    if (!c || !cJSON_AddStringToObject(c, "if", cond) || !cJSON_AddStringToObject(c, "error", msg)) {
+        cJSON_Delete(c);
+        return nomem(h);
+    }
+    if (!h->checks) {
+        h->checks = cJSON_CreateArray();
+        if (!h->checks) {
+            cJSON_Delete(c);
+            return nomem(h);
+        }
+    }
+    cJSON_AddItemToArray(h->checks, c);
+    return 0;
+}
+
+/* A list under an "each" spec: a check per element (the condition with x
+ * the element, through "codes" for text, and i its index) and one of its
+ * length n, added to the template's checks, so that the build refuses a list
+ * other than the one the template derives. null: the config class derives
+ * it (nothing to check). */
+#define MAX_EACH 4096
+static int walk_each(struct hf *h, const cJSON *spec, const cJSON *val, const char *key)
+{
+    if (cJSON_IsNull(val))
+        return 0;
+    const char *cond = cJSON_GetObjectItemCaseSensitive(spec, "each")->valuestring;
+    const cJSON *codes = cJSON_GetObjectItemCaseSensitive(spec, "codes");
+    const cJSON *len = cJSON_GetObjectItemCaseSensitive(spec, "length");
+    if (!cJSON_IsArray(val) || cJSON_GetArraySize(val) > MAX_EACH)
+        return memest_errf(h->err, MEMEST_ERR_SCHEMA, key, "expected a list (at most %d "
+                           "elements) or null for model_type \"%s\", got %s", MAX_EACH,
+                           h->model_type, mb_json_type_name(val));
+    int i = 0;
+    char ibuf[24], xbuf[32], msg[640];
+    for (const cJSON *e = val->child; e; e = e->next, i++) {
+        const char *xt = NULL;
+        if (cJSON_IsString(e) && codes) {
+            const cJSON *c = cJSON_GetObjectItemCaseSensitive(codes, e->valuestring);
+            xt = c ? scalar_text(c, xbuf, sizeof xbuf) : NULL;
+        } else if (cJSON_IsNumber(e) || cJSON_IsBool(e)) {
+            xt = scalar_text(e, xbuf, sizeof xbuf);
+        }
+        if (!xt)
+            return memest_errf(h->err, MEMEST_ERR_SCHEMA, key, "element %d is not supported "
+                               "for model_type \"%s\"%s", i, h->model_type,
+                               codes ? " (an element is one of the texts the template codes)" : "");
+        snprintf(ibuf, sizeof ibuf, "%d", i);
+        char *c = subst_xi(h, cond, xt, ibuf, NULL);
+        if (!c)
+            return nomem(h);
+        snprintf(msg, sizeof msg, "the config's %.80s[%d] is not the one model_type \"%.64s\" "
+                 "derives from the other keys (%.200s): a list of another pattern is not "
+                 "modelled", key, i, h->model_type, cond);
+        if (add_check(h, c, msg) != 0)
+            return -1;
+    }
+    if (len) {
+        snprintf(ibuf, sizeof ibuf, "%d", i);
+        char *c = subst_xi(h, len->valuestring, NULL, NULL, ibuf);
+        if (!c)
+            return nomem(h);
+        snprintf(msg, sizeof msg, "the config's %.80s has %d elements: model_type \"%.64s\" "
+                 "needs %.200s", key, i, h->model_type, len->valuestring);
+        if (add_check(h, c, msg) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* The config's key `key` (a JSON path) with value val, under its spec. */
 static int walk(struct hf *h, const cJSON *spec, const cJSON *val, const char *key)
 {
@@ -491,6 +619,8 @@ static int walk(struct hf *h, const cJSON *spec, const cJSON *val, const char *k
         return 0;
     if (cJSON_IsString(spec))
         return set_var(h, spec->valuestring, val, key, true);
+    if (cJSON_GetObjectItemCaseSensitive(spec, "each"))
+        return walk_each(h, spec, val, key);
     const cJSON *vals = cJSON_GetObjectItemCaseSensitive(spec, "values");
     const cJSON *var = cJSON_GetObjectItemCaseSensitive(spec, "var");
     if (var) { /* a variable, with special values (null: None) of its own */
@@ -740,9 +870,23 @@ int mb_hf_load(struct memest_model *m, struct memest_error *err)
     memest_err_file(err, h.cfgfile);
     for (const cJSON *c = cfg->child; c; c = c->next)
         if (read_key(&h, keys, c) != 0) {
+            cJSON_Delete(h.checks);
             cJSON_Delete(tmpl);
             return -1;
         }
+    if (h.checks) { /* the "each" lists' checks, after the template's own */
+        cJSON *tc = cJSON_GetObjectItemCaseSensitive(tmpl, "checks");
+        if (!tc) {
+            cJSON_AddItemToObject(tmpl, "checks", h.checks);
+        } else if (cJSON_IsArray(tc)) {
+            cJSON *c;
+            while ((c = cJSON_DetachItemFromArray(h.checks, 0)) != NULL)
+                cJSON_AddItemToArray(tc, c);
+            cJSON_Delete(h.checks);
+        } else {
+            cJSON_Delete(h.checks);
+        }
+    }
     /* The overrides point into the template (variable names) and the arena;
      * the config's strings were copied. */
     cJSON_Delete(m->root);
