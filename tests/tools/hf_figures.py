@@ -61,7 +61,32 @@ PUBLISHED = {
     "phi-3-mini-4k": 3821079552,
     "gemma-2b": 2506172416,
     "gemma-2-9b": 9241705984,
+    "qwen3-8b": 8190735360,             # Qwen/Qwen3-8B model.safetensors.index.json total (untied head)
+    "olmo-2-1124-7b": 7298617344,       # allenai/OLMo-2-1124-7B (untied head)
+    "smollm3-3b": 3075098624,           # HuggingFaceTB/SmolLM3-3B model.safetensors.index.json total (tied)
+    "granite-3.1-8b-instruct": 8170848256,  # ibm-granite/granite-3.1-8b-instruct "8B": by the arithmetic below
 }
+
+
+def decoder_params(V, H, L, nh, nkv, hd, I, tied, per_layer_extra=0):
+    """embed_tokens + L * (q, k, v, o_proj + gate, up, down_proj + 2 norms + per_layer_extra) + norm (+ lm_head)."""
+    layer = H * nh * hd + 2 * H * nkv * hd + nh * hd * H + 3 * H * I + 2 * H + per_layer_extra
+    return V * H * (1 if tied else 2) + L * layer + H
+
+
+# The published figures by hand from the configs (models/hf/NAME.json): asserted equal below.
+PUBLISHED_ARITHMETIC = {
+    # 2*151936*4096 + 36*(4096*4096 + 2*4096*1024 + 4096*4096 + 3*4096*12288 + 2*4096 + 2*128) + 4096
+    "qwen3-8b": decoder_params(151936, 4096, 36, 32, 8, 128, 12288, False, per_layer_extra=2 * 128),
+    # 2*100352*4096 + 32*(4*4096*4096 + 3*4096*11008 + 2*4096 + (4096 + 4096)) + 4096 (q_norm/k_norm full width)
+    "olmo-2-1124-7b": decoder_params(100352, 4096, 32, 32, 32, 128, 11008, False, per_layer_extra=2 * 4096),
+    # 128256*2048 + 36*(2048*2048 + 2*2048*512 + 2048*2048 + 3*2048*11008 + 2*2048) + 2048
+    "smollm3-3b": decoder_params(128256, 2048, 36, 16, 4, 128, 11008, True),
+    # 49155*4096 + 40*(4096*4096 + 2*4096*1024 + 4096*4096 + 3*4096*12800 + 2*4096) + 4096
+    "granite-3.1-8b-instruct": decoder_params(49155, 4096, 40, 32, 8, 128, 12800, True),
+}
+for _name, _n in PUBLISHED_ARITHMETIC.items():
+    assert _n == PUBLISHED[_name], (_name, _n, PUBLISHED[_name])
 
 TINY_BATCH, TINY_SEQ = 2, 16
 
@@ -247,13 +272,13 @@ def tiny_figures():
 def main(argv):
     result = {
         "generator": "tests/tools/hf_figures.py",
-        "follows": "transformers v4.48.0 (tests/tools/hf_models.py)",
+        "follows": "transformers v4.48.0, and main for qwen3, olmo2, smollm3, granite (tests/tools/hf_models.py)",
         "torch_version": torch.__version__,
         "device": "cpu",
         "configs": config_figures(),
         "tiny": tiny_figures(),
     }
-    result = stamp(result, "tests/tools/hf_figures.py", {"torch": torch.__version__, "transformers": "v4.48.0 (followed in plain PyTorch, not imported)"})
+    result = stamp(result, "tests/tools/hf_figures.py", {"torch": torch.__version__, "transformers": "v4.48.0; main for qwen3, olmo2, smollm3, granite (followed in plain PyTorch, not imported)"})
     text = json.dumps(result, indent=1, sort_keys=True) + "\n"
     if len(argv) > 1:
         with open(argv[1], "w") as f:

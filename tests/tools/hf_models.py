@@ -22,6 +22,17 @@ Followed, at tag v4.48.0 (src/transformers/...):
                                     even layers, final logit soft-capping; the 4-D mask is always built (also
                                     for sdpa); Gemma2PreTrainedModel._check_and_enable_sdpa turns the default
                                     sdpa into eager.
+Followed at transformers main (the files' commits in models/arch/<model_type>.json's "follows"):
+  models/qwen3/modeling_qwen3.py    Llama + Qwen3RMSNorm q_norm/k_norm over head_dim (after the view, before the
+                                    transpose), attention_bias on q/k/v/o, head_dim 128 by default
+  models/olmo2/modeling_olmo2.py    no input_layernorm: self_attn, post_attention_layernorm, add; mlp,
+                                    post_feedforward_layernorm, add; q_norm/k_norm over the whole q_proj/k_proj
+                                    output before the view; Olmo2RMSNorm (weight * x).to(dtype); cos/sin left
+                                    float32 and q/k cast back after the rotation
+  models/smollm3/modeling_smollm3.py  Llama without RoPE on the layers no_rope_layers marks 0 (every
+                                    no_rope_layer_interval-th by default), tied embeddings by default
+  models/granite/modular_granite.py inputs_embeds * embedding_multiplier, residual + h * residual_multiplier,
+                                    attention scaling = attention_multiplier, logits / logits_scaling
 The causal-LM head ends as ForCausalLMLoss (loss/loss_utils.py) starts: logits.float().view(-1, V).
 
 build(cfg, attn="eager"|"sdpa") -> nn.Module whose forward(input_ids) returns those logits; module names are
@@ -52,7 +63,33 @@ ARCH = {
                   fused_qkv=False, window=None, embed_scale=True, sandwich=False, tie_default=True),
     "gemma2": dict(norm="gemma", qkv_bias="attention_bias", o_bias="attention_bias", mlp_bias=False,
                    fused_qkv=False, window="gemma2", embed_scale=True, sandwich=True, tie_default=True),
+    "qwen3": dict(norm="llama", qkv_bias="attention_bias", o_bias="attention_bias", mlp_bias=False,
+                  fused_qkv=False, window="qwen2", embed_scale=False, sandwich=False, tie_default=False,
+                  qk_norm="head", head_dim_default=128),
+    "olmo2": dict(norm="olmo2", qkv_bias="attention_bias", o_bias="attention_bias", mlp_bias=False,
+                  fused_qkv=False, window=None, embed_scale=False, sandwich=False, tie_default=False,
+                  qk_norm="full", post_norm=True, rope_float32=True),
+    "smollm3": dict(norm="llama", qkv_bias="attention_bias", o_bias="attention_bias", mlp_bias="mlp_bias",
+                    fused_qkv=False, window="smollm3", embed_scale=False, sandwich=False, tie_default=True,
+                    nope=True),
+    "granite": dict(norm="llama", qkv_bias="attention_bias", o_bias="attention_bias", mlp_bias="mlp_bias",
+                    fused_qkv=False, window=None, embed_scale=False, sandwich=False, tie_default=False,
+                    mup=True),
 }
+
+
+def head_dim_of(cfg, arch):
+    return cfg.get("head_dim") or arch.get("head_dim_default") or cfg["hidden_size"] // cfg["num_attention_heads"]
+
+
+def uses_rope(cfg, arch, layer_idx):
+    """SmolLM3Attention.use_rope = config.no_rope_layers[layer_idx] (default: int((i + 1) % interval != 0))."""
+    if not arch.get("nope"):
+        return True
+    nrl = cfg.get("no_rope_layers")
+    if nrl is None:
+        return bool((layer_idx + 1) % cfg.get("no_rope_layer_interval", 4) != 0)
+    return bool(nrl[layer_idx])
 
 
 def _flag(cfg, spec):
@@ -73,6 +110,19 @@ class LlamaRMSNorm(nn.Module):
         return self.weight * hidden_states.to(input_dtype)
 
 
+class Olmo2RMSNorm(LlamaRMSNorm):
+    def forward(self, hidden_states):
+        input_dtype = hidden_states.dtype
+        hidden_states = hidden_states.to(torch.float32)
+        variance = hidden_states.pow(2).mean(-1, keepdim=True)
+        hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
+        return (self.weight * hidden_states).to(input_dtype)
+
+
+def norm_class(arch):
+    return {"gemma": GemmaRMSNorm, "olmo2": Olmo2RMSNorm}.get(arch["norm"], LlamaRMSNorm)
+
+
 class GemmaRMSNorm(nn.Module):
     def __init__(self, dim, eps=1e-6):
         super().__init__()
@@ -91,9 +141,9 @@ class GemmaRMSNorm(nn.Module):
 def rope_inv_freq(cfg, dim):
     """modeling_rope_utils: default and llama3 inv_freq (float32 [dim/2]); other types: their shape is the
     same, but only these two are exercised here."""
-    base = cfg.get("rope_theta", 10000.0)
+    base = cfg.get("rope_theta", (cfg.get("rope_parameters") or {}).get("rope_theta", 10000.0))
     inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
-    rs = cfg.get("rope_scaling") or {}
+    rs = cfg.get("rope_scaling") or cfg.get("rope_parameters") or {}
     rope_type = rs.get("rope_type", rs.get("type", "default"))
     if rope_type == "llama3":
         factor, lo, hi = rs["factor"], rs["low_freq_factor"], rs["high_freq_factor"]
@@ -113,8 +163,9 @@ def rope_inv_freq(cfg, dim):
 class RotaryEmbedding(nn.Module):
     """LlamaRotaryEmbedding (v4.48: one per model, its cos/sin shared by every layer)."""
 
-    def __init__(self, cfg, dim):
+    def __init__(self, cfg, dim, keep_float32=False):
         super().__init__()
+        self.keep_float32 = keep_float32  # Olmo2RotaryEmbedding: return cos, sin (float32)
         inv_freq = rope_inv_freq(cfg, dim)
         self.register_buffer("inv_freq", inv_freq, persistent=False)
         self.attention_scaling = 1.0
@@ -130,6 +181,8 @@ class RotaryEmbedding(nn.Module):
             sin = emb.sin()
         cos = cos * self.attention_scaling
         sin = sin * self.attention_scaling
+        if self.keep_float32:
+            return cos, sin
         return cos.to(dtype=x.dtype), sin.to(dtype=x.dtype)
 
 
@@ -202,16 +255,29 @@ class Attention(nn.Module):
         self.attn = attn
         H, nh = cfg["hidden_size"], cfg["num_attention_heads"]
         nkv = cfg.get("num_key_value_heads") or nh
-        self.head_dim = cfg.get("head_dim") or H // nh
+        self.head_dim = head_dim_of(cfg, arch)
         self.num_heads, self.num_kv = nh, nkv
         self.num_key_value_groups = nh // nkv
         self.attention_dropout = cfg.get("attention_dropout", 0.0)
         if arch is ARCH["gemma2"]:
             self.scaling = cfg["query_pre_attn_scalar"] ** -0.5
             self.softcap = cfg.get("attn_logit_softcapping")
+        elif arch.get("mup"):  # GraniteAttention
+            self.scaling = cfg.get("attention_multiplier", 1.0)
+            self.softcap = None
         else:
             self.scaling = self.head_dim ** -0.5
             self.softcap = None
+        self.qk_norm = arch.get("qk_norm")
+        self.use_rope = uses_rope(cfg, arch, layer_idx)
+        self.rope_cast = bool(arch.get("rope_float32"))
+        eps = cfg.get("rms_norm_eps", 1e-6)
+        if self.qk_norm == "head":  # Qwen3Attention
+            self.q_norm = LlamaRMSNorm(self.head_dim, eps=eps)
+            self.k_norm = LlamaRMSNorm(self.head_dim, eps=eps)
+        elif self.qk_norm == "full":  # Olmo2Attention
+            self.q_norm = Olmo2RMSNorm(nh * self.head_dim, eps=eps)
+            self.k_norm = Olmo2RMSNorm(nkv * self.head_dim, eps=eps)
         qkv_bias, o_bias = _flag(cfg, arch["qkv_bias"]), _flag(cfg, arch["o_bias"])
         self.fused = arch["fused_qkv"]
         if self.fused:  # Phi3Attention
@@ -236,12 +302,24 @@ class Attention(nn.Module):
             query_states = query_states.view(hidden_shape).transpose(1, 2)
             key_states = key_states.view(hidden_shape).transpose(1, 2)
             value_states = value_states.view(hidden_shape).transpose(1, 2)
+        elif self.qk_norm == "head":
+            query_states = self.q_norm(self.q_proj(hidden_states).view(hidden_shape)).transpose(1, 2)
+            key_states = self.k_norm(self.k_proj(hidden_states).view(hidden_shape)).transpose(1, 2)
+            value_states = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        elif self.qk_norm == "full":
+            query_states = self.q_norm(self.q_proj(hidden_states)).view(hidden_shape).transpose(1, 2)
+            key_states = self.k_norm(self.k_proj(hidden_states)).view(hidden_shape).transpose(1, 2)
+            value_states = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
         else:
             query_states = self.q_proj(hidden_states).view(hidden_shape).transpose(1, 2)
             key_states = self.k_proj(hidden_states).view(hidden_shape).transpose(1, 2)
             value_states = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
-        cos, sin = position_embeddings
-        query_states, key_states = apply_rotary_pos_emb(query_states, key_states, cos, sin)
+        if self.use_rope:
+            cos, sin = position_embeddings
+            q_type, k_type = query_states.dtype, key_states.dtype
+            query_states, key_states = apply_rotary_pos_emb(query_states, key_states, cos, sin)
+            if self.rope_cast:  # Olmo2's apply_rotary_pos_emb: q_embed.to(q_type), k_embed.to(k_type)
+                query_states, key_states = query_states.to(q_type), key_states.to(k_type)
         fn = eager_attention_forward if self.attn == "eager" else sdpa_attention_forward
         attn_output, _ = fn(self, query_states, key_states, value_states, attention_mask,
                             dropout=0.0 if not self.training else self.attention_dropout, scaling=self.scaling,
@@ -280,13 +358,17 @@ class MLP(nn.Module):
 class DecoderLayer(nn.Module):
     def __init__(self, cfg, arch, layer_idx, attn):
         super().__init__()
-        Norm = GemmaRMSNorm if arch["norm"] == "gemma" else LlamaRMSNorm
+        Norm = norm_class(arch)
         H, eps = cfg["hidden_size"], cfg.get("rms_norm_eps", 1e-6)
         self.arch = arch
+        self.residual_multiplier = cfg.get("residual_multiplier", 1.0) if arch.get("mup") else None
         self.self_attn = Attention(cfg, arch, layer_idx, attn)
         self.mlp = MLP(cfg, arch)
-        self.input_layernorm = Norm(H, eps=eps)
+        if not arch.get("post_norm"):
+            self.input_layernorm = Norm(H, eps=eps)
         self.post_attention_layernorm = Norm(H, eps=eps)
+        if arch.get("post_norm"):  # Olmo2DecoderLayer
+            self.post_feedforward_layernorm = Norm(H, eps=eps)
         if arch["sandwich"]:
             self.pre_feedforward_layernorm = Norm(H, eps=eps)
             self.post_feedforward_layernorm = Norm(H, eps=eps)
@@ -301,6 +383,8 @@ class DecoderLayer(nn.Module):
             self.sliding_window = cfg.get("sliding_window")
         elif w == "qwen2" and cfg.get("use_sliding_window") and layer_idx >= cfg.get("max_window_layers", 28):
             self.sliding_window = cfg.get("sliding_window")
+        elif w == "smollm3" and cfg.get("use_sliding_window") and not uses_rope(cfg, arch, layer_idx):
+            self.sliding_window = cfg.get("sliding_window")
 
     def forward(self, hidden_states, attention_mask, position_embeddings):
         if self.arch["sandwich"] and self.sliding_window is not None and attention_mask is not None:
@@ -310,8 +394,19 @@ class DecoderLayer(nn.Module):
                                              diagonal=-self.sliding_window)
             attention_mask = torch.where(sliding_window_mask, min_dtype, attention_mask)
         residual = hidden_states
+        if self.arch.get("post_norm"):  # Olmo2DecoderLayer
+            hidden_states = self.self_attn(hidden_states, position_embeddings, attention_mask)
+            hidden_states = residual + self.post_attention_layernorm(hidden_states)
+            residual = hidden_states
+            hidden_states = self.post_feedforward_layernorm(self.mlp(hidden_states))
+            return residual + hidden_states
         hidden_states = self.input_layernorm(hidden_states)
         hidden_states = self.self_attn(hidden_states, position_embeddings, attention_mask)
+        if self.residual_multiplier is not None:  # GraniteDecoderLayer
+            hidden_states = residual + hidden_states * self.residual_multiplier
+            residual = hidden_states
+            hidden_states = self.mlp(self.post_attention_layernorm(hidden_states))
+            return residual + hidden_states * self.residual_multiplier
         if self.arch["sandwich"]:
             hidden_states = self.post_attention_layernorm(hidden_states)
             hidden_states = residual + hidden_states
@@ -363,13 +458,14 @@ class Model(nn.Module):
         self.cfg, self.arch, self.attn = cfg, arch, attn
         self.embed_tokens = nn.Embedding(cfg["vocab_size"], H, cfg.get("pad_token_id"))
         self.layers = nn.ModuleList(DecoderLayer(cfg, arch, i, attn) for i in range(cfg["num_hidden_layers"]))
-        Norm = GemmaRMSNorm if arch["norm"] == "gemma" else LlamaRMSNorm
+        Norm = norm_class(arch)
         self.norm = Norm(H, eps=cfg.get("rms_norm_eps", 1e-6))
-        head_dim = cfg.get("head_dim") or H // cfg["num_attention_heads"]
-        self.rotary_emb = RotaryEmbedding(cfg, head_dim)
+        self.rotary_emb = RotaryEmbedding(cfg, head_dim_of(cfg, arch), keep_float32=bool(arch.get("rope_float32")))
 
     def forward(self, input_ids):
         inputs_embeds = self.embed_tokens(input_ids)
+        if self.arch.get("mup"):  # GraniteModel
+            inputs_embeds = inputs_embeds * self.cfg.get("embedding_multiplier", 1.0)
         B, S = input_ids.shape
         cache_position = torch.arange(0, S)
         position_ids = cache_position.unsqueeze(0)
@@ -394,6 +490,7 @@ class ForCausalLM(nn.Module):
         if cfg.get("tie_word_embeddings", arch["tie_default"]):
             self.lm_head.weight = self.model.embed_tokens.weight
         self.final_softcap = cfg.get("final_logit_softcapping") if arch is ARCH["gemma2"] else None
+        self.logits_scaling = cfg.get("logits_scaling", 1.0) if arch.get("mup") else None
 
     def forward(self, input_ids):
         hidden_states = self.model(input_ids)
@@ -402,6 +499,8 @@ class ForCausalLM(nn.Module):
             logits = logits / self.final_softcap
             logits = torch.tanh(logits)
             logits = logits * self.final_softcap
+        if self.logits_scaling is not None:  # GraniteForCausalLM
+            logits = logits / self.logits_scaling
         # ForCausalLMLoss: logits.float(), then cross-entropy over logits.view(-1, vocab_size)
         return logits.float().view(-1, self.cfg["vocab_size"])
 

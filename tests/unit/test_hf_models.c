@@ -1,5 +1,5 @@
 /* test_hf_models.c - the decoder templates (models/arch/llama.json, mistral,
- * qwen2, phi3, gemma, gemma2) read through Hugging Face config.json files,
+ * qwen2, phi3, gemma, gemma2, qwen3, olmo2, smollm3, granite) read through Hugging Face config.json files,
  * against independent figures:
  *   - parameter counts of the shipped example configs (models/hf/): the
  *     published figures below (model cards / papers), exact, and the same
@@ -36,6 +36,18 @@ static const struct {
     {"phi-3-mini-4k", 3821079552ull}, /* Phi-3 report: 3.8B */
     {"gemma-2b", 2506172416ull},      /* Gemma report: 2.51B (tied head) */
     {"gemma-2-9b", 9241705984ull},    /* Gemma 2 report: 9.24B (tied head) */
+    /* Qwen/Qwen3-8B safetensors total: 2*151936*4096 + 36*(4096*4096 + 2*4096*1024
+     * + 4096*4096 + 3*4096*12288 + 2*4096 + 2*128 (q_norm, k_norm over head_dim)) + 4096 */
+    {"qwen3-8b", 8190735360ull},
+    /* allenai/OLMo-2-1124-7B: 2*100352*4096 + 32*(4*4096*4096 + 3*4096*11008
+     * + 2*4096 (post norms) + 2*4096 (q_norm, k_norm over 32*128)) + 4096 */
+    {"olmo-2-1124-7b", 7298617344ull},
+    /* HuggingFaceTB/SmolLM3-3B safetensors total (tied): 128256*2048 + 36*(2048*2048
+     * + 2*2048*512 + 2048*2048 + 3*2048*11008 + 2*2048) + 2048 */
+    {"smollm3-3b", 3075098624ull},
+    /* ibm-granite/granite-3.1-8b-instruct ("8B", tied): 49155*4096 + 40*(4096*4096
+     * + 2*4096*1024 + 4096*4096 + 3*4096*12800 + 2*4096) + 4096 */
+    {"granite-3.1-8b-instruct", 8170848256ull},
 };
 
 static double num(const cJSON *o, const char *k)
@@ -77,7 +89,7 @@ static int run_config(const char *path, const struct memest_override *ov, int no
 
 static void check_params(const cJSON *configs)
 {
-    printf("%-16s %14s %14s %14s %8s\n", "config", "params", "published", "torch (meta)", "buffers");
+    printf("%-24s %14s %14s %14s %8s\n", "config", "params", "published", "torch (meta)", "buffers");
     for (size_t i = 0; i < sizeof published / sizeof *published; i++) {
         char path[256];
         snprintf(path, sizeof path, "models/hf/%s.json", published[i].config);
@@ -97,7 +109,7 @@ static void check_params(const cJSON *configs)
             report(&err);
             CHECK(!"params");
         } else {
-            printf("%-16s %14llu %14llu %14.0f %8llu\n", published[i].config,
+            printf("%-24s %14llu %14llu %14.0f %8llu\n", published[i].config,
                    (unsigned long long)pt.total, (unsigned long long)published[i].params,
                    num(ref, "params_total"), (unsigned long long)pt.buffer_elems);
             CHECK_EQ_U64(pt.total, published[i].params);
@@ -157,7 +169,7 @@ int main(void)
             check_run(t->string, run->string, run);
             nruns++;
         }
-    CHECK(nruns == 6 * 4);
+    CHECK(nruns == 7 * 4);
     cJSON_Delete(ref);
     return CHECK_DONE();
 }
