@@ -169,7 +169,7 @@ int main(void)
             check_run(t->string, run->string, run);
             nruns++;
         }
-    CHECK(nruns == 7 * 4);
+    CHECK(nruns == 9 * 4);
     cJSON_Delete(ref);
     return CHECK_DONE();
 }
