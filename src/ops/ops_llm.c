@@ -96,9 +96,9 @@ static const struct memest_argspec rmsnorm_args[] = {
                    .doc = "H, the last dim (default: its size; checked when given)"},
     [RMS_EPS] = {"eps", MEMEST_ARG_FLOAT, .fdef = 1e-6},
     [RMS_AFFINE] = {"elementwise_affine", MEMEST_ARG_BOOL, .idef = 1, .doc = "a weight [H]"},
-    [RMS_STYLE] = {"style", MEMEST_ARG_STR, .sdef = "llama", .choices = "llama|gemma",
+    [RMS_STYLE] = {"style", MEMEST_ARG_STR, .sdef = "llama", .choices = "llama|gemma|olmo2",
                    .doc = "llama: weight * x_norm.to(dtype); gemma: (x_norm * (1 + weight))"
-                          ".type_as(x)"},
+                          ".type_as(x); olmo2: (weight * x_norm).to(dtype)"},
     [RMS_IMPL] = {"impl", MEMEST_ARG_STR, .sdef = "auto", .choices = "auto|eager|fused",
                   .doc = "fused: Liger's kernel; auto: fused under --fused rmsnorm"},
 };
@@ -234,6 +234,30 @@ static int rms_gemma(struct memest_ictx *c, const struct rms *m)
     return 0;
 }
 
+/* Eager Olmo2RMSNorm: (weight * n32).to(input_dtype), the product taken
+ * in float32, so that the weight's gradient needs n32 itself (saved, float32
+ * whatever the input dtype) where Llama's saves n32.to(input_dtype). */
+static int rms_olmo2(struct memest_ictx *c, const struct rms *m)
+{
+    const bool f32in = m->dt == MEMEST_F32, grad = memest_needs_grad(c);
+    const bool keep_hr = grad && m->rg, keep_n32 = grad && m->affine && m->wtr;
+    const uint64_t N32 = nbytes(m->n, MEMEST_F32);
+    struct transient t = {0};
+    if (memest_out_like(c, &m->s, 0, m->dt) < 0 || rms_stats(c, m, &t, keep_hr, true) != 0)
+        return -1;
+    /* n32 = h * r: the output when there is no weight and x is float32 */
+    if (keep_n32 && memest_save_new(c, m->s.ndim, m->s.size, MEMEST_F32) != 0)
+        return -1;
+    if (!(f32in && !m->affine) && !keep_n32)
+        tr_alloc(&t, N32);
+    rms_drop_hr(&t, m, keep_hr);
+    if (m->affine && !f32in) /* the float32 product before .to(input_dtype) */
+        tr_alloc(&t, N32);
+    memest_workspace(c, t.peak);
+    rms_bwd(c, m, N32); /* grad * n32 before its sum over rows */
+    return 0;
+}
+
 /* Liger's fused RMSNorm: saves X (viewed as [rows, H]) and RSTD [rows]
  * float32; dX is written into dY. */
 static int rms_fused(struct memest_ictx *c, const struct rms *m)
@@ -276,6 +300,8 @@ static int infer_rmsnorm(struct memest_ictx *c)
         return rms_fused(c, &m);
     if (strcmp(memest_arg(c, RMS_STYLE)->s, "gemma") == 0)
         return rms_gemma(c, &m);
+    if (strcmp(memest_arg(c, RMS_STYLE)->s, "olmo2") == 0)
+        return rms_olmo2(c, &m);
     return rms_llama(c, &m);
 }
 

@@ -29,7 +29,9 @@
  * slicing and add save nothing. cos and sin are the rotary_embedding outputs
  * themselves (unsqueeze is a view), shared by q and k. The result has
  * promote(x, cos)'s dtype: under autocast q is bfloat16 but cos float32
- * (the embeddings stay float32), so x_embed is float32.
+ * (the embeddings stay float32), so x_embed is float32. Olmo2 keeps cos and
+ * sin float32 (rotary_embedding's float32) and casts x_embed back to x's
+ * dtype (cast_back: the promoted x_embed a temporary of the cast).
  *
  * Fused (Liger LigerRopeFunction, liger_kernel/ops/rope.py): rope_forward
  * takes q.transpose(1, 2).contiguous() - q itself when, as in the modeling
@@ -45,11 +47,13 @@
 
 /* ---- rotary_embedding ---- */
 
-enum { RE_DIM };
+enum { RE_DIM, RE_F32 };
 
 static const struct memest_argspec rotary_embedding_args[] = {
     [RE_DIM] = {"dim", MEMEST_ARG_INT, .required = true, .lo = 2, .hi = ARG_MAX,
                 .doc = "rotary dim (even): head_dim * partial_rotary_factor"},
+    [RE_F32] = {"float32", MEMEST_ARG_BOOL, .idef = 0,
+                .doc = "cos, sin returned float32, not cast to x's dtype (Olmo2RotaryEmbedding)"},
 };
 
 static int infer_rotary_embedding(struct memest_ictx *c)
@@ -63,7 +67,7 @@ static int infer_rotary_embedding(struct memest_ictx *c)
     if (dim % 2 != 0)
         return memest_fail(c, "dim must be even, got %lld", (long long)dim);
     int64_t half = dim / 2, tab[3] = {1, S, dim};
-    enum memest_dtype dt = memest_in_dtype(c, 0);
+    enum memest_dtype dt = memest_arg_bool(c, RE_F32) ? MEMEST_F32 : memest_in_dtype(c, 0);
     if (memest_buffer(c, "inv_freq", 1, &half, MEMEST_F32) != 0 ||
         memest_out_new(c, 3, tab, dt) < 0 || memest_out_new(c, 3, tab, dt) < 0)
         return -1;
@@ -83,13 +87,16 @@ static int infer_rotary_embedding(struct memest_ictx *c)
 
 /* ---- apply_rotary ---- */
 
-enum { AR_ROTARY_DIM, AR_IMPL };
+enum { AR_ROTARY_DIM, AR_IMPL, AR_CAST };
 
 static const struct memest_argspec apply_rotary_args[] = {
     [AR_ROTARY_DIM] = {"rotary_dim", MEMEST_ARG_INT, .optional = true, .lo = 2, .hi = ARG_MAX,
                        .doc = "dims rotated (default: all, D); the rest pass through"},
     [AR_IMPL] = {"impl", MEMEST_ARG_STR, .sdef = "auto", .choices = "auto|eager|fused",
                  .doc = "fused: Liger's kernel; auto: fused under --fused rotary"},
+    [AR_CAST] = {"cast_back", MEMEST_ARG_BOOL, .idef = 0,
+                 .doc = "the result cast back to x's dtype (Olmo2's q_embed.to(q_type)); "
+                        "default: promote(x, cos)"},
 };
 
 /* Checks cos/sin (input i) against x [B, nh, S, D] and rd. */
@@ -153,8 +160,10 @@ static int infer_apply_rotary(struct memest_ictx *c)
     enum memest_dtype xdt = memest_in_dtype(c, 0);
     enum memest_dtype dt = promote_dtypes(promote_dtypes(xdt, memest_in_dtype(c, 1)),
                                           memest_in_dtype(c, 2));
+    /* cast_back: x_embed (promoted) is a temporary of .to(x.dtype), the output */
+    const bool cast = memest_arg_bool(c, AR_CAST) && dt != xdt;
     uint64_t n;
-    if (!memest_numel(c, 4, x.size, &n) || memest_out_like(c, &x, 0, dt) < 0)
+    if (!memest_numel(c, 4, x.size, &n) || memest_out_like(c, &x, 0, cast ? xdt : dt) < 0)
         return -1;
     if (memest_in_requires_grad(c, 0) && (memest_save_in(c, 1) != 0 || memest_save_in(c, 2) != 0))
         return -1;

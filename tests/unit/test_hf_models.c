@@ -169,7 +169,7 @@ int main(void)
             check_run(t->string, run->string, run);
             nruns++;
         }
-    CHECK(nruns == 9 * 4);
+    CHECK(nruns == 10 * 4);
     cJSON_Delete(ref);
     return CHECK_DONE();
 }
