@@ -59,3 +59,18 @@ add_test(NAME hf.qlora_7b
          COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR}
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/qlora_7b.cmake)
 set_tests_properties(hf.qlora_7b PROPERTIES LABELS hf)
+
+# The tiny configs of qwen3 (per-head q/k norm), olmo2 (post-norm, full-width
+# q/k norm, float32 rotary tables), smollm3 (a NoPE layer) and granite (the
+# muP scalars): memest's saved activation bytes equal PyTorch 2.6's exactly,
+# float32 and bfloat16, eager and SDPA (tests/hf/tiny_exact.cmake).
+foreach(name qwen3 olmo2 smollm3 granite)
+  foreach(dtype float32 bfloat16)
+    foreach(attn eager sdpa)
+      add_test(NAME hf.tiny_exact.${name}.${dtype}.${attn}
+               COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR} -DNAME=${name}
+                       -DDTYPE=${dtype} -DATTN=${attn} -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/tiny_exact.cmake)
+      set_tests_properties(hf.tiny_exact.${name}.${dtype}.${attn} PROPERTIES LABELS hf)
+    endforeach()
+  endforeach()
+endforeach()

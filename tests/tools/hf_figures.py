@@ -62,6 +62,9 @@ PUBLISHED = {
     "gemma-2b": 2506172416,
     "gemma-2-9b": 9241705984,
     "qwen3-8b": 8190735360,             # Qwen/Qwen3-8B model.safetensors.index.json total (untied head)
+    # Qwen/Qwen3-0.6B ("0.6B", tied): its safetensors total, 751,632,384, counts lm_head.weight, stored
+    # beside embed_tokens.weight, a second time (+ 151936*1024); tied, the model has this many
+    "qwen3-0.6b": 596049920,
     "olmo-2-1124-7b": 7298617344,       # allenai/OLMo-2-1124-7B (untied head)
     "smollm3-3b": 3075098624,           # HuggingFaceTB/SmolLM3-3B model.safetensors.index.json total (tied)
     "granite-3.1-8b-instruct": 8170848256,  # ibm-granite/granite-3.1-8b-instruct "8B": by the arithmetic below
@@ -78,6 +81,8 @@ def decoder_params(V, H, L, nh, nkv, hd, I, tied, per_layer_extra=0):
 PUBLISHED_ARITHMETIC = {
     # 2*151936*4096 + 36*(4096*4096 + 2*4096*1024 + 4096*4096 + 3*4096*12288 + 2*4096 + 2*128) + 4096
     "qwen3-8b": decoder_params(151936, 4096, 36, 32, 8, 128, 12288, False, per_layer_extra=2 * 128),
+    # 151936*1024 + 28*(1024*2048 + 2*1024*1024 + 2048*1024 + 3*1024*3072 + 2*1024 + 2*128) + 1024
+    "qwen3-0.6b": decoder_params(151936, 1024, 28, 16, 8, 128, 3072, True, per_layer_extra=2 * 128),
     # 2*100352*4096 + 32*(4*4096*4096 + 3*4096*11008 + 2*4096 + (4096 + 4096)) + 4096 (q_norm/k_norm full width)
     "olmo-2-1124-7b": decoder_params(100352, 4096, 32, 32, 32, 128, 11008, False, per_layer_extra=2 * 4096),
     # 128256*2048 + 36*(2048*2048 + 2*2048*512 + 2048*2048 + 3*2048*11008 + 2*2048) + 2048

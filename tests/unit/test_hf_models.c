@@ -39,6 +39,10 @@ static const struct {
     /* Qwen/Qwen3-8B safetensors total: 2*151936*4096 + 36*(4096*4096 + 2*4096*1024
      * + 4096*4096 + 3*4096*12288 + 2*4096 + 2*128 (q_norm, k_norm over head_dim)) + 4096 */
     {"qwen3-8b", 8190735360ull},
+    /* Qwen/Qwen3-0.6B (tied): 151936*1024 + 28*(1024*2048 + 2*1024*1024 + 2048*1024
+     * + 3*1024*3072 + 2*1024 + 2*128) + 1024; its safetensors total, 751,632,384,
+     * also counts the lm_head.weight it stores (151936*1024 more) */
+    {"qwen3-0.6b", 596049920ull},
     /* allenai/OLMo-2-1124-7B: 2*100352*4096 + 32*(4*4096*4096 + 3*4096*11008
      * + 2*4096 (post norms) + 2*4096 (q_norm, k_norm over 32*128)) + 4096 */
     {"olmo-2-1124-7b", 7298617344ull},
