@@ -32,3 +32,40 @@ function(check_params config label meta meta_buffers)
     message(FATAL_ERROR "${label}: ${buffers} buffer elements, the meta-built model has ${meta_buffers}")
   endif()
 endfunction()
+
+# compare_activations(LABEL WANT WANT_PARAMS ARGS...): memest's saved
+# activations (memory.activations) and parameters of ARGS equal PyTorch's WANT
+# and WANT_PARAMS exactly.
+function(compare_activations name want want_params)
+  memest_json(json ${ARGN})
+  string(JSON got GET "${json}" memory activations)
+  string(JSON params GET "${json}" params total)
+  message(STATUS "${name}: memest ${got} bytes, PyTorch ${want}; parameters ${params}, PyTorch ${want_params}")
+  if(NOT params EQUAL want_params)
+    message(FATAL_ERROR "${name}: ${params} parameters, PyTorch has ${want_params}")
+  endif()
+  if(NOT got EQUAL want)
+    message(FATAL_ERROR "${name}: saved activations ${got} bytes, PyTorch ${want}")
+  endif()
+endfunction()
+
+# compare_tiny(ENTRY CONFIG DTYPE ATTN): the run "DTYPE/ATTN" (float32 or
+# bfloat16, eager or sdpa) of a generator's tiny entry (batch, seq_len,
+# params_total, runs) against `memest tests/hf/tiny/CONFIG.json`;
+# transformers' "sdpa" is memest's auto kernel choice.
+function(compare_tiny t config dtype attn)
+  string(JSON batch GET "${t}" batch)
+  string(JSON seq GET "${t}" seq_len)
+  string(JSON want_params GET "${t}" params_total)
+  string(JSON want GET "${t}" runs "${dtype}/${attn}" saved_activation_bytes_cuda_corrected)
+  set(kernel ${attn})
+  if(attn STREQUAL "sdpa")
+    set(kernel auto)
+  endif()
+  set(dt fp32)
+  if(dtype STREQUAL "bfloat16")
+    set(dt bf16)
+  endif()
+  compare_activations(${config}/${dtype}/${attn} ${want} ${want_params} tests/hf/tiny/${config}.json
+                      --batch ${batch} --set seq_len=${seq} --attention ${kernel} --dtype ${dt})
+endfunction()
