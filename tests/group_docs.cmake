@@ -20,6 +20,6 @@ if(MEMEST_DOCS_PYTHON)
   add_test(NAME docs.template_overlap
            COMMAND ${MEMEST_DOCS_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tools/template_overlap.py
                    ${PROJECT_SOURCE_DIR}/models/arch --max 25
-                   --allow bert,gpt_neox,mixtral,opt,phi3,qwen2,qwen2_moe)
+                   --allow bert,gpt_neox,opt)
   set_tests_properties(docs.template_overlap PROPERTIES LABELS docs)
 endif()
