@@ -50,6 +50,7 @@ struct memest_cli {
     /* --weights, --group-size, --double-quant, --kbit-prep: quantised
      * weights, over a config's quantization_config (quantize.h) */
     struct memest_quant_cfg quant;
+    bool strict_config;            /* --strict-config: a config's unknown key is an error */
 
     /* output */
     enum memest_output format;     /* text, --json or --csv */

@@ -24,6 +24,34 @@ int memest_app_fail(const struct memest_cli *o, const struct memest_error *err)
     return memest_error_exit(err);
 }
 
+/* A Hugging Face config's unknown keys (model.h): with --strict-config the
+ * first one is the error (the warning's words), else each is a warning.
+ * The model is read once whatever the flow estimates after (sweeps,
+ * comparisons), so each is told once. 0 / -1. */
+static int config_unknown_keys(const struct memest_model *m, bool strict,
+                               struct memest_error *err)
+{
+    for (int i = 0; i < m->nunknown_kept; i++) {
+        struct memest_error w = {0};
+        memest_err_file(&w, m->file);
+        memest_errf(&w, MEMEST_ERR_SCHEMA, m->unknown[i].key, "%s", m->unknown[i].msg);
+        if (strict) {
+            *err = w;
+            return -1;
+        }
+        char line[1200];
+        memest_error_format(&w, line, sizeof line);
+        fprintf(stderr, "memest: warning: %s; the estimate ignores it (--strict-config refuses "
+                        "it)\n", line);
+    }
+    if (m->nunknown > m->nunknown_kept) {
+        char file[MEMEST_ESC_NAME];
+        fprintf(stderr, "memest: warning: %s: %d more unknown keys, ignored as well\n",
+                memest_esc_text(m->file, file, sizeof file), m->nunknown - m->nunknown_kept);
+    }
+    return 0;
+}
+
 int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct memest_error *err)
 {
     memset(a, 0, sizeof *a);
@@ -59,7 +87,14 @@ int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct mem
     int nsets = memest_cli_dist_sets(o, sets, o->nsets, &dv, err);
     if (nsets < 0)
         return memest_error_exit(err);
-    if (memest_model_read_file(o->model, &a->m, err) != 0 ||
+    if (memest_model_read_file(o->model, &a->m, err) != 0)
+        return memest_error_exit(err);
+    if (o->strict_config && !a->m.arch) {   /* a model file's unknown fields are errors */
+        memest_errf(err, MEMEST_ERR_USAGE, NULL, "--strict-config: the model is a model file, "
+                    "not a Hugging Face config: it would change nothing");
+        return memest_error_exit(err);
+    }
+    if ((o->strict_config && config_unknown_keys(&a->m, true, err) != 0) ||
         memest_model_build(&a->m, sets, nsets, &a->g, err) != 0 ||
         memest_step_cfg_resolve_loss(&a->step, a->g.loss, err) != 0)   /* once, here */
         return memest_error_exit(err);
@@ -72,6 +107,7 @@ int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct mem
     if (memest_app_dist(a, err) != 0 || memest_app_graph_passes(a, &a->g, err) != 0 ||
         memest_app_stages(a, err) != 0)
         return memest_error_exit(err);
+    config_unknown_keys(&a->m, false, err);
     uint32_t unused, unused_at;
     if (memest_graph_unused_inputs(&a->g, &unused, &unused_at, err) != 0)
         return memest_error_exit(err);

@@ -552,6 +552,17 @@ const struct memest_opt memest_opts[] = {
      .doc = "PEFT's `prepare_model_for_kbit_training` on a quantised model: every parameter "
              "frozen, the fp16/bf16 parameters of the layers left dense in float32 (not "
              "under GPTQ)"},
+    {.name = "strict-config",
+     .group = MEMEST_GROUP_LLM,
+     .modes = MEMEST_MODES_ALL,
+     .verb = -1,
+     .kind = MEMEST_K_FLAG,
+     FIELD(strict_config),
+     .help = "a Hugging Face config's unknown key is an error (exit 3), not a warning",
+     .doc = "an unknown key of the config (in neither its architecture template nor the keys "
+             "any config may carry, which change no memory) is an error naming the file, the "
+             "key and the model_type (exit 3), not a warning after which the estimate goes on "
+             "(doc/model-format.md); refused for a model file (it would change nothing)"},
     {.name = "lora",
      .arg = MEMEST_ARG_REQUIRED,
      .metavar = "R",
