@@ -82,6 +82,12 @@ int memest_model_read_file(const char *path, struct memest_model *m, struct meme
 /* The same for text in memory (`label` names it in messages). */
 int memest_model_read_string(const char *text, size_t len, const char *label,
                              struct memest_model *m, struct memest_error *err);
+/* The whole of a file of at most `limit` bytes (`kind`, "GPU presets
+ * files", names such files in the refusal), NUL-terminated, into *text (the
+ * caller frees it), through one descriptor (a pipe or FIFO too). 0 / -1 (err
+ * names the file). */
+int memest_model_read_text(const char *path, size_t limit, const char *kind, char **text,
+                           size_t *len, struct memest_error *err);
 /* Expands blocks, repeats, conditions and variables into a graph, checking
  * every field. 0 / -1 (err names the JSON path and the node). */
 int memest_model_build(const struct memest_model *m, const struct memest_override *ov, int nov,

@@ -3,9 +3,11 @@
  * report, and error output (one estimate: app_estimate.c). */
 #include "memest/app.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "memest/escape.h"
 #include "memest/format.h"
@@ -63,8 +65,8 @@ int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct mem
     a->max_work = MEMEST_MAX_WORK;
     /* the presets are parsed only for a command that names a card (or
      * probes one: --gpu auto matches the device's name) */
-    if ((o->gpu || o->probe) && memest_gpu_table_builtin(&a->gpus, err) != 0)
-        return MEMEST_EXIT_INTERNAL;
+    if ((o->gpu || o->probe) && memest_app_presets(o, &a->gpus, err) != 0)
+        return memest_error_exit(err);
     if (o->gpu && strcmp(o->gpu, "auto") != 0 && !o->compare) {
         const struct memest_gpu *g = memest_gpu_lookup(&a->gpus, o->gpu, err);
         if (!g)
@@ -216,11 +218,42 @@ int memest_app_card_report(const struct memest_app *a, const struct memest_estim
     return 0;
 }
 
+const char *memest_app_user_gpus_path(char *buf, size_t n)
+{
+    const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+    int k = -1;
+    if (xdg && xdg[0] == '/')   /* the XDG base directory spec: a relative one is ignored */
+        k = snprintf(buf, n, "%s/memest/gpus.json", xdg);
+    else if (home && home[0])
+        k = snprintf(buf, n, "%s/.config/memest/gpus.json", home);
+    return k > 0 && (size_t)k < n ? buf : NULL;
+}
+
+int memest_app_presets(const struct memest_cli *o, struct memest_gpu_table *t,
+                       struct memest_error *err)
+{
+    if (memest_gpu_table_builtin(t, err) != 0)
+        return -1;
+    char buf[4096];
+    const char *path = o->gpus_file;
+    struct stat st;
+    if (!path) {   /* the per-user file, when there is one */
+        path = memest_app_user_gpus_path(buf, sizeof buf);
+        if (path && stat(path, &st) != 0 && (errno == ENOENT || errno == ENOTDIR))
+            path = NULL;
+    }
+    if (path && memest_gpu_table_add_file(t, path, err) != 0) {
+        memest_gpu_table_free(t);
+        return -1;
+    }
+    return 0;
+}
+
 int memest_flow_list_gpus(const struct memest_cli *o)
 {
     struct memest_gpu_table t;
     struct memest_error err = {0};
-    if (memest_gpu_table_builtin(&t, &err) != 0)
+    if (memest_app_presets(o, &t, &err) != 0)
         return memest_app_fail(o, &err);
     memest_gpus_markdown(stdout, &t);
     memest_gpu_table_free(&t);

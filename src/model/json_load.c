@@ -591,6 +591,12 @@ int mb_read_all(const char *path, size_t limit, const char *kind, char **text, s
     return 0;
 }
 
+int memest_model_read_text(const char *path, size_t limit, const char *kind, char **text,
+                           size_t *len, struct memest_error *err)
+{
+    return mb_read_all(path, limit, kind, text, len, err);
+}
+
 int mb_json_read_file(const char *path, cJSON **out, struct memest_error *err)
 {
     *out = NULL;
