@@ -60,6 +60,14 @@ add_test(NAME hf.qlora_7b
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/qlora_7b.cmake)
 set_tests_properties(hf.qlora_7b PROPERTIES LABELS hf)
 
+# What memest accepts of a real config.json: keys that change no memory
+# without a word, an unknown key one warning once in every flow
+# (tests/hf/policy.cmake; the refusals are cases of tests/errors/cases.tsv).
+add_test(NAME hf.policy
+         COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR}
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/policy.cmake)
+set_tests_properties(hf.policy PROPERTIES LABELS hf)
+
 # The tiny configs of qwen3 (per-head q/k norm), olmo2 (post-norm, full-width
 # q/k norm, float32 rotary tables), smollm3 (a NoPE layer) and granite (the
 # muP scalars): memest's saved activation bytes equal PyTorch 2.6's exactly,

@@ -1,6 +1,7 @@
 /* arch_extend.c - "extends": a model file or template built on the shared
- * library of models/arch/lib/ (embedded, or LIB/NAME.json under a directory
- * of MEMEST_ARCH_PATH that has a lib/ folder).
+ * library of models/arch/lib/ (embedded, or DIR/lib/NAME.json under a
+ * directory DIR of MEMEST_ARCH_PATH), or on another built-in template (a
+ * family's base, as transformers' modular files inherit: gemma2 on gemma).
  *
  * The bases are merged in the order named, then the file itself: objects
  * merge key by key, recursively, the later value winning; any other value
@@ -67,11 +68,16 @@ static int load_base(const char *name, const char *file, cJSON **out, struct mem
         if (strcmp(t->model_type, name) == 0)
             return mb_json_parse_text((const char *)t->text, *t->len, t->file, out, err);
     }
+    for (size_t i = 0; i < mb_arch_builtin_count; i++) {   /* a template: its family's base */
+        const struct mb_arch_text *t = &mb_arch_builtin[i];
+        if (strcmp(t->model_type, name) == 0)
+            return mb_json_parse_text((const char *)t->text, *t->len, t->file, out, err);
+    }
     char list[400];
     memest_err_file(err, file);
     return memest_errf(err, MEMEST_ERR_SCHEMA, "extends",
-                       "no library part \"%s\" in models/arch/lib/ (there are: %s; "
-                       "MEMEST_ARCH_PATH's DIR/lib/ adds parts)",
+                       "no library part or template \"%s\" (the parts of models/arch/lib/ are: "
+                       "%s; MEMEST_ARCH_PATH's DIR/lib/ adds parts)",
                        name, lib_names(list, sizeof list));
 }
 

@@ -185,7 +185,10 @@ int mb_expand_block(struct builder *b, const char *bname, const cJSON *def, cons
         const cJSON *f = formals ? cJSON_GetArrayItem(formals, k) : NULL;
         rc = mb_add_name(b, &names, f ? f->valuestring : "x", ins[k], bpath);
     }
-    char *prefix = memest_arena_concat(&b->g->arena, fullname, ".", (char *)NULL);
+    bool flat = b->flat;   /* this call's, set by expand_node */
+    b->flat = false;
+    char *prefix = memest_arena_concat(&b->g->arena, fullname, *fullname && flat ? "." : "",
+                                       flat ? "" : ".", (char *)NULL);
     char *lpath = mb_path_join(b, bpath, "layers");
     if (!prefix || !lpath)
         rc = mb_nomem(b);
@@ -196,7 +199,7 @@ int mb_expand_block(struct builder *b, const char *bname, const cJSON *def, cons
     b->depth--;
     /* an "inline" block is part of its caller's forward: no instance (its
      * inputs are not held to its end, it is not a unit to checkpoint) */
-    if (rc == 0 && b->g->nnodes > first &&
+    if (rc == 0 && b->g->nnodes > first && !flat &&
         !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(def, "inline")))
         rc = add_block_inst(b, fullname, bname, first);
     if (rc == 0 && output) {

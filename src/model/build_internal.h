@@ -72,6 +72,7 @@ struct builder {
     int nov;
     bool *ov_read;                  /* [nov]: the expansion read ov[i] */
     const struct memest_override *scale_ov; /* set the count of a "repeat" being expanded */
+    bool flat;                    /* the block call being expanded is "flat" */
 };
 
 /* A JSON path formatted only when an error needs it: base, then ".key"
