@@ -1,5 +1,5 @@
-# Parameter counts of real models of the newer families (tests/hf/published/:
-# the hub's config.json as published), against the count the publisher states,
+# Parameter counts of real models of the newer families (tests/hf/published/
+# and models/hf/: the hub's config.json as published), against the count the publisher states,
 # with the arithmetic from the config and the modeling code written here.
 set(_hf_published
   # google/gemma-3-1b-pt: 999,885,952 (the model card's "1B"; the safetensors
@@ -8,15 +8,46 @@ set(_hf_published
   # + q_norm 256 + k_norm 256 + mlp 3*1152*6912 + 4 norms 4*1152 = 26,842,112:
   # 262144*1152 + 26*26842112 + 1152 (final norm), lm_head tied. Buffers: two
   # inv_freq [128] (rotary_emb, rotary_emb_local) + embed_scale [] = 257.
-  "gemma-3-1b=999885952=257")
+  "tests/hf/published/gemma-3-1b=999885952=257"
+  # The shipped examples of the transformers-main templates (models/hf/), each
+  # with one inv_freq [head_dim / 2] = [64] buffer:
+  # Qwen/Qwen3-8B: 8,190,735,360 (the safetensors total). V 151936, H 4096,
+  # L 36, 32 heads and 8 kv heads of 128, I 12288; per layer q 4096*4096 + k
+  # 4096*1024 + v 4096*1024 + o 4096*4096 + q_norm 128 + k_norm 128 + mlp
+  # 3*4096*12288 + 2 norms 2*4096 = 192,946,432: 2*151936*4096 (untied)
+  # + 36*192946432 + 4096.
+  "models/hf/qwen3-8b=8190735360=64"
+  # Qwen/Qwen3-0.6B ("0.6B"): H 1024, L 28, 16 heads and 8 kv heads of 128,
+  # I 3072; per layer 1024*2048 + 2*1024*1024 + 2048*1024 + 2*128
+  # + 3*1024*3072 + 2*1024 = 15,730,944: 151936*1024 (tied) + 28*15730944
+  # + 1024 = 596,049,920. (The hub's safetensors total, 751,632,384, counts
+  # the lm_head.weight the checkpoint also stores: + 151936*1024.)
+  "models/hf/qwen3-0.6b=596049920=64"
+  # allenai/OLMo-2-1124-7B: 7,298,617,344. V 100352, H 4096, L 32, 32 heads
+  # of 128 (no GQA), I 11008; per layer 4*4096*4096 + q_norm 4096 + k_norm
+  # 4096 (the whole projection) + 3*4096*11008 + 2 post norms 2*4096
+  # = 202,391,552: 2*100352*4096 (untied) + 32*202391552 + 4096.
+  "models/hf/olmo-2-1124-7b=7298617344=64"
+  # HuggingFaceTB/SmolLM3-3B: 3,075,098,624 (the safetensors total). V 128256,
+  # H 2048, L 36, 16 heads and 4 kv heads of 128, I 11008; per layer
+  # 2048*2048 + 2*2048*512 + 2048*2048 + 3*2048*11008 + 2*2048 = 78,123,008:
+  # 128256*2048 (tied) + 36*78123008 + 2048 (NoPE layers have no parameter
+  # of their own).
+  "models/hf/smollm3-3b=3075098624=64"
+  # ibm-granite/granite-3.1-8b-instruct ("8B"): V 49155, H 4096, L 40, 32
+  # heads and 8 kv heads of 128, I 12800; per layer 4096*4096 + 2*4096*1024
+  # + 4096*4096 + 3*4096*12800 + 2*4096 = 199,237,632: 49155*4096 (tied)
+  # + 40*199237632 + 4096 = 8,170,848,256 (the muP scalars add none).
+  "models/hf/granite-3.1-8b-instruct=8170848256=64")
 foreach(entry ${_hf_published})
   string(REPLACE "=" ";" kv ${entry})
-  list(GET kv 0 config)
+  list(GET kv 0 path)
   list(GET kv 1 want)
   list(GET kv 2 want_buf)
+  get_filename_component(config ${path} NAME)
   add_test(NAME hf_published.params.${config}
            COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR}
-                   -DCONFIG=tests/hf/published/${config}.json -DWANT=${want} -DWANT_BUF=${want_buf}
+                   -DCONFIG=${path}.json -DWANT=${want} -DWANT_BUF=${want_buf}
                    -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/published_params.cmake)
   set_tests_properties(hf_published.params.${config} PROPERTIES LABELS hf)
 endforeach()
