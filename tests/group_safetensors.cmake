@@ -17,13 +17,23 @@
 #     the fp16 rest: embed 16384, lm_head 16384, norms 5 x 128 = 640: 33408; total 80128
 #     bytes (78.25 KiB), of them F16 33408 + the scales 4608 = 38016, I32 42112; 1 + 2 x
 #     (2 + 7 x 4) + 2 = 63 tensors.
+#   gpt2 (tests/hf/tiny_b/gpt2.json: 64 wide, 2 layers, 64 positions, vocabulary 320; the
+#     Hub's layout: no "transformer.", Conv1D [in, out], attn.bias [1, 1, 64, 64] and
+#     masked_bias [] kept): wte 20480 + wpe 4096 + ln_f 128 + 2 x (ln_1 and ln_2 256, c_attn
+#     12288 + 192, c_proj 4096 + 64, c_fc 16384 + 256, mlp.c_proj 16384 + 64, bias 4096,
+#     masked_bias 1) = 132866 float32 = 531464 bytes (519.01 KiB) in 2 + 2 x 14 + 2 = 32
+#     tensors.
+#   The checkpoint is checked against the model of the config and --set (good.set_shape: one
+#     layer fewer, the second one's tensors are extra), on one GPU (good.tp) and with the
+#     config's quantisation, not --weights (good.weights_nf4: a bf16 checkpoint, quantised on
+#     loading).
 #   nf4 (bitsandbytes Params4bit, blocksize 64): 73728 weights of the 14 layers: 36864
 #     bytes packed, absmax 1152 x 4 = 4608, quant_map 14 x 64 = 896: 42368 bytes (41.38
 #     KiB); with quant_state's 14 x 103 bytes and the BF16 rest.
 set(_st_gen ${CMAKE_CURRENT_SOURCE_DIR}/tools/safetensors_gen.py)
 find_program(MEMEST_ST_PYTHON NAMES python3 REQUIRED)
 # NAME | EXIT | stderr fragment (the error) | stdout fragments, '^'-separated | extra
-# arguments; NAME is the generator's case, and NAME.json runs it with --json.
+# arguments; NAME is the generator's case, or CASE.VARIANT for another run of CASE.
 set(_st_cases
   "good|0||Checkpoint  1 file, 21 tensors, 176.62 KiB (BF16 176.62 KiB), matches the model^dtype bf16^Parameters  90,432 (90,432 trainable, 0 frozen) in 21 tensors|"
   "good.json|0||\"safetensors\": {^\"tensors\": 21,^\"bytes\": 180864,^\"BF16\": 180864^\"dtype\": \"bf16\",^\"matched\": 21,^\"matches\": true|--json"
@@ -33,6 +43,10 @@ set(_st_cases
   "gptq.json|0||\"tensors\": 63,^\"bytes\": 80128,^\"F16\": 38016,^\"I32\": 42112^\"format\": \"gptq\",^\"quantized_bytes\": 46720,^\"quantized_model_bytes\": 46720,|--json"
   "nf4.json|0||\"format\": \"nf4\",^\"quantized_bytes\": 42368,^\"quantized_model_bytes\": 42368,|--json"
   "base_model.json|0||\"prefix\": \"model.\",^\"tensors\": 20,|--json"
+  "gpt2|0||Checkpoint  1 file, 32 tensors, 519.01 KiB (F32 519.01 KiB), matches the model^its names without \"transformer.\"|--seq 32"
+  "good.tp|0||Checkpoint  1 file, 21 tensors, 176.62 KiB (BF16 176.62 KiB), matches the model|--tp 2 --gpus 2"
+  "good.weights_nf4|0||Checkpoint  1 file, 21 tensors^weights nf4 in 14 linear layers|--weights nf4"
+  "good.set_shape|3|model.safetensors: model.layers.1.input_layernorm.weight: not a parameter or buffer of the model||--set num_hidden_layers=1"
   "inv_freq|0||2 tensors not loaded (rotary inv_freq)|"
   "dtype_note|0|torch_dtype is fp32, but the checkpoint stores bf16 weights|dtype fp32|"
   "shape|3|model.safetensors: model.layers.1.mlp.up_proj.weight: shape [64, 128] in the checkpoint, the template gives [128, 64]||"
@@ -59,7 +73,7 @@ foreach(c IN LISTS _st_cases)
   list(GET f 2 frag)
   list(GET f 3 outs)
   list(GET f 4 extra)
-  string(REGEX REPLACE "\\.json$" "" gen "${name}")
+  string(REGEX REPLACE "\\..*$" "" gen "${name}")
   set(errs "")
   if(code EQUAL 0 AND frag)
     set(errs "${frag}")
@@ -72,3 +86,18 @@ foreach(c IN LISTS _st_cases)
                    -P ${CMAKE_CURRENT_SOURCE_DIR}/safetensors/case.cmake)
   set_tests_properties(safetensors.${name} PROPERTIES LABELS safetensors)
 endforeach()
+
+# Every allocation failing in turn (tests/group_oom.cmake's oom_test, built without
+# sanitizers): a sharded checkpoint with its index, a GPTQ one, and a refused extra tensor.
+if(TARGET oom_test)
+  foreach(c sharded:0 gptq:0 extra:3)
+    string(REPLACE ":" ";" c "${c}")
+    list(GET c 0 name)
+    list(GET c 1 code)
+    add_test(NAME oom.safetensors_${name}
+             COMMAND ${CMAKE_COMMAND} -DPYTHON=${MEMEST_ST_PYTHON} -DGEN=${_st_gen} -DCASE=${name}
+                     -DOUT=${CMAKE_CURRENT_BINARY_DIR}/safetensors/oom_${name} -DEXIT=${code}
+                     -DOOM=$<TARGET_FILE:oom_test> -P ${CMAKE_CURRENT_SOURCE_DIR}/safetensors/case.cmake)
+    set_tests_properties(oom.safetensors_${name} PROPERTIES LABELS oom TIMEOUT 1800)
+  endforeach()
+endif()

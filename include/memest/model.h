@@ -55,9 +55,10 @@ struct memest_model {
     const char *model_type;
     struct memest_quant_cfg quant;    /* its quantization_config (format DENSE: none) */
     /* A folder's safetensors checkpoint (safetensors.h): its headers, read
-     * and checked against the model; NULL for none. Its dtype is the
-     * parameters' (has_dtype) when the config names none. */
-    const struct memest_ckpt *ckpt;
+     * and bounded (memest_ckpt_check checks them against the model); NULL
+     * for none. Its dtype is the parameters' (has_dtype) when the config
+     * names none. */
+    struct memest_ckpt *ckpt;
     struct memest_arena arena;        /* what the fields above point to */
 };
 
@@ -68,7 +69,7 @@ struct memest_model {
  * it is read through the architecture template of its model_type
  * (MEMEST_ARCH_PATH, then the templates built in; see hf_config.c). A
  * directory's safetensors checkpoint beside its config.json is read from
- * its headers and checked against the model (safetensors.h: m->ckpt). */
+ * its headers (safetensors.h: m->ckpt). */
 int memest_model_read_file(const char *path, struct memest_model *m, struct memest_error *err);
 /* The same for text in memory (`label` names it in messages). */
 int memest_model_read_string(const char *text, size_t len, const char *label,

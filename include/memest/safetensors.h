@@ -93,8 +93,11 @@ int memest_ckpt_read(const char *dir, struct memest_arena *a, struct memest_ckpt
                      struct memest_error *err);
 
 /* Checks the checkpoint against the model m describes (a config read
- * through its architecture template, with its quantization_config and no
- * command-line override): every parameter of the model in the checkpoint
+ * through its architecture template) built with the overrides ov (the
+ * command's --set and --seq: a --set that changes a parameter's shape
+ * meets a checkpoint that disagrees) and with its quantization_config
+ * (not the command's --weights, nor --tp: the checkpoint holds the whole
+ * model as the config gives it): every parameter of the model in the checkpoint
  * with its shape (a tied one may be absent, a buffer may be present or
  * not), every tensor of the checkpoint a parameter or buffer of the model
  * (or a tensor transformers does not load: an old checkpoint's rotary
@@ -102,5 +105,6 @@ int memest_ckpt_read(const char *dir, struct memest_arena *a, struct memest_ckpt
  * (quant.h), its tensors' bytes as memest counts them. Formats memest does
  * not model (FP8, MXFP4 and the other sub-byte float types) are refused.
  * Fills c->match. 0 / -1 (err names the file and the tensor). */
+struct memest_override;
 int memest_ckpt_check(struct memest_ckpt *c, const struct memest_model *m,
-                      struct memest_error *err);
+                      const struct memest_override *ov, int nov, struct memest_error *err);

@@ -11,6 +11,7 @@
 #include "memest/format.h"
 #include "memest/ops.h"
 #include "memest/report.h"
+#include "memest/safetensors.h"
 
 int memest_app_fail(const struct memest_cli *o, const struct memest_error *err)
 {
@@ -62,6 +63,10 @@ int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct mem
     if (memest_model_read_file(o->model, &a->m, err) != 0 ||
         memest_model_build(&a->m, sets, nsets, &a->g, err) != 0 ||
         memest_step_cfg_resolve_loss(&a->step, a->g.loss, err) != 0)   /* once, here */
+        return memest_error_exit(err);
+    /* a folder's checkpoint against the model of the config and the --set
+     * overrides, on one GPU, with the config's quantisation only */
+    if (a->m.ckpt && memest_ckpt_check(a->m.ckpt, &a->m, o->sets, o->nsets, err) != 0)
         return memest_error_exit(err);
     if (a->m.ckpt && a->m.ckpt->note[0]) {   /* the config's torch_dtype and the checkpoint's */
         char file[MEMEST_ESC_NAME];

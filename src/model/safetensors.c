@@ -278,7 +278,9 @@ static int read_file(struct reader *R, const char *path, uint32_t fi)
     memest_err_file(R->err, path);
     FILE *f = fopen(path, "rb");
     if (!f)
-        return bad(R, path, NULL, MEMEST_ERR_IO, "cannot open: %s", strerror(errno));
+        return errno == ENOMEM ? nomem(R)
+                               : bad(R, path, NULL, MEMEST_ERR_IO, "cannot open: %s", strerror(errno));
+    setvbuf(f, NULL, _IONBF, 0);   /* two reads into buffers of their own: no stdio buffer */
     struct stat st;
     if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
         fclose(f);

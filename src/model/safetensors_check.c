@@ -1,9 +1,9 @@
 /* safetensors_check.c - a checkpoint's tensors against the model its
  * config describes (safetensors.h: memest_ckpt_check).
  *
- * The model is built as the config gives it (no --set, one GPU), its
- * quantization_config applied (quantize.h), and shape inference run once
- * for its parameters and buffers. What the checkpoint must hold, as
+ * The model is built as the config gives it with the command's --set (on
+ * one GPU), its quantization_config applied (quantize.h), and shape
+ * inference run once for its parameters and buffers. What the checkpoint must hold, as
  * transformers' save_pretrained writes the state_dict (v4.48.0
  * modeling_utils.py; tied parameters saved once, non-persistent buffers
  * not at all):
@@ -20,6 +20,9 @@
  *     and quant_state.bitsandbytes__<type>, the packed rest, nested_offset
  *     among it); bitsandbytes 8-bit's weight, SCB and weight_format
  *     (nn/modules.py Linear8bitLt._save_to_state_dict).
+ * A template's buffer and parameter nodes (op module_state) are named as
+ * their tensor; transformers' Conv1D (GPT-2's c_attn, c_proj, c_fc), which
+ * the templates write as linear, stores its weight transposed, [in, out].
  * A checkpoint tensor that is none of these is an error, but for an old
  * checkpoint's rotary inv_freq, which transformers no longer loads. A
  * checkpoint of the base model (LlamaModel: "layers.0...") has the
@@ -34,6 +37,7 @@
 #include "memest/checked.h"
 #include "memest/format.h"
 #include "memest/model.h"
+#include "memest/ops.h"
 #include "memest/quantize.h"
 #include "memest/run.h"
 #include "memest/strmap.h"
@@ -62,6 +66,8 @@ struct want {
 struct checker {
     struct memest_ckpt *c;
     const struct memest_model *m;
+    const struct memest_override *ov;
+    int nov;
     struct memest_error *err;
     struct memest_graph g;
     struct memest_run r;
@@ -69,6 +75,7 @@ struct checker {
     struct want *w;
     size_t n, cap;
     struct memest_strmap map;     /* want name -> index */
+    struct memest_strmap names;   /* checkpoint tensor name -> index */
     struct memest_arena a;        /* the names */
 };
 
@@ -104,12 +111,11 @@ static const char *by_dtype(const struct memest_ckpt *c, char *buf, size_t n)
     return buf;
 }
 
-static const struct memest_ckpt_tensor *find_tensor(const struct memest_ckpt *c, const char *name)
+/* The checkpoint's tensor called `name`, or NULL (K->names, made first). */
+static const struct memest_ckpt_tensor *find_tensor(const struct checker *K, const char *name)
 {
-    for (uint64_t i = 0; i < c->ntensors; i++)
-        if (strcmp(c->t[i].name, name) == 0)
-            return &c->t[i];
-    return NULL;
+    int64_t i;
+    return memest_strmap_get(&K->names, name, strlen(name), &i) ? &K->c->t[i] : NULL;
 }
 
 /* The weights of a format memest does not model: FP8 (F8_E4M3 or F8_E5M2,
@@ -127,9 +133,9 @@ static int unmodelled(struct checker *K)
             size_t len = strlen(t->name);
             if (ends_with(t->name, ".weight") && len - 7 < 400) {
                 snprintf(sib, sizeof sib, "%.*s.weight_scale_inv", (int)(len - 7), t->name);
-                const char *s = find_tensor(c, sib) ? ", with weight_scale_inv" : "";
+                const char *s = find_tensor(K, sib) ? ", with weight_scale_inv" : "";
                 snprintf(sib, sizeof sib, "%.*s.weight_scale", (int)(len - 7), t->name);
-                with = find_tensor(c, sib) ? ", with weight_scale" : s;
+                with = find_tensor(K, sib) ? ", with weight_scale" : s;
             }
         } else if (t->dtype == MEMEST_CK_F8_E8M0 || t->dtype == MEMEST_CK_F4 ||
                    t->dtype == MEMEST_CK_F6_E2M3 || t->dtype == MEMEST_CK_F6_E3M2) {
@@ -137,7 +143,7 @@ static int unmodelled(struct checker *K)
         } else if (t->dtype == MEMEST_CK_U8 && ends_with(t->name, "_blocks") &&
                    strlen(t->name) < 400) {
             snprintf(sib, sizeof sib, "%.*s_scales", (int)(strlen(t->name) - 7), t->name);
-            const struct memest_ckpt_tensor *s = find_tensor(c, sib);
+            const struct memest_ckpt_tensor *s = find_tensor(K, sib);
             if (s && s->dtype == MEMEST_CK_U8)
                 what = "MXFP4", with = ", with its _scales";
         }
@@ -255,6 +261,38 @@ static int want_quant(struct checker *K, uint32_t n, uint64_t *model_bytes, bool
     return extra ? add_want(K, nd->name, extra, W_EXTRA, 0, NULL, 0, 0) : 0;
 }
 
+/* transformers' Conv1D (pytorch_utils.py: weight [nx, nf], in by out),
+ * which the templates write as linear ([out, in]): the modules of the
+ * model types that use it, whose weight the checkpoint stores transposed. */
+static bool conv1d(const struct checker *K, const char *node)
+{
+    static const char *const types[] = {"gpt2", "openai-gpt", "imagegpt"};
+    static const char *const modules[] = {".c_attn", ".q_attn", ".c_proj", ".c_fc"};
+    bool type = false;
+    for (size_t i = 0; i < sizeof types / sizeof *types; i++)
+        type = type || (K->m->model_type && strcmp(K->m->model_type, types[i]) == 0);
+    for (size_t i = 0; type && i < sizeof modules / sizeof *modules; i++)
+        if (ends_with(node, modules[i]))
+            return true;
+    return false;
+}
+
+/* A parameter of node n as the checkpoint holds it. */
+static int want_param(struct checker *K, uint32_t n, const struct memest_param *pr)
+{
+    const struct memest_node *nd = &K->g.nodes[n];
+    int64_t size[MEMEST_MAX_DIMS];
+    for (int d = 0; d < pr->shape.ndim; d++)
+        size[d] = pr->shape.size[d];
+    if (pr->shape.ndim == 2 && strcmp(pr->name, "weight") == 0 && conv1d(K, nd->name)) {
+        size[0] = pr->shape.size[1];
+        size[1] = pr->shape.size[0];
+    }
+    /* a bare nn.Parameter node: its name is the parameter's */
+    return add_want(K, nd->name, nd->op->module_state ? "" : pr->name,
+                    pr->tied_to >= 0 ? W_TIED : W_PARAM, pr->shape.ndim, size, pr->numel, 0);
+}
+
 /* What the checkpoint may hold: every parameter and buffer of the run, a
  * quantised layer's tensors as its library saves them. */
 static int collect(struct checker *K, uint64_t *model_bytes)
@@ -265,17 +303,14 @@ static int collect(struct checker *K, uint64_t *model_bytes)
         bool quant = nd->wformat != MEMEST_WF_DENSE, buffers = false;
         if (quant && want_quant(K, n, model_bytes, &buffers) != 0)
             return -1;
-        for (uint32_t p = ni->param_first; p < ni->param_first + ni->nparam; p++) {
-            const struct memest_param *pr = &K->r.params[p];
-            if (quant && strcmp(pr->name, "weight") == 0)
-                continue;
-            if (add_want(K, nd->name, pr->name, pr->tied_to >= 0 ? W_TIED : W_PARAM,
-                         pr->shape.ndim, pr->shape.size, pr->numel, 0) != 0)
+        for (uint32_t p = ni->param_first; p < ni->param_first + ni->nparam; p++)
+            if (!(quant && strcmp(K->r.params[p].name, "weight") == 0) &&
+                want_param(K, n, &K->r.params[p]) != 0)
                 return -1;
-        }
+        /* a buffer node (register_buffer) is named as its buffer */
         for (uint32_t b = ni->buffer_first; !buffers && b < ni->buffer_first + ni->nbuffer; b++)
-            if (add_want(K, nd->name, K->r.buffers[b].name, W_BUFFER, 0, NULL,
-                         K->r.buffers[b].numel, 0) != 0)
+            if (add_want(K, nd->name, nd->op->module_state ? "" : K->r.buffers[b].name, W_BUFFER,
+                         0, NULL, K->r.buffers[b].numel, 0) != 0)
                 return -1;
     }
     return 0;
@@ -418,11 +453,14 @@ static int check(struct checker *K)
 {
     const struct memest_model *m = K->m;
     K->format = (enum memest_wformat)m->quant.format;
+    for (uint64_t i = 0; i < K->c->ntensors; i++)
+        if (memest_strmap_put(&K->names, K->c->t[i].name, strlen(K->c->t[i].name), (int64_t)i))
+            return nomem(K);
     if (unmodelled(K) != 0 || format_agrees(K) != 0)
         return -1;
     enum memest_dtype dt = m->has_dtype ? m->dtype : MEMEST_F32;
     struct memest_run_opts ro = {.batch = 1, .dtype = dt, .no_grad = true};
-    if (memest_model_build(m, NULL, 0, &K->g, K->err) != 0)
+    if (memest_model_build(m, K->ov, K->nov, &K->g, K->err) != 0)
         return -1;
     uint64_t model_bytes = 0;
     if (memest_quantize(&K->g, &m->quant, dt, NULL, K->err) != 0 ||
@@ -443,14 +481,15 @@ static int check(struct checker *K)
 }
 
 int memest_ckpt_check(struct memest_ckpt *c, const struct memest_model *m,
-                      struct memest_error *err)
+                      const struct memest_override *ov, int nov, struct memest_error *err)
 {
-    struct checker K = {.c = c, .m = m, .err = err};
+    struct checker K = {.c = c, .m = m, .ov = ov, .nov = nov, .err = err};
     c->match = (struct memest_ckpt_match){0};
     int rc = check(&K);
     memest_run_free(&K.r);
     memest_graph_free(&K.g);
     memest_strmap_free(&K.map);
+    memest_strmap_free(&K.names);
     free(K.w);
     memest_arena_free(&K.a);
     return rc;

@@ -22,6 +22,7 @@ BITS = {"BOOL": 8, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8, "I16": 16, "U16
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TINY = os.path.join(HERE, "..", "hf", "tiny", "llama.json")
+TINY_GPT2 = os.path.join(HERE, "..", "hf", "tiny_b", "gpt2.json")
 
 
 def numel(shape):
@@ -115,6 +116,24 @@ def fp8(name, o, i):
             (name + ".weight_scale_inv", "F32", [-(-o // 128), -(-i // 128)])]
 
 
+def gpt2(cfg):
+    """GPT2LMHeadModel's state_dict as the Hub's openai-community/gpt2 stores it: GPT2Model's
+    names (no "transformer."), Conv1D weights [in, out], the old attention buffers bias
+    [1, 1, n_positions, n_positions] and masked_bias [], the head tied (absent)."""
+    E, L, P, V = cfg["n_embd"], cfg["n_layer"], cfg["n_positions"], cfg["vocab_size"]
+    t = [("wte.weight", "F32", [V, E]), ("wpe.weight", "F32", [P, E])]
+    for i in range(L):
+        p = "h.%d." % i
+        t += [(p + "ln_1.weight", "F32", [E]), (p + "ln_1.bias", "F32", [E]),
+              (p + "attn.bias", "F32", [1, 1, P, P]), (p + "attn.masked_bias", "F32", []),
+              (p + "attn.c_attn.weight", "F32", [E, 3 * E]), (p + "attn.c_attn.bias", "F32", [3 * E]),
+              (p + "attn.c_proj.weight", "F32", [E, E]), (p + "attn.c_proj.bias", "F32", [E]),
+              (p + "ln_2.weight", "F32", [E]), (p + "ln_2.bias", "F32", [E]),
+              (p + "mlp.c_fc.weight", "F32", [E, 4 * E]), (p + "mlp.c_fc.bias", "F32", [4 * E]),
+              (p + "mlp.c_proj.weight", "F32", [4 * E, E]), (p + "mlp.c_proj.bias", "F32", [E])]
+    return t + [("ln_f.weight", "F32", [E]), ("ln_f.bias", "F32", [E])]
+
+
 def write_config(out, cfg):
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(cfg, f, indent=1)
@@ -163,6 +182,10 @@ def case(name, out):
     elif name == "base_model":
         cfg = config(tie_word_embeddings=True)
         write_st(st, llama(cfg, prefix="", head=False))
+    elif name == "gpt2":
+        with open(TINY_GPT2) as f:
+            cfg = json.load(f)
+        write_st(st, gpt2(cfg))
     elif name == "dtype_note":
         cfg = config(torch_dtype="float32")
         write_st(st, t)
