@@ -177,7 +177,9 @@ struct span {
 static int cmp_span(const void *a, const void *b)
 {
     const struct span *x = a, *y = b;
-    return x->begin < y->begin ? -1 : x->begin > y->begin ? 1 : (x->end > y->end) - (x->end < y->end);
+    if (x->begin != y->begin)
+        return x->begin < y->begin ? -1 : 1;
+    return (x->end > y->end) - (x->end < y->end);
 }
 
 /* The tensors' data back to back from byte 0 and filling the data region
@@ -278,8 +280,8 @@ static int read_file(struct reader *R, const char *path, uint32_t fi)
     memest_err_file(R->err, path);
     FILE *f = fopen(path, "rb");
     if (!f)
-        return errno == ENOMEM ? nomem(R)
-                               : bad(R, path, NULL, MEMEST_ERR_IO, "cannot open: %s", strerror(errno));
+        return errno == ENOMEM ? nomem(R) : bad(R, path, NULL, MEMEST_ERR_IO, "cannot open: %s",
+                                                strerror(errno));
     setvbuf(f, NULL, _IONBF, 0);   /* two reads into buffers of their own: no stdio buffer */
     struct stat st;
     if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {

@@ -164,22 +164,20 @@ static int format_agrees(struct checker *K)
 {
     static const struct {
         const char *suffix, *what;
-        bool (*is)(enum memest_wformat f);
+        enum memest_wformat f, g;   /* the formats that save it */
     } marks[] = {
-        {".qweight", "a GPTQ or AWQ tensor", NULL},
-        {".weight.quant_state.bitsandbytes__nf4", "a bitsandbytes 4-bit (nf4) tensor", NULL},
-        {".weight.quant_state.bitsandbytes__fp4", "a bitsandbytes 4-bit (fp4) tensor", NULL},
-        {".SCB", "a bitsandbytes 8-bit tensor", NULL},
+        {".qweight", "a GPTQ or AWQ tensor", MEMEST_WF_GPTQ4, MEMEST_WF_AWQ4},
+        {".weight.quant_state.bitsandbytes__nf4", "a bitsandbytes 4-bit (nf4) tensor",
+         MEMEST_WF_NF4, MEMEST_WF_NF4},
+        {".weight.quant_state.bitsandbytes__fp4", "a bitsandbytes 4-bit (fp4) tensor",
+         MEMEST_WF_FP4, MEMEST_WF_FP4},
+        {".SCB", "a bitsandbytes 8-bit tensor", MEMEST_WF_INT8, MEMEST_WF_INT8},
     };
-    static const enum memest_wformat fmt[][2] = {{MEMEST_WF_GPTQ4, MEMEST_WF_AWQ4},
-                                                 {MEMEST_WF_NF4, MEMEST_WF_NF4},
-                                                 {MEMEST_WF_FP4, MEMEST_WF_FP4},
-                                                 {MEMEST_WF_INT8, MEMEST_WF_INT8}};
     const struct memest_ckpt *c = K->c;
     for (uint64_t i = 0; i < c->ntensors; i++)
         for (size_t k = 0; k < sizeof marks / sizeof *marks; k++)
-            if (ends_with(c->t[i].name, marks[k].suffix) && K->format != fmt[k][0] &&
-                K->format != fmt[k][1])
+            if (ends_with(c->t[i].name, marks[k].suffix) && K->format != marks[k].f &&
+                K->format != marks[k].g)
                 return bad(K, c->files[c->t[i].file], c->t[i].name, MEMEST_ERR_SCHEMA,
                            "%s, but %s %s", marks[k].what, K->m->file,
                            K->format == MEMEST_WF_DENSE
@@ -468,7 +466,7 @@ static int check(struct checker *K)
         match_all(K) != 0)
         return -1;
     struct memest_ckpt_match *mt = &K->c->match;
-    mt->format = (uint8_t)memest_graph_quantized(&K->g, NULL) ? (uint8_t)K->format : 0;
+    mt->format = (uint8_t)(memest_graph_quantized(&K->g, NULL) > 0 ? K->format : MEMEST_WF_DENSE);
     mt->quant_model_bytes = model_bytes;
     /* every tensor of the layout present with its shape and element size:
      * the same bytes, or memest's layout and its count disagree */
