@@ -21,7 +21,7 @@ _memest_files() {  # $1: a pattern such as *.json ('' any file); directories too
 # --gpu: a preset or alias (memest --list-gpus), all or auto, or a comma list of presets: the item after
 # the last comma is completed
 _memest_gpu() {
-    local gpus='t4 v100-16gb v100 v100-32gb a10 l4 l40s rtx3090 3090 rtx4090 4090 rtx-a6000 a6000 rtx6000-ada rtx-6000-ada a100-40gb a100-sxm4-40gb a100-80gb a100-sxm4-80gb a100-pcie-40gb a100-pcie-80gb h100-80gb h100 h100-sxm h100-pcie h100-nvl h200 h200-141gb h200-sxm h200-nvl gh200 gh200-96gb gh200-144gb b200 mi250x mi300x mi325x all auto'
+    local gpus='t4 v100-16gb v100 v100-32gb a10 l4 l40s l40 a40 rtx3090 3090 rtx4090 4090 rtx5090 5090 rtx-a6000 a6000 rtx6000-ada rtx-6000-ada rtx-pro-6000 rtx-pro-6000-blackwell a100-40gb a100-sxm4-40gb a100-80gb a100-sxm4-80gb a100-pcie-40gb a100-pcie-80gb h100-80gb h100 h100-sxm h100-pcie h100-nvl h20 h20-96gb h200 h200-141gb h200-sxm h200-nvl gh200 gh200-96gb gh200-144gb b200 b300 b300-sxm gb200 gb300 mi250x mi300x mi325x all auto'
     case $cur in
         *,*) _pre="$_pre${cur%,*},"; cur=${cur##*,}; gpus=${gpus% all auto} ;;
     esac
@@ -88,6 +88,7 @@ _memest() {
         --fsdp-config) _memest_files ''; return 0 ;;
         --fsdp-wrap) return 0 ;;  # B
         --gpu) _memest_gpu; return 0 ;;
+        --gpus-file) _memest_files '*.json'; return 0 ;;
         --price) return 0 ;;  # C=P
         --mem) return 0 ;;  # SIZE
         --overhead) return 0 ;;  # SIZE
@@ -101,7 +102,7 @@ _memest() {
     esac
     if [ -n "$eq" ]; then return 0; fi
     case $cur in
-        -*) _memest_words '-b --batch -o --optim --momentum --amsgrad --centered --optim-impl --first-step --zero-grad --dtype --amp --grad-accum --checkpoint --loss --inference --set --seq --attention --fused --moe-imbalance --torch --weights --group-size --double-quant --compute-dtype --kbit-prep --lora --lora-alpha --lora-dropout --lora-targets --lora-rslora --generate --context --new-tokens --kv-dtype --cache --all-logits --max-context --sweep-context --kv-block --gpu-util --gpus --tp --pp --micro-batches --schedule --virtual-stages --cp --sequence-parallel --ep --gpus-per-node --strategy --offload --deepspeed --fsdp-config --fsdp-wrap --ddp-bucket-view --gpu --price --mem --overhead --fit --headroom --max-batch --sweep --sweep-var --mfu --advise --probe --device --layers --json --csv --timeline --plot --list-ops --list-gpus -h --help --version --dump-options'; return 0 ;;
+        -*) _memest_words '-b --batch -o --optim --momentum --amsgrad --centered --optim-impl --first-step --zero-grad --dtype --amp --grad-accum --checkpoint --loss --inference --set --seq --attention --fused --moe-imbalance --torch --weights --group-size --double-quant --compute-dtype --kbit-prep --strict-config --lora --lora-alpha --lora-dropout --lora-targets --lora-rslora --generate --context --new-tokens --kv-dtype --cache --all-logits --max-context --sweep-context --kv-block --gpu-util --gpus --tp --pp --micro-batches --schedule --virtual-stages --cp --sequence-parallel --ep --gpus-per-node --strategy --offload --deepspeed --fsdp-config --fsdp-wrap --ddp-bucket-view --gpu --gpus-file --price --mem --overhead --fit --headroom --max-batch --sweep --sweep-var --mfu --advise --probe --device --layers --json --csv --timeline --plot --list-ops --list-gpus -h --help --version --dump-options'; return 0 ;;
     esac
     if [ "$COMP_CWORD" -eq 1 ]; then  # a subcommand, or the model of memest MODEL ...
         _memest_files '*.json'

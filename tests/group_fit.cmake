@@ -52,3 +52,22 @@ fit_probe_case(gpu_auto_time 0 "" "samples/s" "${_fake}|FAKECUDA_TOTAL=40G|FAKEC
                ${_mlp} --batch 64 --gpu auto --probe)
 fit_probe_case(gpu_auto_no_driver 4 "cannot load the CUDA driver" "" "MEMEST_LIBCUDA=/nonexistent/libcuda.so.1"
                ${_mlp} --gpu auto --probe --fit)
+
+# Your own presets (doc/cards-and-fit.md, "Your own presets"): --gpus-file
+# adds a card and replaces the built-in t4 (tests/errors/gpus_user.json:
+# 8 GiB and 1 GiB, made up), for --fit, the comparison, --list-gpus (with
+# --gpus-file before or after it) and --probe --gpu auto, where a user
+# preset's device name wins (acme-x1 claims the a10's, with 10 TFLOP/s
+# fp32). The refusals are in tests/errors/cases.tsv.
+set(_ug ${CMAKE_CURRENT_SOURCE_DIR}/errors/gpus_user.json)
+fit_probe_case(user_gpus_card 0 "" "of 8.0 GiB (" "" ${_mlp} --gpus-file ${_ug} --gpu acme-x1 --fit)
+fit_probe_case(user_gpus_replaces 0 "" "of 1.0 GiB (" "" ${_mlp} --batch 4096 --gpus-file ${_ug}
+               --gpu t4 --fit)
+fit_probe_case(user_gpus_compare 0 "" "acme-x1 " "" ${_mlp} --gpus-file ${_ug} --gpu acme-x1,l4)
+fit_probe_case(user_gpus_list 0 "" "| `acme-x1` (also `x1`) (user) | Acme X1 8 GiB (test card) |" ""
+               --gpus-file ${_ug} --list-gpus)
+fit_probe_case(user_gpus_list_after 0 "" "`t4` replaces the built-in `t4`." ""
+               --list-gpus --gpus-file ${_ug})
+fit_probe_case(user_gpus_probe 0 "" "\"peak_flops\": 10000000000000,"
+               "${_fake}|FAKECUDA_TOTAL=16G|FAKECUDA_NAME=NVIDIA A10"
+               ${_mlp} --batch 64 --gpus-file ${_ug} --gpu auto --probe --json)

@@ -59,3 +59,11 @@ add_test(NAME hf.qlora_7b
          COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR}
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/qlora_7b.cmake)
 set_tests_properties(hf.qlora_7b PROPERTIES LABELS hf)
+
+# What memest accepts of a real config.json: keys that change no memory
+# without a word, an unknown key one warning once in every flow
+# (tests/hf/policy.cmake; the refusals are cases of tests/errors/cases.tsv).
+add_test(NAME hf.policy
+         COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR}
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/policy.cmake)
+set_tests_properties(hf.policy PROPERTIES LABELS hf)

@@ -254,3 +254,12 @@ int memest_flow_compare(struct memest_app *a);
 int memest_flow_generate(struct memest_app *a);
 /* --list-gpus: the presets as a Markdown table. */
 int memest_flow_list_gpus(const struct memest_cli *o);
+/* The GPU presets: the built-in ones, then the user's presets file
+ * (memest_gpu_table_add): --gpus-file FILE, else the per-user file
+ * (memest_app_user_gpus_path) when it exists. 0 / -1 (err set; t empty). */
+int memest_app_presets(const struct memest_cli *o, struct memest_gpu_table *t,
+                       struct memest_error *err);
+/* The per-user presets file, $XDG_CONFIG_HOME/memest/gpus.json (an absolute
+ * XDG_CONFIG_HOME), else $HOME/.config/memest/gpus.json, into buf; NULL when
+ * neither variable gives one (or it does not fit). */
+const char *memest_app_user_gpus_path(char *buf, size_t n);

@@ -50,6 +50,7 @@ struct memest_cli {
     /* --weights, --group-size, --double-quant, --kbit-prep: quantised
      * weights, over a config's quantization_config (quantize.h) */
     struct memest_quant_cfg quant;
+    bool strict_config;            /* --strict-config: a config's unknown key is an error */
 
     /* output */
     enum memest_output format;     /* text, --json or --csv */
@@ -65,6 +66,7 @@ struct memest_cli {
 
     /* target card, fit, sweeps */
     const char *gpu;               /* --gpu NAME or "auto"; NULL: none */
+    const char *gpus_file;         /* --gpus-file F.json: the user's presets; NULL: the default */
     bool compare;                  /* --gpu all or a comma list: the card comparison */
     struct memest_price prices[MEMEST_MAX_PRICES];   /* --price, in the order given */
     int nprices;

@@ -55,12 +55,21 @@ struct memest_gpu {
     double peak_flops[MEMEST_PREC_COUNT];  /* FLOP/s; 0: not available */
     double bandwidth;            /* bytes per second */
     const char *spec_source;
+    bool user;                   /* from the user's presets file (memest_gpu_table_add) */
+    const char *replaces;        /* user: the built-in preset it replaces, or NULL */
 };
+
+/* A user presets file: at most this many bytes, and a table at most this
+ * many presets. */
+#define MEMEST_GPUS_FILE_MAX_BYTES (1u << 20)
+#define MEMEST_GPU_MAX_PRESETS 1024
 
 struct memest_gpu_table {
     struct memest_gpu *gpus;
     size_t n;
     struct cJSON *root;          /* owns the strings */
+    struct cJSON *user_root;     /* the user file's document (its presets' strings), or NULL */
+    char *user_file;             /* its path, or NULL */
 };
 
 /* Parses a presets document (the models/gpus.json format, checked strictly:
@@ -73,6 +82,18 @@ int memest_gpu_table_parse(const char *text, size_t len, const char *label,
 int memest_gpu_table_builtin(struct memest_gpu_table *t, struct memest_error *err);
 void memest_gpu_table_free(struct memest_gpu_table *t);
 
+/* Adds the presets of a user presets file (the same format) to t, once: a
+ * user preset whose name or an alias is a name or alias of a preset already
+ * in t replaces that preset (at its place in the table; every preset it
+ * collides with is replaced), the others follow in the file's order. A
+ * user preset comes before the others in device-name matching. The text
+ * version takes the file's text, `label` naming it. 0 / -1 (err names the
+ * file and the JSON path; t is unchanged). */
+int memest_gpu_table_add(struct memest_gpu_table *t, const char *text, size_t len,
+                         const char *label, struct memest_error *err);
+int memest_gpu_table_add_file(struct memest_gpu_table *t, const char *path,
+                              struct memest_error *err);
+
 /* The preset called `name` or one of its aliases (case-insensitive), or NULL. */
 const struct memest_gpu *memest_gpu_find(const struct memest_gpu_table *t, const char *name);
 /* The preset whose device_names contain `device_name` (as the driver reports
@@ -80,7 +101,8 @@ const struct memest_gpu *memest_gpu_find(const struct memest_gpu_table *t, const
 const struct memest_gpu *memest_gpu_match_device(const struct memest_gpu_table *t,
                                                  const char *device_name);
 /* Looks up --gpu NAME; an unknown name is a usage error that lists the nearest
- * name ("did you mean"). NULL with err set. */
+ * name ("did you mean"), and a name that begins several presets' names or
+ * aliases (a family: "a100") one that lists them. NULL with err set. */
 const struct memest_gpu *memest_gpu_lookup(const struct memest_gpu_table *t, const char *name,
                                            struct memest_error *err);
 /* The same for a name given to option opt ("--price"). */

@@ -33,6 +33,15 @@ struct memest_override {
     const char *opt;    /* the option, for messages: "--sweep-var"; NULL: "--set" */
 };
 
+/* A config key memest does not know: its JSON path ("rope_scaling.beta_fast")
+ * and why ("unknown key for model_type \"llama\" (...)"), the words of
+ * the warning and of the --strict-config error. */
+struct memest_unknown_key {
+    const char *key;
+    const char *msg;
+};
+#define MEMEST_MAX_UNKNOWN_KEYS 8
+
 struct memest_model {
     struct cJSON *root;
     const char *file;   /* label used in messages */
@@ -54,6 +63,13 @@ struct memest_model {
      * files. PEFT's default LoRA targets depend on it (lora.h). */
     const char *model_type;
     struct memest_quant_cfg quant;    /* its quantization_config (format DENSE: none) */
+    /* The config's keys memest does not know (neither in the template's
+     * hf_config.keys nor a generic key, hf_config.c): the first
+     * MEMEST_MAX_UNKNOWN_KEYS of them in document order, each once, and
+     * how many there are. The estimate ignores them; the command warns
+     * about each, or with --strict-config refuses the first (exit 3). */
+    const struct memest_unknown_key *unknown;
+    int nunknown_kept, nunknown;
     /* A folder's safetensors checkpoint (safetensors.h): its headers, read
      * and bounded (memest_ckpt_check checks them against the model); NULL
      * for none. Its dtype is the parameters' (has_dtype) when the config
@@ -74,6 +90,12 @@ int memest_model_read_file(const char *path, struct memest_model *m, struct meme
 /* The same for text in memory (`label` names it in messages). */
 int memest_model_read_string(const char *text, size_t len, const char *label,
                              struct memest_model *m, struct memest_error *err);
+/* The whole of a file of at most `limit` bytes (`kind`, "GPU presets
+ * files", names such files in the refusal), NUL-terminated, into *text (the
+ * caller frees it), through one descriptor (a pipe or FIFO too). 0 / -1 (err
+ * names the file). */
+int memest_model_read_text(const char *path, size_t limit, const char *kind, char **text,
+                           size_t *len, struct memest_error *err);
 /* Expands blocks, repeats, conditions and variables into a graph, checking
  * every field. 0 / -1 (err names the JSON path and the node). */
 int memest_model_build(const struct memest_model *m, const struct memest_override *ov, int nov,

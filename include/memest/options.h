@@ -75,6 +75,7 @@ enum memest_need {
     MEMEST_NEED_LORA = 1u << 4,       /* --lora R */
     MEMEST_NEED_KV_BLOCK = 1u << 5,   /* --kv-block B */
     MEMEST_NEED_PP = 1u << 6,         /* --pp 2 or more */
+    MEMEST_NEED_GPU = 1u << 7,        /* --gpu (NAME, auto, all or a list): the presets are read */
 };
 
 /* A value table: the names an option takes, in the order --help lists

@@ -3,9 +3,11 @@
  * report, and error output (one estimate: app_estimate.c). */
 #include "memest/app.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "memest/escape.h"
 #include "memest/format.h"
@@ -25,6 +27,34 @@ int memest_app_fail(const struct memest_cli *o, const struct memest_error *err)
     return memest_error_exit(err);
 }
 
+/* A Hugging Face config's unknown keys (model.h): with --strict-config the
+ * first one is the error (the warning's words), else each is a warning.
+ * The model is read once whatever the flow estimates after (sweeps,
+ * comparisons), so each is told once. 0 / -1. */
+static int config_unknown_keys(const struct memest_model *m, bool strict,
+                               struct memest_error *err)
+{
+    for (int i = 0; i < m->nunknown_kept; i++) {
+        struct memest_error w = {0};
+        memest_err_file(&w, m->file);
+        memest_errf(&w, MEMEST_ERR_SCHEMA, m->unknown[i].key, "%s", m->unknown[i].msg);
+        if (strict) {
+            *err = w;
+            return -1;
+        }
+        char line[1200];
+        memest_error_format(&w, line, sizeof line);
+        fprintf(stderr, "memest: warning: %s; the estimate ignores it (--strict-config refuses "
+                        "it)\n", line);
+    }
+    if (m->nunknown > m->nunknown_kept) {
+        char file[MEMEST_ESC_NAME];
+        fprintf(stderr, "memest: warning: %s: %d more unknown keys, ignored as well\n",
+                memest_esc_text(m->file, file, sizeof file), m->nunknown - m->nunknown_kept);
+    }
+    return 0;
+}
+
 int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct memest_error *err)
 {
     memset(a, 0, sizeof *a);
@@ -36,8 +66,8 @@ int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct mem
     a->max_work = MEMEST_MAX_WORK;
     /* the presets are parsed only for a command that names a card (or
      * probes one: --gpu auto matches the device's name) */
-    if ((o->gpu || o->probe) && memest_gpu_table_builtin(&a->gpus, err) != 0)
-        return MEMEST_EXIT_INTERNAL;
+    if ((o->gpu || o->probe) && memest_app_presets(o, &a->gpus, err) != 0)
+        return memest_error_exit(err);
     if (o->gpu && strcmp(o->gpu, "auto") != 0 && !o->compare) {
         const struct memest_gpu *g = memest_gpu_lookup(&a->gpus, o->gpu, err);
         if (!g)
@@ -60,7 +90,14 @@ int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct mem
     int nsets = memest_cli_dist_sets(o, sets, o->nsets, &dv, err);
     if (nsets < 0)
         return memest_error_exit(err);
-    if (memest_model_read_file(o->model, &a->m, err) != 0 ||
+    if (memest_model_read_file(o->model, &a->m, err) != 0)
+        return memest_error_exit(err);
+    if (o->strict_config && !a->m.arch) {   /* a model file's unknown fields are errors */
+        memest_errf(err, MEMEST_ERR_USAGE, NULL, "--strict-config: the model is a model file, "
+                    "not a Hugging Face config: it would change nothing");
+        return memest_error_exit(err);
+    }
+    if ((o->strict_config && config_unknown_keys(&a->m, true, err) != 0) ||
         memest_model_build(&a->m, sets, nsets, &a->g, err) != 0 ||
         memest_step_cfg_resolve_loss(&a->step, a->g.loss, err) != 0)   /* once, here */
         return memest_error_exit(err);
@@ -82,6 +119,7 @@ int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct mem
     if (memest_app_dist(a, err) != 0 || memest_app_graph_passes(a, &a->g, err) != 0 ||
         memest_app_stages(a, err) != 0)
         return memest_error_exit(err);
+    config_unknown_keys(&a->m, false, err);
     uint32_t unused, unused_at;
     if (memest_graph_unused_inputs(&a->g, &unused, &unused_at, err) != 0)
         return memest_error_exit(err);
@@ -190,11 +228,42 @@ int memest_app_card_report(const struct memest_app *a, const struct memest_estim
     return 0;
 }
 
+const char *memest_app_user_gpus_path(char *buf, size_t n)
+{
+    const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+    int k = -1;
+    if (xdg && xdg[0] == '/')   /* the XDG base directory spec: a relative one is ignored */
+        k = snprintf(buf, n, "%s/memest/gpus.json", xdg);
+    else if (home && home[0])
+        k = snprintf(buf, n, "%s/.config/memest/gpus.json", home);
+    return k > 0 && (size_t)k < n ? buf : NULL;
+}
+
+int memest_app_presets(const struct memest_cli *o, struct memest_gpu_table *t,
+                       struct memest_error *err)
+{
+    if (memest_gpu_table_builtin(t, err) != 0)
+        return -1;
+    char buf[4096];
+    const char *path = o->gpus_file;
+    struct stat st;
+    if (!path) {   /* the per-user file, when there is one */
+        path = memest_app_user_gpus_path(buf, sizeof buf);
+        if (path && stat(path, &st) != 0 && (errno == ENOENT || errno == ENOTDIR))
+            path = NULL;
+    }
+    if (path && memest_gpu_table_add_file(t, path, err) != 0) {
+        memest_gpu_table_free(t);
+        return -1;
+    }
+    return 0;
+}
+
 int memest_flow_list_gpus(const struct memest_cli *o)
 {
     struct memest_gpu_table t;
     struct memest_error err = {0};
-    if (memest_gpu_table_builtin(&t, &err) != 0)
+    if (memest_app_presets(o, &t, &err) != 0)
         return memest_app_fail(o, &err);
     memest_gpus_markdown(stdout, &t);
     memest_gpu_table_free(&t);

@@ -144,6 +144,20 @@ static int operands(int argc, char **argv, struct memest_cli *o, int sub, bool *
     return 0;
 }
 
+/* --gpus-file FILE (or =FILE) among the arguments after --list-gpus, which
+ * stops the parse: the last one, as getopt would take it. */
+static void gpus_file_after(int argc, char **argv, struct memest_cli *o)
+{
+    static const char flag[] = "--gpus-file";
+    for (int i = optind; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        if (strcmp(argv[i], flag) == 0 && i + 1 < argc && argv[i + 1][0])
+            o->gpus_file = argv[++i];
+        else if (strncmp(argv[i], flag, sizeof flag - 1) == 0 && argv[i][sizeof flag - 1] == '=' &&
+                 argv[i][sizeof flag])
+            o->gpus_file = argv[i] + sizeof flag;
+    }
+}
+
 /* argv[1] a subcommand: its mode, MEMEST_MODE_COUNT for help, or -1. */
 static int subcommand(int argc, char **argv)
 {
@@ -186,6 +200,8 @@ int memest_cli_parse(int argc, char **argv, struct memest_cli *o, struct memest_
         if (row->kind == MEMEST_K_ACTION) {   /* --help [TOPIC], --version, ... */
             o->help_topic = optind < argc && argv[optind][0] != '-' ? argv[optind]
                             : sub >= 0 ? memest_mode_desc(sub)->name : NULL;
+            if (o->list_gpus)   /* it lists the presets of a --gpus-file after it too */
+                gpus_file_after(argc, argv, o);
             return 0;
         }
         before = optind;

@@ -552,6 +552,17 @@ const struct memest_opt memest_opts[] = {
      .doc = "PEFT's `prepare_model_for_kbit_training` on a quantised model: every parameter "
              "frozen, the fp16/bf16 parameters of the layers left dense in float32 (not "
              "under GPTQ)"},
+    {.name = "strict-config",
+     .group = MEMEST_GROUP_LLM,
+     .modes = MEMEST_MODES_ALL,
+     .verb = -1,
+     .kind = MEMEST_K_FLAG,
+     FIELD(strict_config),
+     .help = "a Hugging Face config's unknown key is an error (exit 3), not a warning",
+     .doc = "an unknown key of the config (in neither its architecture template nor the keys "
+             "any config may carry, which change no memory) is an error naming the file, the "
+             "key and the model_type (exit 3), not a warning after which the estimate goes on "
+             "(doc/model-format.md); refused for a model file (it would change nothing)"},
     {.name = "lora",
      .arg = MEMEST_ARG_REQUIRED,
      .metavar = "R",
@@ -1006,6 +1017,23 @@ const struct memest_opt memest_opts[] = {
              "t4,l4,a100-80gb, compares the cards",
      .doc = "the target card, a preset (`--list-gpus`); `--gpu auto` with `--probe`: the "
              "probed device; `--gpu all` or a list (`t4,l4,a100-80gb`): the cards compared"},
+    {.name = "gpus-file",
+     .arg = MEMEST_ARG_REQUIRED,
+     .metavar = "F.json",
+     .group = MEMEST_GROUP_CARD,
+     .modes = MEMEST_MODES_ALL,
+     .needs = MEMEST_NEED_GPU,
+     .verb = -1,
+     .kind = MEMEST_K_STR,
+     FIELD(gpus_file),
+     .expected = "a file name",
+     .dflt_text = "$XDG_CONFIG_HOME/memest/gpus.json if present",
+     .help = "your GPU presets (models/gpus.json's format), added to the built-in ones",
+     .doc = "your GPU presets, in the format of `models/gpus.json` (at most 1 MiB), added to "
+             "the built-in ones for `--gpu`, `--probe --gpu auto`, `--gpu all` and "
+             "`--list-gpus`; a preset with a built-in one's name or alias replaces it. Without "
+             "it, `$XDG_CONFIG_HOME/memest/gpus.json` (else `~/.config/memest/gpus.json`) is "
+             "read when it exists (doc/cards-and-fit.md, \"Your own presets\")"},
     {.name = "price",
      .arg = MEMEST_ARG_REQUIRED,
      .metavar = "C=P",

@@ -128,6 +128,10 @@ static bool holds(const struct memest_cli *o, unsigned need, const struct choice
         snprintf(why, n, "needs a card preset's peak FLOP/s: --gpu NAME (--mem gives no time "
                          "estimate)");
         return o->gpu;
+    case MEMEST_NEED_GPU:
+        snprintf(why, n, "adds GPU presets: it needs --gpu (NAME, auto with --probe, all or a "
+                         "list) or --list-gpus");
+        return o->gpu;
     case MEMEST_NEED_PROBE:
         snprintf(why, n, "needs --probe");
         return o->probe;

@@ -174,7 +174,8 @@ static const struct memest_exit_doc exit_docs[] = {
                            "--fit, --probe, and --max-batch when not even batch 1 fits"},
     [MEMEST_EXIT_USAGE] = {"usage error", "also a command asking for more work than memest "
                                           "does for one, doc/robustness.md: Limits and cost"},
-    [MEMEST_EXIT_MODEL] = {"invalid or unreadable model or config file", "also one past a limit"},
+    [MEMEST_EXIT_MODEL] = {"invalid or unreadable model, config or GPU presets file",
+                            "also one past a limit"},
     [MEMEST_EXIT_NODEV] = {"no usable CUDA driver or device", "--probe"},
     [MEMEST_EXIT_RUNTIME] = {"out of memory", "or a CUDA call that failed during --probe"},
     [MEMEST_EXIT_OUTPUT] = {"an output could not be written",

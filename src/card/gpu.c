@@ -123,10 +123,13 @@ static int get_positive(struct parser *p, const cJSON *it, const char *what, dou
     return 0;
 }
 
+/* Lower-case letters, digits and '-', at most MAX_NAME characters. */
+#define MAX_NAME 40
 static bool valid_name(const char *s)
 {
     for (const char *c = s; *c; c++)
-        if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '-'))
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '-') ||
+            c - s >= MAX_NAME)
             return false;
     return s[0] != '\0';
 }
@@ -175,13 +178,15 @@ static int parse_gpu(struct parser *p, size_t i, const cJSON *o, struct memest_g
     if (get_str(p, o, "name", &g->name) != 0)
         return -1;
     if (!valid_name(g->name))
-        return fail(p, "\"%s\": a name is lower-case letters, digits and '-'", g->name);
+        return fail(p, "\"%.60s\": a name is lower-case letters, digits and '-', at most %d",
+                    g->name, MAX_NAME);
     AT("aliases");
     if (get_strs(p, o, "aliases", g->aliases, &g->naliases, false) != 0)
         return -1;
     for (int a = 0; a < g->naliases; a++)
         if (!valid_name(g->aliases[a]))
-            return fail(p, "\"%s\": a name is lower-case letters, digits and '-'", g->aliases[a]);
+            return fail(p, "\"%.60s\": a name is lower-case letters, digits and '-', at most %d",
+                        g->aliases[a], MAX_NAME);
     AT("label");
     if (get_str(p, o, "label", &g->label) != 0)
         return -1;
@@ -302,6 +307,11 @@ int memest_gpu_table_parse(const char *text, size_t len, const char *label,
         fail(&p, "%s must be a non-empty list", "\"gpus\"");
         goto fail;
     }
+    if (n > MEMEST_GPU_MAX_PRESETS) {
+        snprintf(p.path, sizeof p.path, "gpus");
+        fail(&p, "%d presets; a table holds at most %d", n, MEMEST_GPU_MAX_PRESETS);
+        goto fail;
+    }
     t->gpus = calloc((size_t)n, sizeof *t->gpus);
     if (!t->gpus) {
         memest_errf(&le, MEMEST_ERR_NOMEM, NULL, "out of memory");
@@ -334,7 +344,86 @@ void memest_gpu_table_free(struct memest_gpu_table *t)
 {
     free(t->gpus);
     cJSON_Delete(t->root);
+    cJSON_Delete(t->user_root);
+    free(t->user_file);
     memset(t, 0, sizeof *t);
+}
+
+/* ---- the user's presets ---- */
+
+/* Whether a name or an alias of a is a name or an alias of b. */
+static bool shares_name(const struct memest_gpu *a, const struct memest_gpu *b)
+{
+    for (int i = -1; i < a->naliases; i++)
+        for (int j = -1; j < b->naliases; j++)
+            if (strcasecmp(i < 0 ? a->name : a->aliases[i], j < 0 ? b->name : b->aliases[j]) == 0)
+                return true;
+    return false;
+}
+
+int memest_gpu_table_add(struct memest_gpu_table *t, const char *text, size_t len,
+                         const char *label, struct memest_error *err)
+{
+    if (t->user_root)
+        return memest_errf(err, MEMEST_ERR_INTERNAL, NULL, "internal: a second presets file");
+    struct memest_gpu_table u;
+    if (memest_gpu_table_parse(text, len, label, &u, err) != 0)
+        return -1;
+    struct memest_gpu *g = calloc(t->n + u.n, sizeof *g);
+    bool *placed = calloc(u.n, sizeof *placed);
+    char *file = strdup(label);
+    if (!g || !placed || !file) {
+        free(g);
+        free(placed);
+        free(file);
+        memest_gpu_table_free(&u);
+        return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        size_t k = 0;
+        while (k < u.n && !shares_name(&t->gpus[i], &u.gpus[k]))
+            k++;
+        if (k == u.n) {
+            g[n++] = t->gpus[i];
+        } else if (!placed[k]) {   /* at the place of the first preset it replaces */
+            g[n] = u.gpus[k];
+            g[n].user = true;
+            g[n++].replaces = t->gpus[i].name;
+            placed[k] = true;
+        }
+    }
+    for (size_t k = 0; k < u.n; k++)
+        if (!placed[k]) {
+            g[n] = u.gpus[k];
+            g[n++].user = true;
+        }
+    free(placed);
+    free(u.gpus);   /* its strings stay in u.root, which t now owns */
+    free(t->gpus);
+    t->gpus = g;
+    t->n = n;
+    t->user_root = u.root;
+    t->user_file = file;
+    return 0;
+}
+
+int memest_gpu_table_add_file(struct memest_gpu_table *t, const char *path,
+                              struct memest_error *err)
+{
+    /* a private record: the reader names the file in it even when it
+     * succeeds, and the caller's record must stay clean then */
+    struct memest_error le = {0};
+    char *text = NULL;
+    size_t len = 0;
+    int rc = memest_model_read_text(path, MEMEST_GPUS_FILE_MAX_BYTES, "GPU presets files", &text,
+                                    &len, &le);
+    if (rc == 0)
+        rc = memest_gpu_table_add(t, text, len, path, &le);
+    free(text);
+    if (rc != 0 && err && err->code == MEMEST_ERR_NONE)
+        *err = le;
+    return rc;
 }
 
 /* ---- lookup ---- */
@@ -355,10 +444,11 @@ const struct memest_gpu *memest_gpu_find(const struct memest_gpu_table *t, const
 const struct memest_gpu *memest_gpu_match_device(const struct memest_gpu_table *t,
                                                  const char *device_name)
 {
-    for (size_t i = 0; i < t->n; i++)
-        for (int d = 0; d < t->gpus[i].ndevice_names; d++)
-            if (strcasecmp(t->gpus[i].device_names[d], device_name) == 0)
-                return &t->gpus[i];
+    for (int user = 1; user >= 0; user--)   /* the user's presets first */
+        for (size_t i = 0; i < t->n; i++)
+            for (int d = 0; d < t->gpus[i].ndevice_names && t->gpus[i].user == user; d++)
+                if (strcasecmp(t->gpus[i].device_names[d], device_name) == 0)
+                    return &t->gpus[i];
     return NULL;
 }
 
@@ -368,24 +458,79 @@ const struct memest_gpu *memest_gpu_lookup(const struct memest_gpu_table *t, con
     return memest_gpu_lookup_opt(t, name, "--gpu", err);
 }
 
+/* Whether s begins (ignoring case) the name or an alias of g. */
+static bool begins_name(const struct memest_gpu *g, const char *s)
+{
+    size_t n = strlen(s);
+    for (int a = -1; a < g->naliases; a++)
+        if (strncasecmp(a < 0 ? g->name : g->aliases[a], s, n) == 0)
+            return true;
+    return false;
+}
+
+/* The presets whose name or an alias begins with name, as "a, b, c" into
+ * buf (the first ones when they do not all fit, then "..."), the first in
+ * *one; their count. */
+static size_t family(const struct memest_gpu_table *t, const char *name, char *buf, size_t n,
+                     const struct memest_gpu **one)
+{
+    size_t count = 0, len = 0;
+    bool full = false;
+    buf[0] = '\0';
+    for (size_t i = 0; i < t->n; i++) {
+        const struct memest_gpu *g = &t->gpus[i];
+        if (!begins_name(g, name))
+            continue;
+        if (count++ == 0)
+            *one = g;
+        if (full)
+            continue;
+        const char *sep = len ? ", " : "";
+        if (len + strlen(sep) + strlen(g->name) + sizeof ", ..." > n) {
+            snprintf(buf + len, n - len, ", ...");
+            full = true;
+            continue;
+        }
+        len += (size_t)snprintf(buf + len, n - len, "%s%s", sep, g->name);
+    }
+    return count;
+}
+
 const struct memest_gpu *memest_gpu_lookup_opt(const struct memest_gpu_table *t, const char *name,
                                                const char *opt, struct memest_error *err)
 {
     const struct memest_gpu *g = memest_gpu_find(t, name);
     if (g)
         return g;
-    const char *cands[256];
-    int n = 0;
-    for (size_t i = 0; i < t->n && n < 256; i++) {
-        cands[n++] = t->gpus[i].name;
-        for (int a = 0; a < t->gpus[i].naliases && n < 256; a++)
-            cands[n++] = t->gpus[i].aliases[a];
+    const char *list_hint = strcmp(opt, "--gpu") == 0 ? "; --mem SIZE for any other card" : "";
+    char names[256];
+    const struct memest_gpu *one = NULL;
+    size_t count = name[0] ? family(t, name, names, sizeof names, &one) : 0;
+    if (count > 1) {
+        memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                    "%s: '%.64s' matches several presets: %s; name one (memest --list-gpus "
+                    "lists them)", opt, name, names);
+        return NULL;
     }
-    char dym[sizeof err->msg];   /* memest_suggest ignores case */
+    const char *near = count == 1 ? one->name : NULL;
+    if (!near) {   /* the nearest name or alias (memest_suggest ignores case) */
+        size_t total = 0;
+        for (size_t i = 0; i < t->n; i++)
+            total += 1 + (size_t)t->gpus[i].naliases;
+        const char **cands = malloc((total ? total : 1) * sizeof *cands);
+        int nc = 0;
+        for (size_t i = 0; cands && i < t->n; i++) {
+            cands[nc++] = t->gpus[i].name;
+            for (int a = 0; a < t->gpus[i].naliases; a++)
+                cands[nc++] = t->gpus[i].aliases[a];
+        }
+        near = cands ? memest_suggest(name, cands, nc) : NULL;
+        free(cands);
+    }
+    char dym[sizeof err->msg];
     memest_errf(err, MEMEST_ERR_USAGE, NULL,
                 "%s: unknown GPU '%s'%s (memest --list-gpus lists them%s)", opt, name,
-                memest_suggest_clause_sq(memest_suggest(name, cands, n), dym, sizeof dym),
-                strcmp(opt, "--gpu") == 0 ? "; --mem SIZE for any other card" : "");
+                memest_suggest_clause_sq(near, dym, sizeof dym), list_hint);
     return NULL;
 }
 

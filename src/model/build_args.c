@@ -12,7 +12,8 @@
 #include "build_internal.h"
 
 static const char *const node_keys[] = {"name", "type", "inputs", "repeat", "if",
-                                        "trainable", "tie_weight", "tie_params", "comment"};
+                                        "trainable", "tie_weight", "tie_params", "comment",
+                                        "flat"};
 #define N_NODE_KEYS ((int)(sizeof node_keys / sizeof *node_keys))
 
 bool mb_is_node_key(const char *k)

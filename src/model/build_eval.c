@@ -8,6 +8,7 @@
 #include "memest/escape.h"
 
 #include "build_internal.h"
+#include "hf_internal.h"
 
 /* Notes that the expansion read the override ov (for graph.h's overrides). */
 void mb_note_read(struct builder *b, const struct memest_override *ov)
@@ -83,7 +84,7 @@ int mb_eval_number(struct builder *b, const cJSON *j, const struct scope *sc,
     if (cJSON_IsNumber(j)) {
         if (!isfinite(j->valuedouble))
             return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_jp_str(b, path),
-                               "number is not finite");
+                               "number is not finite (%s)", mb_json_nonfinite(j->valuedouble));
         *out = memest_expr_number(j->valuedouble);
         return 0;
     }

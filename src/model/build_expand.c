@@ -454,6 +454,12 @@ static int expand_node(struct builder *b, const cJSON *obj, const char *npath, c
         unknown_type(b, type, mb_path_join(b, npath, "type"));
         return mb_blame(b, type_ov);
     }
+    const cJSON *jflat = cJSON_GetObjectItemCaseSensitive(obj, "flat");
+    bool flat = cJSON_IsTrue(jflat);
+    if (jflat && (!cJSON_IsBool(jflat) || !blockdef || jrep))
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, npath, "flat"),
+                           "\"flat\" is true or false, for a block called once (no \"repeat\"): "
+                           "its nodes are named as the caller's own");
     if (blockdef && (jtie || jtie_all)) {
         const char *tie_key = jtie_all ? "tie_params" : "tie_weight";
         return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, npath, tie_key),
@@ -481,7 +487,16 @@ static int expand_node(struct builder *b, const cJSON *obj, const char *npath, c
             return mb_nomem(b);
         mb_set_ctx_node(b, fname);
         if (blockdef) {
-            if (mb_expand_block(b, type, blockdef, obj, npath, fname, &rsc, globals_of(sc), ins,
+            /* flat: the block's nodes are the caller's (prefix unchanged), and
+             * no instance is recorded */
+            size_t plen = strlen(prefix);
+            char *pname = flat ? memest_arena_strdup(&b->g->arena, prefix) : fname;
+            if (!pname)
+                return mb_nomem(b);
+            if (flat && plen)
+                pname[plen - 1] = '\0';
+            b->flat = flat;
+            if (mb_expand_block(b, type, blockdef, obj, npath, pname, &rsc, globals_of(sc), ins,
                                 nin, trainable, &cur) != 0)
                 return -1;
             mb_set_ctx_node(b, fname);

@@ -72,6 +72,7 @@ struct builder {
     int nov;
     bool *ov_read;                  /* [nov]: the expansion read ov[i] */
     const struct memest_override *scale_ov; /* set the count of a "repeat" being expanded */
+    bool flat;                    /* the block call being expanded is "flat" */
 };
 
 /* A JSON path formatted only when an error needs it: base, then ".key"
@@ -113,7 +114,9 @@ int mb_eval_number(struct builder *b, const cJSON *j, const struct scope *sc, co
 int mb_check_held(struct builder *b, double d, const char *path);
 int mb_load_variables(struct builder *b, const cJSON *jvars, const cJSON *jlet,
                       const struct memest_override *ov, int nov, struct scope *globals);
-int mb_run_checks(struct builder *b, const cJSON *jchecks, const struct scope *globals);
+/* "checks" at path ("checks", "blocks.X.checks") over the scope sc. */
+int mb_run_checks(struct builder *b, const cJSON *jchecks, const struct scope *sc,
+                  const char *path);
 int mb_note_overrides(struct builder *b);
 
 /* ---- build_args.c ---- */

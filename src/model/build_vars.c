@@ -11,6 +11,7 @@
 #include "memest/suggest.h"
 
 #include "build_internal.h"
+#include "hf_internal.h"
 
 /* A number held by a variable or a block argument must be below 2^53 in
  * magnitude, as integers are: JSON rounds larger integers silently, and an
@@ -20,6 +21,9 @@ int mb_check_held(struct builder *b, double d, const char *path)
 {
     if (fabs(d) < INT_LIMIT)
         return 0;
+    if (!isfinite(d))
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, path, "number is not finite (%s)",
+                           mb_json_nonfinite(d));
     char v[32];
     return memest_errf(b->err, MEMEST_ERR_LIMIT, path,
                        "%s is too large: the numbers of variables and block arguments must be "
@@ -213,7 +217,8 @@ int mb_load_variables(struct builder *b, const cJSON *jvars, const cJSON *jlet,
                                c->string);
         if (cJSON_IsNumber(c)) {
             if (!isfinite(c->valuedouble))
-                return memest_errf(b->err, MEMEST_ERR_SCHEMA, vp, "number is not finite");
+                return memest_errf(b->err, MEMEST_ERR_SCHEMA, vp, "number is not finite (%s)",
+                                   mb_json_nonfinite(c->valuedouble));
             if (mb_check_held(b, c->valuedouble, vp) != 0)
                 return -1;
             vars[i] = (struct var){.kind = V_NUM, .val = memest_expr_number(c->valuedouble)};
@@ -244,16 +249,17 @@ int mb_load_variables(struct builder *b, const cJSON *jvars, const cJSON *jlet,
 /* "checks": [{"if": condition, "error": message}, ...]: the build fails
  * with the message when a condition is false (a usage error naming the
  * override a value of the condition comes from, as any check). */
-int mb_run_checks(struct builder *b, const cJSON *jchecks, const struct scope *globals)
+int mb_run_checks(struct builder *b, const cJSON *jchecks, const struct scope *globals,
+                  const char *path)
 {
     if (!jchecks)
         return 0;
     if (!cJSON_IsArray(jchecks))
-        return memest_errf(b->err, MEMEST_ERR_SCHEMA, "checks",
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, path,
                            "\"checks\" must be a list of {\"if\": condition, \"error\": message}");
     int i = 0;
     for (const cJSON *c = jchecks->child; c; c = c->next, i++) {
-        const struct jp jp = {"checks", NULL, i};
+        const struct jp jp = {path, NULL, i};
         const char *cp = mb_jp_str(b, &jp);
         const cJSON *cond = cJSON_GetObjectItemCaseSensitive(c, "if");
         const cJSON *msg = cJSON_GetObjectItemCaseSensitive(c, "error");

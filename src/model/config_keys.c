@@ -9,6 +9,8 @@
 #include "memest/escape.h"
 #include "memest/format.h"
 
+#include "hf_internal.h"
+
 int mb_cfg_bad(const struct mb_cfg *c, const char *path, const char *what)
 {
     memest_err_file(c->err, c->file);
@@ -24,7 +26,9 @@ int mb_cfg_bad_value(const struct mb_cfg *c, const char *path, const cJSON *v, c
         snprintf(val, sizeof val, "\"%s\"%s", memest_esc_text(cut, esc, sizeof esc),
                  strlen(v->valuestring) > strlen(cut) ? "..." : "");
     } else if (cJSON_IsNumber(v)) {
-        snprintf(val, sizeof val, "%s", memest_fmt_double(v->valuedouble, num, sizeof num));
+        snprintf(val, sizeof val, "%s", isfinite(v->valuedouble)
+                                            ? memest_fmt_double(v->valuedouble, num, sizeof num)
+                                            : mb_json_nonfinite(v->valuedouble));
     } else {
         snprintf(val, sizeof val, "%s", cJSON_IsTrue(v) ? "true" : cJSON_IsFalse(v) ? "false"
                                         : cJSON_IsNull(v) ? "null" : cJSON_IsArray(v) ? "a list"

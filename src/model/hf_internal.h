@@ -15,11 +15,17 @@
 /* ---- json_load.c ---- */
 /* A JSON file (or text with text[len] == '\0') parsed with every limit of
  * model files: size, values, UTF-8, NUL bytes, one object, no duplicate
- * keys. *out is the object (the caller deletes it). 0 / -1 (err names the
- * file, or `label`). */
+ * keys; Infinity, -Infinity and NaN read as Python's json writes them.
+ * *out is the object (the caller deletes it). 0 / -1 (err names the file,
+ * or `label`). */
 int mb_json_read_file(const char *path, cJSON **out, struct memest_error *err);
 int mb_json_parse_text(const char *text, size_t len, const char *label, cJSON **out,
                        struct memest_error *err);
+/* Python's json module writes float("inf"), float("-inf") and float("nan")
+ * as the bare words Infinity, -Infinity and NaN, and the reader takes them
+ * as those numbers (json_load.c): where a value is built with, a
+ * non-finite number is refused in a message naming it with this word. */
+const char *mb_json_nonfinite(double d);
 /* A template of models/arch/ read as a model file: the model_type of its
  * "hf_config" section (model_build.c checks the section), pointing into
  * the document. */
@@ -51,3 +57,11 @@ struct mb_arch_text {
 };
 extern const struct mb_arch_text mb_arch_builtin[];
 extern const size_t mb_arch_builtin_count;
+/* the shared library of models/arch/lib/ (blocks and bases templates extend) */
+extern const struct mb_arch_text mb_arch_lib[];
+extern const size_t mb_arch_lib_count;
+
+/* ---- arch_extend.c ---- */
+/* Resolves *root's "extends" (models/README.md): *root becomes the library
+ * parts it names merged with it. 0 / -1 (err names `file` or the part). */
+int mb_arch_extend(cJSON **root, const char *file, struct memest_error *err);

@@ -4,10 +4,13 @@
  * file holds: the file is read once into one buffer (at most
  * MEMEST_MAX_FILE_BYTES + 1, also from pipes and devices), and a linear
  * pre-scan refuses more than MEMEST_MAX_JSON_VALUES values before cJSON
- * allocates a node for each. */
+ * allocates a node for each. Python's Infinity, -Infinity and NaN are read
+ * as those numbers (below). */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -140,6 +143,135 @@ static size_t values_over_limit(const char *buf, size_t len)
     return len;
 }
 
+/* ---- Python's Infinity, -Infinity and NaN ----
+ *
+ * Python's json module (json.dump, whose allow_nan is on by default) writes
+ * float("inf"), float("-inf") and float("nan") as the bare words Infinity,
+ * -Infinity and NaN, which JSON and cJSON refuse; config.json files carry
+ * them (Nemotron-H's time_step_limit: [0.0, Infinity]). Outside strings,
+ * where a value starts (after '[', ':' or ','), each word is rewritten in a
+ * copy of the text to a 0 padded with spaces to its length, so that offsets
+ * and line:column stay the file's, and its number is set after cJSON parsed
+ * the copy: the k-th number of the text is the k-th number node of a
+ * depth-first walk. The readers refuse a non-finite number wherever the
+ * model is built with it (mb_json_nonfinite names it in their messages). */
+
+struct nonfinite {
+    uint64_t rank;   /* the number's rank among the text's numbers */
+    double value;
+};
+
+const char *mb_json_nonfinite(double d)
+{
+    return isnan(d) ? "NaN" : d > 0 ? "Infinity" : "-Infinity";
+}
+
+static bool word_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_';
+}
+
+static bool number_char(char c)
+{
+    return (c >= '0' && c <= '9') || c == '+' || c == '-' || c == 'e' || c == 'E' || c == '.';
+}
+
+/* The length of the word at buf[i] when it is one of the three, a whole
+ * word (*value its number); else 0. */
+static size_t nonfinite_at(const char *buf, size_t i, size_t len, double *value)
+{
+    static const struct {
+        const char *word;
+        size_t n;
+        double value;
+    } words[] = {{"Infinity", 8, INFINITY}, {"-Infinity", 9, -INFINITY}, {"NaN", 3, NAN}};
+    for (size_t k = 0; k < sizeof words / sizeof *words; k++) {
+        size_t n = words[k].n;
+        if (len - i >= n && memcmp(buf + i, words[k].word, n) == 0 &&
+            (i + n == len || !word_char(buf[i + n]))) {
+            *value = words[k].value;
+            return n;
+        }
+    }
+    return 0;
+}
+
+/* The words of buf[0..len) (buf[len] == '\0'): *copy gets the text with
+ * them rewritten (NULL when there is none), *list their ranks and values,
+ * *n their count (the caller frees both). 0 / -1 (out of memory). Numbers
+ * are counted as cJSON reads them (a '-' or a digit, then the characters
+ * of a number); malformed text is left to cJSON. */
+static int nonfinite_scan(const char *buf, size_t len, char **copy, struct nonfinite **list,
+                          size_t *n)
+{
+    *copy = NULL;
+    *list = NULL;
+    *n = 0;
+    size_t cap = 0;
+    uint64_t rank = 0;
+    char prev = '\0';   /* the last character outside strings and white space */
+    for (size_t i = 0; i < len; i++) {
+        char c = buf[i];
+        if (c == ' ' || c == '\t' || c == '\n' || c == '\r')
+            continue;
+        if (c == '"') {
+            for (i++; i < len && buf[i] != '"'; i++)
+                if (buf[i] == '\\')
+                    i++;
+            prev = c;
+            continue;
+        }
+        double v;
+        size_t w = (prev == '[' || prev == ':' || prev == ',') ? nonfinite_at(buf, i, len, &v) : 0;
+        if (w) {
+            if (!*copy) {
+                if (!(*copy = malloc(len + 1)))
+                    return -1;
+                memcpy(*copy, buf, len + 1);
+            }
+            if (*n == cap) {
+                cap = cap ? cap * 2 : 8;
+                struct nonfinite *nl = realloc(*list, sizeof *nl * cap);
+                if (!nl)
+                    return -1;
+                *list = nl;
+            }
+            (*list)[(*n)++] = (struct nonfinite){rank++, v};
+            (*copy)[i] = '0';
+            memset(*copy + i + 1, ' ', w - 1);
+            i += w - 1;
+        } else if (c == '-' || (c >= '0' && c <= '9')) {
+            rank++;
+            while (i + 1 < len && number_char(buf[i + 1]))
+                i++;
+        } else if (word_char(c)) {   /* true, false, null */
+            while (i + 1 < len && word_char(buf[i + 1]))
+                i++;
+        }
+        prev = c;
+    }
+    return 0;
+}
+
+/* Sets the values of list[*k..n) on the number nodes of node and after,
+ * the numbers counted in *rank. */
+static void nonfinite_set(cJSON *node, const struct nonfinite *list, size_t n, size_t *k,
+                          uint64_t *rank)
+{
+    if (cJSON_IsNumber(node)) {
+        if (*rank == list[*k].rank) {
+            double v = list[(*k)++].value;
+            node->valuedouble = v;
+            node->valueint = isnan(v) ? 0 : v > 0 ? INT_MAX : INT_MIN;   /* cJSON saturates */
+        }
+        ++*rank;
+        return;
+    }
+    for (cJSON *c = node->child; c && *k < n; c = c->next)
+        nonfinite_set(c, list, n, k, rank);
+}
+
 static int cmp_keys(const void *a, const void *b)
 {
     const cJSON *x = *(const cJSON *const *)a, *y = *(const cJSON *const *)b;
@@ -266,13 +398,36 @@ static int parse_buffer(const char *buf, size_t len, const char *label, cJSON **
         err->code = MEMEST_ERR_LIMIT;
         return -1;
     }
+    char *copy;
+    struct nonfinite *nf;
+    size_t nnf;
+    if (nonfinite_scan(buf, len, &copy, &nf, &nnf) != 0) {
+        free(copy);
+        free(nf);
+        return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+    }
+    const char *text = copy ? copy : buf;   /* the same length: offsets are the file's */
     const char *end = NULL;
     errno = 0; /* cJSON fails alike on bad text and on malloc failing with ENOMEM */
-    cJSON *root = cJSON_ParseWithLengthOpts(buf + skip, len - skip + 1, &end, 1);
-    if (!root && errno == ENOMEM)
+    cJSON *root = cJSON_ParseWithLengthOpts(text + skip, len - skip + 1, &end, 1);
+    int parse_errno = errno;
+    size_t off = end && end >= text + skip && end <= text + len ? (size_t)(end - text) : skip;
+    free(copy);
+    if (root && nnf) {
+        size_t k = 0;
+        uint64_t rank = 0;
+        nonfinite_set(root, nf, nnf, &k, &rank);
+        if (k != nnf) {
+            free(nf);
+            cJSON_Delete(root);
+            return memest_errf(err, MEMEST_ERR_INTERNAL, NULL, "a non-finite number was lost "
+                               "in parsing");
+        }
+    }
+    free(nf);
+    if (!root && parse_errno == ENOMEM)
         return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
     if (!root) {
-        size_t off = end && end >= buf + skip && end <= buf + len ? (size_t)(end - buf) : skip;
         if (off >= len) {
             located(err, buf, len, "unexpected end of file: the JSON is truncated");
         } else {
@@ -342,6 +497,7 @@ int memest_model_read_string(const char *text, size_t len, const char *label,
     free(buf);
     if (rc == 0) {
         m->file = label;
+        rc = mb_arch_extend(&m->root, label, err);
         mb_template_model_type(m);
     }
     return rc;
@@ -433,6 +589,12 @@ int mb_read_all(const char *path, size_t limit, const char *kind, char **text, s
     *text = buf;
     *len = n;
     return 0;
+}
+
+int memest_model_read_text(const char *path, size_t limit, const char *kind, char **text,
+                           size_t *len, struct memest_error *err)
+{
+    return mb_read_all(path, limit, kind, text, len, err);
 }
 
 int mb_json_read_file(const char *path, cJSON **out, struct memest_error *err)

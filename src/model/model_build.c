@@ -87,6 +87,9 @@ int memest_model_read_file(const char *path, struct memest_model *m, struct meme
             return -1;
         }
         memest_err_file(err, file);
+    } else if (mb_arch_extend(&m->root, file, err) != 0) {
+        memest_model_free(m);
+        return -1;
     } else {
         mb_template_model_type(m);
     }
@@ -212,7 +215,8 @@ static int build(struct builder *b, const cJSON *root, const struct memest_overr
     if (mb_load_variables(b, cJSON_GetObjectItemCaseSensitive(root, "variables"),
                           cJSON_GetObjectItemCaseSensitive(root, "let"), ov, nov, &globals) != 0 ||
         mb_scope_index(b, &globals, &globals_index) != 0 ||
-        mb_run_checks(b, cJSON_GetObjectItemCaseSensitive(root, "checks"), &globals) != 0) {
+        mb_run_checks(b, cJSON_GetObjectItemCaseSensitive(root, "checks"), &globals,
+                      "checks") != 0) {
         memest_strmap_free(&globals_index);
         return -1;
     }

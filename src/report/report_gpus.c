@@ -2,6 +2,7 @@
  * README.md includes it). */
 #include <stdio.h>
 
+#include "memest/escape.h"
 #include "memest/format.h"
 #include "memest/gpu.h"
 #include "memest/report.h"
@@ -26,7 +27,9 @@ void memest_gpus_markdown(FILE *f, const struct memest_gpu_table *t)
         fprintf(f, "| `%s`", g->name);
         for (int a = 0; a < g->naliases; a++)
             fprintf(f, "%s`%s`", a ? ", " : " (also ", g->aliases[a]);
-        fprintf(f, "%s | %s | %s | %s%s | %s |", g->naliases ? ")" : "", g->label, g->arch,
+        char label[MEMEST_ESC_NAME];
+        fprintf(f, "%s%s | %s | %s | %s%s | %s |", g->naliases ? ")" : "",
+                g->user ? " (user)" : "", memest_esc_text(g->label, label, sizeof label), g->arch,
                 memest_fmt_count(g->memory, bytes, sizeof bytes), g->memory_exact ? "" : " *",
                 memest_fmt_bytes(g->memory, iec, sizeof iec));
         for (int p = 0; p < MEMEST_PREC_COUNT; p++)
@@ -42,4 +45,15 @@ void memest_gpus_markdown(FILE *f, const struct memest_gpu_table *t)
         fputs("Memory marked *: not a driver-reported CUDA total (models/gpus.json says which); "
               "prefer --mem or --probe --gpu auto for that card.\n",
               f);
+    if (t->user_file) {
+        char file[MEMEST_ESC_NAME];
+        fprintf(f, "Presets marked (user): from %s",
+                memest_esc_text(t->user_file, file, sizeof file));
+        int k = 0;
+        for (size_t i = 0; i < t->n; i++)
+            if (t->gpus[i].replaces)
+                fprintf(f, "%s`%s` replaces the built-in `%s`", k++ ? ", " : "; ",
+                        t->gpus[i].name, t->gpus[i].replaces);
+        fputs(".\n", f);
+    }
 }

@@ -37,6 +37,7 @@ def run(binary, *args, check=True):
     env = dict(os.environ, LC_ALL="C")
     env.pop("MEMEST_THREADS", None)
     env.pop("MEMEST_ARCH_PATH", None)
+    env["XDG_CONFIG_HOME"] = "/nonexistent"   # the built-in GPU presets only, not the user's
     p = subprocess.run([binary] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        env=env, timeout=60, universal_newlines=True)
     if check and p.returncode != 0:

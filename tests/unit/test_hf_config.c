@@ -115,13 +115,49 @@ int main(void)
     CHECK_EQ_U64(b.p.total, 218496);
     unload(&b);
 
+    /* an unknown key, at the top or in a known object: noted, not refused
+     * (the command warns, or refuses it with --strict-config) */
+    static const struct { const char *file, *key, *frag; } unknown[] = {
+        {"errors/unknown_key", "sliding_window", "unknown key for model_type \"memest_test_lm\" "
+         "(neither in the template tests/hf/arch/memest_test_lm.json nor a generic "
+         "PretrainedConfig key)"},
+        {"errors/rope_unknown_field", "rope_scaling.beta_fast", "unknown key for model_type "
+         "\"memest_test_lm\" (the template tests/hf/arch/memest_test_lm.json does not list it)"},
+        {"policy/attn_implementation", "attn_implementation", "--attention"},
+    };
+    for (size_t i = 0; i < sizeof unknown / sizeof *unknown; i++) {
+        char path[200];
+        snprintf(path, sizeof path, "tests/hf/%s.json", unknown[i].file);
+        load(&b, path, NULL, 0);
+        CHECK_EQ_INT(b.rc, 0);
+        CHECK_EQ_INT(b.m.nunknown, 1);
+        CHECK_EQ_INT(b.m.nunknown_kept, 1);
+        CHECK_STR_EQ(b.m.unknown[0].key, unknown[i].key);
+        CHECK_CONTAINS(b.m.unknown[0].msg, unknown[i].frag);
+        unload(&b);
+    }
+    /* 18 of them: the first 8 kept, in the file's order, all counted */
+    load(&b, "tests/hf/policy/many_unknown.json", NULL, 0);
+    CHECK_EQ_INT(b.rc, 0);
+    CHECK_EQ_INT(b.m.nunknown, 18);
+    CHECK_EQ_INT(b.m.nunknown_kept, MEMEST_MAX_UNKNOWN_KEYS);
+    CHECK_STR_EQ(b.m.unknown[0].key, "extra_00");
+    CHECK_STR_EQ(b.m.unknown[MEMEST_MAX_UNKNOWN_KEYS - 1].key, "extra_07");
+    unload(&b);
+    /* Python's Infinity, -Infinity and NaN in keys that change no memory
+     * (null specs, a generic key, a nested field): read and ignored; the
+     * template's variables keep the config's finite values */
+    load(&b, "tests/hf/policy/infinity_free.json", NULL, 0);
+    CHECK_EQ_INT(b.rc, 0);
+    CHECK_EQ_INT(b.m.nunknown, 0);
+    CHECK_STR_EQ(preset(&b.m, "num_hidden_layers"), "3");
+    CHECK_STR_EQ(preset(&b.m, "rms_norm_eps"), "1e-05");
+    unload(&b);
+
     /* errors: one per kind, each naming the key's JSON path */
     static const struct { const char *file, *path, *frag; int code; } bad[] = {
-        {"unknown_key", "sliding_window", "unknown key for model_type \"memest_test_lm\"",
-         MEMEST_ERR_SCHEMA},
         {"rope_type", "rope_scaling.rope_type", "\"yarn\" is not supported for model_type "
          "\"memest_test_lm\" (supported: llama3, linear)", MEMEST_ERR_SCHEMA},
-        {"rope_unknown_field", "rope_scaling.beta_fast", "unknown key", MEMEST_ERR_SCHEMA},
         /* the supported list has the built-in templates too */
         {"model_type", "model_type", "memest_test_lm", MEMEST_ERR_SCHEMA},
         {"wrong_kind", "hidden_size", "expected a number", MEMEST_ERR_SCHEMA},
@@ -136,6 +172,16 @@ int main(void)
          "integer between 1 and 250000", MEMEST_ERR_SCHEMA},
         {"seq_check", "checks[0]", "the config's max_position_embeddings=8: seq_len is longer",
          MEMEST_ERR_SCHEMA},
+        /* a non-finite number where the model is built with it, and a model
+         * type without a template whose config names custom code */
+        {"../policy/infinity_size", "hidden_size", "Infinity is not a finite number: the key "
+         "sets the template's variable \"hidden_size\"", MEMEST_ERR_SCHEMA},
+        {"../policy/nan_size", "num_hidden_layers", "NaN is not a finite number",
+         MEMEST_ERR_SCHEMA},
+        {"../policy/neg_infinity_eps", "rms_norm_eps", "-Infinity is not a finite number",
+         MEMEST_ERR_SCHEMA},
+        {"../policy/nan_enum", "hidden_act", "NaN is not supported", MEMEST_ERR_SCHEMA},
+        {"../policy/auto_map_no_template", "auto_map", "uses custom code", MEMEST_ERR_SCHEMA},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         char path[200];

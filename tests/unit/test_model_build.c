@@ -51,6 +51,20 @@ int main(void)
     CHECK_EQ_U64(b.p.total, 112);
     drop(&b);
 
+    /* Python's json words for non-finite numbers (json_load.c): read where
+     * nothing is built with them, the numbers around them unchanged (fc1
+     * 8*5+5 = 45, fc2 5*2+2 = 12: 57); refused where a value is built
+     * with one (tests/errors/cases.tsv, nonfinite_*) */
+    build(&b,
+          "{\"variables\": {\"lim\": [1, Infinity, -2.5e0,NaN,-Infinity, \"NaN\"],"
+          " \"w\": 5, \"d\": 2}, \"inputs\": [{\"name\": \"x\", \"shape\": [8]}],"
+          " \"layers\": [{\"name\": \"fc1\", \"type\": \"linear\", \"out_features\": \"w\"},"
+          "            {\"name\": \"fc2\", \"type\": \"linear\", \"out_features\": \"d\"}]}",
+          NULL, 0, 1);
+    CHECK_EQ_INT(b.rc, 0);
+    CHECK_EQ_U64(b.p.total, 57);
+    drop(&b);
+
     /* an override of an unknown variable is a usage error */
     struct memest_override bad[] = {{"widht", "3", NULL}};
     build(&b, mlp, bad, 1, 1);
