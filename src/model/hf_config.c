@@ -5,10 +5,13 @@
  *
  * The template is DIR/<model_type>.json for the first directory DIR of the
  * environment variable MEMEST_ARCH_PATH (colon-separated) that has one, else
- * the one built in from models/arch/. Every key of the config must be known:
- * in the template's "hf_config.keys", or one of the keys every transformers
- * config has (PretrainedConfig, below); an unknown key is refused, as a
- * setting memest would silently ignore could change the memory. */
+ * the one built in from models/arch/. A key of the config is known when it
+ * is in the template's "hf_config.keys" or one of the keys that change no
+ * memory in any config (PretrainedConfig's, and the ones tools write,
+ * below). An unknown key, at the top or inside an object the template
+ * knows (rope_scaling), is noted in the model (model.h: unknown): the
+ * estimate goes on without it and the command warns, or with
+ * --strict-config refuses it (exit 3), as it could change the memory. */
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
@@ -58,8 +61,40 @@ static const char *const generic_keys[] = {
     /* not PretrainedConfig's but set by nearly every subclass (LlamaConfig,
      * ...): the std of the initial weights, no memory */
     "initializer_range",
+    /* the hub repository's own classes for trust_remote_code=True
+     * (dynamic_module_utils.py): models/auto/auto_factory.py's
+     * from_pretrained builds transformers' own class of the model_type
+     * (the template's) unless the caller asks for the remote code; a
+     * model_type without a template is refused (load_template) */
+    "auto_map",
+    /* a class attribute of the config classes that some hub configs carry:
+     * Trainer.prediction_step's ignore_keys (trainer.py), no memory */
+    "keys_to_ignore_at_inference",
+    /* GenerationConfig's _from_model_config (generation/configuration_utils.py:
+     * made by from_model_config), which some configs carry: no memory */
+    "_from_model_config",
+    /* written by Unsloth (its hub configs carry them): PretrainedConfig.
+     * __init__ keeps any kwarg it does not know as an attribute, which
+     * transformers' modeling code never reads */
+    "unsloth_version", "unsloth_fixed",
 };
 #define NGENERIC ((int)(sizeof generic_keys / sizeof *generic_keys))
+
+/* Keys every config may carry that do change the memory but that memest
+ * takes from the command line: unknown keys with their own words. */
+#define ATTN_WHY                                                                              \
+    "names transformers' attention implementation, which memest takes from --attention "      \
+    "(default auto: sdpa), not from the config"
+static const struct {
+    const char *key, *why;
+} option_keys[] = {
+    /* PretrainedConfig.__init__ pops attn_implementation into
+     * _attn_implementation_internal, and the _attn_implementation setter
+     * takes the other spelling: from_pretrained's attention unless the
+     * caller names one (modeling_utils.py, _autoset_attn_implementation) */
+    {"attn_implementation", ATTN_WHY},
+    {"_attn_implementation", ATTN_WHY},
+};
 
 #define MAX_MODEL_TYPE 64
 
@@ -73,6 +108,8 @@ struct hf {
     const cJSON *domains;          /* the template's "hf_config.domains" (may be NULL) */
     struct memest_override *ov;    /* the values found so far */
     int n, cap;
+    struct memest_unknown_key *unknown;   /* the unknown keys (model.h) */
+    int nunknown;
 };
 
 bool mb_is_hf_config(const cJSON *root)
@@ -84,6 +121,30 @@ bool mb_is_hf_config(const cJSON *root)
 static int nomem(struct hf *h)
 {
     return memest_errf(h->err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+}
+
+/* The unknown key `key` (a JSON path), with the words of its warning:
+ * noted for the command (model.h), the first MEMEST_MAX_UNKNOWN_KEYS of
+ * them kept. 0 / -1 (out of memory). */
+static int note_unknown(struct hf *h, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int note_unknown(struct hf *h, const char *key, const char *fmt, ...)
+{
+    if (h->nunknown++ >= MEMEST_MAX_UNKNOWN_KEYS)
+        return 0;
+    if (!h->unknown &&
+        !(h->unknown = memest_arena_alloc(&h->m->arena,
+                                          sizeof *h->unknown * MEMEST_MAX_UNKNOWN_KEYS)))
+        return nomem(h);
+    char msg[sizeof h->err->msg];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    struct memest_unknown_key *u = &h->unknown[h->nunknown - 1];
+    u->key = memest_arena_strdup(&h->m->arena, key);
+    u->msg = memest_arena_strdup(&h->m->arena, msg);
+    return u->key && u->msg ? 0 : nomem(h);
 }
 
 /* ---- finding the template ---- */
@@ -154,8 +215,10 @@ static bool bad_model_type(const char *s)
     return false;
 }
 
-/* The template of h->model_type parsed into *out; h->arch names it. */
-static int load_template(struct hf *h, cJSON **out)
+/* The template of h->model_type parsed into *out; h->arch names it. A
+ * config without one that names custom code (auto_map) is refused with the
+ * way to estimate it. */
+static int load_template(struct hf *h, bool custom_code, cJSON **out)
 {
     const char *ap = getenv("MEMEST_ARCH_PATH");
     for (const char *p = ap ? ap : ""; *p;) {
@@ -168,7 +231,8 @@ static int load_template(struct hf *h, cJSON **out)
             struct stat st;
             if (stat(path, &st) == 0) {
                 h->arch = path;
-                return mb_json_read_file(path, out, h->err);
+                return mb_json_read_file(path, out, h->err) ||
+                       mb_arch_extend(out, h->arch, h->err) ? -1 : 0;
             }
         }
         p += len + (p[len] == ':');
@@ -180,8 +244,16 @@ static int load_template(struct hf *h, cJSON **out)
         h->arch = memest_arena_concat(&h->m->arena, t->file, " (built in)", (char *)NULL);
         if (!h->arch)
             return nomem(h);
-        return mb_json_parse_text((const char *)t->text, *t->len, h->arch, out, h->err);
+        return mb_json_parse_text((const char *)t->text, *t->len, h->arch, out, h->err) ||
+               mb_arch_extend(out, h->arch, h->err) ? -1 : 0;
     }
+    if (custom_code)   /* the config class and the model are the hub repository's code */
+        return memest_errf(h->err, MEMEST_ERR_SCHEMA, "auto_map",
+                           "model_type \"%s\" has no architecture template and the model uses "
+                           "custom code (auto_map: trust_remote_code=True), which a config does "
+                           "not describe: export the model with memest-export "
+                           "(src/export/memest-export, doc/memest-export.md) instead",
+                           h->model_type);
     char list[400];
     return memest_errf(h->err, MEMEST_ERR_SCHEMA, "model_type",
                        "no architecture template for model_type \"%s\" (supported: %s; "
@@ -277,11 +349,19 @@ static int check_values(struct hf *h, const cJSON *vals, const char *path)
     return 0;
 }
 
-/* A spec of "hf_config.keys" (models/README.md): null, a variable's name,
- * {"values": ...} or {"fields": {key: spec}}. */
+/* Whether a spec is a known key that changes no memory: null, or an object
+ * with only a "comment" saying why. */
+static bool spec_is_null(const cJSON *spec)
+{
+    return cJSON_IsNull(spec) || (cJSON_IsObject(spec) && cJSON_GetArraySize(spec) == 1 &&
+                                  cJSON_GetObjectItemCaseSensitive(spec, "comment"));
+}
+
+/* A spec of "hf_config.keys" (models/README.md): null (or {"comment"}), a
+ * variable's name, {"values": ...} or {"fields": {key: spec}}. */
 static int check_spec(struct hf *h, const cJSON *spec, const char *path)
 {
-    if (cJSON_IsNull(spec))
+    if (spec_is_null(spec))
         return 0;
     if (cJSON_IsString(spec))
         return settable(h, spec->valuestring)
@@ -295,9 +375,9 @@ static int check_spec(struct hf *h, const cJSON *spec, const char *path)
     if (!cJSON_IsObject(spec) || (vals != NULL || var != NULL) + (fields != NULL) != 1 ||
         nkeys != (vals != NULL) + (var != NULL) + (fields != NULL) +
                      (cJSON_GetObjectItemCaseSensitive(spec, "comment") != NULL))
-        return tmpl_err(h, path, "a key's spec is null (known, changes nothing), a variable's "
-                        "name, {\"values\": ...}, {\"var\": name, \"values\": ...} or "
-                        "{\"fields\": ...} (and a \"comment\")");
+        return tmpl_err(h, path, "a key's spec is null or {\"comment\": ...} (known, changes "
+                        "nothing), a variable's name, {\"values\": ...}, {\"var\": name, "
+                        "\"values\": ...} or {\"fields\": ...} (and a \"comment\")");
     if (var && (!cJSON_IsString(var) || !settable(h, var->valuestring)))
         return tmpl_err(h, path, "\"var\" must name a number, boolean or string variable of "
                         "the template");
@@ -426,6 +506,11 @@ static int set_var(struct hf *h, const char *var, const cJSON *val, const char *
     const cJSON *v = settable(h, var);
     char buf[32];
     const char *text = scalar_text(val, buf, sizeof buf);
+    if (cJSON_IsNumber(val) && !isfinite(val->valuedouble))   /* Python's json writes them */
+        return memest_errf(h->err, MEMEST_ERR_SCHEMA, key, "%s is not a finite number: the key "
+                           "sets the template's variable \"%s\" for model_type \"%s\", which "
+                           "the model is built with", mb_json_nonfinite(val->valuedouble), var,
+                           h->model_type);
     if (cJSON_IsNumber(val) && !text)
         return memest_errf(h->err, MEMEST_ERR_SCHEMA, key, "%s is too large for model_type "
                            "\"%s\" (numbers must be between -2^53 and 2^53, exclusive)",
@@ -471,6 +556,8 @@ static int walk_values(struct hf *h, const cJSON *vals, const cJSON *val, const 
         char v[80];
         if (text)
             snprintf(v, sizeof v, "\"%.*s\"", memest_utf8_prefix(text, 60), text);
+        else if (cJSON_IsNumber(val) && !isfinite(val->valuedouble))
+            snprintf(v, sizeof v, "%s", mb_json_nonfinite(val->valuedouble));
         else
             snprintf(v, sizeof v, "%s", mb_json_type_name(val));
         return memest_errf(h->err, MEMEST_ERR_SCHEMA, key, "%s is not supported for model_type "
@@ -485,7 +572,7 @@ static int walk_values(struct hf *h, const cJSON *vals, const cJSON *val, const 
 /* The config's key `key` (a JSON path) with value val, under its spec. */
 static int walk(struct hf *h, const cJSON *spec, const cJSON *val, const char *key)
 {
-    if (cJSON_IsNull(spec))
+    if (spec_is_null(spec))
         return 0;
     if (cJSON_IsString(spec))
         return set_var(h, spec->valuestring, val, key, true);
@@ -511,10 +598,12 @@ static int walk(struct hf *h, const cJSON *spec, const cJSON *val, const char *k
         if (!cp)
             return nomem(h);
         const cJSON *sub = cJSON_GetObjectItemCaseSensitive(fields, c->string);
-        if (!sub)
-            return memest_errf(h->err, MEMEST_ERR_SCHEMA, cp, "unknown key for model_type "
-                               "\"%s\" (the template %s does not list it)", h->model_type,
-                               h->arch);
+        if (!sub) {
+            if (note_unknown(h, cp, "unknown key for model_type \"%s\" (the template %s does "
+                             "not list it)", h->model_type, h->arch) != 0)
+                return -1;
+            continue;
+        }
         if (walk(h, sub, c, cp) != 0)
             return -1;
     }
@@ -704,15 +793,18 @@ static int read_key(struct hf *h, const cJSON *keys, const cJSON *c)
     for (int i = 0; i < NGENERIC; i++)
         if (strcmp(c->string, generic_keys[i]) == 0)
             return 0;
+    for (size_t i = 0; i < sizeof option_keys / sizeof *option_keys; i++)
+        if (strcmp(c->string, option_keys[i].key) == 0)
+            return note_unknown(h, c->string, "%s", option_keys[i].why);
     const char *cands[256];
     int n = 0;
     for (const cJSON *k = keys->child; k && n < 256; k = k->next)
         cands[n++] = k->string;
     char dym[sizeof h->err->msg];
-    return memest_errf(h->err, MEMEST_ERR_SCHEMA, c->string,
-                       "unknown key for model_type \"%s\" (neither in the template %s nor a "
-                       "generic PretrainedConfig key)%s", h->model_type, h->arch,
-                       memest_suggest_clause(memest_suggest(c->string, cands, n), dym, sizeof dym));
+    return note_unknown(h, c->string, "unknown key for model_type \"%s\" (neither in the "
+                        "template %s nor a generic PretrainedConfig key)%s", h->model_type,
+                        h->arch, memest_suggest_clause(memest_suggest(c->string, cands, n), dym,
+                                                       sizeof dym));
 }
 
 int mb_hf_load(struct memest_model *m, struct memest_error *err)
@@ -728,8 +820,10 @@ int mb_hf_load(struct memest_model *m, struct memest_error *err)
     if (!h.model_type)
         return nomem(&h);
     cJSON *tmpl = NULL;
-    if (load_template(&h, &tmpl) != 0)
+    if (load_template(&h, cJSON_GetObjectItemCaseSensitive(cfg, "auto_map") != NULL, &tmpl) != 0) {
+        cJSON_Delete(tmpl);   /* parsed, and its "extends" failed */
         return -1;
+    }
     const cJSON *keys = NULL;
     if (check_hf_section(&h, tmpl, &keys) != 0) {
         cJSON_Delete(tmpl);
@@ -749,5 +843,8 @@ int mb_hf_load(struct memest_model *m, struct memest_error *err)
     m->model_type = h.model_type;
     m->preset = h.ov;
     m->npreset = h.n;
+    m->unknown = h.unknown;
+    m->nunknown = h.nunknown;
+    m->nunknown_kept = h.nunknown < MEMEST_MAX_UNKNOWN_KEYS ? h.nunknown : MEMEST_MAX_UNKNOWN_KEYS;
     return 0;
 }
