@@ -1,11 +1,12 @@
 # Runs one memest command and checks its exit code, stderr and stdout.
-#   cmake -DMEMEST=path -DARGS="a;b" -DEXIT=3 -DFRAGMENT="text" [-DSTDOUT=text]
+#   cmake -DMEMEST=path -DARGS="a;b" -DEXIT=3 -DFRAGMENT="text" [-DSTDOUT=text] [-DSTDERR=text]
 #         [-DENV="NAME=value|NAME2=value2"] [-DKEEP_STDOUT=1] [-DTIMEOUT=seconds]
 #         -P run_case.cmake
 # A non-zero EXIT requires an empty stdout (no partial result) unless the
 # arguments contain --json or KEEP_STDOUT is set (the probe prints the
 # estimate before its verdict), and a single-line error on stderr containing
-# FRAGMENT. STDOUT, when given, must occur in stdout.
+# FRAGMENT. STDOUT, when given, must occur in stdout, and STDERR in stderr (each
+# may be several fragments separated by '^', each of which must occur).
 if(ENV)
   string(REPLACE "|" ";" _pairs "${ENV}")
   foreach(_pair IN LISTS _pairs)
@@ -42,12 +43,18 @@ if(NOT EXIT EQUAL 0 AND NOT KEEP_STDOUT)
     string(APPEND fail "expected exactly one 'memest: ' error line, got ${nlines}\n")
   endif()
 endif()
-if(STDOUT)
-  string(FIND "${out}" "${STDOUT}" pos)
-  if(pos EQUAL -1)
-    string(APPEND fail "stdout lacks \"${STDOUT}\"\n")
-  endif()
-endif()
+set(_text_STDOUT "${out}")
+set(_text_STDERR "${err}")
+foreach(stream IN ITEMS STDOUT STDERR)
+  string(TOLOWER "${stream}" _name)
+  string(REPLACE "^" ";" _frags "${${stream}}")
+  foreach(_frag IN LISTS _frags)
+    string(FIND "${_text_${stream}}" "${_frag}" pos)
+    if(pos EQUAL -1)
+      string(APPEND fail "${_name} lacks \"${_frag}\"\n")
+    endif()
+  endforeach()
+endforeach()
 if(fail)
   message(FATAL_ERROR "memest ${ARGS}\n${fail}--- stdout ---\n${out}--- stderr ---\n${err}")
 endif()

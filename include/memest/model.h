@@ -19,6 +19,7 @@
 #include "memest/quantize.h"
 
 struct cJSON;
+struct memest_ckpt;
 
 /* A --set NAME=VALUE override of a model variable. A value that fails a
  * check of the model builder because of an override is a usage error naming
@@ -69,6 +70,11 @@ struct memest_model {
      * about each, or with --strict-config refuses the first (exit 3). */
     const struct memest_unknown_key *unknown;
     int nunknown_kept, nunknown;
+    /* A folder's safetensors checkpoint (safetensors.h): its headers, read
+     * and bounded (memest_ckpt_check checks them against the model); NULL
+     * for none. Its dtype is the parameters' (has_dtype) when the config
+     * names none. */
+    struct memest_ckpt *ckpt;
     struct memest_arena arena;        /* what the fields above point to */
 };
 
@@ -77,7 +83,9 @@ struct memest_model {
  * file and line:col). A directory stands for its config.json, and a file
  * whose top level has "model_type" and no "layers" is a Hugging Face config:
  * it is read through the architecture template of its model_type
- * (MEMEST_ARCH_PATH, then the templates built in; see hf_config.c). */
+ * (MEMEST_ARCH_PATH, then the templates built in; see hf_config.c). A
+ * directory's safetensors checkpoint beside its config.json is read from
+ * its headers (safetensors.h: m->ckpt). */
 int memest_model_read_file(const char *path, struct memest_model *m, struct memest_error *err);
 /* The same for text in memory (`label` names it in messages). */
 int memest_model_read_string(const char *text, size_t len, const char *label,

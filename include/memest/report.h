@@ -37,6 +37,7 @@
 #include "memest/output.h"
 #include "memest/probe.h"
 #include "memest/run.h"
+#include "memest/safetensors.h"
 #include "memest/step.h"
 #include "memest/sweep.h"
 
@@ -63,6 +64,8 @@ struct memest_report_opts {
     double headroom;         /* --headroom, percent */
     double mfu;              /* --mfu */
     const struct memest_lora_summary *lora;   /* --lora: the adapters; NULL: none */
+    const struct memest_ckpt *checkpoint;     /* a folder's safetensors checkpoint, checked
+                                                 against the model; NULL: none */
 };
 
 /* One pipeline stage's figures (several GPUs with --pp), for the per-rank

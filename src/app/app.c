@@ -13,6 +13,7 @@
 #include "memest/format.h"
 #include "memest/ops.h"
 #include "memest/report.h"
+#include "memest/safetensors.h"
 
 int memest_app_fail(const struct memest_cli *o, const struct memest_error *err)
 {
@@ -100,6 +101,15 @@ int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct mem
         memest_model_build(&a->m, sets, nsets, &a->g, err) != 0 ||
         memest_step_cfg_resolve_loss(&a->step, a->g.loss, err) != 0)   /* once, here */
         return memest_error_exit(err);
+    /* a folder's checkpoint against the model of the config and the --set
+     * overrides, on one GPU, with the config's quantisation only */
+    if (a->m.ckpt && memest_ckpt_check(a->m.ckpt, &a->m, o->sets, o->nsets, err) != 0)
+        return memest_error_exit(err);
+    if (a->m.ckpt && a->m.ckpt->note[0]) {   /* the config's torch_dtype and the checkpoint's */
+        char file[MEMEST_ESC_NAME];
+        fprintf(stderr, "memest: note: %s: %s\n", memest_esc_text(a->m.file, file, sizeof file),
+                a->m.ckpt->note);
+    }
     /* a Hugging Face config's torch_dtype is the weights' type, as
      * from_pretrained(torch_dtype="auto") loads them: the default unless
      * --dtype or --amp (float32 parameters) says otherwise */
@@ -266,5 +276,6 @@ struct memest_report_opts memest_app_report_opts(const struct memest_app *a)
     return (struct memest_report_opts){.inference = o->inference, .fit = o->fit,
                                        .layers = o->layers, .dtype = a->dtype,
                                        .headroom = o->headroom, .mfu = o->mfu,
-                                       .lora = o->lora.r ? &a->lora : NULL};
+                                       .lora = o->lora.r ? &a->lora : NULL,
+                                       .checkpoint = a->m.ckpt};
 }

@@ -950,8 +950,10 @@ int mb_hf_load(struct memest_model *m, struct memest_error *err)
     if (!h.model_type)
         return nomem(&h);
     cJSON *tmpl = NULL;
-    if (load_template(&h, cJSON_GetObjectItemCaseSensitive(cfg, "auto_map") != NULL, &tmpl) != 0)
+    if (load_template(&h, cJSON_GetObjectItemCaseSensitive(cfg, "auto_map") != NULL, &tmpl) != 0) {
+        cJSON_Delete(tmpl);   /* parsed, and its "extends" failed */
         return -1;
+    }
     const cJSON *keys = NULL;
     if (check_hf_section(&h, tmpl, &keys) != 0) {
         cJSON_Delete(tmpl);

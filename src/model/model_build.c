@@ -14,14 +14,42 @@
 
 #include "memest/step.h"
 #include "memest/cost.h"
+#include "memest/safetensors.h"
 #include "memest/suggest.h"
 
 #include "build_internal.h"
 #include "hf_internal.h"
 
+/* A Hugging Face folder's safetensors checkpoint (safetensors.h): its
+ * headers (the command checks them against the model it builds). Its dtype is the parameters' when the config
+ * names no torch_dtype; when the config names another, the config's wins,
+ * as from_pretrained(torch_dtype="auto") loads the weights in the config's
+ * torch_dtype (transformers v4.48.0 modeling_utils.py), with a note. */
+static int read_checkpoint(struct memest_model *m, const char *dir, struct memest_error *err)
+{
+    struct memest_ckpt *c;
+    if (memest_ckpt_read(dir, &m->arena, &c, err) != 0)
+        return -1;
+    if (!c)
+        return 0;
+    if (c->has_dtype && !m->has_dtype) {
+        m->has_dtype = true;
+        m->dtype = c->dtype;
+    } else if (c->has_dtype && m->dtype != c->dtype) {
+        snprintf(c->note, sizeof c->note, "torch_dtype is %s, but the checkpoint stores %s "
+                 "weights: memest estimates %s parameters, as from_pretrained(torch_dtype="
+                 "\"auto\") loads them (--dtype %s for the checkpoint's)",
+                 memest_dtype_name(m->dtype), memest_dtype_name(c->dtype),
+                 memest_dtype_name(m->dtype), memest_dtype_name(c->dtype));
+    }
+    m->ckpt = c;
+    return 0;
+}
+
 /* The front-end of a file: a directory stands for its config.json, which
  * the Hugging Face reader turns into its architecture template
- * (hf_config.c); any other file is a model file (json_load.c). */
+ * (hf_config.c), and its safetensors checkpoint; any other file is a model
+ * file (json_load.c). */
 int memest_model_read_file(const char *path, struct memest_model *m, struct memest_error *err)
 {
     memset(m, 0, sizeof *m);
@@ -29,7 +57,8 @@ int memest_model_read_file(const char *path, struct memest_model *m, struct meme
     /* A directory stands for its config.json (a Hugging Face checkpoint). */
     struct stat st;
     const char *file = path;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+    bool dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+    if (dir) {
         file = memest_arena_concat(&m->arena, path, path[0] && path[strlen(path) - 1] == '/' ? "" : "/",
                                    "config.json", (char *)NULL);
         if (!file)
@@ -53,10 +82,11 @@ int memest_model_read_file(const char *path, struct memest_model *m, struct meme
     m->root = root;
     m->file = file;
     if (mb_is_hf_config(root)) {
-        if (mb_hf_load(m, err) != 0) {
+        if (mb_hf_load(m, err) != 0 || (dir && read_checkpoint(m, path, err) != 0)) {
             memest_model_free(m);
             return -1;
         }
+        memest_err_file(err, file);
     } else if (mb_arch_extend(&m->root, file, err) != 0) {
         memest_model_free(m);
         return -1;

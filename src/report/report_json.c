@@ -55,6 +55,32 @@ static void lora_obj(struct memest_jsonw *w, const struct memest_lora_summary *l
     memest_jsonw_obj_end(w);
 }
 
+/* A folder's safetensors checkpoint (safetensors.h), checked against the model */
+static void checkpoint_obj(struct memest_jsonw *w, const struct memest_ckpt *c)
+{
+    const struct memest_ckpt_match *m = &c->match;
+    memest_jsonw_obj_begin(w, "safetensors");
+    memest_jsonw_str(w, "index", c->index);
+    memest_jsonw_u64(w, "files", c->nfiles);
+    memest_jsonw_u64(w, "tensors", c->ntensors);
+    memest_jsonw_u64(w, "bytes", c->bytes);
+    memest_jsonw_obj_begin(w, "bytes_by_dtype");
+    for (int d = 0; d < MEMEST_CK_COUNT; d++)
+        if (c->dtype_bytes[d])
+            memest_jsonw_u64(w, memest_ckpt_dtype_name((enum memest_ckpt_dtype)d),
+                             c->dtype_bytes[d]);
+    memest_jsonw_obj_end(w);
+    memest_jsonw_str(w, "dtype", c->has_dtype ? memest_dtype_name(c->dtype) : NULL);
+    memest_jsonw_str(w, "format", memest_wformat_name((enum memest_wformat)m->format));
+    memest_jsonw_u64(w, "quantized_bytes", m->quant_bytes);
+    memest_jsonw_u64(w, "quantized_model_bytes", m->quant_model_bytes);
+    memest_jsonw_u64(w, "matched", m->matched);
+    memest_jsonw_u64(w, "ignored", m->ignored);
+    memest_jsonw_str(w, "prefix", m->prefix[0] ? m->prefix : NULL);
+    memest_jsonw_bool(w, "matches", m->checked);
+    memest_jsonw_obj_end(w);
+}
+
 static void step_obj(struct memest_jsonw *w, const struct memest_report *rep)
 {
     const struct memest_step_cfg *s = rep->step;
@@ -171,6 +197,8 @@ void memest_report_json(FILE *f, const struct memest_report *rep)
     memest_jsonw_obj_end(&w);
     if (rep->opts.lora)
         lora_obj(&w, rep->opts.lora, &e->params);
+    if (rep->opts.checkpoint)
+        checkpoint_obj(&w, rep->opts.checkpoint);
     memest_dist_json(&w, rep);
 
     memest_jsonw_obj_begin(&w, "memory");

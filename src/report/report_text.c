@@ -176,6 +176,36 @@ static void lora_lines(FILE *f, const struct memest_lora_summary *l,
     fprintf(f, "%s\n", memest_lora_text(line, sizeof line, p));
 }
 
+/* A folder's checkpoint: its files, tensors and bytes by dtype, and that it
+ * matches the model (it was checked: it would be an error otherwise). */
+static void checkpoint_line(FILE *f, const struct memest_ckpt *c)
+{
+    char b[32], q[32];
+    fprintf(f, "Checkpoint  %u file%s, %llu tensors, %s (", c->nfiles, c->nfiles == 1 ? "" : "s",
+            (unsigned long long)c->ntensors, memest_fmt_bytes(c->bytes, b, sizeof b));
+    const char *sep = "";
+    for (int d = 0; d < MEMEST_CK_COUNT; d++)
+        if (c->dtype_bytes[d]) {
+            fprintf(f, "%s%s %s", sep, memest_ckpt_dtype_name((enum memest_ckpt_dtype)d),
+                    memest_fmt_bytes(c->dtype_bytes[d], b, sizeof b));
+            sep = ", ";
+        }
+    fprintf(f, "), matches the model");
+    const struct memest_ckpt_match *m = &c->match;
+    if (m->format != MEMEST_WF_DENSE)
+        fprintf(f, "; %s layers %s, as memest lays them out",
+                memest_wformat_name((enum memest_wformat)m->format),
+                memest_fmt_bytes(m->quant_bytes, q, sizeof q));
+    if (m->prefix[0]) {
+        char p[MEMEST_ESC_NAME];
+        fprintf(f, "; its names without \"%s\"", memest_esc_text(m->prefix, p, sizeof p));
+    }
+    if (m->ignored)
+        fprintf(f, "; %llu tensor%s not loaded (rotary inv_freq)", (unsigned long long)m->ignored,
+                m->ignored == 1 ? "" : "s");
+    fputc('\n', f);
+}
+
 void memest_summary_text(FILE *f, const struct memest_report *rep)
 {
     const struct memest_estimate *e = rep->e;
@@ -202,9 +232,12 @@ void memest_summary_text(FILE *f, const struct memest_report *rep)
             memest_fmt_count(e->params.frozen, c, sizeof c), (unsigned long long)e->params.tensors);
     if (o->lora)
         lora_lines(f, o->lora, &e->params);
-    fprintf(f, "Buffers     %s elements in %llu tensors\n\n",
+    fprintf(f, "Buffers     %s elements in %llu tensors\n",
             memest_fmt_count(e->params.buffer_elems, a, sizeof a),
             (unsigned long long)e->params.buffer_tensors);
+    if (o->checkpoint)
+        checkpoint_line(f, o->checkpoint);
+    fputc('\n', f);
 
     memest_dist_text(f, rep);
     bool inf = o->inference;

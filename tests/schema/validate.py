@@ -10,7 +10,8 @@ checkout (memest runs from it, so the documents hold relative model paths). It
   (b) runs memest with the commands of COMMANDS below (every document kind and its main variants:
       training and --inference, a card, --layers, several GPUs, LoRA, quantised weights, --probe on the
       fake driver, --max-batch, sweeps, --advise, --generate, errors) and every case of
-      tests/errors/cases.tsv with --json, checks each exit code and validates stdout;
+      tests/errors/cases.tsv with --json, checks each exit code and validates stdout, and memest on
+      model folders with a safetensors checkpoint (tests/tools/safetensors_gen.py);
   (c) checks the schema itself (Draft202012Validator.check_schema);
   (d) checks that the schema can fail: valid documents with a member removed, a member added, or a
       value of the wrong type must not validate.
@@ -331,6 +332,25 @@ def commands(c, memest, src, fake):
             c.fail("run %s" % label, ["$.error.exit: %d, but memest exited %d" % (doc["error"]["exit"], code)])
 
 
+def safetensors_docs(c, memest, src, fake):
+    """Model folders with a safetensors checkpoint (tests/tools/safetensors_gen.py writes them into a
+    temporary folder): the estimate with its "safetensors" member, and a refused checkpoint's error."""
+    import tempfile
+    gen = os.path.join(src, "tests", "tools", "safetensors_gen.py")
+    with tempfile.TemporaryDirectory() as tmp:
+        for case, kind, rc in (("good", "estimate", 0), ("sharded", "estimate", 0), ("gptq", "estimate", 0),
+                               ("nf4", "estimate", 0), ("base_model", "estimate", 0), ("shape", "error", 3)):
+            out = os.path.join(tmp, case)
+            subprocess.run([sys.executable, gen, case, out], check=True)
+            code, doc, err = run(memest, src, fake, [out, "--json"])
+            if code != rc:
+                c.fail("safetensors %s" % case, ["exit code %d, expected %d: %s" % (code, rc, err.strip()[:300])])
+                continue
+            d = c.document("safetensors %s" % case, doc, kind)
+            if d is not None and rc == 0 and "safetensors" not in d:
+                c.fail("safetensors %s" % case, ["no \"safetensors\" member"])
+
+
 def errors_tsv(c, memest, src, fake):
     """Every case of tests/errors/cases.tsv (as tests/group_cli.cmake expands it) with --json first."""
     tests = os.path.join(src, "tests")
@@ -508,6 +528,7 @@ def main():
             return 1
     goldens(c, src)
     commands(c, memest, src, fake)
+    safetensors_docs(c, memest, src, fake)
     if not o.no_errors_tsv:
         errors_tsv(c, memest, src, fake)
     negatives(c, memest, src, fake)
