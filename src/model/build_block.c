@@ -81,6 +81,73 @@ static int follow_like(struct builder *b, const char *bname, const cJSON **def,
     return 0;
 }
 
+/* The call's arguments: given[i] gets the call's value of argument i
+ * (sc's first variables are the arguments); any other key is an error. */
+static int match_args(struct builder *b, const char *bname, const cJSON *args, const cJSON *call,
+                      const char *callpath, const struct scope *sc, const cJSON **given)
+{
+    for (const cJSON *c = call->child; c; c = c->next) {
+        if (mb_is_node_key(c->string))
+            continue;
+        const struct var *v = mb_scope_find(&(struct scope){.vars = sc->vars, .nvars = sc->nvars,
+                                                         .index = sc->index},
+                                         c->string, strlen(c->string));
+        if (v) {
+            given[v - sc->vars] = c;
+            continue;
+        }
+        const char *cands[64];
+        int n = 0;
+        for (const cJSON *a = args ? args->child : NULL; a && n < 64; a = a->next)
+            cands[n++] = a->string;
+        char *ap = mb_path_join(b, callpath, c->string);
+        char dym[sizeof b->err->msg];
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, ap ? ap : callpath,
+                           "unknown argument \"%s\" for block \"%s\"%s", c->string, bname,
+                           memest_suggest_clause(memest_suggest(c->string, cands, n), dym,
+                                                 sizeof dym));
+    }
+    return 0;
+}
+
+/* Where a block's argument values come from, in the order they win. */
+struct arg_sources {
+    const char *bpath;       /* blocks.B: the defaults, under B's "args" */
+    const char *apath;       /* blocks.A of a "like" block A: its "args" */
+    const char *callpath;    /* the call */
+    const cJSON *alias;      /* A's "args" (NULL without "like") */
+    const struct scope *caller, *globals;
+};
+
+/* vars[i] gets argument i: the call's value, else the "like" block's, else
+ * the default (null: required). */
+static int bind_args(struct builder *b, const char *bname, const cJSON *args,
+                     const cJSON *const *given, const struct arg_sources *src, struct var *vars)
+{
+    char *argspath = mb_path_join(b, src->bpath, "args");
+    char *aliaspath = mb_path_join(b, src->apath, "args");
+    if (!argspath || !aliaspath)
+        return mb_nomem(b);
+    int i = 0, rc = 0;
+    for (const cJSON *a = args ? args->child : NULL; rc == 0 && a; a = a->next, i++) {
+        const cJSON *mine =
+            src->alias ? cJSON_GetObjectItemCaseSensitive(src->alias, a->string) : NULL;
+        if (given[i]) {
+            rc = mb_eval_value(b, given[i], src->caller, src->callpath, a->string, &vars[i]);
+        } else if (mine && !cJSON_IsNull(mine)) {
+            rc = mb_eval_value(b, mine, src->caller, aliaspath, a->string, &vars[i]);
+        } else if (cJSON_IsNull(a)) {
+            char *ap = mb_path_join(b, src->callpath, a->string);
+            rc = memest_errf(b->err, MEMEST_ERR_SCHEMA, ap ? ap : src->callpath,
+                             "block \"%s\" needs the argument \"%s\"", bname, a->string);
+        } else {
+            rc = mb_eval_value(b, a, src->globals, argspath, a->string, &vars[i]);
+        }
+        vars[i].name = a->string;
+    }
+    return rc;
+}
+
 int mb_expand_block(struct builder *b, const char *bname, const cJSON *def, const cJSON *call,
                     const char *callpath, const char *fullname, const struct scope *caller,
                     const struct scope *globals, const struct memest_ref *ins, int nin,
@@ -134,46 +201,11 @@ int mb_expand_block(struct builder *b, const char *bname, const cJSON *def, cons
         vars[i].name = a->string;
     if (rc == 0)
         rc = mb_scope_index(b, &sc, &argmap);
-    for (const cJSON *c = call->child; rc == 0 && c; c = c->next) {
-        if (mb_is_node_key(c->string))
-            continue;
-        const struct var *v = mb_scope_find(&(struct scope){.vars = vars, .nvars = nargs,
-                                                         .index = sc.index},
-                                         c->string, strlen(c->string));
-        if (v) {
-            given[v - vars] = c;
-            continue;
-        }
-        const char *cands[64];
-        int n = 0;
-        for (const cJSON *a = args ? args->child : NULL; a && n < 64; a = a->next)
-            cands[n++] = a->string;
-        char *ap = mb_path_join(b, callpath, c->string);
-        char dym[sizeof b->err->msg];
-        rc = memest_errf(b->err, MEMEST_ERR_SCHEMA, ap ? ap : callpath,
-                         "unknown argument \"%s\" for block \"%s\"%s", c->string, bname,
-                         memest_suggest_clause(memest_suggest(c->string, cands, n), dym,
-                                               sizeof dym));
-    }
-    char *argspath = mb_path_join(b, bpath, "args"); /* where the defaults are */
-    char *aliaspath = mb_path_join(b, apath, "args");
-    if (rc == 0 && !(argspath && aliaspath))
-        rc = mb_nomem(b);
-    i = 0;
-    for (const cJSON *a = args ? args->child : NULL; rc == 0 && a; a = a->next, i++) {
-        const cJSON *mine = alias ? cJSON_GetObjectItemCaseSensitive(alias, a->string) : NULL;
-        if (given[i]) {
-            rc = mb_eval_value(b, given[i], caller, callpath, a->string, &vars[i]);
-        } else if (mine && !cJSON_IsNull(mine)) {
-            rc = mb_eval_value(b, mine, caller, aliaspath, a->string, &vars[i]);
-        } else if (cJSON_IsNull(a)) {
-            char *ap = mb_path_join(b, callpath, a->string);
-            rc = memest_errf(b->err, MEMEST_ERR_SCHEMA, ap ? ap : callpath,
-                             "block \"%s\" needs the argument \"%s\"", bname, a->string);
-        } else {
-            rc = mb_eval_value(b, a, globals, argspath, a->string, &vars[i]);
-        }
-        vars[i].name = a->string;
+    if (rc == 0)
+        rc = match_args(b, bname, args, call, callpath, &sc, given);
+    if (rc == 0) {
+        const struct arg_sources src = {bpath, apath, callpath, alias, caller, globals};
+        rc = bind_args(b, bname, args, given, &src, vars);
     }
     if (rc == 0)
         rc = block_lets(b, jlet, bpath, &sc, &argmap);
