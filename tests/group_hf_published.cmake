@@ -38,16 +38,42 @@ set(_hf_published
   # heads and 8 kv heads of 128, I 12800; per layer 4096*4096 + 2*4096*1024
   # + 4096*4096 + 3*4096*12800 + 2*4096 = 199,237,632: 49155*4096 (tied)
   # + 40*199237632 + 4096 = 8,170,848,256 (the muP scalars add none).
-  "models/hf/granite-3.1-8b-instruct=8170848256=64")
+  "models/hf/granite-3.1-8b-instruct=8170848256=64"
+  # Mixtures of experts, the fourth figure the parameters one token uses: the
+  # total less (num_experts - top_k) / num_experts of the experts' parameters.
+  # mistralai/Mixtral-8x7B-v0.1: 46,702,792,704 in all, "12.9B active": 32
+  # layers of 8 experts of 3*4096*14336, 2 of 8 routed: 46702792704
+  # - 32*6*3*4096*14336 = 12,879,925,248.
+  "models/hf/mixtral-8x7b=46702792704=64=12879925248"
+  # Qwen/Qwen1.5-MoE-A2.7B: 14,315,784,192 in all, "2.7B activated": 24
+  # layers of 60 experts of 3*2048*1408, 4 of 60 routed (the shared expert
+  # always): 14315784192 - 24*56*3*2048*1408 = 2,689,173,504. Buffers: the
+  # model's inv_freq [64] and each layer's legacy Qwen2MoeRotaryEmbedding's,
+  # 25*64 = 1600.
+  "models/hf/qwen1.5-moe-a2.7b=14315784192=1600=2689173504"
+  # Qwen/Qwen3-30B-A3B: 30,532,122,624 (the safetensors total), "3.3B
+  # activated". V 151936, H 2048, L 48, 32 heads and 4 kv heads of 128, 128
+  # experts of 3*2048*768, 8 routed; per layer q 2048*4096 + k 2048*512 + v
+  # 2048*512 + o 4096*2048 + q_norm 128 + k_norm 128 + gate 2048*128
+  # + 128*3*2048*768 + 2*2048 = 623,120,640: 2*151936*2048 (untied)
+  # + 48*623120640 + 2048; active: 30532122624 - 48*120*3*2048*768
+  # = 3,353,032,704.
+  "tests/hf/published/qwen3-30b-a3b=30532122624=64=3353032704")
 foreach(entry ${_hf_published})
   string(REPLACE "=" ";" kv ${entry})
   list(GET kv 0 path)
   list(GET kv 1 want)
   list(GET kv 2 want_buf)
+  set(want_active "")
+  list(LENGTH kv nkv)
+  if(nkv GREATER 3)
+    list(GET kv 3 want_active)
+  endif()
   get_filename_component(config ${path} NAME)
   add_test(NAME hf_published.params.${config}
            COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR}
                    -DCONFIG=${path}.json -DWANT=${want} -DWANT_BUF=${want_buf}
+                   -DWANT_ACTIVE=${want_active}
                    -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/published_params.cmake)
   set_tests_properties(hf_published.params.${config} PROPERTIES LABELS hf)
 endforeach()

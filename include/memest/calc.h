@@ -18,6 +18,9 @@ struct memest_param_totals {
     uint64_t tensors, trainable_tensors;      /* distinct parameter tensors */
     uint64_t bytes, trainable_bytes;
     uint64_t buffer_elems, buffer_bytes, buffer_tensors;
+    uint64_t active;    /* the parameters one token uses: total, less the share of a
+                           mixture of experts' experts it is not routed to (an expert
+                           block's parameters times 1 - top_k / num_experts) */
 };
 int memest_calc_params(const struct memest_run *r, struct memest_param_totals *out,
                        struct memest_error *err);

@@ -191,6 +191,7 @@ void memest_report_json(FILE *f, const struct memest_report *rep)
     memest_jsonw_u64(&w, "total", e->params.total);
     memest_jsonw_u64(&w, "trainable", e->params.trainable);
     memest_jsonw_u64(&w, "frozen", e->params.frozen);
+    memest_jsonw_u64(&w, "active", e->params.active);
     memest_jsonw_u64(&w, "tensors", e->params.tensors);
     memest_jsonw_u64(&w, "buffers", e->params.buffer_elems);
     memest_jsonw_u64(&w, "buffer_tensors", e->params.buffer_tensors);

@@ -230,6 +230,9 @@ void memest_summary_text(FILE *f, const struct memest_report *rep)
             memest_fmt_count(e->params.total, a, sizeof a),
             memest_fmt_count(e->params.trainable, b, sizeof b),
             memest_fmt_count(e->params.frozen, c, sizeof c), (unsigned long long)e->params.tensors);
+    if (e->params.active != e->params.total)
+        fprintf(f, "            %s active per token (the experts it is routed to)\n",
+                memest_fmt_count(e->params.active, a, sizeof a));
     if (o->lora)
         lora_lines(f, o->lora, &e->params);
     fprintf(f, "Buffers     %s elements in %llu tensors\n",
