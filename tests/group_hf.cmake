@@ -69,15 +69,23 @@ add_test(NAME hf.policy
 set_tests_properties(hf.policy PROPERTIES LABELS hf)
 
 # The tiny configs of qwen3 (per-head q/k norm), olmo2 (post-norm, full-width
-# q/k norm, float32 rotary tables), smollm3 (a NoPE layer) and granite (the
-# muP scalars): memest's saved activation bytes equal PyTorch 2.6's exactly,
-# float32 and bfloat16, eager and SDPA (tests/hf/tiny_exact.cmake).
-foreach(name qwen3 olmo2 smollm3 granite)
+# q/k norm, float32 rotary tables), smollm3 (a NoPE layer), granite (the muP
+# scalars) and gemma3_text (local and global layers, two rotary tables, q/k
+# norm, the scaled embedding): memest's saved activation bytes equal PyTorch
+# 2.6's exactly, float32 and bfloat16, eager and SDPA (tests/hf/tiny_exact.cmake).
+# Gemma 3 under SDPA within 0.2 %: its global layers' kernel keeps the model's
+# one causal mask [B, 1, S, S] (1,024 bytes of 835,712 in float32), which
+# memest counts as the forward's transient, not as saved.
+foreach(name qwen3 olmo2 smollm3 granite gemma3_text)
   foreach(dtype float32 bfloat16)
     foreach(attn eager sdpa)
+      set(_tol "")
+      if(name STREQUAL "gemma3_text" AND attn STREQUAL "sdpa")
+        set(_tol -DTOLERANCE_PPM=2000)
+      endif()
       add_test(NAME hf.tiny_exact.${name}.${dtype}.${attn}
                COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR} -DNAME=${name}
-                       -DDTYPE=${dtype} -DATTN=${attn} -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/tiny_exact.cmake)
+                       -DDTYPE=${dtype} -DATTN=${attn} ${_tol} -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/tiny_exact.cmake)
       set_tests_properties(hf.tiny_exact.${name}.${dtype}.${attn} PROPERTIES LABELS hf)
     endforeach()
   endforeach()

@@ -121,6 +121,8 @@ enum {
     SD_SOFTMAX_FP32,
     SD_BACKEND,
     SD_CONTIGUOUS,
+    SD_MASK,
+    SD_LAYER_MASK,
 };
 
 #define SDPA_BACKENDS "auto|eager|math|flash|efficient|cudnn"
@@ -143,6 +145,13 @@ static const struct memest_argspec sdpa_args[] = {
     [SD_CONTIGUOUS] = {"contiguous", MEMEST_ARG_BOOL, .idef = 1,
                        .doc = "q, k, v .contiguous() before the kernel (sdpa_attention_forward); "
                               "false: the caller's views as they are"},
+    [SD_MASK] = {"mask", MEMEST_ARG_BOOL, .idef = 0,
+                 .doc = "an attn_mask tensor is passed whatever the window (the 4-D causal mask "
+                        "Gemma2/3's _update_causal_mask always builds)"},
+    [SD_LAYER_MASK] = {"layer_mask", MEMEST_ARG_BOOL, .idef = 0,
+                       .doc = "the mask is this layer's own [B, 1, L, S] tensor (Gemma2/3's "
+                              "sliding-window torch.where over the model's mask), which the "
+                              "kernels that keep the mask save"},
 };
 
 /* The kernels, in enum memest_attention's order. */
@@ -158,8 +167,10 @@ struct sdpa {
     bool contiguous; /* sdpa_attention_forward's q, k, v .contiguous() */
     int64_t window;
     double softcap;
-    bool mask;   /* the caller passes an attn_mask tensor (sdpa_call) */
+    bool mask;   /* the caller passes an attn_mask tensor (sdpa_call, or the "mask"
+                    argument) */
     bool nested; /* sdpa_call: the output is a tensor inside the calling op */
+    bool layer_mask; /* the mask is a [B, 1, L, S] tensor of this layer's own */
 };
 
 /* The mask tensor transformers builds for the sdpa path: only for a
@@ -445,12 +456,20 @@ static int run_flash(struct memest_ictx *c, const struct sdpa *a, struct operand
 
 /* The model's mask when the case has one: transient here; kernels that
  * keep it (efficient, cuDNN) save the model's one storage, except
- * efficient's pad_bias<8> copy when S is not a multiple of 8. */
+ * efficient's pad_bias<8> copy when S is not a multiple of 8. A layer's own
+ * mask (layer_mask: [B, 1, L, S], made before the call) is saved as a
+ * storage of its own by those kernels and the math path. */
 static int sdpa_mask_memory(struct memest_ictx *c, const struct sdpa *a, enum kernel k)
 {
     int64_t mask[4] = {1, 1, a->L, a->S};
     if (!sdpa_mask(a) || k == K_FLASH)
         return 0;
+    if (a->layer_mask) {
+        mask[0] = a->B;
+        if (k == K_EFFICIENT && a->S % 8 != 0)
+            mask[3] = a->S + 8 - a->S % 8;
+        return save_new_if(c, 4, mask, a->dt);
+    }
     memest_workspace(c, sat_bytes(4, mask, a->dt));
     if (k == K_EFFICIENT && a->S % 8 != 0) {
         mask[3] = a->S + 8 - a->S % 8;
@@ -644,7 +663,9 @@ static int infer_sdpa(struct memest_ictx *c)
                      .softmax_fp32 = memest_arg_bool(c, SD_SOFTMAX_FP32),
                      .window = memest_arg_int(c, SD_WINDOW),
                      .softcap = memest_arg_float(c, SD_SOFTCAP),
-                     .contiguous = memest_arg_bool(c, SD_CONTIGUOUS)};
+                     .contiguous = memest_arg_bool(c, SD_CONTIGUOUS),
+                     .mask = memest_arg_bool(c, SD_MASK) || memest_arg_bool(c, SD_LAYER_MASK),
+                     .layer_mask = memest_arg_bool(c, SD_LAYER_MASK)};
     if (k->size[0] != a.B || v->size[0] != a.B)
         return memest_fail(c, "q, k and v must have the same batch size, got %s, %s and %s",
                            IN_STR(c, 0), IN_STR(c, 1), IN_STR(c, 2));

@@ -35,7 +35,8 @@ endfunction()
 
 # compare_activations(LABEL WANT WANT_PARAMS ARGS...): memest's saved
 # activations (memory.activations) and parameters of ARGS equal PyTorch's WANT
-# and WANT_PARAMS exactly.
+# and WANT_PARAMS exactly; with TOLERANCE_PPM set (parts per million), the
+# activations within that share of WANT.
 function(compare_activations name want want_params)
   memest_json(json ${ARGN})
   string(JSON got GET "${json}" memory activations)
@@ -44,7 +45,16 @@ function(compare_activations name want want_params)
   if(NOT params EQUAL want_params)
     message(FATAL_ERROR "${name}: ${params} parameters, PyTorch has ${want_params}")
   endif()
-  if(NOT got EQUAL want)
+  if(DEFINED TOLERANCE_PPM)
+    math(EXPR diff "${got} - ${want}")
+    if(diff LESS 0)
+      math(EXPR diff "-${diff}")
+    endif()
+    math(EXPR bound "${want} * ${TOLERANCE_PPM} / 1000000")
+    if(diff GREATER bound)
+      message(FATAL_ERROR "${name}: saved activations ${got} bytes, PyTorch ${want}: ${diff} apart, more than ${TOLERANCE_PPM} ppm")
+    endif()
+  elseif(NOT got EQUAL want)
     message(FATAL_ERROR "${name}: saved activations ${got} bytes, PyTorch ${want}")
   endif()
 endfunction()

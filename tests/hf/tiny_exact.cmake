@@ -5,8 +5,9 @@
 # measured by tests/tools/hf_figures.py: tests/reference/hf_figures.json
 # tiny.NAME.runs["DTYPE/ATTN"].saved_activation_bytes_cuda_corrected), and the
 # parameters its params_total.
+# With -DTOLERANCE_PPM=N, within N parts per million instead of exactly.
 #   cmake -DMEMEST=... -DSRC=<source dir> -DNAME=<tiny config> -DDTYPE=float32|bfloat16
-#         -DATTN=eager|sdpa -P tiny_exact.cmake
+#         -DATTN=eager|sdpa [-DTOLERANCE_PPM=N] -P tiny_exact.cmake
 include(${CMAKE_CURRENT_LIST_DIR}/memest_json.cmake)
 file(READ ${SRC}/tests/reference/hf_figures.json ref)
 string(JSON t GET "${ref}" tiny ${NAME})

@@ -72,6 +72,9 @@ ARCH = {
     "smollm3": dict(norm="llama", qkv_bias="attention_bias", o_bias="attention_bias", mlp_bias="mlp_bias",
                     fused_qkv=False, window="smollm3", embed_scale=False, sandwich=False, tie_default=True,
                     nope=True),
+    "gemma3_text": dict(norm="gemma", qkv_bias="attention_bias", o_bias="attention_bias", mlp_bias=False,
+                        fused_qkv=False, window="gemma3", embed_scale="buffer", sandwich=True, tie_default=True,
+                        qk_norm="head_gemma", local_rope=True),
     "granite": dict(norm="llama", qkv_bias="attention_bias", o_bias="attention_bias", mlp_bias="mlp_bias",
                     fused_qkv=False, window=None, embed_scale=False, sandwich=False, tie_default=False,
                     mup=True),
@@ -259,7 +262,7 @@ class Attention(nn.Module):
         self.num_heads, self.num_kv = nh, nkv
         self.num_key_value_groups = nh // nkv
         self.attention_dropout = cfg.get("attention_dropout", 0.0)
-        if arch is ARCH["gemma2"]:
+        if arch is ARCH["gemma2"] or arch is ARCH["gemma3_text"]:
             self.scaling = cfg["query_pre_attn_scalar"] ** -0.5
             self.softcap = cfg.get("attn_logit_softcapping")
         elif arch.get("mup"):  # GraniteAttention
@@ -275,6 +278,9 @@ class Attention(nn.Module):
         if self.qk_norm == "head":  # Qwen3Attention
             self.q_norm = LlamaRMSNorm(self.head_dim, eps=eps)
             self.k_norm = LlamaRMSNorm(self.head_dim, eps=eps)
+        elif self.qk_norm == "head_gemma":  # Gemma3Attention: Gemma3RMSNorm(head_dim)
+            self.q_norm = GemmaRMSNorm(self.head_dim, eps=eps)
+            self.k_norm = GemmaRMSNorm(self.head_dim, eps=eps)
         elif self.qk_norm == "full":  # Olmo2Attention
             self.q_norm = Olmo2RMSNorm(nh * self.head_dim, eps=eps)
             self.k_norm = Olmo2RMSNorm(nkv * self.head_dim, eps=eps)
@@ -302,7 +308,7 @@ class Attention(nn.Module):
             query_states = query_states.view(hidden_shape).transpose(1, 2)
             key_states = key_states.view(hidden_shape).transpose(1, 2)
             value_states = value_states.view(hidden_shape).transpose(1, 2)
-        elif self.qk_norm == "head":
+        elif self.qk_norm in ("head", "head_gemma"):
             query_states = self.q_norm(self.q_proj(hidden_states).view(hidden_shape)).transpose(1, 2)
             key_states = self.k_norm(self.k_proj(hidden_states).view(hidden_shape)).transpose(1, 2)
             value_states = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
@@ -332,7 +338,8 @@ class MLP(nn.Module):
     def __init__(self, cfg, arch):
         super().__init__()
         H, I = cfg["hidden_size"], cfg["intermediate_size"]
-        act = cfg.get("hidden_activation") if arch is ARCH["gemma2"] else cfg.get("hidden_act", "silu")
+        act = (cfg.get("hidden_activation", "gelu_pytorch_tanh") if arch in (ARCH["gemma2"], ARCH["gemma3_text"])
+               else cfg.get("hidden_act", "silu"))
         if arch is ARCH["gemma"]:
             act = cfg.get("hidden_act", "gelu_pytorch_tanh")
         self.act_fn = ACT[act]
@@ -385,8 +392,13 @@ class DecoderLayer(nn.Module):
             self.sliding_window = cfg.get("sliding_window")
         elif w == "smollm3" and cfg.get("use_sliding_window") and not uses_rope(cfg, arch, layer_idx):
             self.sliding_window = cfg.get("sliding_window")
+        elif w == "gemma3" and bool((layer_idx + 1) % cfg.get("sliding_window_pattern", 6)):
+            self.sliding_window = cfg.get("sliding_window")  # Gemma3Attention.is_sliding
+        self.local_rope = bool(arch.get("local_rope")) and self.sliding_window is not None
 
     def forward(self, hidden_states, attention_mask, position_embeddings):
+        if isinstance(position_embeddings, dict):  # Gemma3DecoderLayer: the local pair on sliding layers
+            position_embeddings = position_embeddings["local" if self.local_rope else "global"]
         if self.arch["sandwich"] and self.sliding_window is not None and attention_mask is not None:
             # Gemma2DecoderLayer (eager/sdpa): torch.where(tril(ones_like(mask, bool), -window), min, mask)
             min_dtype = torch.finfo(hidden_states.dtype).min
@@ -436,7 +448,7 @@ def causal_mask(cfg, arch, attn, B, S, dtype, training):
         window = cfg.get("sliding_window")
     elif arch["window"] == "qwen2" and cfg.get("use_sliding_window"):
         window = cfg.get("sliding_window")
-    if attn == "sdpa" and arch["window"] != "gemma2":
+    if attn == "sdpa" and arch["window"] not in ("gemma2", "gemma3"):
         # AttentionMaskConverter._ignore_causal_mask_sdpa(None mask, training): ignorable unless the window
         # is shorter than the keys
         if window is None or S < window:
@@ -461,6 +473,11 @@ class Model(nn.Module):
         Norm = norm_class(arch)
         self.norm = Norm(H, eps=cfg.get("rms_norm_eps", 1e-6))
         self.rotary_emb = RotaryEmbedding(cfg, head_dim_of(cfg, arch), keep_float32=bool(arch.get("rope_float32")))
+        if arch.get("local_rope"):  # Gemma3TextModel.rotary_emb_local: rope_local_base_freq, default rope
+            local = dict(cfg, rope_theta=cfg.get("rope_local_base_freq", 10000.0), rope_scaling=None)
+            self.rotary_emb_local = RotaryEmbedding(local, head_dim_of(cfg, arch))
+        if arch["embed_scale"] == "buffer":  # Gemma3TextScaledWordEmbedding's non-persistent 0-d buffer
+            self.embed_tokens.register_buffer("embed_scale", torch.tensor(H ** 0.5), persistent=False)
 
     def forward(self, input_ids):
         inputs_embeds = self.embed_tokens(input_ids)
@@ -470,9 +487,14 @@ class Model(nn.Module):
         cache_position = torch.arange(0, S)
         position_ids = cache_position.unsqueeze(0)
         mask = causal_mask(self.cfg, self.arch, self.attn, B, S, inputs_embeds.dtype, self.training)
+        if self.arch["embed_scale"] == "buffer":  # self.weight[input_ids, :] * self.embed_scale.to(weight dtype)
+            inputs_embeds = inputs_embeds * self.embed_tokens.embed_scale.to(self.embed_tokens.weight.dtype)
         hidden_states = inputs_embeds
         position_embeddings = self.rotary_emb(hidden_states, position_ids)
-        if self.arch["embed_scale"]:
+        if self.arch.get("local_rope"):
+            position_embeddings = {"global": position_embeddings,
+                                   "local": self.rotary_emb_local(hidden_states, position_ids)}
+        if self.arch["embed_scale"] is True:
             normalizer = torch.tensor(self.cfg["hidden_size"] ** 0.5, dtype=hidden_states.dtype)
             hidden_states = hidden_states * normalizer
         for layer in self.layers:
@@ -489,7 +511,8 @@ class ForCausalLM(nn.Module):
         self.lm_head = nn.Linear(cfg["hidden_size"], cfg["vocab_size"], bias=False)
         if cfg.get("tie_word_embeddings", arch["tie_default"]):
             self.lm_head.weight = self.model.embed_tokens.weight
-        self.final_softcap = cfg.get("final_logit_softcapping") if arch is ARCH["gemma2"] else None
+        self.final_softcap = (cfg.get("final_logit_softcapping") if arch in (ARCH["gemma2"], ARCH["gemma3_text"])
+                              else None)
         self.logits_scaling = cfg.get("logits_scaling", 1.0) if arch.get("mup") else None
 
     def forward(self, input_ids):
