@@ -5,9 +5,13 @@
 #     `memest models/hf/<name>.json` counts WANT parameters (the published figure,
 #     written in group_hf_moe.cmake), as many as the model built on
 #     torch.device("meta") has, and as many buffer elements;
+#   -DCHECK=published -DCONFIG=name
+#     `memest tests/hf/published/<name>.json` counts as many parameters and buffer
+#     elements as the model built on torch.device("meta") ("published" figures);
 #   -DCHECK=tiny -DCASE=<config>/<dtype>/<eager|sdpa>
 #     the bytes saved for backward (memory.activations) of tests/hf/tiny/<config>.json
-#     equal PyTorch's (CUDA-corrected) exactly, routing balanced in both;
+#     equal PyTorch's (CUDA-corrected) exactly, routing balanced in both (deepseek_v3's
+#     "sdpa": PyTorch's CPU math kernel, memest's --attention math);
 #   -DCHECK=imbalance
 #     tiny mixtral (bfloat16, SDPA) with --moe-imbalance F and PyTorch's routing
 #     forced to that split: the same saved bytes, and the tokens layer 0's
@@ -40,6 +44,11 @@ if(CHECK STREQUAL "params")
   string(JSON meta GET "${ref}" configs ${CONFIG} params_total)
   string(JSON meta_buffers GET "${ref}" configs ${CONFIG} buffers_count)
   check_params(models/hf/${CONFIG}.json ${CONFIG} ${meta} ${meta_buffers})
+elseif(CHECK STREQUAL "published")
+  string(JSON meta GET "${ref}" published ${CONFIG} params_total)
+  string(JSON meta_buffers GET "${ref}" published ${CONFIG} buffers_count)
+  set(WANT ${meta}) # the published count and its arithmetic: tests/group_hf_published.cmake
+  check_params(tests/hf/published/${CONFIG}.json ${CONFIG} ${meta} ${meta_buffers})
 elseif(CHECK STREQUAL "tiny")
   string(REPLACE "/" ";" parts ${CASE})
   list(GET parts 0 config)
@@ -52,7 +61,9 @@ elseif(CHECK STREQUAL "tiny")
   string(JSON want GET "${t}" runs "${dtype}/${attn}" saved_activation_bytes_cuda_corrected)
   # transformers' "sdpa" is memest's auto kernel choice, "eager" its eager attention
   set(kernel ${attn})
-  if(attn STREQUAL "sdpa")
+  if(attn STREQUAL "sdpa" AND config STREQUAL "deepseek_v3")
+    set(kernel math) # check_head_dim_size_cpp: the CPU's flash kernel needs v's head dim to be q's
+  elseif(attn STREQUAL "sdpa")
     set(kernel auto)
   endif()
   set(dt fp32)
