@@ -35,7 +35,7 @@ foreach(entry ${_hf_moe_params})
   set_tests_properties(hf_moe.params.${config} PROPERTIES LABELS hf)
 endforeach()
 
-foreach(config mixtral qwen2_moe deepseek_v3)
+foreach(config mixtral qwen2_moe deepseek_v3 deepseek_v3_lite)
   foreach(dtype float32 bfloat16)
     foreach(attn eager sdpa)
       add_test(NAME hf_moe.activations.${config}_${dtype}_${attn}

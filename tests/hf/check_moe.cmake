@@ -61,7 +61,7 @@ elseif(CHECK STREQUAL "tiny")
   string(JSON want GET "${t}" runs "${dtype}/${attn}" saved_activation_bytes_cuda_corrected)
   # transformers' "sdpa" is memest's auto kernel choice, "eager" its eager attention
   set(kernel ${attn})
-  if(attn STREQUAL "sdpa" AND config STREQUAL "deepseek_v3")
+  if(attn STREQUAL "sdpa" AND config MATCHES "^deepseek_v3")
     set(kernel math) # check_head_dim_size_cpp: the CPU's flash kernel needs v's head dim to be q's
   elseif(attn STREQUAL "sdpa")
     set(kernel auto)

@@ -15,6 +15,8 @@ for the models of tests/tools/hf_models_moe.py (transformers v4.48.0, op by op):
   one forward of input_ids [B, S] to logits.float().view(-1, V), in float32 and bfloat16, attention
   "eager" and "sdpa": saved activations by saved_tensors_hooks, storages de-duplicated, parameters and
   buffers excluded, with hf_figures.py's CUDA corrections.
+  tests/hf/tiny/deepseek_v3_lite.json takes DeepSeek-V3's other branches (q_proj without q_lora_rank,
+  rope_interleave false, one expert group, no renormalisation, attention biases, no dense layer);
   tiny deepseek_v3's "sdpa" runs are PyTorch's CPU choice for a v head dim unlike q's, the math kernel
   (hf_models_moe.py), compared with memest's --attention math.
 * "published": tests/hf/published/deepseek-v3.json (the hub's config without its fp8 quantization_config)
@@ -39,7 +41,7 @@ from provenance import stamp  # noqa: E402
 torch.set_num_threads(2)
 
 CONFIGS = ["mixtral-8x7b", "qwen1.5-moe-a2.7b"]
-TINY = ["mixtral", "qwen2_moe", "deepseek_v3"]
+TINY = ["mixtral", "qwen2_moe", "deepseek_v3", "deepseek_v3_lite"]
 IMBALANCE = 1.5  # one more run of tiny mixtral (bfloat16, sdpa) with this --moe-imbalance split
 
 
