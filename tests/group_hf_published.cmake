@@ -54,6 +54,17 @@ math(EXPR ds_active_dec "(${ds_active} + 50000000) / 100000000")
 if(NOT ds_total_b EQUAL 671 OR NOT ds_active_b EQUAL 37 OR NOT ds_active_dec EQUAL 366)
   message(FATAL_ERROR "DeepSeek-V3 arithmetic: ${ds_total} total, ${ds_active} active: not the published 671B and 36.6B (37B)")
 endif()
+# The multi-token-prediction module the hub's checkpoint adds (model.layers.61:
+# one more MoE layer, enorm, hnorm, shared_head.norm, eh_proj [H, 2H], and its
+# own copies of embed_tokens and shared_head.head): 671.0B + 13.5B = 684.5B; with
+# the fp8 checkpoint's weight_scale_inv tensors (one float32 per 128 x 128 block
+# of every quantised weight, about 0.04B) the hub's 684.53B, shown as "685B".
+math(EXPR ds_mtp "${attn} + 2 * ${H} + ${moe_fixed} + ${experts} * ${expert} + 3 * ${H} + 2 * ${H} * ${H} + 2 * ${V} * ${H}")
+math(EXPR ds_with_mtp "(${ds_total} + ${ds_mtp} + 50000000) / 100000000")
+math(EXPR ds_mtp_b "(${ds_mtp} + 500000000) / 1000000000")
+if(NOT ds_with_mtp EQUAL 6845 OR NOT ds_mtp_b EQUAL 13)
+  message(FATAL_ERROR "DeepSeek-V3 arithmetic: the MTP module ${ds_mtp}: not the checkpoint's 684.5B in all")
+endif()
 # buffers: inv_freq [qk_rope_head_dim / 2] and each MoE layer's e_score_correction_bias
 math(EXPR ds_buffers "${rope} / 2 + (${L} - ${dense}) * ${experts}")
 list(APPEND _hf_published "deepseek-v3=${ds_total}=${ds_buffers}")
