@@ -11,7 +11,13 @@
 #    tests/tools/hf_figures_moe.py, CUDA-corrected, exactly;
 #  - tiny mixtral with --moe-imbalance and PyTorch's routing forced to that split:
 #    the saved bytes and the tokens of each expert;
-#  - MixtralSparseMoeBlock alone (tests/hf/moe_block.json): exactly.
+#    (tiny deepseek_v3, whose v head dim differs from q's: PyTorch's CPU SDPA runs
+#    the math kernel, compared with memest's --attention math; its router is
+#    moe_router's scoring "sigmoid");
+#  - MixtralSparseMoeBlock alone (tests/hf/moe_block.json): exactly;
+#  - DeepSeek-V3 (tests/hf/published/deepseek-v3.json): the parameters and
+#    buffer elements of the model built on torch.device("meta"), exactly (the
+#    published figures and their arithmetic: tests/group_hf_published.cmake).
 set(_hf_moe_params
   # mistralai/Mixtral-8x7B-v0.1: 2*32000*4096 + 32*(4096*(4096 + 2*1024 + 4096)
   # + 4096*8 + 8*3*4096*14336 + 2*4096) + 4096
@@ -29,7 +35,7 @@ foreach(entry ${_hf_moe_params})
   set_tests_properties(hf_moe.params.${config} PROPERTIES LABELS hf)
 endforeach()
 
-foreach(config mixtral qwen2_moe)
+foreach(config mixtral qwen2_moe deepseek_v3 deepseek_v3_lite)
   foreach(dtype float32 bfloat16)
     foreach(attn eager sdpa)
       add_test(NAME hf_moe.activations.${config}_${dtype}_${attn}
@@ -51,3 +57,8 @@ foreach(dtype float32 bfloat16)
                    -DCASE=${dtype} -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/check_moe.cmake)
   set_tests_properties(hf_moe.block.${dtype} PROPERTIES LABELS hf)
 endforeach()
+
+add_test(NAME hf_moe.params.deepseek-v3
+         COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR} -DCHECK=published
+                 -DCONFIG=deepseek-v3 -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/check_moe.cmake)
+set_tests_properties(hf_moe.params.deepseek-v3 PROPERTIES LABELS hf)

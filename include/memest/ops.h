@@ -95,6 +95,10 @@ struct memest_op_desc {
                                      input itself (nn.Dropout*: F.dropout with
                                      training=False), no output, no mask */
     bool model_input;             /* the op of the model inputs (one only) */
+    bool moe_expert_tokens;       /* gathers one expert's tokens (moe_gather): the
+                                     innermost block around it is the expert,
+                                     whose parameters a token uses top_k /
+                                     num_experts of the time */
     bool same_data;               /* the output holds its first input's values
                                      unchanged: a view or reshape of it, or a
                                      same-size copy (contiguous, a dtype cast);

@@ -1,7 +1,5 @@
 /* calc_params.c - parameter and buffer totals, and a node's own parameters;
  * a tied parameter counts once. */
-#include <string.h>
-
 #include "memest/calc.h"
 #include "memest/checked.h"
 #include "memest/ops.h"
@@ -31,7 +29,7 @@ static uint64_t unrouted_params(const struct memest_run *r)
     int nacc = 0;
     uint64_t skip = 0;
     for (uint32_t n = 0; n < g->nnodes; n++) {
-        if (strcmp(g->nodes[n].op->name, "moe_gather") != 0)
+        if (!g->nodes[n].op->moe_expert_tokens)
             continue;
         int64_t E = node_int_arg(&g->nodes[n], "num_experts");
         int64_t k = node_int_arg(&g->nodes[n], "top_k");

@@ -66,9 +66,43 @@
  * with the run option moe_imbalance F > 1 (--moe-imbalance) expert 0 gets
  * min(T, ceil(F*T*k/E)) and the others share the rest evenly.
  *
+ * moe_router with scoring "sigmoid" is DeepSeek-V3's router instead
+ * (DeepseekV3TopkRouter.forward, models/deepseek_v3/modeling_deepseek_v3.py
+ * at transformers commit 00b676f8f0489b88652a31d70751cc540dd06305), on the
+ * float32 logits F.linear(hidden.float(), weight.float()) the model file
+ * computes:
+ *
+ *   scores = router_logits.sigmoid()
+ *   topk_indices = get_topk_indices(scores)     # @torch.no_grad: + the
+ *       e_score_correction_bias, per group (n_group of E / n_group experts)
+ *       the sum of its top 2, the topk_group best groups kept (scatter_ a
+ *       mask, expand, reshape, masked_fill the others to 0), topk(top_k)
+ *   topk_weights = scores.gather(1, topk_indices)
+ *   if norm_topk_prob: topk_weights /= topk_weights.sum(-1, keepdim=True) + 1e-20
+ *   topk_weights = topk_weights * routed_scaling_factor
+ *   expert_mask = one_hot(topk_indices, E).permute(2, 0, 1)   # in the MoE
+ *
+ * What autograd saves (PyTorch 2.6 derivatives.yaml): sigmoid: SigmoidBackward0
+ * saves `result`, the float32 [T, E] scores; gather: GatherBackward0 saves
+ * `self` (the same scores: gather_backward reads self) and `index`, the
+ * int64 [T, k] topk_indices (the no_grad selection saves nothing); the sum
+ * and the + 1e-20 save no tensor (sizes; a Python scalar); the in-place
+ * division saves `other` (the float32 [T, 1] denominator) and the clone of
+ * its self, float32 [T, k], as above; * routed_scaling_factor (a Python
+ * scalar: MulBackward0's wrapped number, a 0-d CPU tensor, no GPU memory)
+ * saves no tensor of the GPU. The weights stay float32 (no .to()); the mask
+ * is [E, T, k] there, output 2 keeps the [E, k, T] shape of the softmax
+ * path (the same int64 storage, which moe_gather reads). Temporaries of the
+ * selection: scores_for_choice [T, E] float32, masked_fill's copy of it and
+ * the bool ~score_mask [T, E] (twice: bool(), ~) at once, the group tensors
+ * [T, n_group] being smaller. Backward: sigmoid's gradient [T, E] float32
+ * and gather's (zeros [T, E], scattered). Checked in PyTorch 2.6 against
+ * the replica tests/tools/hf_models_moe.py (tests/hf/tiny/deepseek_v3.json).
+ *
  * Not modelled: the small scratch of nonzero and of the sort that
  * index_put_(accumulate=true) runs in the index backward on CUDA. */
 #include <math.h>
+#include <string.h>
 
 #include "memest/run.h"
 #include "ops_common.h"
@@ -137,13 +171,77 @@ static int need_int64(struct memest_ictx *c, int i, const char *what)
 
 /* ---- moe_router ---- */
 
-enum { RT_TOPK, RT_NORM };
+enum { RT_TOPK, RT_NORM, RT_SCORING, RT_NGROUP, RT_TOPKGROUP };
 static const struct memest_argspec router_args[] = {
     [RT_TOPK] = {"top_k", MEMEST_ARG_INT, .required = true, .lo = 1, .hi = ARG_MAX,
                  .doc = "experts per token (num_experts_per_tok)"},
     [RT_NORM] = {"norm_topk_prob", MEMEST_ARG_BOOL, .idef = 0,
                  .doc = "routing_weights /= routing_weights.sum(-1, keepdim=True)"},
+    [RT_SCORING] = {"scoring", MEMEST_ARG_STR, .sdef = "softmax", .choices = "softmax|sigmoid",
+                    .doc = "softmax in float32 (Mixtral, Qwen2-MoE) or sigmoid with group-limited "
+                           "selection (DeepSeek-V3, float32 logits)"},
+    [RT_NGROUP] = {"n_group", MEMEST_ARG_INT, .idef = 1, .lo = 1, .hi = ARG_MAX,
+                   .doc = "sigmoid: expert groups (they must divide the experts)"},
+    [RT_TOPKGROUP] = {"topk_group", MEMEST_ARG_INT, .idef = 1, .lo = 1, .hi = ARG_MAX,
+                      .doc = "sigmoid: groups kept per token"},
 };
+
+/* Both scorings: the outputs (weights [T, k] in wdt, experts [T, k] int64,
+ * the one-hot mask [E, k, T] int64), and what they save: the float32 [T, E]
+ * probabilities (softmax's or sigmoid's result), the int64 experts (topk's
+ * or gather's index), with norm_topk_prob the in-place division's clone of
+ * its float32 [T, k] self and its float32 [T, 1] divisor. */
+static int router_outputs(struct memest_ictx *c, int64_t T, int64_t E, int64_t k,
+                          enum memest_dtype wdt)
+{
+    int64_t tk[2] = {T, k}, mask[3] = {E, k, T}, te[2] = {T, E}, t1[2] = {T, 1};
+    if (memest_out_new(c, 2, tk, wdt) < 0 || memest_out_new(c, 2, tk, MEMEST_I64) < 0 ||
+        memest_out_new(c, 3, mask, MEMEST_I64) < 0)
+        return -1;
+    memest_out_set_requires_grad(c, 1, false);
+    memest_out_set_requires_grad(c, 2, false);
+    if (save_new_if(c, 2, te, MEMEST_F32) != 0 || memest_save_out(c, 1) != 0)
+        return -1;
+    if (memest_arg_bool(c, RT_NORM) &&
+        (save_new_if(c, 2, tk, MEMEST_F32) != 0 || save_new_if(c, 2, t1, MEMEST_F32) != 0))
+        return -1;
+    return 0;
+}
+
+/* scoring "sigmoid" (the comment at the top): the logits are float32, the
+ * weights stay float32 unless a hidden-states input gives them its dtype */
+static int infer_router_sigmoid(struct memest_ictx *c, int64_t T, int64_t E, int64_t k,
+                                enum memest_dtype wdt)
+{
+    int64_t G = memest_arg_int(c, RT_NGROUP), kg = memest_arg_int(c, RT_TOPKGROUP);
+    if (E % G != 0)
+        return memest_fail(c, "n_group %lld must divide the %lld experts", (long long)G,
+                           (long long)E);
+    if (kg > G)
+        return memest_fail(c, "topk_group %lld is more than n_group %lld", (long long)kg,
+                           (long long)G);
+    if (E / G < 2)
+        return memest_fail(c, "each of the n_group %lld groups needs 2 experts at least "
+                              "(topk(2) of its scores)",
+                           (long long)G);
+    if (k > kg * (E / G))
+        return memest_fail(c, "top_k %lld is more than the %lld experts of topk_group %lld "
+                              "groups",
+                           (long long)k, (long long)(kg * (E / G)), (long long)kg);
+    int64_t te[2] = {T, E};
+    /* SigmoidBackward0: result (GatherBackward0's self is the same storage);
+     * GatherBackward0: index; the in-place division: the clone of its self
+     * and the denominator */
+    if (router_outputs(c, T, E, k, wdt) != 0)
+        return -1;
+    /* the no_grad selection: scores_for_choice and masked_fill's result
+     * (float32), bool() and ~ of the mask, [T, E] each */
+    memest_workspace(c, memest_sat_add(memest_sat_mul(sat_bytes(2, te, MEMEST_F32), 2),
+                                       memest_sat_mul(sat_bytes(2, te, MEMEST_BOOL), 2)));
+    /* backward: gather's scattered gradient and sigmoid's, float32 [T, E] */
+    memest_bwd_workspace(c, memest_sat_mul(sat_bytes(2, te, MEMEST_F32), 2));
+    return 0;
+}
 
 static int infer_router(struct memest_ictx *c)
 {
@@ -165,18 +263,12 @@ static int infer_router(struct memest_ictx *c)
     if (k > E)
         return memest_fail(c, "top_k %lld is more than the %lld experts", (long long)k,
                            (long long)E);
-    int64_t tk[2] = {T, k}, mask[3] = {E, k, T}, te[2] = {T, E}, t1[2] = {T, 1};
-    if (memest_out_new(c, 2, tk, wdt) < 0 || memest_out_new(c, 2, tk, MEMEST_I64) < 0 ||
-        memest_out_new(c, 3, mask, MEMEST_I64) < 0)
-        return -1;
-    memest_out_set_requires_grad(c, 1, false);
-    memest_out_set_requires_grad(c, 2, false);
+    int64_t tk[2] = {T, k}, te[2] = {T, E};
+    if (strcmp(memest_arg(c, RT_SCORING)->s, "sigmoid") == 0)
+        return infer_router_sigmoid(c, T, E, k, wdt);
     /* SoftmaxBackward0: result; TopkBackward0: indices; the in-place div_:
      * the clone of its self and the sum */
-    if (save_new_if(c, 2, te, MEMEST_F32) != 0 || memest_save_out(c, 1) != 0)
-        return -1;
-    if (memest_arg_bool(c, RT_NORM) &&
-        (save_new_if(c, 2, tk, MEMEST_F32) != 0 || save_new_if(c, 2, t1, MEMEST_F32) != 0))
+    if (router_outputs(c, T, E, k, wdt) != 0)
         return -1;
     /* temporaries: the float32 copy of non-half logits for _softmax (a half
      * input is read directly, half_to_float), else the float32 topk values
@@ -293,7 +385,8 @@ const struct memest_op_desc memest_ops_moe[] = {
         .infer = infer_router,
         .doc = "MoE routing: softmax (float32), topk, optional renormalisation of router "
                "logits [T, E] (input 2, optional: the hidden states, whose dtype the weights "
-               "take); outputs weights [T, k], experts [T, k] int64, one-hot mask [E, k, T]",
+               "take), or DeepSeek-V3's sigmoid with group-limited top-k (scoring); outputs "
+               "weights [T, k], experts [T, k] int64, one-hot mask [E, k, T]",
     },
     {
         .name = "moe_gather",
@@ -304,6 +397,7 @@ const struct memest_op_desc memest_ops_moe[] = {
         .infer = infer_gather,
         .doc = "one expert's tokens: hidden [T, H], weights [T, k] (and the router's mask) to "
                "[n_e, H], their weights [n_e, 1] and the torch.where index [n_e, 2]",
+        .moe_expert_tokens = true,
     },
     {
         .name = "moe_index_add",

@@ -552,9 +552,22 @@ static int run_math(struct memest_ictx *c, const struct sdpa *a, struct operand 
         }
     }
     bool interleave = a->gqa && a->Hkv != a->Hq;
-    if (keep_operand(c, &ops[0], false) != 0 || keep_operand(c, &ops[1], false) != 0 ||
-        (interleave ? keep_operand(c, &ops[2], false) : keep_operand_alone(c, &ops[2])) != 0)
+    if (keep_operand(c, &ops[0], false) != 0 || keep_operand(c, &ops[1], false) != 0)
         return -1;
+    if (interleave) {
+        if (keep_operand(c, &ops[2], false) != 0)
+            return -1;
+    } else if (ops[2].in >= 0) {
+        /* v itself (float32, passed as it is): matmul(attn, v) reshapes it
+         * to [B*Hq, S, Dv], its storage when viewable so, else a copy (a
+         * split of a wider projection: DeepSeek-V3's value_states) */
+        struct memest_shape vg = *memest_in_shape(c, ops[2].in);
+        int64_t vf[3] = {a->B * a->Hq, a->S, a->Dv};
+        if (save_geom_reshaped(c, ops[2].in, &vg, 3, vf, true) != 0)
+            return -1;
+    } else if (keep_operand_alone(c, &ops[2]) != 0) {
+        return -1;
+    }
     struct operand kq = op_copy(a->B, a->Hq, a->L, a->D, acc);   /* q * sqrt(scale) */
     struct operand kk = op_copy(a->B, a->Hq, a->S, a->D, acc);   /* k^T * sqrt(scale) */
     struct operand vv = op_copy(a->B, a->Hq, a->S, a->Dv, acc); /* repeat_interleave(v) */

@@ -15,6 +15,14 @@ for the models of tests/tools/hf_models_moe.py (transformers v4.48.0, op by op):
   one forward of input_ids [B, S] to logits.float().view(-1, V), in float32 and bfloat16, attention
   "eager" and "sdpa": saved activations by saved_tensors_hooks, storages de-duplicated, parameters and
   buffers excluded, with hf_figures.py's CUDA corrections.
+  tests/hf/tiny/deepseek_v3_lite.json takes DeepSeek-V3's other branches (q_proj without q_lora_rank,
+  rope_interleave false, one expert group, no renormalisation, attention biases, no dense layer);
+  tiny deepseek_v3's "sdpa" runs are PyTorch's CPU choice for a v head dim unlike q's, the math kernel
+  (hf_models_moe.py), compared with memest's --attention math.
+* "published": tests/hf/published/deepseek-v3.json (the hub's config without its fp8 quantization_config)
+  built on torch.device("meta"): params_total, buffers, and the parameters one token runs through
+  (active_params: all but the routed experts it is not sent to, the input embedding's whole table
+  included), checked against deepseek_v3_arithmetic() here.
 * "block": MixtralSparseMoeBlock alone after a linear (tests/hf/moe_block.json, a memest model file whose
   variables give the sizes), balanced routing, float32 and bfloat16: the MoE ops checked without the
   attention and norm ops.
@@ -33,7 +41,7 @@ from provenance import stamp  # noqa: E402
 torch.set_num_threads(2)
 
 CONFIGS = ["mixtral-8x7b", "qwen1.5-moe-a2.7b"]
-TINY = ["mixtral", "qwen2_moe"]
+TINY = ["mixtral", "qwen2_moe", "deepseek_v3", "deepseek_v3_lite"]
 IMBALANCE = 1.5  # one more run of tiny mixtral (bfloat16, sdpa) with this --moe-imbalance split
 
 
@@ -57,6 +65,25 @@ def qwen15_moe_a27b():
     return 2 * V * H + L * (attn + moe + norms) + H
 
 
+def deepseek_v3_arithmetic(cfg):
+    """DeepSeek-V3 from its config (DeepseekV3Attention, DeepseekV3MoE, DeepseekV3MLP; no MTP module):
+    (total, active), active counting num_experts_per_tok of the n_routed_experts routed experts."""
+    H, L, V, heads = cfg["hidden_size"], cfg["num_hidden_layers"], cfg["vocab_size"], cfg["num_attention_heads"]
+    qk = cfg["qk_nope_head_dim"] + cfg["qk_rope_head_dim"]
+    attn = (H * cfg["q_lora_rank"] + cfg["q_lora_rank"] + cfg["q_lora_rank"] * heads * qk     # q_a, norm, q_b
+            + H * (cfg["kv_lora_rank"] + cfg["qk_rope_head_dim"]) + cfg["kv_lora_rank"]      # kv_a, norm
+            + cfg["kv_lora_rank"] * heads * (cfg["qk_nope_head_dim"] + cfg["v_head_dim"])   # kv_b
+            + heads * cfg["v_head_dim"] * H)                                                # o_proj
+    expert = 3 * H * cfg["moe_intermediate_size"]
+    dense = cfg["first_k_dense_replace"]
+    common = 2 * V * H + H + L * (attn + 2 * H) + dense * 3 * H * cfg["intermediate_size"]
+    sparse = L - dense
+    moe_fixed = cfg["n_routed_experts"] * H + cfg["n_shared_experts"] * expert               # gate, shared
+    total = common + sparse * (moe_fixed + cfg["n_routed_experts"] * expert)
+    active = common + sparse * (moe_fixed + cfg["num_experts_per_tok"] * expert)
+    return total, active
+
+
 PUBLISHED = {"mixtral-8x7b": 46702792704, "qwen1.5-moe-a2.7b": 14315784192}
 PUBLISHED_ARITHMETIC = {"mixtral-8x7b": mixtral_8x7b(), "qwen1.5-moe-a2.7b": qwen15_moe_a27b()}
 
@@ -74,6 +101,30 @@ def config_figures():
         assert info["params_total"] == PUBLISHED[name], (name, info["params_total"], PUBLISHED[name])
         out[name] = info
     return out
+
+
+def published_figures():
+    """DeepSeek-V3: "671B total parameters with 37B activated for each token" (the DeepSeek-V3 technical
+    report; its README_WEIGHTS.md: 36.6B activated without the input embedding, the 0.9B head included; the
+    685B of the hub's checkpoint add the 14B multi-token-prediction module, which transformers skips)."""
+    cfg = load(here("tests", "hf", "published", "deepseek-v3.json"))
+    with torch.device("meta"):
+        model = BUILDERS["deepseek_v3"](cfg)
+    info = static_info(model)
+    total, active = deepseek_v3_arithmetic(cfg)
+    assert info["params_total"] == total, (info["params_total"], total)
+    # what one token runs through on the meta model: all but the routed experts it does not get
+    k, E = cfg["num_experts_per_tok"], cfg["n_routed_experts"]
+    skipped = sum(p.numel() for layer in model.model.layers if hasattr(layer.mlp, "experts")
+                  for e in layer.mlp.experts[k:] for p in e.parameters())
+    info["active_params"] = info["params_total"] - skipped
+    assert info["active_params"] == active, (info["active_params"], active)
+    embed = model.model.embed_tokens.weight.numel()
+    info["active_params_without_embedding"] = info["active_params"] - embed
+    assert round(info["params_total"] / 1e9) == 671 and round(info["active_params_without_embedding"] / 1e9, 1) == 36.6
+    assert E > k
+    info["model_type"] = cfg["model_type"]
+    return {"deepseek-v3": info}
 
 
 def tiny_figures():
@@ -153,14 +204,15 @@ def block_figures():
 def main(argv):
     result = {
         "generator": "tests/tools/hf_figures_moe.py",
-        "follows": "transformers v4.48.0 (tests/tools/hf_models_moe.py)",
+        "follows": "transformers v4.48.0; deepseek_v3: commit 00b676f8f0489b88652a31d70751cc540dd06305 (tests/tools/hf_models_moe.py)",
         "torch_version": torch.__version__,
         "device": "cpu",
         "configs": config_figures(),
+        "published": published_figures(),
         "tiny": tiny_figures(),
         "block": block_figures(),
     }
-    result = stamp(result, "tests/tools/hf_figures_moe.py", {"torch": torch.__version__, "transformers": "v4.48.0 (followed in plain PyTorch, not imported)"})
+    result = stamp(result, "tests/tools/hf_figures_moe.py", {"torch": torch.__version__, "transformers": "v4.48.0, deepseek_v3 at 00b676f8f0489b88652a31d70751cc540dd06305 (followed in plain PyTorch, not imported)"})
     text = json.dumps(result, indent=1, sort_keys=True) + "\n"
     if len(argv) > 1:
         with open(argv[1], "w") as f:
@@ -170,6 +222,9 @@ def main(argv):
     for name, e in result["configs"].items():
         sys.stderr.write("%-18s %14d params  published %s  buffers %d\n" % (
             name, e["params_total"], e.get("published_params"), e["buffers_count"]))
+    for name, e in result["published"].items():
+        sys.stderr.write("%-18s %14d params  active %d  buffers %d\n" % (
+            name, e["params_total"], e["active_params"], e["buffers_count"]))
     for k, r in result["block"]["runs"].items():
         sys.stderr.write("%-18s %-16s %10d saved (cuda %d)\n" % ("block", k, r["saved_activation_bytes"],
                                                                  r["saved_activation_bytes_cuda_corrected"]))

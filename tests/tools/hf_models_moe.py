@@ -193,3 +193,268 @@ def build(cfg, attn="eager", balanced=False):
 
 
 BUILDERS = {t: build for t in MOE_ARCH}
+
+
+# ---- DeepSeek-V3 (models/deepseek_v3/modeling_deepseek_v3.py at transformers commit
+# 00b676f8f0489b88652a31d70751cc540dd06305, generated from modular_deepseek_v3.py; DeepseekV3Config's defaults)
+#   DeepseekV3Attention    multi-head latent attention: q_proj, or q_a_proj (bias attention_bias) ->
+#                          q_a_layernorm -> q_b_proj; view/transpose, split into nope and rope parts;
+#                          kv_a_proj_with_mqa -> split -> kv_a_layernorm -> kv_b_proj -> view/transpose ->
+#                          split into k_pass and value; k_rot.view(B, 1, S, rope); apply_rotary_pos_emb
+#                          (or its interleaved form: view/transpose/reshape first, with rope_interleave);
+#                          k_rot.expand; cat; attention with v_head_dim != qk_head_dim; reshape; o_proj
+#   DeepseekV3TopkRouter   weight [n_routed_experts, hidden] parameter, e_score_correction_bias buffer;
+#                          F.linear in float32, sigmoid, group-limited top-k (no_grad), gather, norm_topk_prob
+#                          division (in place), * routed_scaling_factor
+#   DeepseekV3MoE          the expert loop into a float32 accumulator, .type(hidden dtype), + shared_experts
+#   DeepseekV3DecoderLayer MoE from layer first_k_dense_replace on, DeepseekV3MLP of intermediate_size before
+#   DeepseekV3Model        ignores model.layers.61.* (the multi-token-prediction module): not built here either
+# SDPA: the newer integrations/sdpa_attention.py, which passes q, k, v as they are (no .contiguous()) and
+# repeats k/v only for GQA (none here: num_key_value_heads = num_attention_heads). On the CPU, PyTorch 2.6
+# runs _scaled_dot_product_attention_math when the v head dim differs from q's (check_head_dim_size_cpp),
+# so the measured "sdpa" figure is the math kernel's (hf_figures_moe.py compares it with memest's
+# --attention math); no CUDA correction applies to it (no hook is called).
+
+def ds(cfg, key):
+    """DeepseekV3Config's defaults."""
+    defaults = dict(vocab_size=129280, hidden_size=7168, intermediate_size=18432, moe_intermediate_size=2048,
+                    num_hidden_layers=61, num_attention_heads=128, num_key_value_heads=None,
+                    n_shared_experts=1, n_routed_experts=256, routed_scaling_factor=2.5, kv_lora_rank=512,
+                    q_lora_rank=1536, qk_rope_head_dim=64, v_head_dim=128, qk_nope_head_dim=128, n_group=8,
+                    topk_group=4, num_experts_per_tok=8, first_k_dense_replace=3, norm_topk_prob=True,
+                    hidden_act="silu", rms_norm_eps=1e-6, tie_word_embeddings=False, rope_interleave=True,
+                    attention_bias=False, attention_dropout=0.0)
+    return cfg.get(key, defaults[key])
+
+
+def ds_attrs(obj, cfg, *keys):
+    """obj.KEY = the config's KEY (or DeepseekV3Config's default), as the modules copy them from config."""
+    for key in keys:
+        setattr(obj, key, ds(cfg, key))
+
+
+class DeepseekV3TopkRouter(nn.Module):
+    def __init__(self, cfg, balanced):
+        super().__init__()
+        ds_attrs(self, cfg, "n_routed_experts", "routed_scaling_factor", "n_group", "topk_group", "norm_topk_prob",
+                 "hidden_size")
+        self.top_k = ds(cfg, "num_experts_per_tok")
+        self.balanced = balanced
+        self.weight = nn.Parameter(torch.empty((self.n_routed_experts, self.hidden_size)))
+        nn.init.normal_(self.weight, std=0.02)
+        self.register_buffer("e_score_correction_bias", torch.zeros(self.n_routed_experts))  # the default dtype
+
+    @torch.no_grad()
+    def get_topk_indices(self, scores):
+        scores_for_choice = scores.view(-1, self.n_routed_experts) + self.e_score_correction_bias.unsqueeze(0)
+        group_scores = (
+            scores_for_choice.view(-1, self.n_group, self.n_routed_experts // self.n_group)
+            .topk(2, dim=-1)[0]
+            .sum(dim=-1)
+        )
+        group_idx = torch.topk(group_scores, k=self.topk_group, dim=-1, sorted=False)[1]
+        group_mask = torch.zeros_like(group_scores)
+        group_mask.scatter_(1, group_idx, 1)
+        score_mask = (
+            group_mask.unsqueeze(-1)
+            .expand(-1, self.n_group, self.n_routed_experts // self.n_group)
+            .reshape(-1, self.n_routed_experts)
+        )
+        scores_for_choice = scores_for_choice.masked_fill(~score_mask.bool(), 0.0)
+        topk_indices = torch.topk(scores_for_choice, k=self.top_k, dim=-1, sorted=False)[1]
+        return topk_indices
+
+    def forward(self, hidden_states):
+        hidden_states = hidden_states.view(-1, self.hidden_size)
+        router_logits = F.linear(hidden_states.type(torch.float32), self.weight.type(torch.float32))
+        if self.balanced:  # not transformers': the forced split (an add of a constant saves nothing)
+            router_logits = router_logits + round_robin_bias(router_logits.shape[0], self.n_routed_experts,
+                                                             self.top_k, router_logits.dtype, self.balanced)
+        scores = router_logits.sigmoid()
+        topk_indices = self.get_topk_indices(scores)
+        topk_weights = scores.gather(1, topk_indices)
+        if self.norm_topk_prob:
+            denominator = topk_weights.sum(dim=-1, keepdim=True) + 1e-20
+            topk_weights /= denominator
+        topk_weights = topk_weights * self.routed_scaling_factor
+        return topk_indices, topk_weights
+
+
+class DeepseekV3MoE(nn.Module):
+    def __init__(self, cfg, balanced):
+        super().__init__()
+        self.experts = nn.ModuleList(Expert(cfg, ds(cfg, "moe_intermediate_size"), QWEN_NAMES)
+                                     for _ in range(ds(cfg, "n_routed_experts")))
+        self.gate = DeepseekV3TopkRouter(cfg, balanced)
+        self.shared_experts = Expert(cfg, ds(cfg, "moe_intermediate_size") * ds(cfg, "n_shared_experts"), QWEN_NAMES)
+
+    def moe(self, hidden_states, topk_indices, topk_weights):
+        final_hidden_states = torch.zeros_like(hidden_states, dtype=topk_weights.dtype)
+        expert_mask = torch.nn.functional.one_hot(topk_indices, num_classes=len(self.experts))
+        expert_mask = expert_mask.permute(2, 0, 1)
+        # not in transformers: the tokens each expert got, for the reference's record (integers, no grad)
+        self.tokens_per_expert = expert_mask.sum(dim=(1, 2)).tolist()
+        for expert_idx in range(len(self.experts)):
+            expert = self.experts[expert_idx]
+            mask = expert_mask[expert_idx]
+            token_indices, weight_indices = torch.where(mask)
+            if token_indices.numel() > 0:
+                expert_weights = topk_weights[token_indices, weight_indices]
+                expert_input = hidden_states[token_indices]
+                expert_output = expert(expert_input)
+                weighted_output = expert_output * expert_weights.unsqueeze(-1)
+                final_hidden_states.index_add_(0, token_indices, weighted_output)
+        return final_hidden_states.type(hidden_states.dtype)
+
+    def forward(self, hidden_states):
+        residuals = hidden_states
+        orig_shape = hidden_states.shape
+        topk_indices, topk_weights = self.gate(hidden_states)
+        hidden_states = hidden_states.view(-1, hidden_states.shape[-1])
+        hidden_states = self.moe(hidden_states, topk_indices, topk_weights).view(*orig_shape)
+        hidden_states = hidden_states + self.shared_experts(residuals)
+        return hidden_states
+
+
+def apply_rotary_pos_emb_interleave(q, k, cos, sin, unsqueeze_dim=1):
+    cos = cos.unsqueeze(unsqueeze_dim)
+    sin = sin.unsqueeze(unsqueeze_dim)
+    b, h, s, d = q.shape
+    q = q.view(b, h, s, d // 2, 2).transpose(4, 3).reshape(b, h, s, d)
+    b, h, s, d = k.shape
+    k = k.view(b, h, s, d // 2, 2).transpose(4, 3).reshape(b, h, s, d)
+    q_embed = (q * cos) + (base.rotate_half(q) * sin)
+    k_embed = (k * cos) + (base.rotate_half(k) * sin)
+    return q_embed, k_embed
+
+
+def ds_sdpa_attention_forward(module, query, key, value, attention_mask, scaling, dropout=0.0):
+    """integrations/sdpa_attention.py as the newer transformers has it: no .contiguous(), repeat_kv only
+    where GQA is not passed on (n_rep 1 here)."""
+    key = base.repeat_kv(key, module.num_key_value_groups)
+    value = base.repeat_kv(value, module.num_key_value_groups)
+    is_causal = query.shape[2] > 1 and attention_mask is None
+    attn_output = F.scaled_dot_product_attention(query, key, value, attn_mask=attention_mask, dropout_p=dropout,
+                                                 scale=scaling, is_causal=is_causal)
+    return attn_output.transpose(1, 2).contiguous(), None
+
+
+class DeepseekV3Attention(nn.Module):
+    def __init__(self, cfg, attn):
+        super().__init__()
+        H = ds(cfg, "hidden_size")
+        self.attn = attn
+        self.num_heads = ds(cfg, "num_attention_heads")
+        kv = ds(cfg, "num_key_value_heads") or self.num_heads
+        self.num_key_value_groups = self.num_heads // kv
+        ds_attrs(self, cfg, "attention_dropout", "q_lora_rank", "qk_rope_head_dim", "kv_lora_rank", "v_head_dim",
+                 "qk_nope_head_dim", "rope_interleave")
+        self.qk_head_dim = self.qk_nope_head_dim + self.qk_rope_head_dim
+        bias = ds(cfg, "attention_bias")
+        if self.q_lora_rank is None:
+            self.q_proj = nn.Linear(H, self.num_heads * self.qk_head_dim, bias=False)
+        else:
+            self.q_a_proj = nn.Linear(H, self.q_lora_rank, bias=bias)
+            self.q_a_layernorm = base.LlamaRMSNorm(self.q_lora_rank)
+            self.q_b_proj = nn.Linear(self.q_lora_rank, self.num_heads * self.qk_head_dim, bias=False)
+        self.kv_a_proj_with_mqa = nn.Linear(H, self.kv_lora_rank + self.qk_rope_head_dim, bias=bias)
+        self.kv_a_layernorm = base.LlamaRMSNorm(self.kv_lora_rank)
+        self.kv_b_proj = nn.Linear(self.kv_lora_rank, self.num_heads * (self.qk_nope_head_dim + self.v_head_dim),
+                                   bias=False)
+        self.o_proj = nn.Linear(self.num_heads * self.v_head_dim, H, bias=bias)
+        self.scaling = self.qk_head_dim ** (-0.5)
+
+    def forward(self, hidden_states, position_embeddings, attention_mask):
+        batch_size, seq_length = hidden_states.shape[:-1]
+        query_shape = (batch_size, seq_length, -1, self.qk_head_dim)
+        key_shape = (batch_size, seq_length, -1, self.qk_nope_head_dim + self.v_head_dim)
+        if self.q_lora_rank is None:
+            q_states = self.q_proj(hidden_states)
+        else:
+            q_states = self.q_b_proj(self.q_a_layernorm(self.q_a_proj(hidden_states)))
+        q_states = q_states.view(query_shape).transpose(1, 2)
+        q_pass, q_rot = torch.split(q_states, [self.qk_nope_head_dim, self.qk_rope_head_dim], dim=-1)
+        compressed_kv = self.kv_a_proj_with_mqa(hidden_states)
+        k_pass, k_rot = torch.split(compressed_kv, [self.kv_lora_rank, self.qk_rope_head_dim], dim=-1)
+        k_pass = self.kv_b_proj(self.kv_a_layernorm(k_pass)).view(key_shape).transpose(1, 2)
+        k_pass, value_states = torch.split(k_pass, [self.qk_nope_head_dim, self.v_head_dim], dim=-1)
+        k_rot = k_rot.view(batch_size, 1, seq_length, self.qk_rope_head_dim)
+        cos, sin = position_embeddings
+        if self.rope_interleave:
+            q_rot, k_rot = apply_rotary_pos_emb_interleave(q_rot, k_rot, cos, sin)
+        else:
+            q_rot, k_rot = base.apply_rotary_pos_emb(q_rot, k_rot, cos, sin)
+        k_rot = k_rot.expand(*k_pass.shape[:-1], -1)
+        query_states = torch.cat((q_pass, q_rot), dim=-1)
+        key_states = torch.cat((k_pass, k_rot), dim=-1)
+        dropout = self.attention_dropout if self.training else 0.0
+        if self.attn == "sdpa":
+            attn_output, _ = ds_sdpa_attention_forward(self, query_states, key_states, value_states,
+                                                       attention_mask, self.scaling, dropout)
+        else:
+            attn_output, _ = base.eager_attention_forward(self, query_states, key_states, value_states,
+                                                          attention_mask, self.scaling, dropout)
+        attn_output = attn_output.reshape(batch_size, seq_length, -1).contiguous()
+        return self.o_proj(attn_output)
+
+
+class DeepseekV3DecoderLayer(MoeDecoderLayer):
+    """MoeDecoderLayer's forward (residual adds around self_attn and mlp), DeepseekV3DecoderLayer's modules."""
+
+    def __init__(self, cfg, layer_idx, attn, balanced):
+        nn.Module.__init__(self)
+        H, eps = ds(cfg, "hidden_size"), ds(cfg, "rms_norm_eps")
+        self.self_attn = DeepseekV3Attention(cfg, attn)
+        self.moe_name = "mlp"
+        if layer_idx >= ds(cfg, "first_k_dense_replace"):
+            self.mlp = DeepseekV3MoE(cfg, balanced)
+        else:  # DeepseekV3MLP(config): intermediate_size
+            self.mlp = Expert(cfg, ds(cfg, "intermediate_size"), QWEN_NAMES)
+        self.input_layernorm = base.LlamaRMSNorm(H, eps=eps)
+        self.post_attention_layernorm = base.LlamaRMSNorm(H, eps=eps)
+
+
+class DeepseekV3Model(nn.Module):
+    def __init__(self, cfg, attn, balanced):
+        super().__init__()
+        H = ds(cfg, "hidden_size")
+        self.cfg, self.attn = cfg, attn
+        self.embed_tokens = nn.Embedding(ds(cfg, "vocab_size"), H, cfg.get("pad_token_id"))
+        self.layers = nn.ModuleList(DeepseekV3DecoderLayer(cfg, i, attn, balanced)
+                                    for i in range(ds(cfg, "num_hidden_layers")))
+        self.norm = base.LlamaRMSNorm(H, eps=ds(cfg, "rms_norm_eps"))
+        # DeepseekV3Config sets head_dim = qk_rope_head_dim: the rotary embedding's dim
+        # (DeepSeek-V3's yarn: _compute_yarn_parameters gives an inv_freq of the same [dim / 2] float32 shape;
+        # its values, which change no memory, are not computed here)
+        rope_cfg = {k: v for k, v in cfg.items() if k != "rope_scaling"}
+        self.rotary_emb = base.RotaryEmbedding(rope_cfg, ds(cfg, "qk_rope_head_dim"))
+
+    def forward(self, input_ids):
+        inputs_embeds = self.embed_tokens(input_ids)
+        B, S = input_ids.shape
+        position_ids = torch.arange(0, S).unsqueeze(0)
+        # create_causal_mask: None for sdpa without padding (is_causal), the float causal mask for eager
+        mask = base.causal_mask(self.cfg, base.ARCH["llama"], self.attn, B, S, inputs_embeds.dtype, self.training)
+        hidden_states = inputs_embeds
+        position_embeddings = self.rotary_emb(hidden_states, position_ids)
+        for layer in self.layers:
+            hidden_states = layer(hidden_states, mask, position_embeddings)
+        return self.norm(hidden_states)
+
+
+class DeepseekV3ForCausalLM(nn.Module):
+    def __init__(self, cfg, attn="eager", balanced=False):
+        super().__init__()
+        self.cfg = cfg
+        self.model = DeepseekV3Model(cfg, attn, balanced)
+        self.lm_head = nn.Linear(ds(cfg, "hidden_size"), ds(cfg, "vocab_size"), bias=False)
+        if ds(cfg, "tie_word_embeddings"):
+            self.lm_head.weight = self.model.embed_tokens.weight
+
+    def forward(self, input_ids):
+        hidden_states = self.model(input_ids)
+        logits = self.lm_head(hidden_states[:, slice(0, None), :])
+        return logits.float().view(-1, ds(self.cfg, "vocab_size"))
+
+
+BUILDERS["deepseek_v3"] = lambda cfg, attn="eager", balanced=False: DeepseekV3ForCausalLM(cfg, attn, balanced)

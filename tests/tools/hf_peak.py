@@ -255,6 +255,10 @@ CASES = [
     ("mixtral", "eager", "float32", "eager"),
     ("mixtral", "sdpa", "float32", "auto"),
     ("mixtral", "sdpa", "bfloat16", "flash"),
+    ("deepseek_v3", "eager", "float32", "eager"),
+    # v head dim unlike q's: the CPU runs the math kernel (check_head_dim_size_cpp), CUDA the efficient one
+    ("deepseek_v3", "sdpa", "float32", "math"),
+    ("deepseek_v3", "eager", "bfloat16", "eager"),
 ]
 OPTIMS = [("sgd", "for-loop"), ("adam", "foreach")]
 

@@ -103,6 +103,57 @@ static void test_router_dtypes(void)
     t_free(&t);
 }
 
+/* DeepSeek-V3's router (scoring "sigmoid", src/ops/ops_moe.c) on T = 6
+ * tokens, E = 4 experts in n_group 2 groups, topk_group 1, k = 2, the
+ * float32 logits alone (no hidden-states input: the weights stay float32).
+ * Saved: sigmoid's float32 result 6*4*4 = 96 (gather's self, the same
+ * storage), gather's int64 index 6*2*8 = 96, with norm_topk_prob the
+ * division's clone 6*2*4 = 48 and its divisor [6, 1] 24: 264; without it
+ * 192. Forward temporaries of the no_grad selection: two float32 [6, 4]
+ * (scores_for_choice, masked_fill's) and two bool [6, 4]: 2*96 + 2*24 = 240;
+ * backward: gather's and sigmoid's float32 [6, 4] gradients, 192. */
+#define SIGMOID_JSON(NORM, G, KG, K)                                                          \
+    "{'inputs': [{'name': 'x', 'shape': [8]}],"                                               \
+    " 'layers': [{'name': 'h', 'type': 'linear', 'out_features': 8, 'bias': false},"          \
+    "  {'name': 'gate', 'type': 'linear', 'out_features': 4, 'bias': false},"                \
+    "  {'name': 'r', 'type': 'moe_router', 'inputs': 'gate', 'top_k': " #K ","                \
+    "   'scoring': 'sigmoid', 'n_group': " #G ", 'topk_group': " #KG ","                       \
+    "   'norm_topk_prob': " #NORM "}]}"
+static void test_router_sigmoid(void)
+{
+    struct t_model t;
+    if (t_load_dt(&t, SIGMOID_JSON(true, 2, 1, 2), 6, MEMEST_BF16) != 0) {
+        fprintf(stderr, "%s\n", t.msg);
+        CHECK(!"load sigmoid");
+        t_free(&t);
+        return;
+    }
+    CHECK_STR_EQ(t_shape(&t, "r", 0), "[6, 2]");
+    CHECK_STR_EQ(t_shape(&t, "r", 2), "[4, 2, 6]");
+    CHECK(t_out(&t, "r", 1)->dtype == MEMEST_I64);
+    CHECK(t_out(&t, "r", 0)->requires_grad);
+    t_free(&t);
+    LOAD(&t, SIGMOID_JSON(true, 2, 1, 2), 6);
+    CHECK(t_out(&t, "r", 0)->dtype == MEMEST_F32);
+    CHECK_EQ_U64(t_saved(&t, "r"), 96 + 96 + 48 + 24);
+    CHECK(t_saves_storage(&t, "r", t_storage(&t, "r", 1)));
+    CHECK_EQ_U64(t_info(&t, "r")->work_bytes, 2 * 96 + 2 * 24);
+    CHECK_EQ_U64(t_info(&t, "r")->bwd_work_bytes, 2 * 96);
+    t_free(&t);
+    LOAD(&t, SIGMOID_JSON(false, 2, 1, 2), 6);
+    CHECK_EQ_U64(t_saved(&t, "r"), 96 + 96);
+    t_free(&t);
+    CHECK_CONTAINS(t_error(&t, SIGMOID_JSON(true, 3, 1, 2), 6), "n_group 3 must divide the 4 experts");
+    t_free(&t);
+    CHECK_CONTAINS(t_error(&t, SIGMOID_JSON(true, 2, 3, 2), 6), "topk_group 3 is more than n_group 2");
+    t_free(&t);
+    CHECK_CONTAINS(t_error(&t, SIGMOID_JSON(true, 4, 1, 1), 6), "groups needs 2 experts at least");
+    t_free(&t);
+    CHECK_CONTAINS(t_error(&t, SIGMOID_JSON(true, 2, 1, 3), 6),
+                   "top_k 3 is more than the 2 experts of topk_group 1 groups");
+    t_free(&t);
+}
+
 /* One expert, T = 6, E = 4, k = 2, H = 8, fp32: 12 assignments, 3 each.
  * moe_gather: [3, 8] fp32, [3, 1] fp32, the where result [3, 2] int64,
  * saved (by both index ops) once: 3*2*8 = 48 bytes. The mul saves both
@@ -244,6 +295,7 @@ int main(void)
 {
     test_router();
     test_router_dtypes();
+    test_router_sigmoid();
     test_gather_index_add();
     test_tokens_per_expert();
     test_empty_expert();
