@@ -17,9 +17,10 @@ cli.py: its argument checks, its child process, its lookup of the name, its gate
     memest-export torchvision:NAME --input SHAPE [--input SHAPE] -o FILE
 
 with no --kwargs (the builder's defaults) and no --eval (training mode, the command's default). Inputs
-per sample as tests/tools/torchvision_zoo.py uses them (its sample_shapes(): 3,224,224; inception_v3
-3,299,299; video 3,16,112,112 or 3,16,224,224; RAFT two 3,224,224 images; detection one 3,224,224 input,
-the batch of images a user passes). Two things differ from a user's run, neither of which changes which
+per sample as tests/tools/torchvision_zoo.py uses them (its sample_shapes(): 3,224,224; inception_v3 and
+quantized_inception_v3 3,299,299, a quantized_* builder taking its float model's input; video
+3,16,112,112 or 3,16,224,224; RAFT two 3,224,224 images; detection one 3,224,224 input, the batch of
+images a user passes). Two things differ from a user's run, neither of which changes which
 path a model takes: the convolutions and the four BLAS ops run as allocation-equivalent stubs
 (torchvision_zoo.MacCounter: this machine's BLAS runs ~1 GFLOP/s and no outcome depends on tensor
 values), and torch.nn.init's functions are no-ops while the models are built (the big models' random
@@ -53,7 +54,9 @@ def check_args():
 def command(name):
     import torchvision_zoo as zoo
     argv = ["torchvision:" + name]
-    for shape in zoo.sample_shapes(name):
+    # a quantized_* builder's model takes its float model's input (quantized_inception_v3: 3,299,299)
+    base = name[len("quantized_"):] if zoo.family(name) == "quantized" else name
+    for shape in zoo.sample_shapes(base):
         argv += ["--input", ",".join(str(s) for s in shape)]
     return argv
 

@@ -110,7 +110,8 @@ def refuse_quantized(model):
                               "types for PyTorch's quantized kernels (packed int8 weights, inference only); "
                               "export the float model before conversion (torchvision: quantize=False, the "
                               "quantized builders' default)" % (qual or "<top>", mod, type(m).__name__))
-    for qual, t in _calling("named_buffers()", lambda: list(model.named_parameters()) + list(model.named_buffers())):
+    for qual, t in _calling("named_parameters()",
+                            lambda: list(model.named_parameters()) + list(model.named_buffers())):
         if getattr(t, "is_quantized", False):
             raise ExportError("quantized model: '%s' is a quantized tensor (%s): memest has no types for "
                               "PyTorch's quantized kernels; export the float model before conversion"
