@@ -91,3 +91,31 @@ class Recurrent(nn.Module):
         for _ in range(3):
             h = h + self.act(self.norm(self.cell(h)))
         return self.head(h)
+
+
+class Grid(nn.Module):
+    """A constant whose first size is the batch times the positions (RAFT's
+    coordinate grid, torch.zeros(B * H * W, 2)) added to the flattened input."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 3)
+
+    def forward(self, x):
+        b, c, h, w = x.shape
+        g = torch.zeros(b * h * w, c)
+        y = x.permute(0, 2, 3, 1).reshape(b * h * w, c)
+        return self.lin(y + g)
+
+
+class Quantized(nn.Module):
+    """A converted model's first module: PyTorch's quantized Quantize."""
+
+    def __init__(self):
+        super().__init__()
+        import torch.ao.nn.quantized as nnq
+        self.quant = nnq.Quantize(1.0, 0, torch.quint8)
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.quant(self.lin(x))

@@ -379,11 +379,76 @@ def case_api(memest):
             check(e.code == code and frag in str(e), "api: %s: %d %s" % (mode, e.code, e))
 
 
+def case_torchvision_names(memest):
+    """torchvision:NAME takes list_models()'s names (quantized_resnet18 is the
+    quantization namespace's resnet18, found by get_model_builder) and builds
+    without downloading (weights and weights_backbone None unless --kwargs
+    gives them); quantized modules, a batch-multiple constant."""
+    import torch
+    import torchvision
+    from memest_export import cli
+    from memest_export.errors import ExportError, UsageError
+    import export_models
+    if hasattr(torchvision.models, "get_model_builder"):   # torchvision 0.14 and later
+        want = torchvision.models.get_model_builder("quantized_resnet18")
+        got, kw = cli.torchvision_builder("quantized_resnet18", {})
+        check(got is want and kw.get("weights", 1) is None,
+              "torchvision_names: quantized_resnet18 -> %s %s" % (getattr(got, "__module__", got), kw))
+        for name in torchvision.models.list_models():
+            try:
+                cli.torchvision_builder(name, {})
+            except UsageError as e:
+                check(False, "torchvision_names: %s refused: %s" % (name, e))
+    got, kw = cli.torchvision_builder("lraspp_mobilenet_v3_large", {"num_classes": 3})
+    check(got is torchvision.models.segmentation.lraspp_mobilenet_v3_large
+          and kw == {"num_classes": 3, "weights": None, "weights_backbone": None},
+          "torchvision_names: lraspp keyword arguments %s" % kw)
+    got, kw = cli.torchvision_builder("resnet18", {"weights": "IMAGENET1K_V1"})
+    check(kw == {"weights": "IMAGENET1K_V1"}, "torchvision_names: --kwargs weights replaced: %s" % kw)
+    rc, out, err = run_cli(["torchvision:resnet_18", "--input", "3,32,32"])
+    check(rc == 2 and "no model builder 'resnet_18'" in err, "torchvision_names: unknown: exit %d %s" % (rc, err))
+    # no download: the hub's loader refuses, and the builder still builds
+    import torch.hub
+    real = torch.hub.load_state_dict_from_url
+
+    def no_download(*a, **k):
+        raise AssertionError("a download was attempted")
+    torch.hub.load_state_dict_from_url = no_download
+    try:
+        m = cli.load_model("torchvision:lraspp_mobilenet_v3_large", {"num_classes": 3})
+        check(isinstance(m, torch.nn.Module), "torchvision_names: lraspp not built")
+    except UsageError as e:
+        check(False, "torchvision_names: lraspp: %s" % e)
+    finally:
+        torch.hub.load_state_dict_from_url = real
+    # a quantizable model's float form exports; its parameters are PyTorch's
+    model = cli.load_model("torchvision:quantized_shufflenet_v2_x0_5", {})
+    x = torch.randn(2, 3, 64, 64)
+    doc, res = export_and_load(model, x, memest, 2, name="q")
+    want = sum(p.numel() for p in model.parameters())
+    check(res["params"]["total"] == want, "torchvision_names: quantizable shufflenet: memest %d parameters, "
+          "PyTorch %d" % (res["params"]["total"], want))
+    # a converted (quantized) model: refused, saying why
+    try:
+        export_and_load(export_models.Quantized(), torch.randn(2, 4), memest, 2)
+        check(False, "torchvision_names: a quantized module exported")
+    except ExportError as e:
+        check("quantized" in str(e) and "'quant'" in str(e), "torchvision_names: quantized: %s" % e)
+    # torch.zeros(B * H * W, C): zeros [batch, H*W, C] reshaped
+    model = export_models.Grid()
+    for b in (2, 5):
+        x = torch.randn(b, 2, 3, 4)
+        doc, res = export_and_load(model, x, memest, b)
+        want = list(model(x).shape)
+        check(res["layers"][-1]["output_shape"] == want, "torchvision_names: grid at batch %d: %s, want %s"
+              % (b, res["layers"][-1]["output_shape"], want))
+
+
 CASES = {"api": case_api, "escape": case_escape, "resnet18": case_resnet18, "mobilenet_v3_small": case_mobilenet_v3_small, "custom": case_custom,
          "unsupported": case_unsupported, "untraceable": case_untraceable, "cli": case_cli,
          "batchexpr": case_batchexpr, "writes": case_writes, "shared": case_shared,
-         "progress": case_progress}
-NEEDS_TORCHVISION = {"resnet18", "mobilenet_v3_small"}
+         "progress": case_progress, "torchvision_names": case_torchvision_names}
+NEEDS_TORCHVISION = {"resnet18", "mobilenet_v3_small", "torchvision_names"}
 NO_TORCH = {"batchexpr", "escape"}
 
 

@@ -16,7 +16,9 @@ with an address-space limit (--mem-gib, default 16) and a per-model time limit (
 
 Models: torchvision.models.list_models() (classification, segmentation, video, optical flow, detection)
 with weights=None and the builder's defaults, built after torch.manual_seed(0), fp32, model.train().
-quantized_* are out of scope: int8 inference-only models (no training step to estimate).
+quantized_* (issue 32, item 6): the builders' default, quantize=False, the float quantizable model (QuantStub,
+DeQuantStub, FloatFunctional adds), measured and exported as the others, with its float model's input; the
+converted int8 model (quantize=True) is inference only and refused by the exporter.
 Inputs, batch 2 (per-sample shapes in INPUTS below): classification 3x224x224 (inception_v3 3x299x299, the
 size its builder documents; the EfficientNets' larger eval sizes are not used: the rules memest applies do
 not depend on the resolution, and 224 keeps the biggest steps within this machine's memory and time);
@@ -105,7 +107,10 @@ def family(name):
 
 
 def sample_shapes(name):
-    """Per-sample input shapes (the batch of 2 is added in front)."""
+    """Per-sample input shapes (the batch of 2 is added in front); a quantized_* model takes its float
+    model's."""
+    if family(name) == "quantized":
+        name = name[len("quantized_"):]
     fam = family(name)
     if fam == "video":
         return [[3, 16, 224, 224]] if name in VIDEO_224 else [[3, 16, 112, 112]]
@@ -118,14 +123,14 @@ def sample_shapes(name):
 
 # measured last (the longest steps; a time-limited run covers the others first)
 HEAVY = ("convnext_large", "deeplabv3_resnet101", "densenet161", "densenet201", "efficientnet_b5",
-         "efficientnet_b6", "efficientnet_b7", "efficientnet_v2_m", "efficientnet_v2_l", "fcn_resnet101",
+         "efficientnet_b6", "efficientnet_b7", "quantized_resnext101_32x8d", "quantized_resnext101_64x4d", "efficientnet_v2_m", "efficientnet_v2_l", "fcn_resnet101",
          "maxvit_t", "mvit_v1_b", "mvit_v2_s", "raft_large", "regnet_x_16gf", "regnet_x_32gf", "regnet_y_16gf",
          "regnet_y_32gf", "regnet_y_128gf", "resnext101_32x8d", "resnext101_64x4d", "s3d", "swin_b", "swin_v2_b",
          "swin3d_s", "swin3d_b", "vit_l_16", "vit_l_32", "vit_h_14", "wide_resnet101_2")
 
 
 def all_models():
-    names = [m for m in torchvision.models.list_models() if family(m) != "quantized"]
+    names = list(torchvision.models.list_models())
     return sorted(names, key=lambda m: (family(m) == "detection", m in HEAVY, HEAVY.index(m) if m in HEAVY else 0))
 
 
@@ -349,7 +354,7 @@ def short_error(e):
 
 
 # training-mode outputs (logits, aux logits...): exported as Primary(model), the logits the loss takes
-AUX_HEADS = ("googlenet", "inception_v3")
+AUX_HEADS = ("googlenet", "inception_v3", "quantized_googlenet", "quantized_inception_v3")
 
 
 def stage_export(name, model, inputs):
@@ -604,8 +609,9 @@ def new_ref():
         "step": "model.train(); SGD(lr=1e-3, foreach=False); step 2 of zero_grad(set_to_none=True), "
                 "out = primary output, loss = F.cross_entropy(out, target), backward, opt.step()",
         "definitions": __doc__.split("Stages per model")[1].split("Detection models")[0].strip().splitlines(),
-        "out_of_scope": {"quantized": "quantized_* builders: int8 inference-only models (torch.ao), no "
-                                      "training step; memest estimates training"},
+        "out_of_scope": {"quantized": "quantized_* builders converted to int8 (quantize=True): inference-only "
+                                      "models (torch.ao), refused by the exporter; their float quantizable "
+                                      "models (quantize=False, the default) are measured"},
         "models": {},
     }
 
@@ -613,6 +619,7 @@ def new_ref():
 def parent(a):
     ref = load_ref() or new_ref()
     ref["torch_version"], ref["torchvision_version"] = torch.__version__, torchvision.__version__
+    ref["out_of_scope"] = new_ref()["out_of_scope"]
     names = a.models.split(",") if a.models else all_models()
     for n in names:
         if n not in torchvision.models.list_models():
@@ -627,8 +634,6 @@ def parent(a):
     todo = []
     for n in names:
         e = ref["models"].setdefault(n, {"family": family(n), "input": [[B] + s for s in sample_shapes(n)]})
-        if family(n) == "quantized":
-            continue
         st = [s for s in stages if s in redo or s not in e or (a.retry_errors and "error" in e[s])]
         if st:
             todo.append((n, st))

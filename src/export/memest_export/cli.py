@@ -11,6 +11,7 @@ code."""
 
 import argparse
 import importlib
+import inspect
 import os
 import signal
 import sys
@@ -42,8 +43,9 @@ def parser():
                 epilog=USAGE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model", help="MODULE:NAME (a class, a builder function or a module instance; "
                    "MODULE is imported from the current directory or sys.path), or torchvision:NAME "
-                   "(a builder of torchvision.models and its segmentation, video, detection, "
-                   "optical_flow and quantization namespaces)")
+                   "(a name of torchvision.models.list_models(), or a builder of torchvision.models and "
+                   "its segmentation, video, detection, optical_flow and quantization namespaces; weights "
+                   "and weights_backbone are None unless --kwargs gives them)")
     p.add_argument("--kwargs", default="{}", metavar="JSON",
                    help="keyword arguments of the class or builder, a JSON object")
     p.add_argument("--input", action="append", default=[], metavar="[DTYPE:]SHAPE",
@@ -73,6 +75,62 @@ def _get(obj, part):
         return _get
 
 
+TORCHVISION_NAMESPACES = ("", "segmentation", "video", "detection", "optical_flow", "quantization")
+
+
+def torchvision_builder(name, kwargs):
+    """The builder torchvision:NAME names and the keyword arguments it is called
+    with. NAME is a registered name (torchvision.models.list_models(), found by
+    get_model_builder: quantized_resnet50 is quantization's resnet50) or a
+    builder function of torchvision.models or one of its namespaces. A
+    keyword argument the builder takes and --kwargs leaves out is set to
+    download nothing: weights_backbone (the segmentation and detection
+    builders' default is ImageNet weights, a download) is None, as weights
+    already is; memest's figures do not depend on the weights' values."""
+    try:
+        import torchvision.models as tvm
+    except BaseException as e:  # noqa: B902 - a broken installation raises anything
+        raise UsageError("torchvision cannot be imported: %s" % describe(e))
+    obj = None
+    get_builder = getattr(tvm, "get_model_builder", None)   # torchvision 0.14 and later
+    if get_builder is not None and not name.startswith("_"):
+        try:
+            obj = get_builder(name)
+        except ValueError:       # "Unknown model ..."
+            obj = None
+        except BaseException as e:  # noqa: B902 - torchvision's code
+            raise UsageError("torchvision:%s: looking it up raised %s" % (name, describe(e)))
+    if obj is None:
+        for ns in TORCHVISION_NAMESPACES:
+            try:
+                m = importlib.import_module("torchvision.models" + ("." + ns if ns else ""))
+            except Exception:
+                continue
+            obj = getattr(m, name, None)
+            if obj is not None and callable(obj) and not name.startswith("_"):
+                break
+            obj = None
+    if obj is None:
+        known = ""
+        if get_builder is not None:
+            try:
+                import difflib
+                close = difflib.get_close_matches(name, tvm.list_models(), n=3)
+                known = " (close: %s)" % ", ".join(close) if close else ""
+            except BaseException:  # noqa: B902
+                known = ""
+        raise UsageError("torchvision has no model builder '%s'%s" % (name, known))
+    kwargs = dict(kwargs)
+    try:
+        params = inspect.signature(obj).parameters
+    except (TypeError, ValueError):
+        params = {}
+    for k in ("weights", "weights_backbone"):
+        if k in params and k not in kwargs:
+            kwargs[k] = None
+    return obj, kwargs
+
+
 def load_model(spec, kwargs):
     """The nn.Module MODULE:NAME names: imported, looked up and built, each
     step's failure (whatever the model's code raises) a UsageError."""
@@ -81,22 +139,7 @@ def load_model(spec, kwargs):
         raise UsageError("model '%s': expected MODULE:NAME or torchvision:NAME" % spec)
     modname, attr = spec.split(":", 1)
     if modname == "torchvision":
-        try:
-            import torchvision.models  # noqa: F401
-        except BaseException as e:
-            raise UsageError("torchvision cannot be imported: %s" % describe(e))
-        obj = None
-        for ns in ("", "segmentation", "video", "detection", "optical_flow", "quantization"):
-            try:
-                m = importlib.import_module("torchvision.models" + ("." + ns if ns else ""))
-            except Exception:
-                continue
-            obj = getattr(m, attr, None)
-            if obj is not None and callable(obj) and not attr.startswith("_"):
-                break
-            obj = None
-        if obj is None:
-            raise UsageError("torchvision has no model builder '%s'" % attr)
+        obj, kwargs = torchvision_builder(attr, kwargs)
     else:
         if "" not in sys.path and os.getcwd() not in sys.path:
             sys.path.insert(0, os.getcwd())

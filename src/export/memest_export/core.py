@@ -86,6 +86,38 @@ def _node_json(node, prev):
     return d
 
 
+# PyTorch's quantized (int8) modules: eager-mode torch.ao.nn.quantized (and its
+# dynamic, reference and intrinsic variants), their torch.nn.quantized aliases
+_QUANTIZED_MODULES = ("torch.ao.nn.quantized", "torch.nn.quantized", "torch.ao.nn.intrinsic.quantized",
+                      "torch.nn.intrinsic.quantized")
+# float modules defined there: FloatFunctional (torch.add and the like, a
+# quantizable model's own before conversion) is no quantized module
+_FLOAT_THERE = ("FloatFunctional", "FXFloatFunctional")
+
+
+def refuse_quantized(model):
+    """An ExportError when the model holds PyTorch's quantized modules or
+    tensors (a converted model: torchvision's quantized_* built with
+    quantize=True). memest has no types for them: their int8 weights are
+    packed parameters no parameters() count, and their kernels are
+    inference-only (no backward), so neither the parameters nor a training
+    step could be written."""
+    for qual, m in _calling("named_modules()", lambda: list(model.named_modules())):
+        mod = getattr(type(m), "__module__", "") or ""
+        if (any(mod == q or mod.startswith(q + ".") for q in _QUANTIZED_MODULES)
+                and type(m).__name__ not in _FLOAT_THERE):
+            raise ExportError("quantized model: module '%s' is %s.%s, a quantized (int8) module: memest has no "
+                              "types for PyTorch's quantized kernels (packed int8 weights, inference only); "
+                              "export the float model before conversion (torchvision: quantize=False, the "
+                              "quantized builders' default)" % (qual or "<top>", mod, type(m).__name__))
+    for qual, t in _calling("named_parameters()",
+                            lambda: list(model.named_parameters()) + list(model.named_buffers())):
+        if getattr(t, "is_quantized", False):
+            raise ExportError("quantized model: '%s' is a quantized tensor (%s): memest has no types for "
+                              "PyTorch's quantized kernels; export the float model before conversion"
+                              % (qual, str(t.dtype).replace("torch.", "")))
+
+
 def export(model, inputs, *, name=None, batch_dim=0, train=True, progress=None):
     """The memest model document of `model` called on `inputs`.
 
@@ -105,6 +137,7 @@ def export(model, inputs, *, name=None, batch_dim=0, train=True, progress=None):
             raise UsageError("an input of shape %s has no batch dimension %d" % (list(t.shape), batch_dim))
         dtype_name(t.dtype)
     bd = batch_dim % inputs[0].dim()
+    refuse_quantized(model)
     names = input_names(model, len(inputs))
 
     was_training = _calling("model.training", getattr, model, "training")
@@ -131,7 +164,7 @@ def export(model, inputs, *, name=None, batch_dim=0, train=True, progress=None):
                     b.copy_(saved[n])
 
     (rec1, out1), (rec2, out2) = recs
-    nodes = batchexpr.merge(rec1.nodes, rec2.nodes, BATCHES[0], BATCHES[1])
+    nodes = batchexpr.merge(rec1.nodes, rec2.nodes, BATCHES[0], BATCHES[1], taken=names)
     outs1, outs2 = _outputs(rec1, out1), _outputs(rec2, out2)
     if outs1 != outs2:
         raise ExportError("data-dependent behaviour: forward() returns %s at batch %d, %s at batch %d"
