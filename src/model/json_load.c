@@ -498,7 +498,10 @@ int memest_model_read_string(const char *text, size_t len, const char *label,
     if (rc == 0) {
         m->file = label;
         rc = mb_arch_extend(&m->root, label, err);
-        mb_template_model_type(m);
+        if (rc == 0)
+            mb_template_model_type(m);
+        else
+            memest_model_free(m);   /* the caller frees nothing on failure */
     }
     return rc;
 }
