@@ -4,8 +4,13 @@
 # op by op, the second step of zero_grad, forward, cross-entropy, backward,
 # opt.step(); every op output storage counted from its creation until it is
 # freed; tests/reference/hf_peaks.json "cases"), within 3% (issue 12).
-#   cmake -DMEMEST=... -DSRC=<source dir> -DCASE=<index into cases> -P peaks.cmake
-file(READ ${SRC}/tests/reference/hf_peaks.json text)
+# With -DREF=FILE (under tests/reference/), another generator's cases of the
+# same layout.
+#   cmake -DMEMEST=... -DSRC=<source dir> -DCASE=<index into cases> [-DREF=FILE] -P peaks.cmake
+if(NOT DEFINED REF)
+  set(REF hf_peaks.json)
+endif()
+file(READ ${SRC}/tests/reference/${REF} text)
 string(JSON seq GET "${text}" seq)
 string(JSON batch GET "${text}" batch)
 foreach(key config dtype memest_attention optim impl peak_tensors)

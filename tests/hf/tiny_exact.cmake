@@ -5,10 +5,15 @@
 # measured by tests/tools/hf_figures.py: tests/reference/hf_figures.json
 # tiny.NAME.runs["DTYPE/ATTN"].saved_activation_bytes_cuda_corrected), and the
 # parameters its params_total.
-# With -DTOLERANCE_PPM=N, within N parts per million instead of exactly.
+# With -DTOLERANCE_PPM=N, within N parts per million instead of exactly; with
+# -DREF=FILE (under tests/reference/), another generator's figures of the same
+# layout (tests/tools/hf_figures_*.py).
 #   cmake -DMEMEST=... -DSRC=<source dir> -DNAME=<tiny config> -DDTYPE=float32|bfloat16
-#         -DATTN=eager|sdpa [-DTOLERANCE_PPM=N] -P tiny_exact.cmake
+#         -DATTN=eager|sdpa [-DTOLERANCE_PPM=N] [-DREF=hf_figures_x.json] -P tiny_exact.cmake
 include(${CMAKE_CURRENT_LIST_DIR}/memest_json.cmake)
-file(READ ${SRC}/tests/reference/hf_figures.json ref)
+if(NOT DEFINED REF)
+  set(REF hf_figures.json)
+endif()
+file(READ ${SRC}/tests/reference/${REF} ref)
 string(JSON t GET "${ref}" tiny ${NAME})
 compare_tiny("${t}" ${NAME} ${DTYPE} ${ATTN})
