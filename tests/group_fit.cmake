@@ -31,6 +31,8 @@ add_test(NAME docs.gpu_table
                  -DLIST=--list-gpus -DMARK=gpus -P ${CMAKE_CURRENT_SOURCE_DIR}/check_doc.cmake)
 set_tests_properties(docs.gpu_table PROPERTIES LABELS docs)
 
+# (A comparison of cards searches each card's largest batch: 2 s here, about
+# 30 s under ASan on a loaded machine, hence the command's 300 s limit.)
 # --gpu auto --probe: the probed device's total memory is the card (through
 # the fake libcuda of tests/group_probe.cmake); a device name that matches a
 # preset adds its throughput figures.
@@ -38,8 +40,8 @@ function(fit_probe_case name exit frag out env)
   add_test(NAME fit.${name}
            COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> "-DARGS=${ARGN}"
                    -DEXIT=${exit} "-DFRAGMENT=${frag}" "-DSTDOUT=${out}" -DKEEP_STDOUT=1 "-DENV=${env}"
-                   -P ${CMAKE_CURRENT_SOURCE_DIR}/run_case.cmake)
-  set_tests_properties(fit.${name} PROPERTIES LABELS "fit;probe")
+                   -DTIMEOUT=300 -P ${CMAKE_CURRENT_SOURCE_DIR}/run_case.cmake)
+  set_tests_properties(fit.${name} PROPERTIES LABELS "fit;probe" TIMEOUT 360)
 endfunction()
 set(_fake "MEMEST_LIBCUDA=$<TARGET_FILE:memest_fakecuda>")
 fit_probe_case(gpu_auto_fits 0 "" "of 16.0 GiB (" "${_fake}|FAKECUDA_TOTAL=16G"
