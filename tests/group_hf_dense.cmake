@@ -14,7 +14,7 @@
 # 111,616), which the kernel that takes a mask saves and memest counts as the
 # forward's transient, not as saved (src/ops/ops_sdpa.c, sdpa_mask_memory; as
 # Mistral's and Gemma 3's).
-foreach(name starcoder2)
+foreach(name starcoder2 glm4)
   foreach(dtype float32 bfloat16)
     foreach(attn eager sdpa)
       set(_tol "")

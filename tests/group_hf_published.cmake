@@ -130,6 +130,13 @@ list(APPEND _hf_published "tests/hf/published/deepseek-v3=${ds_total}=${ds_buffe
 # PretrainedConfig's tie_word_embeddings=True) + 30*95979008 + 2*3072 (final
 # LayerNorm). Buffers: inv_freq [64].
 list(APPEND _hf_published "models/hf/starcoder2-3b=3030371328=64")
+# THUDM/GLM-4-9B-0414: "9.4B params" (its model page). V 151552, H 4096,
+# L 40, 32 heads and 2 kv heads of 128, I 13696; per layer q 4096*4096 + 4096
+# + k 4096*256 + 256 + v 4096*256 + 256 (attention_bias) + o 4096*4096 (no
+# bias) + gate_up_proj 4096*2*13696 + down_proj 13696*4096 + 4 RMSNorms
+# 4*4096 = 203,969,024: 2*151552*4096 (untied) + 40*203969024 + 4096
+# = 9,400,279,040. Buffers: inv_freq [32] (int(128 * 0.5) / 2).
+list(APPEND _hf_published "models/hf/glm-4-9b-0414=9400279040=32")
 foreach(entry ${_hf_published})
   string(REPLACE "=" ";" kv ${entry})
   list(GET kv 0 path)

@@ -30,8 +30,8 @@ from provenance import stamp  # noqa: E402
 
 torch.set_num_threads(2)
 
-CONFIGS = ["starcoder2-3b"]
-TINY = ["starcoder2"]
+CONFIGS = ["starcoder2-3b", "glm-4-9b-0414"]
+TINY = ["starcoder2", "glm4"]
 
 
 def starcoder2(V, H, L, I, heads, kv, hd):
@@ -42,9 +42,19 @@ def starcoder2(V, H, L, I, heads, kv, hd):
     return V * H + L * (attn + mlp + 4 * H) + 2 * H
 
 
+def glm4(V, H, L, I, heads, kv, hd):
+    """Glm4: q/k/v_proj with biases, o_proj without, gate_up_proj [2I, H] and down_proj, four RMSNorms per
+    layer, the final RMSNorm, lm_head untied."""
+    attn = H * heads * hd + heads * hd + 2 * (H * kv * hd + kv * hd) + heads * hd * H
+    mlp = H * 2 * I + I * H
+    return 2 * V * H + L * (attn + mlp + 4 * H) + H
+
+
 # bigcode/starcoder2-3b: "3.03B params" (its model card; safetensors total 3,030,371,328)
-PUBLISHED = {"starcoder2-3b": 3030371328}
-PUBLISHED_ARITHMETIC = {"starcoder2-3b": starcoder2(49152, 3072, 30, 12288, 24, 2, 128)}
+# THUDM/GLM-4-9B-0414: "9.4B params" (its model page; the arithmetic gives 9,400,279,040)
+PUBLISHED = {"starcoder2-3b": 3030371328, "glm-4-9b-0414": 9400279040}
+PUBLISHED_ARITHMETIC = {"starcoder2-3b": starcoder2(49152, 3072, 30, 12288, 24, 2, 128),
+                        "glm-4-9b-0414": glm4(151552, 4096, 40, 13696, 32, 2, 128)}
 
 
 def layernorm_cuda(r):
