@@ -121,6 +121,22 @@ math(EXPR ds_buffers "${rope} / 2 + (${L} - ${dense}) * ${experts}")
 # models' figures (Mixtral's 12.9B): the 36.6B and the embedding's 0.93B
 math(EXPR ds_active_all "${ds_active} + ${V} * ${H}")
 list(APPEND _hf_published "tests/hf/published/deepseek-v3=${ds_total}=${ds_buffers}=${ds_active_all}")
+# bigcode/starcoder2-3b: "3.03B params" (its model card; 3,030,371,328). V
+# 49152, H 3072, L 30, 24 heads and 2 kv heads of 128, I 12288, every linear
+# with a bias, LayerNorms with weight and bias; per layer q 3072*3072 + 3072
+# + k 3072*256 + 256 + v 3072*256 + 256 + o 3072*3072 + 3072 + c_fc
+# 3072*12288 + 12288 + c_proj 12288*3072 + 3072 + 2 LayerNorms 4*3072
+# = 95,979,008: 49152*3072 (lm_head tied, Starcoder2Config keeping
+# PretrainedConfig's tie_word_embeddings=True) + 30*95979008 + 2*3072 (final
+# LayerNorm). Buffers: inv_freq [64].
+list(APPEND _hf_published "models/hf/starcoder2-3b=3030371328=64")
+# THUDM/GLM-4-9B-0414: "9.4B params" (its model page). V 151552, H 4096,
+# L 40, 32 heads and 2 kv heads of 128, I 13696; per layer q 4096*4096 + 4096
+# + k 4096*256 + 256 + v 4096*256 + 256 (attention_bias) + o 4096*4096 (no
+# bias) + gate_up_proj 4096*2*13696 + down_proj 13696*4096 + 4 RMSNorms
+# 4*4096 = 203,969,024: 2*151552*4096 (untied) + 40*203969024 + 4096
+# = 9,400,279,040. Buffers: inv_freq [32] (int(128 * 0.5) / 2).
+list(APPEND _hf_published "models/hf/glm-4-9b-0414=9400279040=32")
 foreach(entry ${_hf_published})
   string(REPLACE "=" ";" kv ${entry})
   list(GET kv 0 path)
