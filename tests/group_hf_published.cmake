@@ -121,6 +121,31 @@ math(EXPR ds_buffers "${rope} / 2 + (${L} - ${dense}) * ${experts}")
 # models' figures (Mixtral's 12.9B): the 36.6B and the embedding's 0.93B
 math(EXPR ds_active_all "${ds_active} + ${V} * ${H}")
 list(APPEND _hf_published "tests/hf/published/deepseek-v3=${ds_total}=${ds_buffers}=${ds_active_all}")
+# zai-org/GLM-4.5-Air (tests/hf/published/glm-4.5-air.json): "106 billion
+# total parameters and 12 billion active parameters" (the model card). V 151552,
+# H 4096, L 46 (1 dense, 45 MoE), 96 heads and 8 kv heads of 128, q/k/v biases
+# (attention_bias), o_proj none, no qk norm; per layer q 4096*12288 + 12288,
+# k and v 4096*1024 + 1024 each, o 12288*4096, 2 norms 2*4096 = 109,074,432;
+# the dense MLP 3*4096*10944; per MoE layer the router weight 128*4096, 128
+# routed experts and 1 shared of 3*4096*1408 (gate_up_proj [2816, 4096],
+# down_proj [4096, 1408]); 2*151552*4096 (untied) + 46*109074432
+# + 3*4096*10944 + 45*(128*4096 + 129*17301504) + 4096 = 106,852,245,504
+# (106.85B: the card's 106B; the MTP layer model.layers.46.*, which
+# Glm4MoeModel skips, is not counted). Active: 106852245504 - 45*120*17301504
+# = 13,424,123,904, of which 12,182,609,920 without the embedding and the head
+# 2*151552*4096: the card's 12B. Buffers: inv_freq [64 / 2] (partial rotary:
+# int(128 * 0.5) = 64 dims) + 45 e_score_correction_bias [128] = 5,792.
+math(EXPR glm_layer "4096 * 12288 + 12288 + 2 * (4096 * 1024 + 1024) + 12288 * 4096 + 2 * 4096")
+math(EXPR glm_expert "3 * 4096 * 1408")
+math(EXPR glm_common "2 * 151552 * 4096 + 46 * ${glm_layer} + 3 * 4096 * 10944 + 4096")
+math(EXPR glm_total "${glm_common} + 45 * (128 * 4096 + 129 * ${glm_expert})")
+math(EXPR glm_active "${glm_common} + 45 * (128 * 4096 + 9 * ${glm_expert})")
+math(EXPR glm_total_b "${glm_total} / 1000000000")
+math(EXPR glm_active_b "(${glm_active} - 2 * 151552 * 4096 + 500000000) / 1000000000")
+if(NOT glm_total EQUAL 106852245504 OR NOT glm_total_b EQUAL 106 OR NOT glm_active_b EQUAL 12)
+  message(FATAL_ERROR "GLM-4.5-Air arithmetic: ${glm_total} total, ${glm_active} active: not the published 106B and 12B")
+endif()
+list(APPEND _hf_published "tests/hf/published/glm-4.5-air=${glm_total}=5792=${glm_active}")
 foreach(entry ${_hf_published})
   string(REPLACE "=" ";" kv ${entry})
   list(GET kv 0 path)
