@@ -10,8 +10,13 @@
 #    grad enabled; what its group top-k and masked_fill nodes save is freed on
 #    return (no node reachable from the output refers to them) and is not
 #    counted, by PyTorch's figure nor by memest;
-#  - the parameters of GLM-4.5-Air: tests/group_hf_published.cmake.
-foreach(name glm4_moe)
+#  - the same for granitemoe (models/arch/granitemoe.json): tests/hf/tiny/
+#    granitemoe.json (Granite's muP scalars, GQA, tied head, 8 experts, top 3),
+#    exactly; GraniteMoeMoE's tokens sorted by expert save in all what memest's
+#    per-expert form saves (src/ops/ops_moe.c, moe_router scoring topk_softmax);
+#  - the parameters of GLM-4.5-Air and granite-3.1-3b-a800m-instruct:
+#    tests/group_hf_published.cmake.
+foreach(name glm4_moe granitemoe)
   foreach(dtype float32 bfloat16)
     foreach(attn eager sdpa)
       add_test(NAME hf_moe2.tiny_exact.${name}.${dtype}.${attn}

@@ -146,6 +146,23 @@ if(NOT glm_total EQUAL 106852245504 OR NOT glm_total_b EQUAL 106 OR NOT glm_acti
   message(FATAL_ERROR "GLM-4.5-Air arithmetic: ${glm_total} total, ${glm_active} active: not the published 106B and 12B")
 endif()
 list(APPEND _hf_published "tests/hf/published/glm-4.5-air=${glm_total}=5792=${glm_active}")
+# ibm-granite/granite-3.1-3b-a800m-instruct ("3B-A800M"; tests/hf/published/
+# granite-3.1-3b-a800m-instruct.json): V 49155, H 1536, L 32, 24 heads and 8 kv
+# heads of 64, no biases, 40 experts of intermediate 512, 8 routed, tied head;
+# per layer q 1536*1536 + k, v 1536*512 each + o 1536*1536, 2 norms 2*1536,
+# router 40*1536, input_linear [40, 1024, 1536] and output_linear [40, 1536,
+# 512] = 100,727,808: 49155*1536 + 32*100727808 + 1536 = 3,298,793,472 (3.3B);
+# active: 3298793472 - 32*32*(1024*1536 + 1536*512) = 882,874,368, of which
+# 807,372,288 without the tied embedding (the card's 800M). Buffers: inv_freq [32].
+math(EXPR gm_layer "2 * 1536 * 1536 + 2 * 1536 * 512 + 2 * 1536 + 40 * 1536 + 40 * (1024 * 1536 + 1536 * 512)")
+math(EXPR gm_total "49155 * 1536 + 32 * ${gm_layer} + 1536")
+math(EXPR gm_active "${gm_total} - 32 * 32 * (1024 * 1536 + 1536 * 512)")
+math(EXPR gm_total_d "(${gm_total} + 50000000) / 100000000")
+math(EXPR gm_active_d "(${gm_active} - 49155 * 1536 + 50000000) / 100000000")
+if(NOT gm_total EQUAL 3298793472 OR NOT gm_total_d EQUAL 33 OR NOT gm_active_d EQUAL 8)
+  message(FATAL_ERROR "granite-3.1-3b-a800m arithmetic: ${gm_total} total, ${gm_active} active: not the published 3.3B and 800M")
+endif()
+list(APPEND _hf_published "tests/hf/published/granite-3.1-3b-a800m-instruct=${gm_total}=32=${gm_active}")
 foreach(entry ${_hf_published})
   string(REPLACE "=" ";" kv ${entry})
   list(GET kv 0 path)

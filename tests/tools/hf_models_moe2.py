@@ -301,3 +301,93 @@ class Glm4MoeForCausalLM(nn.Module):
 
 
 BUILDERS = {"glm4_moe": lambda cfg, attn="eager", balanced=False: Glm4MoeForCausalLM(cfg, attn, balanced)}
+
+
+# ---- Granite-MoE: huggingface/transformers@023633dd63876e9f65e733a9f547952052b63d6a
+# src/transformers/models/granitemoe/modular_granitemoe.py (GraniteMoeMoE; GraniteMoeParallelExperts and
+# GraniteMoeTopKGating are models/jetmoe/modeling_jetmoe.py's JetMoeParallelExperts and JetMoeTopKGating);
+# the rest is Granite's (hf_models.py "granite": the muP scalars, GraniteAttention with attention_multiplier,
+# GraniteDecoderLayer's residual_multiplier; MixtralDecoderLayer's module is named block_sparse_moe, here the
+# MoE takes the dense MLP's attribute name mlp, which changes no tensor). The saved bytes do not depend on the
+# routing (every tensor is [T * k, ...] in all); balanced=True forces the round-robin split all the same.
+
+class GraniteMoeParallelExperts(nn.Module):
+    def __init__(self, num_experts, input_size, output_size):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(num_experts, output_size, input_size))
+        nn.init.normal_(self.weight, std=0.02)
+        self.num_experts = num_experts
+
+    def forward(self, inputs, expert_size):
+        input_list = inputs.split(expert_size, dim=0)
+        output_list = []
+        for i in range(self.num_experts):
+            output_list.append(F.linear(input_list[i], self.weight[i]))
+        return torch.cat(output_list, dim=0)
+
+
+class GraniteMoeTopKGating(nn.Module):
+    def __init__(self, input_size, num_experts, top_k, balanced):
+        super().__init__()
+        self.num_experts = num_experts
+        self.top_k = top_k
+        self.balanced = balanced
+        self.layer = nn.Linear(input_size, num_experts, bias=False)
+
+    def forward(self, hidden_states):
+        logits = self.layer(hidden_states).float()
+        if self.balanced:  # not transformers': the forced split (an add of a constant saves nothing)
+            logits = logits + round_robin_bias(logits.shape[0], self.num_experts, self.top_k, logits.dtype,
+                                               self.balanced)
+        top_k_logits, top_k_indices = logits.topk(self.top_k, dim=1)
+        top_k_gates = torch.softmax(top_k_logits, dim=1).type_as(hidden_states)
+        zeros = torch.zeros([top_k_gates.size(0), self.num_experts], dtype=top_k_gates.dtype,
+                            device=top_k_gates.device)
+        gates = zeros.scatter(1, top_k_indices, 1)
+        expert_size = gates.long().sum(0)
+        expert_size = expert_size.tolist()
+        top_k_experts = top_k_indices.flatten()
+        _, index_sorted_experts = top_k_experts.sort(0)
+        batch_index = index_sorted_experts.div(self.top_k, rounding_mode="trunc")
+        top_k_gates = top_k_gates.flatten()
+        batch_gates = top_k_gates[index_sorted_experts]
+        return index_sorted_experts, batch_index, batch_gates, expert_size, logits
+
+
+class GraniteMoeMoE(nn.Module):
+    def __init__(self, cfg, balanced):
+        super().__init__()
+        self.input_size = cfg["hidden_size"]
+        self.hidden_size = cfg["intermediate_size"]
+        self.activation = base.ACT[cfg.get("hidden_act", "silu")]
+        E = cfg.get("num_local_experts", 8)
+        self.input_linear = GraniteMoeParallelExperts(E, self.input_size, self.hidden_size * 2)
+        self.output_linear = GraniteMoeParallelExperts(E, self.hidden_size, self.input_size)
+        self.router = GraniteMoeTopKGating(self.input_size, E, cfg.get("num_experts_per_tok", 2), balanced)
+
+    def forward(self, layer_input):
+        bsz, length, emb_size = layer_input.size()
+        layer_input = layer_input.reshape(-1, emb_size)
+        _, batch_index, batch_gates, expert_size, _ = self.router(layer_input)
+        self.tokens_per_expert = list(expert_size)  # not transformers': the record
+        expert_inputs = layer_input[batch_index]
+        hidden_states = self.input_linear(expert_inputs, expert_size)
+        chunked_hidden_states = hidden_states.chunk(2, dim=-1)
+        hidden_states = self.activation(chunked_hidden_states[0]) * chunked_hidden_states[1]
+        expert_outputs = self.output_linear(hidden_states, expert_size)
+        expert_outputs = expert_outputs * batch_gates[:, None]
+        zeros = torch.zeros((bsz * length, self.input_size), dtype=expert_outputs.dtype, device=expert_outputs.device)
+        layer_output = zeros.index_add(0, batch_index, expert_outputs)
+        return layer_output.view(bsz, length, self.input_size)
+
+
+def build_granitemoe(cfg, attn="eager", balanced=False):
+    """GraniteMoeForCausalLM: Granite's model (hf_models.py) with GraniteMoeMoE in every layer."""
+    gcfg = dict(cfg, model_type="granite")
+    model = base.ForCausalLM(gcfg, attn)
+    for layer in model.model.layers:
+        layer.mlp = GraniteMoeMoE(cfg, balanced)
+    return model
+
+
+BUILDERS["granitemoe"] = build_granitemoe
