@@ -137,6 +137,48 @@ list(APPEND _hf_published "models/hf/starcoder2-3b=3030371328=64")
 # 4*4096 = 203,969,024: 2*151552*4096 (untied) + 40*203969024 + 4096
 # = 9,400,279,040. Buffers: inv_freq [32] (int(128 * 0.5) / 2).
 list(APPEND _hf_published "models/hf/glm-4-9b-0414=9400279040=32")
+# zai-org/GLM-4.5-Air (tests/hf/published/glm-4.5-air.json): "106 billion
+# total parameters and 12 billion active parameters" (the model card). V 151552,
+# H 4096, L 46 (1 dense, 45 MoE), 96 heads and 8 kv heads of 128, q/k/v biases
+# (attention_bias), o_proj none, no qk norm; per layer q 4096*12288 + 12288,
+# k and v 4096*1024 + 1024 each, o 12288*4096, 2 norms 2*4096 = 109,074,432;
+# the dense MLP 3*4096*10944; per MoE layer the router weight 128*4096, 128
+# routed experts and 1 shared of 3*4096*1408 (gate_up_proj [2816, 4096],
+# down_proj [4096, 1408]); 2*151552*4096 (untied) + 46*109074432
+# + 3*4096*10944 + 45*(128*4096 + 129*17301504) + 4096 = 106,852,245,504
+# (106.85B: the card's 106B; the MTP layer model.layers.46.*, which
+# Glm4MoeModel skips, is not counted). Active: 106852245504 - 45*120*17301504
+# = 13,424,123,904, of which 12,182,609,920 without the embedding and the head
+# 2*151552*4096: the card's 12B. Buffers: inv_freq [64 / 2] (partial rotary:
+# int(128 * 0.5) = 64 dims) + 45 e_score_correction_bias [128] = 5,792.
+math(EXPR glm_layer "4096 * 12288 + 12288 + 2 * (4096 * 1024 + 1024) + 12288 * 4096 + 2 * 4096")
+math(EXPR glm_expert "3 * 4096 * 1408")
+math(EXPR glm_common "2 * 151552 * 4096 + 46 * ${glm_layer} + 3 * 4096 * 10944 + 4096")
+math(EXPR glm_total "${glm_common} + 45 * (128 * 4096 + 129 * ${glm_expert})")
+math(EXPR glm_active "${glm_common} + 45 * (128 * 4096 + 9 * ${glm_expert})")
+math(EXPR glm_total_b "${glm_total} / 1000000000")
+math(EXPR glm_active_b "(${glm_active} - 2 * 151552 * 4096 + 500000000) / 1000000000")
+if(NOT glm_total EQUAL 106852245504 OR NOT glm_total_b EQUAL 106 OR NOT glm_active_b EQUAL 12)
+  message(FATAL_ERROR "GLM-4.5-Air arithmetic: ${glm_total} total, ${glm_active} active: not the published 106B and 12B")
+endif()
+list(APPEND _hf_published "tests/hf/published/glm-4.5-air=${glm_total}=5792=${glm_active}")
+# ibm-granite/granite-3.1-3b-a800m-instruct ("3B-A800M"; tests/hf/published/
+# granite-3.1-3b-a800m-instruct.json): V 49155, H 1536, L 32, 24 heads and 8 kv
+# heads of 64, no biases, 40 experts of intermediate 512, 8 routed, tied head;
+# per layer q 1536*1536 + k, v 1536*512 each + o 1536*1536, 2 norms 2*1536,
+# router 40*1536, input_linear [40, 1024, 1536] and output_linear [40, 1536,
+# 512] = 100,727,808: 49155*1536 + 32*100727808 + 1536 = 3,298,793,472 (3.3B);
+# active: 3298793472 - 32*32*(1024*1536 + 1536*512) = 882,874,368, of which
+# 807,372,288 without the tied embedding (the card's 800M). Buffers: inv_freq [32].
+math(EXPR gm_layer "2 * 1536 * 1536 + 2 * 1536 * 512 + 2 * 1536 + 40 * 1536 + 40 * (1024 * 1536 + 1536 * 512)")
+math(EXPR gm_total "49155 * 1536 + 32 * ${gm_layer} + 1536")
+math(EXPR gm_active "${gm_total} - 32 * 32 * (1024 * 1536 + 1536 * 512)")
+math(EXPR gm_total_d "(${gm_total} + 50000000) / 100000000")
+math(EXPR gm_active_d "(${gm_active} - 49155 * 1536 + 50000000) / 100000000")
+if(NOT gm_total EQUAL 3298793472 OR NOT gm_total_d EQUAL 33 OR NOT gm_active_d EQUAL 8)
+  message(FATAL_ERROR "granite-3.1-3b-a800m arithmetic: ${gm_total} total, ${gm_active} active: not the published 3.3B and 800M")
+endif()
+list(APPEND _hf_published "tests/hf/published/granite-3.1-3b-a800m-instruct=${gm_total}=32=${gm_active}")
 foreach(entry ${_hf_published})
   string(REPLACE "=" ";" kv ${entry})
   list(GET kv 0 path)

@@ -99,6 +99,29 @@
  * and gather's (zeros [T, E], scattered). Checked in PyTorch 2.6 against
  * the replica tests/tools/hf_models_moe.py (tests/hf/tiny/deepseek_v3.json).
  *
+ * moe_router with scoring "topk_softmax" is JetMoE's and Granite-MoE's gating
+ * instead (JetMoeTopKGating.forward, models/jetmoe/modeling_jetmoe.py, which
+ * GraniteMoeTopKGating is in transformers main's modular_granitemoe.py):
+ *
+ *   logits = self.layer(hidden_states).float()
+ *   top_k_logits, top_k_indices = logits.topk(self.top_k, dim=1)
+ *   top_k_gates = torch.softmax(top_k_logits, dim=1).type_as(hidden_states)
+ *
+ * What autograd saves: TopkBackward0 `indices`, the int64 [T, k] experts;
+ * SoftmaxBackward0 `result`, the float32 [T, k] gates before the cast (the
+ * cast saves nothing). norm_topk_prob does not apply (an error). Forward
+ * temporaries: the float32 copy of non-float32 logits [T, E]; backward:
+ * topk's float32 [T, E] gradient (zeros, scattered), and the cast to the
+ * logits' dtype for non-float32 logits. The tokens sorted by expert that
+ * GraniteMoeMoE gathers at once (layer_input[batch_index], the
+ * GraniteMoeParallelExperts split and cat, batch_gates) save, in all, what
+ * moe_gather, the expert's linears and moe_index_add save per expert: the
+ * int64 index_sorted_experts and batch_index [T*k] each (moe_gather's
+ * [n_e, 2] where results, 16 bytes per assignment), the gathered inputs
+ * [T*k, H], the cat of the gate/up outputs, the activation's and the
+ * product's [T*k, I], the output cat [T*k, H] and the gates [T*k], the
+ * weighted output [T*k, H] index_add saves.
+ *
  * Not modelled: the small scratch of nonzero and of the sort that
  * index_put_(accumulate=true) runs in the index backward on CUDA. */
 #include <math.h>
@@ -177,9 +200,10 @@ static const struct memest_argspec router_args[] = {
                  .doc = "experts per token (num_experts_per_tok)"},
     [RT_NORM] = {"norm_topk_prob", MEMEST_ARG_BOOL, .idef = 0,
                  .doc = "routing_weights /= routing_weights.sum(-1, keepdim=True)"},
-    [RT_SCORING] = {"scoring", MEMEST_ARG_STR, .sdef = "softmax", .choices = "softmax|sigmoid",
-                    .doc = "softmax in float32 (Mixtral, Qwen2-MoE) or sigmoid with group-limited "
-                           "selection (DeepSeek-V3, float32 logits)"},
+    [RT_SCORING] = {"scoring", MEMEST_ARG_STR, .sdef = "softmax", .choices = "softmax|sigmoid|topk_softmax",
+                    .doc = "softmax in float32 (Mixtral, Qwen2-MoE), sigmoid with group-limited "
+                           "selection (DeepSeek-V3, float32 logits), or topk of the float32 "
+                           "logits and softmax over the k (JetMoE, Granite-MoE)"},
     [RT_NGROUP] = {"n_group", MEMEST_ARG_INT, .idef = 1, .lo = 1, .hi = ARG_MAX,
                    .doc = "sigmoid: expert groups (they must divide the experts)"},
     [RT_TOPKGROUP] = {"topk_group", MEMEST_ARG_INT, .idef = 1, .lo = 1, .hi = ARG_MAX,
@@ -243,6 +267,30 @@ static int infer_router_sigmoid(struct memest_ictx *c, int64_t T, int64_t E, int
     return 0;
 }
 
+/* scoring "topk_softmax" (the comment at the top): topk of the float32
+ * logits, softmax over the k, cast to the hidden dtype */
+static int infer_router_topk_softmax(struct memest_ictx *c, int64_t T, int64_t E, int64_t k,
+                                     enum memest_dtype ldt, enum memest_dtype wdt)
+{
+    int64_t tk[2] = {T, k}, mask[3] = {E, k, T}, te[2] = {T, E};
+    if (memest_arg_bool(c, RT_NORM))
+        return memest_fail(c, "norm_topk_prob does not apply to scoring \"topk_softmax\" (the "
+                              "softmax over the k selected logits already sums to 1)");
+    if (memest_out_new(c, 2, tk, wdt) < 0 || memest_out_new(c, 2, tk, MEMEST_I64) < 0 ||
+        memest_out_new(c, 3, mask, MEMEST_I64) < 0)
+        return -1;
+    memest_out_set_requires_grad(c, 1, false);
+    memest_out_set_requires_grad(c, 2, false);
+    /* TopkBackward0: indices; SoftmaxBackward0: its float32 [T, k] result */
+    if (memest_save_out(c, 1) != 0 || save_new_if(c, 2, tk, MEMEST_F32) != 0)
+        return -1;
+    if (ldt != MEMEST_F32)
+        memest_workspace(c, sat_bytes(2, te, MEMEST_F32));
+    memest_bwd_workspace(c, memest_sat_add(sat_bytes(2, te, MEMEST_F32),
+                                           ldt != MEMEST_F32 ? sat_bytes(2, te, ldt) : 0));
+    return 0;
+}
+
 static int infer_router(struct memest_ictx *c)
 {
     if (need_2d(c, 0, "router logits [tokens, experts]") != 0 || need_float(c, 0) != 0)
@@ -266,6 +314,8 @@ static int infer_router(struct memest_ictx *c)
     int64_t tk[2] = {T, k}, te[2] = {T, E};
     if (strcmp(memest_arg(c, RT_SCORING)->s, "sigmoid") == 0)
         return infer_router_sigmoid(c, T, E, k, wdt);
+    if (strcmp(memest_arg(c, RT_SCORING)->s, "topk_softmax") == 0)
+        return infer_router_topk_softmax(c, T, E, k, ldt, wdt);
     /* SoftmaxBackward0: result; TopkBackward0: indices; the in-place div_:
      * the clone of its self and the sum */
     if (router_outputs(c, T, E, k, wdt) != 0)
@@ -385,7 +435,8 @@ const struct memest_op_desc memest_ops_moe[] = {
         .infer = infer_router,
         .doc = "MoE routing: softmax (float32), topk, optional renormalisation of router "
                "logits [T, E] (input 2, optional: the hidden states, whose dtype the weights "
-               "take), or DeepSeek-V3's sigmoid with group-limited top-k (scoring); outputs "
+               "take), DeepSeek-V3's sigmoid with group-limited top-k, or Granite-MoE's softmax "
+               "over the top-k logits (scoring); outputs "
                "weights [T, k], experts [T, k] int64, one-hot mask [E, k, T]",
     },
     {

@@ -154,6 +154,46 @@ static void test_router_sigmoid(void)
     t_free(&t);
 }
 
+/* Granite-MoE's gating (scoring "topk_softmax") on T = 6 tokens, E = 4, k = 2,
+ * the hidden states as input 2 (the weights take their dtype). Saved: topk's
+ * int64 indices 6*2*8 = 96 and softmax's float32 [6, 2] result 48: 144, in
+ * float32 and bfloat16 alike. Forward temporary: the float32 copy of bfloat16
+ * logits [6, 4], 96 (none in float32); backward: topk's float32 [6, 4]
+ * gradient 96, plus its bfloat16 cast 48 for bfloat16 logits. */
+#define TOPK_SOFTMAX_JSON(NORM)                                                               \
+    "{'inputs': [{'name': 'x', 'shape': [8]}],"                                               \
+    " 'layers': [{'name': 'h', 'type': 'linear', 'out_features': 8, 'bias': false},"          \
+    "  {'name': 'gate', 'type': 'linear', 'out_features': 4, 'bias': false},"                \
+    "  {'name': 'r', 'type': 'moe_router', 'inputs': ['gate', 'h'], 'top_k': 2,"              \
+    "   'scoring': 'topk_softmax', 'norm_topk_prob': " #NORM "}]}"
+static void test_router_topk_softmax(void)
+{
+    struct t_model t;
+    if (t_load_dt(&t, TOPK_SOFTMAX_JSON(false), 6, MEMEST_BF16) != 0) {
+        fprintf(stderr, "%s\n", t.msg);
+        CHECK(!"load topk_softmax");
+        t_free(&t);
+        return;
+    }
+    CHECK_STR_EQ(t_shape(&t, "r", 0), "[6, 2]");
+    CHECK_STR_EQ(t_shape(&t, "r", 2), "[4, 2, 6]");
+    CHECK(t_out(&t, "r", 0)->dtype == MEMEST_BF16);
+    CHECK(t_out(&t, "r", 1)->dtype == MEMEST_I64);
+    CHECK_EQ_U64(t_saved(&t, "r"), 96 + 48);
+    CHECK(t_saves_storage(&t, "r", t_storage(&t, "r", 1)));
+    CHECK_EQ_U64(t_info(&t, "r")->work_bytes, 96);
+    CHECK_EQ_U64(t_info(&t, "r")->bwd_work_bytes, 96 + 48);
+    t_free(&t);
+    LOAD(&t, TOPK_SOFTMAX_JSON(false), 6);
+    CHECK(t_out(&t, "r", 0)->dtype == MEMEST_F32);
+    CHECK_EQ_U64(t_saved(&t, "r"), 96 + 48);
+    CHECK_EQ_U64(t_info(&t, "r")->work_bytes, 0);
+    CHECK_EQ_U64(t_info(&t, "r")->bwd_work_bytes, 96);
+    t_free(&t);
+    CHECK_CONTAINS(t_error(&t, TOPK_SOFTMAX_JSON(true), 6), "norm_topk_prob does not apply");
+    t_free(&t);
+}
+
 /* One expert, T = 6, E = 4, k = 2, H = 8, fp32: 12 assignments, 3 each.
  * moe_gather: [3, 8] fp32, [3, 1] fp32, the where result [3, 2] int64,
  * saved (by both index ops) once: 3*2*8 = 48 bytes. The mul saves both
@@ -296,6 +336,7 @@ int main(void)
     test_router();
     test_router_dtypes();
     test_router_sigmoid();
+    test_router_topk_softmax();
     test_gather_index_add();
     test_tokens_per_expert();
     test_empty_expert();
