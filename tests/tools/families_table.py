@@ -20,7 +20,10 @@ import sys
 import time
 
 # published as rounded figures: the source's words
-ROUNDED = {"deepseek-v3": "671B, 37B active (technical report)"}
+ROUNDED = {"deepseek-v3": "671B, 37B active (technical report)",
+           "glm-4.5-air": "106B, 12B active (model card)",
+           "granite-3.1-3b-a800m-instruct": "3.3B, 800M active (model card)",
+           "glm-4-9b-0414": "9.4B (model page)"}
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 
