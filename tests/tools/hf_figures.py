@@ -245,32 +245,40 @@ def config_figures():
     return out
 
 
+def tiny_entry(fn, build, post=None, **extra):
+    """The "tiny" entry of tests/hf/tiny/FN: the model build(cfg, attn) made under each dtype (as
+    from_pretrained(torch_dtype=...) makes it) for attention "eager" and "sdpa", measured on the same
+    input_ids; post(model, result), when given, returns the run's figures from measure()'s."""
+    cfg = load(here("tests", "hf", "tiny", fn))
+    entry = {"config": "tests/hf/tiny/" + fn, "batch": TINY_BATCH, "seq_len": TINY_SEQ, "runs": {}, **extra}
+    for dtype in (torch.float32, torch.bfloat16):
+        for attn in ("eager", "sdpa"):
+            torch.manual_seed(0)
+            old = torch.get_default_dtype()
+            torch.set_default_dtype(dtype)
+            try:
+                model = build(cfg, attn)
+            finally:
+                torch.set_default_dtype(old)
+            if "params_total" not in entry:
+                entry.update(static_info(model))
+            torch.manual_seed(0)
+            ids = torch.randint(0, cfg["vocab_size"], (TINY_BATCH, TINY_SEQ))
+            r = measure(model, ids)
+            entry["runs"]["%s/%s" % (str(dtype).replace("torch.", ""), attn)] = post(model, r) if post else r
+    return entry
+
+
 def tiny_figures():
     out = {}
     d = here("tests", "hf", "tiny")
     for fn in sorted(os.listdir(d)):
         if not fn.endswith(".json"):
             continue
-        name = fn[:-5]
         cfg = load(os.path.join(d, fn))
         if cfg["model_type"] not in BUILDERS:  # another generator's
             continue
-        entry = {"config": "tests/hf/tiny/" + fn, "batch": TINY_BATCH, "seq_len": TINY_SEQ, "runs": {}}
-        for dtype in (torch.float32, torch.bfloat16):
-            for attn in ("eager", "sdpa"):
-                torch.manual_seed(0)
-                old = torch.get_default_dtype()
-                torch.set_default_dtype(dtype)
-                try:
-                    model = BUILDERS[cfg["model_type"]](cfg, attn)
-                finally:
-                    torch.set_default_dtype(old)
-                if "params_total" not in entry:
-                    entry.update(static_info(model))
-                torch.manual_seed(0)
-                ids = torch.randint(0, cfg["vocab_size"], (TINY_BATCH, TINY_SEQ))
-                entry["runs"]["%s/%s" % (str(dtype).replace("torch.", ""), attn)] = measure(model, ids)
-        out[name] = entry
+        out[fn[:-5]] = tiny_entry(fn, BUILDERS[cfg["model_type"]])
     return out
 
 

@@ -25,7 +25,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hf_models_dense import BUILDERS  # noqa: E402
-from hf_figures import TINY_BATCH, TINY_SEQ, here, load, measure, static_info  # noqa: E402
+from hf_figures import here, load, static_info, tiny_entry  # noqa: E402
 from provenance import stamp  # noqa: E402
 
 torch.set_num_threads(2)
@@ -92,27 +92,9 @@ def config_figures():
 
 
 def tiny_figures():
-    out = {}
-    for name in TINY:
-        fn = name + ".json"
-        cfg = load(here("tests", "hf", "tiny", fn))
-        entry = {"config": "tests/hf/tiny/" + fn, "batch": TINY_BATCH, "seq_len": TINY_SEQ, "runs": {}}
-        for dtype in (torch.float32, torch.bfloat16):
-            for attn in ("eager", "sdpa"):
-                torch.manual_seed(0)
-                old = torch.get_default_dtype()
-                torch.set_default_dtype(dtype)
-                try:
-                    model = BUILDERS[cfg["model_type"]](cfg, attn)
-                finally:
-                    torch.set_default_dtype(old)
-                if "params_total" not in entry:
-                    entry.update(static_info(model))
-                torch.manual_seed(0)
-                ids = torch.randint(0, cfg["vocab_size"], (TINY_BATCH, TINY_SEQ))
-                entry["runs"]["%s/%s" % (str(dtype).replace("torch.", ""), attn)] = layernorm_cuda(measure(model, ids))
-        out[name] = entry
-    return out
+    def build(cfg, attn):
+        return BUILDERS[cfg["model_type"]](cfg, attn)
+    return {name: tiny_entry(name + ".json", build, lambda model, r: layernorm_cuda(r)) for name in TINY}
 
 
 def main(argv):

@@ -28,7 +28,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hf_models_moe2  # noqa: E402
 from hf_models_moe2 import BUILDERS  # noqa: E402
-from hf_figures import TINY_BATCH, TINY_SEQ, here, load, measure, static_info  # noqa: E402
+from hf_figures import here, load, static_info, tiny_entry  # noqa: E402
 from provenance import stamp  # noqa: E402
 
 torch.set_num_threads(2)
@@ -109,34 +109,18 @@ def published_figures():
 
 
 def tiny_figures():
-    out = {}
-    for name in TINY:
-        fn = name + ".json"
-        cfg = load(here("tests", "hf", "tiny", fn))
-        entry = {"config": "tests/hf/tiny/" + fn, "batch": TINY_BATCH, "seq_len": TINY_SEQ,
-                 "routing": "balanced (round-robin)", "runs": {}}
-        for dtype in (torch.float32, torch.bfloat16):
-            for attn in ("eager", "sdpa"):
-                torch.manual_seed(0)
-                old = torch.get_default_dtype()
-                torch.set_default_dtype(dtype)
-                try:
-                    model = BUILDERS[cfg["model_type"]](cfg, attn, balanced=True)
-                finally:
-                    torch.set_default_dtype(old)
-                if "params_total" not in entry:
-                    entry.update(static_info(model))
-                torch.manual_seed(0)
-                ids = torch.randint(0, cfg["vocab_size"], (TINY_BATCH, TINY_SEQ))
-                del hf_models_moe2.SELECTION_PACKED[:]
-                r = measure(model, ids)
-                del r["storages"]
-                r["selection_packed_bytes"] = sum(hf_models_moe2.SELECTION_PACKED)
-                r["tokens_per_expert"] = [m.tokens_per_expert for layer in model.model.layers
-                                          for m in layer.mlp.modules() if hasattr(m, "tokens_per_expert")]
-                entry["runs"]["%s/%s" % (str(dtype).replace("torch.", ""), attn)] = r
-        out[name] = entry
-    return out
+    def build(cfg, attn):
+        return BUILDERS[cfg["model_type"]](cfg, attn, balanced=True)
+
+    def post(model, r):
+        del r["storages"]
+        r["selection_packed_bytes"] = sum(hf_models_moe2.SELECTION_PACKED)
+        del hf_models_moe2.SELECTION_PACKED[:]   # the next run's forward appends anew
+        r["tokens_per_expert"] = [m.tokens_per_expert for layer in model.model.layers
+                                  for m in layer.mlp.modules() if hasattr(m, "tokens_per_expert")]
+        return r
+    del hf_models_moe2.SELECTION_PACKED[:]
+    return {name: tiny_entry(name + ".json", build, post, routing="balanced (round-robin)") for name in TINY}
 
 
 def main(argv):
