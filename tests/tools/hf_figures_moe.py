@@ -35,7 +35,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hf_models_moe import BUILDERS, SparseMoeBlock  # noqa: E402
-from hf_figures import TINY_BATCH, TINY_SEQ, here, load, measure, static_info  # noqa: E402
+from hf_figures import TINY_BATCH, TINY_SEQ, here, load, measure, static_info, tiny_entry  # noqa: E402
 from provenance import stamp  # noqa: E402
 
 torch.set_num_threads(2)
@@ -128,29 +128,13 @@ def published_figures():
 
 
 def tiny_figures():
-    out = {}
-    for name in TINY:
-        fn = name + ".json"
-        cfg = load(here("tests", "hf", "tiny", fn))
-        entry = {"config": "tests/hf/tiny/" + fn, "batch": TINY_BATCH, "seq_len": TINY_SEQ,
-                 "routing": "balanced (round-robin)", "runs": {}}
-        for dtype in (torch.float32, torch.bfloat16):
-            for attn in ("eager", "sdpa"):
-                torch.manual_seed(0)
-                old = torch.get_default_dtype()
-                torch.set_default_dtype(dtype)
-                try:
-                    model = BUILDERS[cfg["model_type"]](cfg, attn, balanced=True)
-                finally:
-                    torch.set_default_dtype(old)
-                if "params_total" not in entry:
-                    entry.update(static_info(model))
-                torch.manual_seed(0)
-                ids = torch.randint(0, cfg["vocab_size"], (TINY_BATCH, TINY_SEQ))
-                r = measure(model, ids)
-                del r["storages"]  # per-storage lines: long, and in by_grad_fn already
-                entry["runs"]["%s/%s" % (str(dtype).replace("torch.", ""), attn)] = r
-        out[name] = entry
+    def build(cfg, attn):
+        return BUILDERS[cfg["model_type"]](cfg, attn, balanced=True)
+
+    def post(model, r):
+        del r["storages"]  # per-storage lines: long, and in by_grad_fn already
+        return r
+    out = {name: tiny_entry(name + ".json", build, post, routing="balanced (round-robin)") for name in TINY}
     # memest's --moe-imbalance split (expert 0 gets min(T, ceil(F*T*k/E)) tokens), forced likewise: the
     # same saved bytes in total (each expert's scale with its tokens), and the tokens per expert
     cfg = load(here("tests", "hf", "tiny", "mixtral.json"))

@@ -186,6 +186,7 @@ class MoeForCausalLM(base.ForCausalLM):
         if cfg.get("tie_word_embeddings", arch["tie_default"]):
             self.lm_head.weight = self.model.embed_tokens.weight
         self.final_softcap = None
+        self.logits_scaling = None  # base.ForCausalLM's Granite divisor: no MoE family here has it
 
 
 def build(cfg, attn="eager", balanced=False):
