@@ -32,6 +32,14 @@
  * (the embeddings stay float32), so x_embed is float32. Olmo2 keeps cos and
  * sin float32 (rotary_embedding's float32) and casts x_embed back to x's
  * dtype (cast_back: the promoted x_embed a temporary of the cast).
+ * form "halves" is gpt-oss's _apply_rotary_emb (models/gpt_oss/
+ * modular_gpt_oss.py at transformers 0261a467) on tables [1, S, D/2] (its
+ * GptOssRotaryEmbedding returns emb = freqs, rotary_embedding cat false):
+ *     first_half, second_half = torch.chunk(x, 2, dim=-1)
+ *     cat((first_half * cos - second_half * sin,
+ *          second_half * cos + first_half * sin), dim=-1)
+ * The four products save cos and sin (x's halves are not saved: the tables
+ * need no gradient): the same saved set as rotate_half's.
  *
  * Fused (Liger LigerRopeFunction, liger_kernel/ops/rope.py): rope_forward
  * takes q.transpose(1, 2).contiguous() - q itself when, as in the modeling
@@ -47,13 +55,16 @@
 
 /* ---- rotary_embedding ---- */
 
-enum { RE_DIM, RE_F32 };
+enum { RE_DIM, RE_F32, RE_CAT };
 
 static const struct memest_argspec rotary_embedding_args[] = {
     [RE_DIM] = {"dim", MEMEST_ARG_INT, .required = true, .lo = 2, .hi = ARG_MAX,
                 .doc = "rotary dim (even): head_dim * partial_rotary_factor"},
     [RE_F32] = {"float32", MEMEST_ARG_BOOL, .idef = 0,
                 .doc = "cos, sin returned float32, not cast to x's dtype (Olmo2RotaryEmbedding)"},
+    [RE_CAT] = {"cat", MEMEST_ARG_BOOL, .idef = 1,
+                .doc = "emb = cat((freqs, freqs), -1); false: emb = freqs, tables [1, S, dim/2] "
+                       "(GptOssRotaryEmbedding)"},
 };
 
 static int infer_rotary_embedding(struct memest_ictx *c)
@@ -66,7 +77,8 @@ static int infer_rotary_embedding(struct memest_ictx *c)
     int64_t dim = memest_arg_int(c, RE_DIM), S = s.size[1];
     if (dim % 2 != 0)
         return memest_fail(c, "dim must be even, got %lld", (long long)dim);
-    int64_t half = dim / 2, tab[3] = {1, S, dim};
+    bool cat = memest_arg_bool(c, RE_CAT);
+    int64_t half = dim / 2, tab[3] = {1, S, cat ? dim : half};
     enum memest_dtype dt = memest_arg_bool(c, RE_F32) ? MEMEST_F32 : memest_in_dtype(c, 0);
     if (memest_buffer(c, "inv_freq", 1, &half, MEMEST_F32) != 0 ||
         memest_out_new(c, 3, tab, dt) < 0 || memest_out_new(c, 3, tab, dt) < 0)
@@ -77,17 +89,19 @@ static int infer_rotary_embedding(struct memest_ictx *c)
     /* forward workspace, in units of a float32 [1, S, dim] table (U): at
      * cos * scaling, freqs (U/2), emb, cos, sin and the scaled cos are
      * live: 4.5 U; for a float32 x the scaled tables are the outputs
-     * (3.5 U); plus the position ids as float32 [1, 1, S] */
-    uint64_t u2 = sat_bytes(3, tab, MEMEST_F32) / 2; /* U/2 */
+     * (3.5 U); plus the position ids as float32 [1, 1, S]. Without the cat
+     * (U/2 the table): freqs, the scaled cos, sin and its scaled copy: 2 U
+     * (1 U for float32 x) */
+    uint64_t u2 = sat_bytes(3, tab, MEMEST_F32) / (cat ? 2 : 1); /* U/2 */
     int64_t pos = S;
-    memest_workspace(c, memest_sat_add(memest_sat_mul(u2, dt == MEMEST_F32 ? 7 : 9),
-                                       sat_bytes(1, &pos, MEMEST_F32)));
+    uint64_t units = cat ? (dt == MEMEST_F32 ? 7 : 9) : (dt == MEMEST_F32 ? 2 : 4);
+    memest_workspace(c, memest_sat_add(memest_sat_mul(u2, units), sat_bytes(1, &pos, MEMEST_F32)));
     return 0;
 }
 
 /* ---- apply_rotary ---- */
 
-enum { AR_ROTARY_DIM, AR_IMPL, AR_CAST };
+enum { AR_ROTARY_DIM, AR_IMPL, AR_CAST, AR_FORM };
 
 static const struct memest_argspec apply_rotary_args[] = {
     [AR_ROTARY_DIM] = {"rotary_dim", MEMEST_ARG_INT, .optional = true, .lo = 2, .hi = ARG_MAX,
@@ -97,11 +111,15 @@ static const struct memest_argspec apply_rotary_args[] = {
     [AR_CAST] = {"cast_back", MEMEST_ARG_BOOL, .idef = 0,
                  .doc = "the result cast back to x's dtype (Olmo2's q_embed.to(q_type)); "
                         "default: promote(x, cos)"},
+    [AR_FORM] = {"form", MEMEST_ARG_STR, .sdef = "rotate_half", .choices = "rotate_half|halves",
+                 .doc = "halves: gpt-oss's _apply_rotary_emb on tables [1, S, D/2] (chunk, "
+                        "a*cos - b*sin, b*cos + a*sin, cat)"},
 };
 
 /* Checks cos/sin (input i) against x [B, nh, S, D] and rd. */
 static int check_table(struct memest_ictx *c, int i, const struct memest_shape *x, int64_t rd)
 {
+    /* rd: the tables' width (rotary_dim, or its half for form "halves") */
     const struct memest_shape *t = memest_in_shape(c, i);
     if (need_float(c, i) != 0)
         return -1;
@@ -143,11 +161,20 @@ static int infer_apply_rotary(struct memest_ictx *c)
     if (rd > D || rd % 2 != 0)
         return memest_fail(c, "rotary_dim must be even and at most head_dim (%lld), got %lld",
                            (long long)D, (long long)rd);
-    if (check_table(c, 1, &x, rd) != 0 || check_table(c, 2, &x, rd) != 0)
+    const bool halves = strcmp(memest_arg(c, AR_FORM)->s, "halves") == 0;
+    if (halves && rd != D)
+        return memest_fail(c, "form \"halves\" rotates the whole head: rotary_dim (%lld) must "
+                              "equal head_dim (%lld)",
+                           (long long)rd, (long long)D);
+    if (check_table(c, 1, &x, halves ? rd / 2 : rd) != 0 ||
+        check_table(c, 2, &x, halves ? rd / 2 : rd) != 0)
         return -1;
     bool fused = strcmp(memest_arg(c, AR_IMPL)->s, "fused") == 0 ||
                  (strcmp(memest_arg(c, AR_IMPL)->s, "auto") == 0 &&
                   (memest_run_options(c)->fused & MEMEST_FUSED_ROTARY) != 0 && rd == D);
+    if (fused && halves)
+        return memest_fail(c, "Liger's fused rotary kernel is rotate_half's: form \"halves\" "
+                              "is eager only (impl \"eager\")");
     if (fused && rd != D)
         return memest_fail(c, "Liger's fused rotary kernel rotates the whole head: rotary_dim "
                               "(%lld) must equal head_dim (%lld), or use impl \"eager\"",
@@ -175,6 +202,8 @@ static int infer_apply_rotary(struct memest_ictx *c)
              nx = memest_sat_mul(nr, memest_dtype_size(xdt));
     uint64_t a = memest_sat_add(memest_sat_add(no, nx / 2), nx);
     uint64_t b = memest_sat_add(memest_sat_mul(no, 2), nx);
+    if (halves) /* first_ with second_ and its two products (n/2 each) */
+        a = b = memest_sat_mul(no, 2);
     memest_workspace(c, a > b ? a : b);
     /* backward: grad*cos, grad*sin, the negated half and the slices'
      * zero-filled gradients of rotate_half, less the input's gradient; with

@@ -122,6 +122,11 @@
  * product's [T*k, I], the output cat [T*k, H] and the gates [T*k], the
  * weighted output [T*k, H] index_add saves.
  *
+ * GptOssTopKRouter (models/gpt_oss/modular_gpt_oss.py at transformers
+ * 0261a467) runs the same without the .float(): topk of the logits and
+ * softmax(dtype=their dtype) over the k (float32 false), saving the
+ * indices and the [T, k] result in the logits' dtype.
+ *
  * Not modelled: the small scratch of nonzero and of the sort that
  * index_put_(accumulate=true) runs in the index backward on CUDA. */
 #include <math.h>
@@ -194,7 +199,7 @@ static int need_int64(struct memest_ictx *c, int i, const char *what)
 
 /* ---- moe_router ---- */
 
-enum { RT_TOPK, RT_NORM, RT_SCORING, RT_NGROUP, RT_TOPKGROUP };
+enum { RT_TOPK, RT_NORM, RT_SCORING, RT_NGROUP, RT_TOPKGROUP, RT_F32 };
 static const struct memest_argspec router_args[] = {
     [RT_TOPK] = {"top_k", MEMEST_ARG_INT, .required = true, .lo = 1, .hi = ARG_MAX,
                  .doc = "experts per token (num_experts_per_tok)"},
@@ -208,6 +213,9 @@ static const struct memest_argspec router_args[] = {
                    .doc = "sigmoid: expert groups (they must divide the experts)"},
     [RT_TOPKGROUP] = {"topk_group", MEMEST_ARG_INT, .idef = 1, .lo = 1, .hi = ARG_MAX,
                       .doc = "sigmoid: groups kept per token"},
+    [RT_F32] = {"float32", MEMEST_ARG_BOOL, .idef = 1,
+                .doc = "topk_softmax: on the float32 logits (.float()); false: topk and softmax "
+                       "in the logits' dtype (GptOssTopKRouter)"},
 };
 
 /* Both scorings: the outputs (weights [T, k] in wdt, experts [T, k] int64,
@@ -281,13 +289,16 @@ static int infer_router_topk_softmax(struct memest_ictx *c, int64_t T, int64_t E
         return -1;
     memest_out_set_requires_grad(c, 1, false);
     memest_out_set_requires_grad(c, 2, false);
-    /* TopkBackward0: indices; SoftmaxBackward0: its float32 [T, k] result */
-    if (memest_save_out(c, 1) != 0 || save_new_if(c, 2, tk, MEMEST_F32) != 0)
+    /* TopkBackward0: indices; SoftmaxBackward0: its float32 [T, k] result
+     * (float32 false: in the logits' dtype, which the weights keep) */
+    bool f32 = memest_arg_bool(c, RT_F32);
+    enum memest_dtype sdt = f32 ? MEMEST_F32 : ldt;
+    if (memest_save_out(c, 1) != 0 || save_new_if(c, 2, tk, sdt) != 0)
         return -1;
-    if (ldt != MEMEST_F32)
+    if (sdt != ldt)
         memest_workspace(c, sat_bytes(2, te, MEMEST_F32));
-    memest_bwd_workspace(c, memest_sat_add(sat_bytes(2, te, MEMEST_F32),
-                                           ldt != MEMEST_F32 ? sat_bytes(2, te, ldt) : 0));
+    memest_bwd_workspace(c, memest_sat_add(sat_bytes(2, te, sdt),
+                                           sdt != ldt ? sat_bytes(2, te, ldt) : 0));
     return 0;
 }
 
@@ -312,6 +323,9 @@ static int infer_router(struct memest_ictx *c)
         return memest_fail(c, "top_k %lld is more than the %lld experts", (long long)k,
                            (long long)E);
     int64_t tk[2] = {T, k}, te[2] = {T, E};
+    if (!memest_arg_bool(c, RT_F32) && strcmp(memest_arg(c, RT_SCORING)->s, "topk_softmax") != 0)
+        return memest_fail(c, "float32 false applies to scoring \"topk_softmax\" only (the "
+                              "softmax and sigmoid scorings run in float32)");
     if (strcmp(memest_arg(c, RT_SCORING)->s, "sigmoid") == 0)
         return infer_router_sigmoid(c, T, E, k, wdt);
     if (strcmp(memest_arg(c, RT_SCORING)->s, "topk_softmax") == 0)

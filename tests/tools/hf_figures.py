@@ -245,14 +245,14 @@ def config_figures():
     return out
 
 
-def tiny_entry(fn, build, post=None, **extra):
+def tiny_entry(fn, build, post=None, attns=("eager", "sdpa"), **extra):
     """The "tiny" entry of tests/hf/tiny/FN: the model build(cfg, attn) made under each dtype (as
-    from_pretrained(torch_dtype=...) makes it) for attention "eager" and "sdpa", measured on the same
-    input_ids; post(model, result), when given, returns the run's figures from measure()'s."""
+    from_pretrained(torch_dtype=...) makes it) for each attention of attns ("eager" and "sdpa"), measured on
+    the same input_ids; post(model, result), when given, returns the run's figures from measure()'s."""
     cfg = load(here("tests", "hf", "tiny", fn))
     entry = {"config": "tests/hf/tiny/" + fn, "batch": TINY_BATCH, "seq_len": TINY_SEQ, "runs": {}, **extra}
     for dtype in (torch.float32, torch.bfloat16):
-        for attn in ("eager", "sdpa"):
+        for attn in attns:
             torch.manual_seed(0)
             old = torch.get_default_dtype()
             torch.set_default_dtype(dtype)

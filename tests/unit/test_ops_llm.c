@@ -365,6 +365,50 @@ static void test_apply_rotary(void)
     t_free(&t);
 }
 
+/* gpt-oss's rotary: rotary_embedding cat false gives half-width tables
+ * [1, 8, 8] (256 bytes each in float32; inv_freq [8] still); workspace
+ * freqs and the scaled tables: 2 tables for a float32 x (512), 4 for bf16
+ * (1024), plus the position ids (32). apply_rotary form "halves" on q [2,
+ * 4, 8, 16] float32 (4096 bytes) saves cos and sin (512); workspace
+ * first_ with second_ and its two products: 2 * 4096. */
+#define ROPE_HALVES_JSON(DIM, RD)                                                               \
+    "{'inputs': [{'name': 'x', 'shape': [8, 64]},"                                             \
+    "            {'name': 'q', 'shape': [4, 8, 16], 'requires_grad': true}],"                  \
+    " 'layers': [{'name': 'rope', 'type': 'rotary_embedding', 'inputs': ['x'], 'dim': " DIM ","   \
+    "             'cat': false},"                                                              \
+    "            {'name': 'qe', 'type': 'apply_rotary', 'inputs': ['q', 'rope:0', 'rope:1'],"   \
+    "             'form': 'halves'" RD "}]}"
+static void test_apply_rotary_halves(void)
+{
+    struct t_model t;
+    LOAD(&t, ROPE_HALVES_JSON("16", ""), 2);
+    CHECK_STR_EQ(t_shape(&t, "rope", 0), "[1, 8, 8]");
+    CHECK_EQ_U64(t_buffer(&t, "rope", "inv_freq"), 8);
+    CHECK_EQ_U64(t_work(&t, "rope"), 512 + 32);
+    CHECK_STR_EQ(t_shape(&t, "qe", 0), "[2, 4, 8, 16]");
+    CHECK_EQ_U64(t_saved(&t, "qe"), 512);
+    CHECK(t_saves_storage(&t, "qe", t_storage(&t, "rope", 0)));
+    CHECK_EQ_U64(t_work(&t, "qe"), 8192);
+    t_free(&t);
+    LOAD_OPTS(&t, ROPE_HALVES_JSON("16", ""), .batch = 2, .dtype = BF16);
+    CHECK_EQ_U64(t_work(&t, "rope"), 1024 + 32);
+    t_free(&t);
+    CHECK_CONTAINS(t_error(&t, ROPE_HALVES_JSON("8", ", 'rotary_dim': 8"), 2),
+                   "form \"halves\" rotates the whole head");
+    t_free(&t);
+    /* full-width tables (cat true) are not the halves' */
+    CHECK_CONTAINS(t_error(&t,
+                           "{'inputs': [{'name': 'x', 'shape': [8, 64]},"
+                           "            {'name': 'q', 'shape': [4, 8, 16]}],"
+                           " 'layers': [{'name': 'rope', 'type': 'rotary_embedding', "
+                           "'inputs': ['x'], 'dim': 16},"
+                           "            {'type': 'apply_rotary', 'inputs': ['q', 'rope:0', "
+                           "'rope:1'], 'form': 'halves'}]}",
+                           2),
+                   "cos must be [1, S, rotary_dim] = [1, 8, 8]");
+    t_free(&t);
+}
+
 /* Partial rotary: dim 8 of head 16 (GPT-NeoX, Phi): cos, sin [1, 8, 8]
  * (256 each): saves 512. The rotated part has 512 elements (2048 bytes):
  * workspace max(2048 + 1024 + 2048, 4096 + 2048) = 6144. */
@@ -589,6 +633,7 @@ static void test_softmax_dtype(void)
 
 int main(void)
 {
+    test_apply_rotary_halves();
     test_rmsnorm_llama_f32();
     test_rmsnorm_llama_bf16();
     test_rmsnorm_llama_mixed();

@@ -194,6 +194,34 @@ static void test_router_topk_softmax(void)
     t_free(&t);
 }
 
+/* gpt-oss's router (float32 false): topk and softmax in the logits' dtype,
+ * bfloat16, no hidden-states input: saved the int64 indices 96 and the
+ * bfloat16 [6, 2] result 24; no forward temporary; backward topk's bfloat16
+ * [6, 4] gradient 48. float32 false with the softmax scoring is an error. */
+#define GPT_OSS_ROUTER_JSON(SCORING)                                                          \
+    "{'inputs': [{'name': 'x', 'shape': [8]}],"                                               \
+    " 'layers': [{'name': 'gate', 'type': 'linear', 'out_features': 4, 'bias': true},"        \
+    "  {'name': 'r', 'type': 'moe_router', 'inputs': ['gate'], 'top_k': 2,"                    \
+    "   'scoring': '" SCORING "', 'float32': false}]}"
+static void test_router_topk_softmax_dtype(void)
+{
+    struct t_model t;
+    if (t_load_dt(&t, GPT_OSS_ROUTER_JSON("topk_softmax"), 6, MEMEST_BF16) != 0) {
+        fprintf(stderr, "%s\n", t.msg);
+        CHECK(!"load topk_softmax float32 false");
+        t_free(&t);
+        return;
+    }
+    CHECK(t_out(&t, "r", 0)->dtype == MEMEST_BF16);
+    CHECK_EQ_U64(t_saved(&t, "r"), 96 + 24);
+    CHECK_EQ_U64(t_info(&t, "r")->work_bytes, 0);
+    CHECK_EQ_U64(t_info(&t, "r")->bwd_work_bytes, 48);
+    t_free(&t);
+    CHECK_CONTAINS(t_error(&t, GPT_OSS_ROUTER_JSON("softmax"), 6),
+                   "float32 false applies to scoring \"topk_softmax\" only");
+    t_free(&t);
+}
+
 /* One expert, T = 6, E = 4, k = 2, H = 8, fp32: 12 assignments, 3 each.
  * moe_gather: [3, 8] fp32, [3, 1] fp32, the where result [3, 2] int64,
  * saved (by both index ops) once: 3*2*8 = 48 bytes. The mul saves both
@@ -337,6 +365,7 @@ int main(void)
     test_router_dtypes();
     test_router_sigmoid();
     test_router_topk_softmax();
+    test_router_topk_softmax_dtype();
     test_gather_index_add();
     test_tokens_per_expert();
     test_empty_expert();
