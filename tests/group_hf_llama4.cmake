@@ -37,3 +37,24 @@ add_test(NAME hf_llama4.params.llama-4-scout-17b-16e
                  -DCONFIG=tests/hf/published/llama-4-scout-17b-16e.json -DWANT=${l4_total} -DWANT_BUF=64
                  -DWANT_ACTIVE=${l4_active} -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/published_params.cmake)
 set_tests_properties(hf_llama4.params.llama-4-scout-17b-16e PROPERTIES LABELS hf)
+
+# meta-llama/Llama-4-Maverick-17B-128E (tests/hf/published/llama-4-maverick-17b-128e.json: its text_config,
+# written from memory as Scout's): "17B active, 400B total". 128 experts, 1 routed, on every second layer
+# (interleave_moe_layer_step 2: layers 1, 3, ..., 47), a dense MLP of intermediate_size_mlp 16384 on the
+# others, no qk_norm (the 128E model), otherwise Scout's sizes. Per layer attention 62,914,560 + 2 norms
+# 10,240; 24 MoE layers of router 128*5120 + experts 128*3*5120*8192 + shared 3*5120*8192 = 16,232,611,840;
+# 24 dense MLPs of 3*5120*16384 = 251,658,240: 2*202048*5120 + 48*62924800 + 24*16232611840 + 24*251658240
+# + 5120 = 400,711,848,960 (400B). Active: the total less 127/128 of each MoE layer's experts,
+# 400711848960 - 24*127*3*5120*8192 = 17,184,691,200 (17B). Buffers: inv_freq [64].
+math(EXPR mv_total "2 * 202048 * 5120 + 48 * (2 * 5120 * 5120 + 2 * 5120 * 1024 + 2 * 5120) + 24 * (128 * 5120 + 129 * 3 * 5120 * 8192) + 24 * 3 * 5120 * 16384 + 5120")
+math(EXPR mv_active "${mv_total} - 24 * 127 * 3 * 5120 * 8192")
+math(EXPR mv_total_b "${mv_total} / 1000000000")
+math(EXPR mv_active_b "(${mv_active} + 500000000) / 1000000000")
+if(NOT mv_total EQUAL 400711848960 OR NOT mv_total_b EQUAL 400 OR NOT mv_active_b EQUAL 17)
+  message(FATAL_ERROR "Llama-4-Maverick arithmetic: ${mv_total} total, ${mv_active} active: not the published 400B and 17B")
+endif()
+add_test(NAME hf_llama4.params.llama-4-maverick-17b-128e
+         COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR}
+                 -DCONFIG=tests/hf/published/llama-4-maverick-17b-128e.json -DWANT=${mv_total} -DWANT_BUF=64
+                 -DWANT_ACTIVE=${mv_active} -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/published_params.cmake)
+set_tests_properties(hf_llama4.params.llama-4-maverick-17b-128e PROPERTIES LABELS hf)

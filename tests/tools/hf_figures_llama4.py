@@ -27,23 +27,27 @@ from hf_figures import here, load, static_info, tiny_entry, write_figures  # noq
 
 torch.set_num_threads(2)
 
-CONFIGS = {"llama-4-scout-17b-16e": "tests/hf/published/llama-4-scout-17b-16e.json"}
+CONFIGS = {"llama-4-scout-17b-16e": "tests/hf/published/llama-4-scout-17b-16e.json",
+           "llama-4-maverick-17b-128e": "tests/hf/published/llama-4-maverick-17b-128e.json"}
 TINY = ["llama4_text"]
 
 
-def scout(V, H, L, heads, kv, hd, I, E):
-    """Every layer a MoE layer: q/k/v/o_proj without bias, the router [E, H], the experts' gate_up_proj
-    [E, H, 2I] and down_proj [E, I, H], the shared expert (3 H I), two RMSNorms; the final RMSNorm; embed_tokens
-    and the untied lm_head."""
+def llama4(V, H, L, heads, kv, hd, I, I_mlp, E, step):
+    """Every step-th layer a MoE layer (the router [E, H], the experts' gate_up_proj [E, H, 2I] and down_proj
+    [E, I, H], the shared expert 3 H I), the others a dense MLP of I_mlp; every layer q/k/v/o_proj without bias
+    and two RMSNorms (the L2 qk_norm has no weight); the final RMSNorm; embed_tokens and the untied lm_head."""
     attn = H * heads * hd + 2 * H * kv * hd + heads * hd * H
     moe = E * H + E * 3 * H * I + 3 * H * I
-    return 2 * V * H + L * (attn + moe + 2 * H) + H
+    n_moe = L // step
+    return 2 * V * H + L * (attn + 2 * H) + n_moe * moe + (L - n_moe) * 3 * H * I_mlp + H
 
 
 # meta-llama/Llama-4-Scout-17B-16E: "17B active, 109B total" (the model card, vision encoder included); its text
-# model: 107,769,861,120 by the arithmetic (the figure the published text_config builds)
-PUBLISHED = {"llama-4-scout-17b-16e": 107769861120}
-PUBLISHED_ARITHMETIC = {"llama-4-scout-17b-16e": scout(202048, 5120, 48, 40, 8, 128, 8192, 16)}
+# model: 107,769,861,120 by the arithmetic (the figure the published text_config builds).
+# meta-llama/Llama-4-Maverick-17B-128E: "17B active, 400B total"; its text model 400,711,848,960.
+PUBLISHED = {"llama-4-scout-17b-16e": 107769861120, "llama-4-maverick-17b-128e": 400711848960}
+PUBLISHED_ARITHMETIC = {"llama-4-scout-17b-16e": llama4(202048, 5120, 48, 40, 8, 128, 8192, 16384, 16, 1),
+                        "llama-4-maverick-17b-128e": llama4(202048, 5120, 48, 40, 8, 128, 8192, 16384, 128, 2)}
 
 
 def config_figures():
