@@ -282,6 +282,29 @@ def tiny_figures():
     return out
 
 
+def write_figures(argv, generator, follows, configs, tiny):
+    """A family generator's result (hf_figures_llama4.py's): the generator's name, the transformers code it
+    follows, the torch version, the "configs" and "tiny" figures, stamped, written to argv[1] (or stdout),
+    and a summary on stderr."""
+    result = {"generator": generator, "follows": "transformers: " + follows, "torch_version": torch.__version__,
+              "device": "cpu", "configs": configs, "tiny": tiny}
+    result = stamp(result, generator, {"torch": torch.__version__,
+                                       "transformers": follows + " (followed in plain PyTorch, not imported)"})
+    text = json.dumps(result, indent=1, sort_keys=True) + "\n"
+    if len(argv) > 1:
+        with open(argv[1], "w") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    for name, e in configs.items():
+        sys.stderr.write("%-22s %14d params  published %s  buffers %d\n" % (
+            name, e["params_total"], e.get("published_params"), e["buffers_count"]))
+    for name, e in tiny.items():
+        for k, r in e["runs"].items():
+            sys.stderr.write("%-18s %-16s %10d saved (cuda %d)\n" % (name, k, r["saved_activation_bytes"],
+                                                                     r["saved_activation_bytes_cuda_corrected"]))
+
+
 def main(argv):
     result = {
         "generator": "tests/tools/hf_figures.py",
