@@ -7,7 +7,7 @@
 (run from the checkout root; CPU only). For the model of tests/tools/hf_models_gpt_oss.py (transformers'
 modular_gpt_oss.py, op by op):
 
-* "published": tests/hf/published/gpt-oss-20b.json and gpt-oss-120b.json (the hub's config.json) built on
+* "configs": tests/hf/published/gpt-oss-20b.json and gpt-oss-120b.json (the hub's config.json) built on
   torch.device("meta"): params_total, buffers, and the parameters one token runs through (active_params: all
   but the experts it is not routed to, the input embedding's whole table included), checked against
   arithmetic() here and against OpenAI's published figures (the gpt-oss model card: 20.91B total and 3.61B
@@ -18,7 +18,6 @@ modular_gpt_oss.py, op by op):
   activations by saved_tensors_hooks, storages de-duplicated, parameters and buffers excluded, with
   hf_figures.py's CUDA corrections.
 """
-import json
 import os
 import sys
 
@@ -27,8 +26,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hf_models_gpt_oss  # noqa: E402
 from hf_models_gpt_oss import BUILDERS  # noqa: E402
-from hf_figures import here, load, static_info, tiny_entry  # noqa: E402
-from provenance import stamp  # noqa: E402
+from hf_figures import here, load, static_info, tiny_entry, write_figures  # noqa: E402
 
 torch.set_num_threads(2)
 
@@ -87,31 +85,9 @@ def tiny_figures():
 
 
 def main(argv):
-    follows = ("transformers: gpt_oss at 0261a467116de4a9103b58200f9d82f8fb5a0e86 "
-               "(tests/tools/hf_models_gpt_oss.py)")
-    result = {
-        "generator": "tests/tools/hf_figures_gpt_oss.py",
-        "follows": follows,
-        "torch_version": torch.__version__,
-        "device": "cpu",
-        "published": published_figures(),
-        "tiny": tiny_figures(),
-    }
-    result = stamp(result, "tests/tools/hf_figures_gpt_oss.py",
-                   {"torch": torch.__version__, "transformers": follows + " (followed in plain PyTorch, not imported)"})
-    text = json.dumps(result, indent=1, sort_keys=True) + "\n"
-    if len(argv) > 1:
-        with open(argv[1], "w") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
-    for name, e in result["published"].items():
-        sys.stderr.write("%-14s %14d params  active %d  buffers %d\n" % (
-            name, e["params_total"], e["active_params"], e["buffers_count"]))
-    for name, e in result["tiny"].items():
-        for k, r in e["runs"].items():
-            sys.stderr.write("%-14s %-16s %10d saved (cuda %d)\n" % (
-                name, k, r["saved_activation_bytes"], r["saved_activation_bytes_cuda_corrected"]))
+    write_figures(argv, "tests/tools/hf_figures_gpt_oss.py",
+                  "gpt_oss at 0261a467116de4a9103b58200f9d82f8fb5a0e86 (tests/tools/hf_models_gpt_oss.py)",
+                  published_figures(), tiny_figures())
 
 
 if __name__ == "__main__":
