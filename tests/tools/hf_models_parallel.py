@@ -48,6 +48,38 @@ def _sdpa_hooks(query, out, merged):
         hook(query, None, out, merged)
 
 
+def run_decoder(model, input_ids, embed, dropout, layers, norm):
+    """PhiModel.forward / FalconModel.forward in training without a cache or padding mask: the embeddings, the
+    causal mask _update_causal_mask builds (None for sdpa), the dropout of the embeddings (Phi's), the rotary
+    cos/sin of model.rotary_emb shared by every layer, the layers, the final norm."""
+    inputs_embeds = embed(input_ids)
+    B, S = input_ids.shape
+    position_ids = torch.arange(0, S).unsqueeze(0)
+    mask = base.causal_mask(model.cfg, {"window": None}, model.attn, B, S, inputs_embeds.dtype, model.training)
+    hidden_states = dropout(inputs_embeds)
+    position_embeddings = model.rotary_emb(hidden_states, position_ids)
+    for layer in layers:
+        hidden_states = layer(hidden_states, mask, position_embeddings)
+    return norm(hidden_states)
+
+
+class CausalLM(nn.Module):
+    """<Family>ForCausalLM: lm_head on the base model's output (tied to its embeddings with tie), then
+    ForCausalLMLoss's logits.float().view(-1, V)."""
+
+    def __init__(self, cfg, prefix, base_model, embed_name, bias, tie):
+        super().__init__()
+        self.cfg, self.prefix = cfg, prefix
+        setattr(self, prefix, base_model)
+        self.lm_head = nn.Linear(cfg["hidden_size"], cfg["vocab_size"], bias=bias)
+        if tie:
+            self.lm_head.weight = getattr(base_model, embed_name).weight
+
+    def forward(self, input_ids):
+        logits = self.lm_head(getattr(self, self.prefix)(input_ids))
+        return logits.float().view(-1, self.cfg["vocab_size"])
+
+
 class PhiAttention(nn.Module):
     def __init__(self, cfg, attn):
         super().__init__()
@@ -133,29 +165,11 @@ class PhiModel(nn.Module):
         self.rotary_emb = base.RotaryEmbedding(cfg, int(head_dim * cfg.get("partial_rotary_factor", 0.5)))
 
     def forward(self, input_ids):
-        inputs_embeds = self.embed_tokens(input_ids)
-        B, S = input_ids.shape
-        position_ids = torch.arange(0, S).unsqueeze(0)
-        mask = base.causal_mask(self.cfg, {"window": None}, self.attn, B, S, inputs_embeds.dtype, self.training)
-        hidden_states = self.embed_dropout(inputs_embeds)
-        position_embeddings = self.rotary_emb(hidden_states, position_ids)
-        for layer in self.layers:
-            hidden_states = layer(hidden_states, mask, position_embeddings)
-        return self.final_layernorm(hidden_states)
+        return run_decoder(self, input_ids, self.embed_tokens, self.embed_dropout, self.layers, self.final_layernorm)
 
 
-class PhiForCausalLM(nn.Module):
-    def __init__(self, cfg, attn="eager"):
-        super().__init__()
-        self.cfg = cfg
-        self.model = PhiModel(cfg, attn)
-        self.lm_head = nn.Linear(cfg["hidden_size"], cfg["vocab_size"], bias=True)
-        if cfg.get("tie_word_embeddings", False):
-            self.lm_head.weight = self.model.embed_tokens.weight
-
-    def forward(self, input_ids):
-        logits = self.lm_head(self.model(input_ids))
-        return logits.float().view(-1, self.cfg["vocab_size"])
+def PhiForCausalLM(cfg, attn="eager"):
+    return CausalLM(cfg, "model", PhiModel(cfg, attn), "embed_tokens", True, cfg.get("tie_word_embeddings", False))
 
 
 class FalconLinear(nn.Linear):
@@ -314,30 +328,13 @@ class FalconModel(nn.Module):
         self.rotary_emb = base.RotaryEmbedding(cfg, H // cfg["num_attention_heads"])
 
     def forward(self, input_ids):
-        inputs_embeds = self.word_embeddings(input_ids)
-        B, S = input_ids.shape
-        position_ids = torch.arange(0, S).unsqueeze(0)
-        mask = base.causal_mask(self.cfg, {"window": None}, self.attn, B, S, inputs_embeds.dtype, self.training)
-        hidden_states = inputs_embeds
-        position_embeddings = self.rotary_emb(hidden_states, position_ids)
-        for block in self.h:
-            hidden_states = block(hidden_states, mask, position_embeddings)
-        return self.ln_f(hidden_states)
+        return run_decoder(self, input_ids, self.word_embeddings, lambda x: x, self.h, self.ln_f)
 
 
-class FalconForCausalLM(nn.Module):
-    def __init__(self, cfg, attn="eager"):
-        super().__init__()
-        assert not cfg.get("alibi", False), "alibi is not followed here (models/arch/falcon.json refuses it)"
-        self.cfg = cfg
-        self.transformer = FalconModel(cfg, attn)
-        self.lm_head = nn.Linear(cfg["hidden_size"], cfg["vocab_size"], bias=False)
-        if cfg.get("tie_word_embeddings", True):
-            self.lm_head.weight = self.transformer.word_embeddings.weight
-
-    def forward(self, input_ids):
-        logits = self.lm_head(self.transformer(input_ids))
-        return logits.float().view(-1, self.cfg["vocab_size"])
+def FalconForCausalLM(cfg, attn="eager"):
+    assert not cfg.get("alibi", False), "alibi is not followed here (models/arch/falcon.json refuses it)"
+    return CausalLM(cfg, "transformer", FalconModel(cfg, attn), "word_embeddings", False,
+                    cfg.get("tie_word_embeddings", True))
 
 
 BUILDERS = {"phi": PhiForCausalLM, "falcon": FalconForCausalLM}
