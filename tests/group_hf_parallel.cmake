@@ -7,7 +7,7 @@
 # (multi_query, parallel_attn, one input_layernorm), falcon_new.json
 # Falcon-40B's (new_decoder_architecture, num_kv_heads 2, ln_attn and ln_mlp)
 # with bias and ffn_hidden_size.
-foreach(name phi falcon falcon_new)
+foreach(name phi phi_qk falcon falcon_new falcon_seq)
   foreach(dtype float32 bfloat16)
     foreach(attn eager sdpa)
       add_test(NAME hf_parallel.tiny_exact.${name}.${dtype}.${attn}
@@ -67,3 +67,11 @@ foreach(entry "phi-2=${phi2}=16" "falcon-7b=${falcon7}=1056" "falcon-40b=${falco
                    -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/published_params.cmake)
   set_tests_properties(hf_parallel.params.${config} PROPERTIES LABELS hf)
 endforeach()
+# Falcon-RW's ALiBi attention (alibi=true) is refused by a check of
+# models/arch/falcon.json naming the key (tests/hf/errors/falcon_alibi.json:
+# falcon-7b's config with alibi true).
+add_test(NAME hf_parallel.refuse.falcon_alibi
+         COMMAND $<TARGET_FILE:memest> tests/hf/errors/falcon_alibi.json --batch 1
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(hf_parallel.refuse.falcon_alibi PROPERTIES LABELS hf
+                     PASS_REGULAR_EXPRESSION "the config's alibi=true: alibi: ALiBi attention \\(alibi=true, Falcon-RW\\) is not modelled")

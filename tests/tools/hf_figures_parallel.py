@@ -31,7 +31,7 @@ from hf_figures_dense import layernorm_cuda  # noqa: E402
 torch.set_num_threads(2)
 
 CONFIGS = ["phi-2", "falcon-7b", "falcon-40b"]
-TINY = ["phi", "falcon", "falcon_new"]
+TINY = ["phi", "phi_qk", "falcon", "falcon_new", "falcon_seq"]
 
 
 def phi(V, H, L, I, heads):
