@@ -30,6 +30,15 @@ math(EXPR phi2 "51200 * 2560 + 32 * (4 * (2560 * 2560 + 2560) + 2560 * 10240 + 1
 if(NOT phi2 EQUAL 2779683840)
   message(FATAL_ERROR "phi-2 arithmetic: ${phi2}, not the safetensors total 2,779,683,840")
 endif()
+# microsoft/phi-1_5 (models/hf/phi-1_5.json): its card's "1.3B"; its
+# model.safetensors holds 1,418,270,720. V 51200, H 2048, L 24, 32 heads of
+# 64, I 8192; per layer 4*(2048*2048 + 2048) + 2048*8192 + 8192 + 8192*2048 +
+# 2048 + 2*2048 = 50,354,176: 51200*2048 + 24*50354176 + 2*2048 + 2048*51200
+# + 51200. Buffers: inv_freq [16] (int(64 * 0.5) / 2).
+math(EXPR phi15 "51200 * 2048 + 24 * (4 * (2048 * 2048 + 2048) + 2048 * 8192 + 8192 + 8192 * 2048 + 2048 + 2 * 2048) + 2 * 2048 + 2048 * 51200 + 51200")
+if(NOT phi15 EQUAL 1418270720)
+  message(FATAL_ERROR "phi-1_5 arithmetic: ${phi15}, not the safetensors total 1,418,270,720")
+endif()
 # tiiuae/falcon-7b (models/hf/falcon-7b.json): V 65024, H 4544, L 32, 71
 # query heads of 64 and one key/value head (multi_query), no biases, one
 # input_layernorm per layer; per layer query_key_value 4544*(4544 + 2*64) +
@@ -56,7 +65,7 @@ math(EXPR falcon40_hub "(${falcon40} + 65024 * 8192 + 50000000) / 100000000")
 if(NOT falcon40 EQUAL 41303293952 OR NOT falcon40_hub EQUAL 418)
   message(FATAL_ERROR "falcon-40b arithmetic: ${falcon40}, not the hub's 41.8B with the stored lm_head")
 endif()
-foreach(entry "phi-2=${phi2}=16" "falcon-7b=${falcon7}=1056" "falcon-40b=${falcon40}=1952")
+foreach(entry "phi-2=${phi2}=16" "phi-1_5=${phi15}=16" "falcon-7b=${falcon7}=1056" "falcon-40b=${falcon40}=1952")
   string(REPLACE "=" ";" kv ${entry})
   list(GET kv 0 config)
   list(GET kv 1 want)

@@ -30,7 +30,7 @@ from hf_figures_dense import layernorm_cuda  # noqa: E402
 
 torch.set_num_threads(2)
 
-CONFIGS = ["phi-2", "falcon-7b", "falcon-40b"]
+CONFIGS = ["phi-2", "phi-1_5", "falcon-7b", "falcon-40b"]
 TINY = ["phi", "phi_qk", "falcon", "falcon_new", "falcon_seq"]
 
 
@@ -49,11 +49,12 @@ def falcon(V, H, L, heads, kv, hd, ffn, norms):
 
 
 # microsoft/phi-2: "2.7B"; its model.safetensors total 2,779,683,840 (lm_head untied, with a bias)
+# microsoft/phi-1_5: "1.3B" (its card); its model.safetensors holds 1,418,270,720
 # tiiuae/falcon-7b: 6,921,720,704 parameters (the hub's "7.22B" counts lm_head.weight, stored beside the
 #   tied word_embeddings.weight, a second time: + 65024*4544)
 # tiiuae/falcon-40b: 41,303,293,952 (the hub's "41.8B" likewise: + 65024*8192)
-PUBLISHED = {"phi-2": 2779683840, "falcon-7b": 6921720704, "falcon-40b": 41303293952}
-PUBLISHED_ARITHMETIC = {"phi-2": phi(51200, 2560, 32, 10240, 32),
+PUBLISHED = {"phi-2": 2779683840, "phi-1_5": 1418270720, "falcon-7b": 6921720704, "falcon-40b": 41303293952}
+PUBLISHED_ARITHMETIC = {"phi-2": phi(51200, 2560, 32, 10240, 32), "phi-1_5": phi(51200, 2048, 24, 8192, 32),
                         "falcon-7b": falcon(65024, 4544, 32, 71, 1, 64, 4 * 4544, 1),
                         "falcon-40b": falcon(65024, 8192, 60, 128, 8, 64, 4 * 8192, 2)}
 
