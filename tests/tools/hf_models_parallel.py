@@ -8,7 +8,8 @@ causal mask are hf_models.py's (Llama's code, which Phi copies); this file adds:
       the attention function; reshape; dense with bias), PhiMLP (CLIPMLP: fc1, ACT2FN[hidden_act], fc2),
       PhiDecoderLayer (input_layernorm; resid_dropout(attn) + resid_dropout(mlp) + residual), PhiModel
       (embed_dropout after the embeddings, one rotary embedding over int(head_dim * partial_rotary_factor)
-      dims, final_layernorm), PhiForCausalLM (lm_head with bias=True)
+      dims, final_layernorm), PhiForCausalLM (lm_head with bias=True, as modeling_phi.py at
+      0faeaf39a9176bb1581969e51565851bfcc2dc98 builds it)
   models/falcon/modeling_falcon.py, the version with FalconModel.rotary_emb and the per-attention rotary_emb
   kept for BC ("TODO (raushan): remove in v4.46"; models/arch/falcon.json's "follows")
       FalconLinear (input @ weight.T, then + bias), FalconAttention (query_key_value fused; _split_heads for
