@@ -29,8 +29,8 @@ bool memest_shape_is_dense(const struct memest_shape *s);
  * computeStride). Returns true and fills to->stride when a view is possible,
  * false when reshape would have to copy. Numels must match. */
 bool memest_shape_view_strides(const struct memest_shape *from, struct memest_shape *to);
-/* Strides like PyTorch's empty_like with preserve_format: the same dim order
- * as `like` when it is dense, contiguous otherwise. */
+/* Strides like PyTorch's empty_like with preserve_format: like's own when it
+ * is dense, else dense strides in like's dim order (infer_dense_strides). */
 void memest_shape_like(struct memest_shape *out, const struct memest_shape *like);
 /* Normalises a possibly negative dim for a tensor of ndim dims (PyTorch's
  * maybe_wrap_dim). Returns -1 when out of range. */

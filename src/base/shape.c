@@ -137,12 +137,54 @@ bool memest_shape_view_strides(const struct memest_shape *from, struct memest_sh
     return view_d == -1;
 }
 
+/* -1, 0, 1: whether dim a goes before, stays, or goes after dim b in the
+ * innermost-first order of infer_dense_strides (a 0 stride is ambiguous). */
+static int dense_order(const struct memest_shape *s, int a, int b)
+{
+    int64_t sa = s->stride[a], sb = s->stride[b];
+    if (sa == 0 || sb == 0)
+        return 0;
+    if (sa != sb)
+        return sa < sb ? -1 : 1;
+    return s->size[a] > s->size[b] ? 1 : 0;
+}
+
+/* PyTorch's infer_dense_strides (c10/util/strides.h, as empty_like's
+ * preserve_format and TensorIterator use it): dense strides keeping the dim
+ * order of a strided, non-dense tensor (a transposed select, a slice). */
+static void infer_dense_strides(struct memest_shape *out, const struct memest_shape *like)
+{
+    int n = like->ndim, perm[MEMEST_MAX_DIMS];
+    for (int i = 0; i < n; i++)
+        perm[i] = n - 1 - i;
+    for (int i = 1; i < n; i++) {
+        int d1 = i;
+        for (int d0 = i - 1; d0 >= 0; d0--) {
+            int cmp = dense_order(like, perm[d0], perm[d1]);
+            if (cmp > 0) {
+                int t = perm[d0];
+                perm[d0] = perm[d1];
+                perm[d1] = t;
+                d1 = d0;
+            } else if (cmp < 0) {
+                break;
+            }
+        }
+    }
+    int64_t cur = 1;
+    for (int i = 0; i < n; i++) {
+        out->stride[perm[i]] = cur;
+        if (like->size[perm[i]] > 1)
+            cur = smul(cur, like->size[perm[i]]);
+    }
+}
+
 void memest_shape_like(struct memest_shape *out, const struct memest_shape *like)
 {
     if (out != like)
         *out = *like;
     if (!memest_shape_is_dense(like))
-        memest_shape_contiguous_strides(out);
+        infer_dense_strides(out, like);
 }
 
 int memest_wrap_dim(int64_t dim, int ndim)

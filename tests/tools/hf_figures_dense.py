@@ -24,7 +24,8 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hf_models_dense import BUILDERS  # noqa: E402
-from hf_figures import here, load, static_info, tiny_entry, write_figures  # noqa: E402
+from hf_figures import tiny_entry  # noqa: E402
+from hf_figures_common import config_figures, write_reference  # noqa: E402
 
 torch.set_num_threads(2)
 
@@ -74,21 +75,6 @@ def layernorm_cuda(r):
     return r
 
 
-def config_figures():
-    out = {}
-    for name in CONFIGS:
-        cfg = load(here("models", "hf", name + ".json"))
-        with torch.device("meta"):
-            model = BUILDERS[cfg["model_type"]](cfg)
-        info = static_info(model)
-        info["model_type"] = cfg["model_type"]
-        info["published_params"] = PUBLISHED[name]
-        assert PUBLISHED_ARITHMETIC[name] == PUBLISHED[name], (name, PUBLISHED_ARITHMETIC[name])
-        assert info["params_total"] == PUBLISHED[name], (name, info["params_total"], PUBLISHED[name])
-        out[name] = info
-    return out
-
-
 def tiny_figures():
     def build(cfg, attn):
         return BUILDERS[cfg["model_type"]](cfg, attn)
@@ -96,10 +82,10 @@ def tiny_figures():
 
 
 def main(argv):
-    write_figures(argv, "tests/tools/hf_figures_dense.py",
-                  "starcoder2 at 73faa33f3c3a8588747d42dc7ca666d97b1a2a2c, glm4 at "
-                  "257314f8c283566a238faf183f44f272e9e0e352 (tests/tools/hf_models_dense.py)",
-                  config_figures(), tiny_figures())
+    follows = ("starcoder2 at 73faa33f3c3a8588747d42dc7ca666d97b1a2a2c, glm4 at "
+               "257314f8c283566a238faf183f44f272e9e0e352 (tests/tools/hf_models_dense.py)")
+    write_reference(argv, "tests/tools/hf_figures_dense.py", follows,
+                    config_figures(CONFIGS, BUILDERS, PUBLISHED, PUBLISHED_ARITHMETIC), tiny_figures())
 
 
 if __name__ == "__main__":

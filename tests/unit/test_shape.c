@@ -67,6 +67,28 @@ int main(void)
     CHECK(memest_shape_view_strides(&sl, &v3));
     CHECK_EQ_INT(v3.stride[1], 2304);
 
+    /* empty_like(x) / x * c of a non-dense strided x keeps its dim order
+     * (infer_dense_strides): x = qkv.view(2,5,3,3,4)[..., 0, :].transpose(1, 2)
+     * ([2,3,5,4] strides (180,12,36,1)) gives strides (60,4,12,1); a dense
+     * permuted x keeps its own strides */
+    struct memest_shape f = mk(5, (int64_t[]){2, 5, 3, 3, 4});
+    struct memest_shape sel = {.ndim = 4, .size = {2, 3, 5, 4}, .stride = {f.stride[0], f.stride[2], f.stride[1], 1}};
+    CHECK(!memest_shape_is_dense(&sel));
+    struct memest_shape like;
+    memest_shape_like(&like, &sel);
+    CHECK_EQ_INT(like.stride[0], 60);
+    CHECK_EQ_INT(like.stride[1], 4);
+    CHECK_EQ_INT(like.stride[2], 12);
+    CHECK_EQ_INT(like.stride[3], 1);
+    memest_shape_like(&like, &q);
+    CHECK_EQ_INT(like.stride[1], q.stride[1]);
+    CHECK_EQ_INT(like.stride[2], q.stride[2]);
+    /* a slice x[:, :3] of contiguous [4,6]: strides (3, 1) */
+    struct memest_shape sl2 = {.ndim = 2, .size = {4, 3}, .stride = {6, 1}};
+    memest_shape_like(&like, &sl2);
+    CHECK_EQ_INT(like.stride[0], 3);
+    CHECK_EQ_INT(like.stride[1], 1);
+
     /* broadcasting: [8,1,6,1] with [7,1,5] -> [8,7,6,5] (PyTorch docs) */
     struct memest_shape b1 = mk(4, (int64_t[]){8, 1, 6, 1}), b2 = mk(3, (int64_t[]){7, 1, 5}), r;
     CHECK(memest_shape_broadcast(&b1, &b2, &r));
