@@ -43,6 +43,18 @@ math(EXPR cr_b "(${cr_total} + 500000000) / 1000000000")
 if(NOT cr_total EQUAL 34980831232 OR NOT cr_b EQUAL 35)
   message(FATAL_ERROR "command-r-v01 arithmetic: ${cr_total}: not the published 35B")
 endif()
+# CohereForAI/c4ai-command-r-plus: "104B params" (safetensors total
+# 103,810,674,688). V 256000, H 12288, L 64, 96 heads and 8 kv heads of 128,
+# I 33792, use_qk_norm true; per layer q 12288*12288 + k, v 12288*1024 each
+# + o 12288*12288 + 3*12288*33792 + input_layernorm 12288 + q_norm [96, 128]
+# + k_norm [8, 128] = 1,572,889,600: 256000*12288 (tied) + 64*1572889600
+# + 12288. Buffers: inv_freq [64].
+math(EXPR crp_layer "2 * 12288 * 12288 + 2 * 12288 * 1024 + 3 * 12288 * 33792 + 12288 + 96 * 128 + 8 * 128")
+math(EXPR crp_total "256000 * 12288 + 64 * ${crp_layer} + 12288")
+math(EXPR crp_b "(${crp_total} + 500000000) / 1000000000")
+if(NOT crp_total EQUAL 103810674688 OR NOT crp_b EQUAL 104)
+  message(FATAL_ERROR "command-r-plus arithmetic: ${crp_total}: not the published 104B")
+endif()
 # CohereForAI/c4ai-command-r7b-12-2024: "8.03B params" (safetensors total
 # 8,028,033,024). V 256000, H 4096, L 32 (24 sliding, 8 global: the pattern
 # 4), 32 heads and 8 kv heads of 128, I 14336; per layer q 4096*4096 + k, v
@@ -55,7 +67,8 @@ math(EXPR r7_c "(${r7_total} + 5000000) / 10000000")
 if(NOT r7_total EQUAL 8028033024 OR NOT r7_c EQUAL 803)
   message(FATAL_ERROR "command-r7b arithmetic: ${r7_total}: not the published 8.03B")
 endif()
-foreach(entry "c4ai-command-r-v01=${cr_total}" "c4ai-command-r7b-12-2024=${r7_total}")
+foreach(entry "c4ai-command-r-v01=${cr_total}" "c4ai-command-r-plus=${crp_total}"
+              "c4ai-command-r7b-12-2024=${r7_total}")
   string(REPLACE "=" ";" kv ${entry})
   list(GET kv 0 config)
   list(GET kv 1 want)

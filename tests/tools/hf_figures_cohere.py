@@ -28,7 +28,7 @@ from hf_figures import published_configs, tiny_entry, write_figures  # noqa: E40
 
 torch.set_num_threads(2)
 
-CONFIGS = ["c4ai-command-r-v01", "c4ai-command-r7b-12-2024"]
+CONFIGS = ["c4ai-command-r-v01", "c4ai-command-r-plus", "c4ai-command-r7b-12-2024"]
 TINY = ["cohere", "cohere2"]
 
 
@@ -40,9 +40,12 @@ def cohere(V, H, L, I, heads, kv, hd, qk_norm=False):
 
 
 # CohereForAI/c4ai-command-r-v01: "35B params" (the hub; safetensors total 34,980,831,232)
+# CohereForAI/c4ai-command-r-plus: "104B params" (the hub; safetensors total 103,810,674,688)
 # CohereForAI/c4ai-command-r7b-12-2024: "8.03B params" (the hub; safetensors total 8,028,033,024)
-PUBLISHED = {"c4ai-command-r-v01": 34980831232, "c4ai-command-r7b-12-2024": 8028033024}
+PUBLISHED = {"c4ai-command-r-v01": 34980831232, "c4ai-command-r-plus": 103810674688,
+             "c4ai-command-r7b-12-2024": 8028033024}
 PUBLISHED_ARITHMETIC = {"c4ai-command-r-v01": cohere(256000, 8192, 40, 22528, 64, 64, 128),
+                        "c4ai-command-r-plus": cohere(256000, 12288, 64, 33792, 96, 8, 128, qk_norm=True),
                         "c4ai-command-r7b-12-2024": cohere(256000, 4096, 32, 14336, 32, 8, 128)}
 
 
