@@ -82,16 +82,15 @@ endforeach()
 # Step peaks (memory.peak_tensors) of the tiny configs against PyTorch 2.6
 # (tests/tools/hf_peak_cohere.py: hf_peak.py's step and measurement on the
 # replicas, tests/reference/hf_peaks_cohere.json), within 3 %
-# (tests/hf/peaks.cmake), SGD and Adam (foreach) each: the eager cases and
-# the Adam ones (peak in the optimizer) exact or 4 bytes apart; the SDPA SGD
-# cases, whose peak is in the first SDPA backward, memest lower: float32 by
-# 7,684 bytes (cohere 0.9 %, cohere2 0.6 %), cohere's bfloat16 flash 0.4-0.7 %
-# (as Llama's 0.7 %, hf.peaks), cohere2 bfloat16 (the efficient kernel: the
-# mask) 0.07 %. A difference at the SDPA backward, not of the Cohere blocks
-# (the eager cases agree): PyTorch runs the CPU flash kernel's backward there,
-# for which hf_peak.py stands in for CUDA's memory-efficient one (whose
-# backward buffers it does not model); Llama's float32 peaks lie in the MLP's
-# backward, away from it, so this is the first check of it.
+# (tests/hf/peaks.cmake), SGD and Adam (foreach) each: within 4 bytes but for
+# three. The float32 SDPA SGD cases peak in the first SDPA backward, where
+# memest is 508 bytes higher (0.06 %, 0.04 %): the memory-efficient kernel's
+# delta float32 [B, H, L] (512 bytes), which CUDA allocates and the CPU run
+# that stands in for it has not (hf_peak.py models none of that kernel's
+# backward buffers); cohere2's bfloat16 SDPA SGD case 516 bytes lower
+# (0.07 %). (There the fused kernels' gradients of the repeat_kv'd k and v,
+# [B, Hq, S, D], are live: src/ops/ops_sdpa.c, repeated_kv_grads; without
+# them memest was 7,684 bytes, 0.9 %, low.)
 foreach(case RANGE 11)
   add_test(NAME hf_cohere.peaks.${case}
            COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR} -DCASE=${case}
