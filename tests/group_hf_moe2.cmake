@@ -32,7 +32,7 @@ endforeach()
 # (tests/tools/hf_peak_moe2.py: hf_peak.py's step and measurement on the
 # replicas, tests/reference/hf_peaks_moe2.json), Adam (foreach) cases: exact
 # (their peak is in the optimizer). Not checked: the SGD cases, whose peak is
-# in the backward, where PyTorch is 15-21 % (float32) and 2.5-4.4 %
+# in the backward, where PyTorch is 15-21 % (float32) and 2.1-3.9 %
 # (bfloat16) higher than memest: the experts' fused [E, 2I, H] and [E, H, I]
 # parameters are read through a select per expert (gate_up_proj[expert_idx],
 # GraniteMoeParallelExperts' weight[i]), whose backward (SelectBackward0)

@@ -633,16 +633,35 @@ static enum kernel pick_auto(const struct sdpa *a)
     return K_MATH;
 }
 
+/* A fused kernel's backward returns the gradients of the k and v it was
+ * given: after repeat_kv (Hkv < Hq, no enable_gqa) [B, Hq, S, D] and
+ * [B, Hq, S, Dv], which live to the end of the op while memest's gradients
+ * of the node's inputs are [B, Hkv, S, ...] (repeat_kv's backward sums them
+ * after): the difference is the op's backward workspace. */
+static void repeated_kv_grads(struct memest_ictx *c, const struct sdpa *a)
+{
+    if (a->gqa || a->Hkv == a->Hq)
+        return;
+    int64_t kr[4] = {a->B, a->Hq, a->S, a->D}, vr[4] = {a->B, a->Hq, a->S, a->Dv};
+    uint64_t rep = memest_sat_add(sat_bytes(4, kr, a->dt), sat_bytes(4, vr, a->dt));
+    kr[1] = vr[1] = a->Hkv;
+    uint64_t own = memest_sat_add(sat_bytes(4, kr, a->dt), sat_bytes(4, vr, a->dt));
+    memest_bwd_workspace(c, rep > own ? rep - own : 0);
+}
+
 /* Runs kernel kern (not eager) on the operands. */
 static int run_kernel(struct memest_ictx *c, const struct sdpa *a, enum kernel kern,
                       struct operand ops[3])
 {
     switch (kern) {
     case K_FLASH:
+        repeated_kv_grads(c, a);
         return run_flash(c, a, ops);
     case K_EFFICIENT:
+        repeated_kv_grads(c, a);
         return run_efficient(c, a, ops);
     case K_CUDNN:
+        repeated_kv_grads(c, a);
         return run_cudnn(c, a, ops);
     case K_MATH:
     case K_AUTO:

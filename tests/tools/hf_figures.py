@@ -269,6 +269,51 @@ def tiny_entry(fn, build, post=None, attns=("eager", "sdpa"), **extra):
     return entry
 
 
+def write_json(argv, result):
+    """The reference `result` as JSON (indent 1, sorted keys) to argv[1], or to stdout without one."""
+    text = json.dumps(result, indent=1, sort_keys=True) + "\n"
+    if len(argv) > 1:
+        with open(argv[1], "w") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+
+
+def published_configs(builders, names, published, arithmetic):
+    """The "configs" entries of a family's generator (hf_figures_cohere.py): models/hf/NAME.json built on
+    torch.device("meta") for each NAME, its static_info and published figure, asserted equal to the model's
+    count and to the arithmetic written out by hand."""
+    out = {}
+    for name in names:
+        cfg = load(here("models", "hf", name + ".json"))
+        with torch.device("meta"):
+            model = builders[cfg["model_type"]](cfg)
+        info = static_info(model)
+        info["model_type"] = cfg["model_type"]
+        info["published_params"] = published[name]
+        assert arithmetic[name] == published[name], (name, arithmetic[name])
+        assert info["params_total"] == published[name], (name, info["params_total"], published[name])
+        out[name] = info
+    return out
+
+
+def write_figures(argv, generator, follows, configs, tiny):
+    """A family generator's reference (configs and tiny figures, stamped) to argv[1] (or stdout), and a
+    summary to stderr."""
+    result = {"generator": generator, "follows": "transformers: " + follows, "torch_version": torch.__version__,
+              "device": "cpu", "configs": configs, "tiny": tiny}
+    result = stamp(result, generator,
+                   {"torch": torch.__version__, "transformers": follows + " (followed in plain PyTorch, not imported)"})
+    write_json(argv, result)
+    for name, e in configs.items():
+        sys.stderr.write("%-26s %14d params  published %s  buffers %d\n" % (
+            name, e["params_total"], e.get("published_params"), e["buffers_count"]))
+    for name, e in tiny.items():
+        for k, r in e["runs"].items():
+            sys.stderr.write("%-18s %-16s %10d saved (cuda %d)\n" % (name, k, r["saved_activation_bytes"],
+                                                                     r["saved_activation_bytes_cuda_corrected"]))
+
+
 def tiny_figures():
     out = {}
     d = here("tests", "hf", "tiny")
@@ -282,29 +327,6 @@ def tiny_figures():
     return out
 
 
-def write_figures(argv, generator, follows, configs, tiny):
-    """A family generator's result (hf_figures_llama4.py's): the generator's name, the transformers code it
-    follows, the torch version, the "configs" and "tiny" figures, stamped, written to argv[1] (or stdout),
-    and a summary on stderr."""
-    result = {"generator": generator, "follows": "transformers: " + follows, "torch_version": torch.__version__,
-              "device": "cpu", "configs": configs, "tiny": tiny}
-    result = stamp(result, generator, {"torch": torch.__version__,
-                                       "transformers": follows + " (followed in plain PyTorch, not imported)"})
-    text = json.dumps(result, indent=1, sort_keys=True) + "\n"
-    if len(argv) > 1:
-        with open(argv[1], "w") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
-    for name, e in configs.items():
-        sys.stderr.write("%-22s %14d params  published %s  buffers %d\n" % (
-            name, e["params_total"], e.get("published_params"), e["buffers_count"]))
-    for name, e in tiny.items():
-        for k, r in e["runs"].items():
-            sys.stderr.write("%-18s %-16s %10d saved (cuda %d)\n" % (name, k, r["saved_activation_bytes"],
-                                                                     r["saved_activation_bytes_cuda_corrected"]))
-
-
 def main(argv):
     result = {
         "generator": "tests/tools/hf_figures.py",
@@ -315,12 +337,7 @@ def main(argv):
         "tiny": tiny_figures(),
     }
     result = stamp(result, "tests/tools/hf_figures.py", {"torch": torch.__version__, "transformers": "v4.48.0; main for qwen3, olmo2, smollm3, granite (followed in plain PyTorch, not imported)"})
-    text = json.dumps(result, indent=1, sort_keys=True) + "\n"
-    if len(argv) > 1:
-        with open(argv[1], "w") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
+    write_json(argv, result)
     for name, e in result["configs"].items():
         sys.stderr.write("%-16s %14d params  published %s\n" % (name, e["params_total"], e.get("published_params")))
     for name, e in result["tiny"].items():

@@ -24,8 +24,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hf_models_dense import BUILDERS  # noqa: E402
-from hf_figures import tiny_entry  # noqa: E402
-from hf_figures_common import config_figures, write_reference  # noqa: E402
+from hf_figures import published_configs, tiny_entry, write_figures  # noqa: E402
 
 torch.set_num_threads(2)
 
@@ -84,8 +83,8 @@ def tiny_figures():
 def main(argv):
     follows = ("starcoder2 at 73faa33f3c3a8588747d42dc7ca666d97b1a2a2c, glm4 at "
                "257314f8c283566a238faf183f44f272e9e0e352 (tests/tools/hf_models_dense.py)")
-    write_reference(argv, "tests/tools/hf_figures_dense.py", follows,
-                    config_figures(CONFIGS, BUILDERS, PUBLISHED, PUBLISHED_ARITHMETIC), tiny_figures())
+    write_figures(argv, "tests/tools/hf_figures_dense.py", follows,
+                    published_configs(BUILDERS, CONFIGS, PUBLISHED, PUBLISHED_ARITHMETIC), tiny_figures())
 
 
 if __name__ == "__main__":

@@ -27,7 +27,6 @@ for the models of tests/tools/hf_models_moe.py (transformers v4.48.0, op by op):
   variables give the sizes), balanced routing, float32 and bfloat16: the MoE ops checked without the
   attention and norm ops.
 """
-import json
 import os
 import sys
 
@@ -35,7 +34,8 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hf_models_moe import BUILDERS, SparseMoeBlock  # noqa: E402
-from hf_figures import TINY_BATCH, TINY_SEQ, here, load, measure, static_info, tiny_entry  # noqa: E402
+from hf_figures import (TINY_BATCH, TINY_SEQ, here, load, measure, published_configs, static_info,  # noqa: E402
+                        tiny_entry, write_json)
 from provenance import stamp  # noqa: E402
 
 torch.set_num_threads(2)
@@ -89,18 +89,7 @@ PUBLISHED_ARITHMETIC = {"mixtral-8x7b": mixtral_8x7b(), "qwen1.5-moe-a2.7b": qwe
 
 
 def config_figures():
-    out = {}
-    for name in CONFIGS:
-        cfg = load(here("models", "hf", name + ".json"))
-        with torch.device("meta"):
-            model = BUILDERS[cfg["model_type"]](cfg)
-        info = static_info(model)
-        info["model_type"] = cfg["model_type"]
-        info["published_params"] = PUBLISHED[name]
-        assert PUBLISHED_ARITHMETIC[name] == PUBLISHED[name], (name, PUBLISHED_ARITHMETIC[name])
-        assert info["params_total"] == PUBLISHED[name], (name, info["params_total"], PUBLISHED[name])
-        out[name] = info
-    return out
+    return published_configs(BUILDERS, CONFIGS, PUBLISHED, PUBLISHED_ARITHMETIC)
 
 
 def published_figures():
@@ -197,12 +186,7 @@ def main(argv):
         "block": block_figures(),
     }
     result = stamp(result, "tests/tools/hf_figures_moe.py", {"torch": torch.__version__, "transformers": "v4.48.0, deepseek_v3 at 00b676f8f0489b88652a31d70751cc540dd06305 (followed in plain PyTorch, not imported)"})
-    text = json.dumps(result, indent=1, sort_keys=True) + "\n"
-    if len(argv) > 1:
-        with open(argv[1], "w") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
+    write_json(argv, result)
     for name, e in result["configs"].items():
         sys.stderr.write("%-18s %14d params  published %s  buffers %d\n" % (
             name, e["params_total"], e.get("published_params"), e["buffers_count"]))

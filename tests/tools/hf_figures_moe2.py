@@ -19,7 +19,6 @@ tests/tools/hf_models_moe2.py (transformers main, op by op):
   selection's packed tensors that die when route_tokens_to_experts returns are not counted
   (hf_models_moe2.py's docstring); their bytes are recorded as selection_packed_bytes.
 """
-import json
 import os
 import sys
 
@@ -28,7 +27,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hf_models_moe2  # noqa: E402
 from hf_models_moe2 import BUILDERS  # noqa: E402
-from hf_figures import here, load, static_info, tiny_entry  # noqa: E402
+from hf_figures import here, load, static_info, tiny_entry, write_json  # noqa: E402
 from provenance import stamp  # noqa: E402
 
 torch.set_num_threads(2)
@@ -134,12 +133,7 @@ def main(argv):
         "tiny": tiny_figures(),
     }
     result = stamp(result, "tests/tools/hf_figures_moe2.py", {"torch": torch.__version__, "transformers": follows + " (followed in plain PyTorch, not imported)"})
-    text = json.dumps(result, indent=1, sort_keys=True) + "\n"
-    if len(argv) > 1:
-        with open(argv[1], "w") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
+    write_json(argv, result)
     for name, e in result["published"].items():
         sys.stderr.write("%-18s %14d params  active %d  buffers %d\n" % (
             name, e["params_total"], e["active_params"], e["buffers_count"]))

@@ -24,8 +24,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hf_models_parallel import BUILDERS  # noqa: E402
-from hf_figures import tiny_entry  # noqa: E402
-from hf_figures_common import config_figures, write_reference  # noqa: E402
+from hf_figures import published_configs, tiny_entry, write_figures  # noqa: E402
 from hf_figures_dense import layernorm_cuda  # noqa: E402
 
 torch.set_num_threads(2)
@@ -66,8 +65,8 @@ def main(argv):
     def build(cfg, attn):
         return BUILDERS[cfg["model_type"]](cfg, attn)
     tiny = {name: tiny_entry(name + ".json", build, lambda model, r: layernorm_cuda(r)) for name in TINY}
-    write_reference(argv, "tests/tools/hf_figures_parallel.py", follows,
-                    config_figures(CONFIGS, BUILDERS, PUBLISHED, PUBLISHED_ARITHMETIC), tiny)
+    write_figures(argv, "tests/tools/hf_figures_parallel.py", follows,
+                    published_configs(BUILDERS, CONFIGS, PUBLISHED, PUBLISHED_ARITHMETIC), tiny)
 
 
 if __name__ == "__main__":

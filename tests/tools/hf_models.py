@@ -166,9 +166,10 @@ def rope_inv_freq(cfg, dim):
 class RotaryEmbedding(nn.Module):
     """LlamaRotaryEmbedding (v4.48: one per model, its cos/sin shared by every layer)."""
 
-    def __init__(self, cfg, dim, keep_float32=False):
+    def __init__(self, cfg, dim, keep_float32=False, interleave=False):
         super().__init__()
         self.keep_float32 = keep_float32  # Olmo2RotaryEmbedding: return cos, sin (float32)
+        self.interleave = interleave  # CohereRotaryEmbedding: repeat_interleave(freqs, 2, dim=-1), not cat
         inv_freq = rope_inv_freq(cfg, dim)
         self.register_buffer("inv_freq", inv_freq, persistent=False)
         self.attention_scaling = 1.0
@@ -179,7 +180,10 @@ class RotaryEmbedding(nn.Module):
         position_ids_expanded = position_ids[:, None, :].float()
         with torch.autocast(device_type="cpu", enabled=False):
             freqs = (inv_freq_expanded.float() @ position_ids_expanded.float()).transpose(1, 2)
-            emb = torch.cat((freqs, freqs), dim=-1)
+            if self.interleave:
+                emb = torch.repeat_interleave(freqs, 2, dim=-1)
+            else:
+                emb = torch.cat((freqs, freqs), dim=-1)
             cos = emb.cos()
             sin = emb.sin()
         cos = cos * self.attention_scaling

@@ -159,15 +159,27 @@ static void test_flash(void)
 
 /* Flash with GQA (Hkv = 2): v4.48.0 repeats k and v to 4 heads (2048
  * each): 8448 again. enable_gqa: k and v keep 2 heads, their contiguous
- * copies 1024 each: 2048 + 1024 + 1024 + 2048 + 256 = 6400. */
+ * copies 1024 each: 2048 + 1024 + 1024 + 2048 + 256 = 6400.
+ * The backward's workspace: dq_accum float32 [2, 128, 4, 32] 131072 and
+ * softmax_d float32 [2, 4, 128] 4096: 135168 with 4 kv heads. Repeated,
+ * the kernel returns the gradients of the repeated k and v, [2, 4, 8, 16]
+ * (2048 each), which live to the op's end while the node's own gradients
+ * are [2, 2, 8, 16] (1024 each; repeat_kv's backward sums into them): 2048
+ * more, 137216. enable_gqa: the expanded dk, dv [2, 8, 4, 16] before the
+ * kernel's head sums, 2048 each: 139264. */
 static void test_flash_gqa(void)
 {
     struct t_model t;
+    LOADK(&t, MHA ATT("'is_causal': true"), MEMEST_F16, MEMEST_ATTN_AUTO);
+    CHECK_EQ_U64(t_info(&t, "att")->bwd_work_bytes, 135168);
+    t_free(&t);
     LOADK(&t, GQA ATT("'is_causal': true"), MEMEST_F16, MEMEST_ATTN_AUTO);
     CHECK_EQ_U64(t_saved(&t, "att"), 8448);
+    CHECK_EQ_U64(t_info(&t, "att")->bwd_work_bytes, 137216);
     t_free(&t);
     LOADK(&t, GQA ATT("'is_causal': true, 'enable_gqa': true"), MEMEST_F16, MEMEST_ATTN_AUTO);
     CHECK_EQ_U64(t_saved(&t, "att"), 6400);
+    CHECK_EQ_U64(t_info(&t, "att")->bwd_work_bytes, 139264);
     t_free(&t);
 }
 
