@@ -35,7 +35,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hf_models_moe import BUILDERS, SparseMoeBlock  # noqa: E402
-from hf_figures import TINY_BATCH, TINY_SEQ, here, load, measure, static_info, tiny_entry  # noqa: E402
+from hf_figures import TINY_BATCH, TINY_SEQ, here, load, measure, published_configs, static_info, tiny_entry  # noqa: E402
 from provenance import stamp  # noqa: E402
 
 torch.set_num_threads(2)
@@ -89,18 +89,7 @@ PUBLISHED_ARITHMETIC = {"mixtral-8x7b": mixtral_8x7b(), "qwen1.5-moe-a2.7b": qwe
 
 
 def config_figures():
-    out = {}
-    for name in CONFIGS:
-        cfg = load(here("models", "hf", name + ".json"))
-        with torch.device("meta"):
-            model = BUILDERS[cfg["model_type"]](cfg)
-        info = static_info(model)
-        info["model_type"] = cfg["model_type"]
-        info["published_params"] = PUBLISHED[name]
-        assert PUBLISHED_ARITHMETIC[name] == PUBLISHED[name], (name, PUBLISHED_ARITHMETIC[name])
-        assert info["params_total"] == PUBLISHED[name], (name, info["params_total"], PUBLISHED[name])
-        out[name] = info
-    return out
+    return published_configs(CONFIGS, BUILDERS, PUBLISHED, PUBLISHED_ARITHMETIC)
 
 
 def published_figures():
