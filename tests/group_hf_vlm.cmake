@@ -42,3 +42,15 @@ add_test(NAME hf_vlm.published.llava-1.5-7b-hf
                  -DCONFIG=models/hf/llava-1.5-7b-hf.json -DWANT=7063427072 -DWANT_BUF=641
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/published_params.cmake)
 set_tests_properties(hf_vlm.published.llava-1.5-7b-hf PROPERTIES LABELS hf)
+
+# Step peaks (memory.peak_tensors) of the tiny config against PyTorch 2.6
+# (tests/tools/hf_peak_vlm.py: hf_peak.py's step and measurement on the
+# replica, the inputs above; tests/reference/hf_peaks_vlm.json), within 3%
+# (tests/hf/peaks.cmake): eager and SDPA float32, SDPA bfloat16 (CUDA's
+# flash), SGD (for-loop) and Adam (foreach), cases 0 .. 5.
+foreach(case 0 1 2 3 4 5)
+  add_test(NAME hf_vlm.peaks.${case}
+           COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR} -DCASE=${case}
+                   -DREF=hf_peaks_vlm.json -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/peaks.cmake)
+  set_tests_properties(hf_vlm.peaks.${case} PROPERTIES LABELS hf)
+endforeach()
