@@ -218,13 +218,13 @@ static int infer_masked_scatter(struct memest_ictx *c)
                               "dtype %s",
                            memest_dtype_name(memest_in_dtype(c, 1)));
     if (memest_in_dtype(c, 2) != memest_in_dtype(c, 0))
-        return memest_fail(c, "masked_scatter: expected self and source to have same dtypes but "
+        return memest_fail(c, "expected self and source to have same dtypes but "
                               "got %s and %s",
                            memest_dtype_name(memest_in_dtype(c, 0)),
                            memest_dtype_name(memest_in_dtype(c, 2)));
     struct memest_shape out;
     if (!memest_shape_broadcast(memest_in_shape(c, 0), memest_in_shape(c, 1), &out))
-        return memest_fail(c, "masked_scatter: the mask %s does not broadcast with self %s",
+        return memest_fail(c, "the mask %s does not broadcast with self %s",
                            IN_STR(c, 1), IN_STR(c, 0));
     int64_t n_out = 1, n_src = 1;
     for (int k = 0; k < out.ndim; k++)
@@ -232,7 +232,7 @@ static int infer_masked_scatter(struct memest_ictx *c)
     for (int k = 0; k < memest_in_shape(c, 2)->ndim; k++)
         n_src *= memest_in_shape(c, 2)->size[k];
     if (n_src > n_out)
-        return memest_fail(c, "masked_scatter: source %s has more elements than the result %s "
+        return memest_fail(c, "source %s has more elements than the result %s "
                               "has positions",
                            IN_STR(c, 2), shp_of(&out).s);
     memest_grad_none(c, 1);
