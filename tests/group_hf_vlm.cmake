@@ -13,13 +13,18 @@
 # and the check inputs_embeds[special_image_mask] saved: their outputs die
 # when get_image_features returns, freed in the forward (the template runs
 # them on a detached input with frozen parameters).
-foreach(dtype float32 bfloat16)
-  foreach(attn eager sdpa)
-    add_test(NAME hf_vlm.tiny_exact.llava.${dtype}.${attn}
-             COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR} -DNAME=llava
-                     -DDTYPE=${dtype} -DATTN=${attn} -DREF=hf_figures_vlm.json
-                     -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/tiny_exact.cmake)
-    set_tests_properties(hf_vlm.tiny_exact.llava.${dtype}.${attn} PROPERTIES LABELS hf)
+# llava_full: every vision layer kept (vision_feature_layer -1: post_layernorm
+# alone is discarded), the CLS position kept (strategy "full": 17 image
+# tokens), a quick_gelu projector without bias, vision gelu, lm_head tied.
+foreach(name llava llava_full)
+  foreach(dtype float32 bfloat16)
+    foreach(attn eager sdpa)
+      add_test(NAME hf_vlm.tiny_exact.${name}.${dtype}.${attn}
+               COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR} -DNAME=${name}
+                       -DDTYPE=${dtype} -DATTN=${attn} -DREF=hf_figures_vlm.json
+                       -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/tiny_exact.cmake)
+      set_tests_properties(hf_vlm.tiny_exact.${name}.${dtype}.${attn} PROPERTIES LABELS hf)
+    endforeach()
   endforeach()
 endforeach()
 

@@ -11,7 +11,8 @@ models of tests/tools/hf_models_vlm.py:
 * "configs": each shipped example config (CONFIGS) built on torch.device("meta"): params_total,
   param_tensors, buffers; the published figure, checked equal here (an assertion) and against the
   arithmetic written out in PUBLISHED_ARITHMETIC.
-* "tiny": tests/hf/tiny/<model_type>.json measured in train() mode, one forward of input_ids [B, S] (image
+* "tiny": tests/hf/tiny/llava.json and llava_full.json (every vision layer kept, the CLS position too, a tied
+  lm_head) measured in train() mode, one forward of input_ids [B, S] (image
   tokens at positions 1 .. image_tokens, the other ids random below image_token_index) and pixel_values
   [B, C, image_size, image_size] (randn, in the model's dtype) to logits.float().view(-1, V), float32 and
   bfloat16, attention "eager" and "sdpa": saved activations by saved_tensors_hooks, storages de-duplicated,
@@ -36,7 +37,7 @@ from hf_figures_dense import layernorm_cuda  # noqa: E402
 torch.set_num_threads(2)
 
 CONFIGS = ["llava-1.5-7b-hf"]
-TINY = ["llava"]
+TINY = ["llava", "llava_full"]
 TINY_SEQ = 24  # the image's 16 tokens and 8 of text
 
 
