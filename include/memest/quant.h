@@ -20,6 +20,8 @@ enum memest_wformat {
     MEMEST_WF_FP4,        /* bitsandbytes Linear4bit, quant_type "fp4" */
     MEMEST_WF_GPTQ4,      /* GPTQ QuantLinear, 4 bits */
     MEMEST_WF_AWQ4,       /* AWQ WQLinear, 4 bits */
+    MEMEST_WF_MXFP4,      /* OCP MXFP4: gpt-oss's Mxfp4GptOssExperts (blocks and
+                             e8m0 scales of 32 elements) */
     MEMEST_WF_COUNT
 };
 
@@ -44,7 +46,7 @@ struct memest_quant_params {
 /* The libraries' defaults: blocksize 64, no double quantisation, float32
  * compute, uint8 storage, group size 128. */
 void memest_quant_defaults(struct memest_quant_params *p);
-/* "int8", "nf4", "fp4", "gptq", "awq" (what --weights and the reports
+/* "int8", "nf4", "fp4", "gptq", "awq", "mxfp4" (what --weights and the reports
  * print); "dense" for MEMEST_WF_DENSE. */
 const char *memest_wformat_name(enum memest_wformat f);
 /* Whether the format is bitsandbytes' 4-bit one (nf4, fp4). */

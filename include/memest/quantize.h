@@ -32,6 +32,8 @@ struct memest_quant_cfg {
     int nskip;
     bool skip_set;
     bool kbit_prep;             /* --kbit-prep */
+    bool dense;                 /* --weights dense: a config's quantization_config
+                                   set aside (the weights in the model's dtype) */
 };
 
 /* The settings of the command line (`cli`) over those of the config

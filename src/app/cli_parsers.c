@@ -108,7 +108,7 @@ int memest_optp_after_moe(const struct memest_opt *row, char *arg, struct memest
     return 0;
 }
 
-/* --weights int8|nf4|fp4|int4|gptq|awq (quantize.h) */
+/* --weights int8|nf4|fp4|int4|gptq|awq|mxfp4|dense (quantize.h) */
 int memest_optp_weights(const struct memest_opt *row, char *arg, struct memest_cli *o,
                         struct memest_error *err)
 {
@@ -117,6 +117,7 @@ int memest_optp_weights(const struct memest_opt *row, char *arg, struct memest_c
         return bad_row(row, arg, err);
     o->quant.format = memest_weights_names[k].format;
     o->quant.int4 = strcmp(arg, "int4") == 0;
+    o->quant.dense = o->quant.format == MEMEST_WF_DENSE;
     return 0;
 }
 

@@ -951,6 +951,22 @@ static int read_bnb(struct hf *h, const cJSON *q, struct memest_quant_cfg *c)
     return q_skip(h, q, "llm_int8_skip_modules", c);
 }
 
+/* Mxfp4Config (transformers' utils/quantization_config.py): dequantize
+ * true loads the weights in the model's dtype (what fine-tuning does, and
+ * what Mxfp4HfQuantizer falls back to without a GPU and triton_kernels);
+ * otherwise the experts outside modules_to_not_convert (fnmatch patterns:
+ * "model.layers.*.self_attn") keep their MXFP4 blocks and scales. */
+static int read_mxfp4(struct hf *h, const cJSON *q, struct memest_quant_cfg *c)
+{
+    bool deq;
+    if (q_bool(h, q, "dequantize", &deq))
+        return -1;
+    if (deq)
+        return 0;
+    c->format = MEMEST_WF_MXFP4;
+    return q_skip(h, q, "modules_to_not_convert", c);
+}
+
 static int read_quant(struct hf *h, const cJSON *q)
 {
     if (cJSON_IsNull(q))
@@ -962,10 +978,12 @@ static int read_quant(struct hf *h, const cJSON *q)
     const char *mm = cJSON_IsString(meth) ? meth->valuestring : "";
     if (strcmp(mm, "bitsandbytes") == 0)
         return read_bnb(h, q, c);
+    if (strcmp(mm, "mxfp4") == 0)
+        return read_mxfp4(h, q, c);
     bool gptq = strcmp(mm, "gptq") == 0;
     if (!gptq && strcmp(mm, "awq") != 0)
-        return qbad(h, "quant_method", "memest models \"bitsandbytes\", \"gptq\" and "
-                                       "\"awq\" (4 bits)");
+        return qbad(h, "quant_method", "memest models \"bitsandbytes\", \"gptq\", \"awq\" "
+                                       "(4 bits) and \"mxfp4\"");
     const cJSON *bits = qkey(q, "bits");
     if (!bits && !gptq)
         bits = qkey(q, "w_bit");   /* AutoAWQ's own quant_config.json spelling */

@@ -19,6 +19,7 @@
  * (memest's --checkpoint) with model.enable_input_require_grads(). */
 #include "memest/quantize.h"
 
+#include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,7 +30,7 @@ void memest_quant_cfg_merge(const struct memest_quant_cfg *config,
 {
     static const struct memest_quant_cfg none;
     const struct memest_quant_cfg *c = config ? config : &none;
-    *out = *c;
+    *out = cli->dense ? none : *c;
     if (cli->format != MEMEST_WF_DENSE) {
         uint8_t f = cli->format;
         if (cli->int4 && c->format == MEMEST_WF_AWQ4)
@@ -53,13 +54,33 @@ void memest_quant_cfg_merge(const struct memest_quant_cfg *config,
     out->kbit_prep = cli->kbit_prep;
 }
 
+/* Whether pattern matches name or a module name is inside (pattern.*;
+ * without FNM_PATHNAME '*' matches dots too). Out of memory: no match. */
+static bool glob_prefix(const char *pattern, const char *name)
+{
+    if (fnmatch(pattern, name, 0) == 0)
+        return true;
+    size_t n = strlen(pattern);
+    char *inside = malloc(n + 3);
+    if (!inside)
+        return false;
+    memcpy(inside, pattern, n);
+    memcpy(inside + n, ".*", 3);
+    bool m = fnmatch(inside, name, 0) == 0;
+    free(inside);
+    return m;
+}
+
 /* transformers' test: a key of modules_to_not_convert occurs in the dotted
- * module name */
+ * module name; a key with '*' (Mxfp4Config's "model.layers.*.self_attn")
+ * is an fnmatch pattern of the module or of a module it is inside */
 static bool skipped(const struct memest_quant_cfg *q, const char *name)
 {
-    for (int i = 0; i < q->nskip; i++)
-        if (strstr(name, q->skip[i]))
+    for (int i = 0; i < q->nskip; i++) {
+        const char *k = q->skip[i];
+        if (!strchr(k, '*') ? strstr(name, k) != NULL : glob_prefix(k, name))
             return true;
+    }
     return false;
 }
 

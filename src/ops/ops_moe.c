@@ -122,6 +122,32 @@
  * product's [T*k, I], the output cat [T*k, H] and the gates [T*k], the
  * weighted output [T*k, H] index_add saves.
  *
+ * GptOssTopKRouter (models/gpt_oss/modular_gpt_oss.py at transformers
+ * 0261a467) runs the same without the .float(): topk of the logits and
+ * softmax(dtype=their dtype) over the k (float32 false), saving the
+ * indices and the [T, k] result in the logits' dtype.
+ *
+ * moe_router with scoring "sigmoid_scatter" is Llama 4's router instead
+ * (Llama4Router.forward, models/llama4/modeling_llama4.py at transformers
+ * 000c33fdfde12e1ffafbfcdb3c926df5727a00b6), on the logits of the router's
+ * linear in the hidden dtype:
+ *
+ *   router_top_value, router_indices = torch.topk(router_logits, top_k, dim=1)
+ *   router_scores = torch.full_like(router_logits, float("-inf")).scatter_(
+ *       1, router_indices, router_top_value)
+ *   router_scores = torch.nn.functional.sigmoid(router_scores.float()).to(router_scores.dtype)
+ *
+ * Its outputs are the dense scores [T, E] (the logits' dtype: 0 for the
+ * experts not chosen, which Llama4TextMoe multiplies into every expert's copy
+ * of the tokens) and the experts [T, k] int64; no mask. Saved: TopkBackward0's
+ * and the in-place scatter_'s (ScatterBackward1) `index`, the same int64
+ * [T, k] indices; SigmoidBackward0's float32 [T, E] result (the output itself
+ * for float32 logits; the .float() copy and the .to() cast save nothing).
+ * Forward temporaries: the full_like/scatter_ tensor [T, E] and the topk
+ * values [T, k] in the logits' dtype, and the float32 copy of non-float32
+ * logits [T, E]; backward: sigmoid's float32 gradient [T, E] (and its cast
+ * for non-float32 logits) and the gathered gradient of the values [T, k].
+ *
  * Not modelled: the small scratch of nonzero and of the sort that
  * index_put_(accumulate=true) runs in the index backward on CUDA. */
 #include <math.h>
@@ -194,20 +220,26 @@ static int need_int64(struct memest_ictx *c, int i, const char *what)
 
 /* ---- moe_router ---- */
 
-enum { RT_TOPK, RT_NORM, RT_SCORING, RT_NGROUP, RT_TOPKGROUP };
+enum { RT_TOPK, RT_NORM, RT_SCORING, RT_NGROUP, RT_TOPKGROUP, RT_F32 };
 static const struct memest_argspec router_args[] = {
     [RT_TOPK] = {"top_k", MEMEST_ARG_INT, .required = true, .lo = 1, .hi = ARG_MAX,
                  .doc = "experts per token (num_experts_per_tok)"},
     [RT_NORM] = {"norm_topk_prob", MEMEST_ARG_BOOL, .idef = 0,
                  .doc = "routing_weights /= routing_weights.sum(-1, keepdim=True)"},
-    [RT_SCORING] = {"scoring", MEMEST_ARG_STR, .sdef = "softmax", .choices = "softmax|sigmoid|topk_softmax",
+    [RT_SCORING] = {"scoring", MEMEST_ARG_STR, .sdef = "softmax",
+                    .choices = "softmax|sigmoid|topk_softmax|sigmoid_scatter",
                     .doc = "softmax in float32 (Mixtral, Qwen2-MoE), sigmoid with group-limited "
-                           "selection (DeepSeek-V3, float32 logits), or topk of the float32 "
-                           "logits and softmax over the k (JetMoE, Granite-MoE)"},
+                           "selection (DeepSeek-V3, float32 logits), topk of the float32 "
+                           "logits and softmax over the k (JetMoE, Granite-MoE), or the sigmoid "
+                           "of the top-k logits scattered into -inf (Llama 4: outputs the dense "
+                           "scores [T, E] and the experts [T, k])"},
     [RT_NGROUP] = {"n_group", MEMEST_ARG_INT, .idef = 1, .lo = 1, .hi = ARG_MAX,
                    .doc = "sigmoid: expert groups (they must divide the experts)"},
     [RT_TOPKGROUP] = {"topk_group", MEMEST_ARG_INT, .idef = 1, .lo = 1, .hi = ARG_MAX,
                       .doc = "sigmoid: groups kept per token"},
+    [RT_F32] = {"float32", MEMEST_ARG_BOOL, .idef = 1,
+                .doc = "topk_softmax: on the float32 logits (.float()); false: topk and softmax "
+                       "in the logits' dtype (GptOssTopKRouter)"},
 };
 
 /* Both scorings: the outputs (weights [T, k] in wdt, experts [T, k] int64,
@@ -281,13 +313,42 @@ static int infer_router_topk_softmax(struct memest_ictx *c, int64_t T, int64_t E
         return -1;
     memest_out_set_requires_grad(c, 1, false);
     memest_out_set_requires_grad(c, 2, false);
-    /* TopkBackward0: indices; SoftmaxBackward0: its float32 [T, k] result */
-    if (memest_save_out(c, 1) != 0 || save_new_if(c, 2, tk, MEMEST_F32) != 0)
+    /* TopkBackward0: indices; SoftmaxBackward0: its float32 [T, k] result
+     * (float32 false: in the logits' dtype, which the weights keep) */
+    bool f32 = memest_arg_bool(c, RT_F32);
+    enum memest_dtype sdt = f32 ? MEMEST_F32 : ldt;
+    if (memest_save_out(c, 1) != 0 || save_new_if(c, 2, tk, sdt) != 0)
         return -1;
-    if (ldt != MEMEST_F32)
+    if (sdt != ldt)
         memest_workspace(c, sat_bytes(2, te, MEMEST_F32));
-    memest_bwd_workspace(c, memest_sat_add(sat_bytes(2, te, MEMEST_F32),
-                                           ldt != MEMEST_F32 ? sat_bytes(2, te, ldt) : 0));
+    memest_bwd_workspace(c, memest_sat_add(sat_bytes(2, te, sdt),
+                                           sdt != ldt ? sat_bytes(2, te, ldt) : 0));
+    return 0;
+}
+
+/* scoring "sigmoid_scatter" (the comment at the top): Llama 4's dense scores */
+static int infer_router_sigmoid_scatter(struct memest_ictx *c, int64_t T, int64_t E, int64_t k,
+                                        enum memest_dtype ldt)
+{
+    int64_t tk[2] = {T, k}, te[2] = {T, E};
+    if (memest_arg_bool(c, RT_NORM))
+        return memest_fail(c, "norm_topk_prob does not apply to scoring \"sigmoid_scatter\" "
+                              "(Llama4Router takes the sigmoid of each top-k logit)");
+    if (memest_in_count(c) != 1)
+        return memest_fail(c, "scoring \"sigmoid_scatter\" takes the router logits only (the "
+                              "scores keep their dtype)");
+    if (memest_out_new(c, 2, te, ldt) < 0 || memest_out_new(c, 2, tk, MEMEST_I64) < 0)
+        return -1;
+    memest_out_set_requires_grad(c, 1, false);
+    /* SigmoidBackward0: result; TopkBackward0 and ScatterBackward1: index */
+    if ((ldt == MEMEST_F32 ? memest_save_out(c, 0) : save_new_if(c, 2, te, MEMEST_F32)) != 0 ||
+        memest_save_out(c, 1) != 0)
+        return -1;
+    uint64_t te_l = sat_bytes(2, te, ldt), tk_l = sat_bytes(2, tk, ldt);
+    uint64_t f32 = ldt == MEMEST_F32 ? 0 : sat_bytes(2, te, MEMEST_F32);
+    memest_workspace(c, memest_sat_add(memest_sat_add(te_l, tk_l), f32));
+    memest_bwd_workspace(c, memest_sat_add(memest_sat_add(sat_bytes(2, te, MEMEST_F32), tk_l),
+                                           ldt == MEMEST_F32 ? 0 : te_l));
     return 0;
 }
 
@@ -298,6 +359,8 @@ static int infer_router(struct memest_ictx *c)
     const struct memest_shape lg = *memest_in_shape(c, 0);
     int64_t T = lg.size[0], E = lg.size[1], k = memest_arg_int(c, RT_TOPK);
     enum memest_dtype ldt = memest_in_dtype(c, 0), wdt = ldt;
+    if (k <= E && strcmp(memest_arg(c, RT_SCORING)->s, "sigmoid_scatter") == 0)
+        return infer_router_sigmoid_scatter(c, T, E, k, ldt);
     if (memest_in_count(c) == 2) {
         const struct memest_shape *h = memest_in_shape(c, 1);
         if (h->ndim != 2 || h->size[0] != T)
@@ -312,6 +375,9 @@ static int infer_router(struct memest_ictx *c)
         return memest_fail(c, "top_k %lld is more than the %lld experts", (long long)k,
                            (long long)E);
     int64_t tk[2] = {T, k}, te[2] = {T, E};
+    if (!memest_arg_bool(c, RT_F32) && strcmp(memest_arg(c, RT_SCORING)->s, "topk_softmax") != 0)
+        return memest_fail(c, "float32 false applies to scoring \"topk_softmax\" only (the "
+                              "softmax and sigmoid scorings run in float32)");
     if (strcmp(memest_arg(c, RT_SCORING)->s, "sigmoid") == 0)
         return infer_router_sigmoid(c, T, E, k, wdt);
     if (strcmp(memest_arg(c, RT_SCORING)->s, "topk_softmax") == 0)
@@ -437,7 +503,8 @@ const struct memest_op_desc memest_ops_moe[] = {
                "logits [T, E] (input 2, optional: the hidden states, whose dtype the weights "
                "take), DeepSeek-V3's sigmoid with group-limited top-k, or Granite-MoE's softmax "
                "over the top-k logits (scoring); outputs "
-               "weights [T, k], experts [T, k] int64, one-hot mask [E, k, T]",
+               "weights [T, k], experts [T, k] int64, one-hot mask [E, k, T] (Llama 4's "
+               "sigmoid_scatter: scores [T, E], experts [T, k])",
     },
     {
         .name = "moe_gather",

@@ -29,6 +29,15 @@
  *   o = matmul(w, v)                                  saves w and v as
  *          [B*Hq, L, S] / [B*Hq, S, Dv] (v: its storage or a copy, as k).
  * Output: the bmm's result, contiguous [B, Hq, L, Dv].
+ * With a fourth input, the attention sinks [Hq] of gpt-oss (models/gpt_oss/
+ * modular_gpt_oss.py, eager_attention_forward at transformers 0261a467):
+ *   combined = cat([w, sinks.reshape(1, -1, 1, 1).expand(B, -1, L, -1)], -1)
+ *   combined = combined - combined.max(dim=-1, keepdim=True).values
+ *   probs = softmax(combined, -1, dtype=combined.dtype); w = probs[..., :-1]
+ * cat and sub save nothing; max saves its int64 indices [B, Hq, L, 1];
+ * softmax its [B, Hq, L, S + 1] result (in the dtype: softmax_fp32 false
+ * for gpt-oss), whose slice the matmul with v reads. Only eager has sinks
+ * (GptOssPreTrainedModel._supports_sdpa is False), so auto takes eager.
  *
  * The others are transformers' sdpa_attention_forward
  * (integrations/sdpa_attention.py): repeat_kv on k and v (v4.48.0 always
@@ -171,6 +180,7 @@ struct sdpa {
                     argument) */
     bool nested; /* sdpa_call: the output is a tensor inside the calling op */
     bool layer_mask; /* the mask is a [B, 1, L, S] tensor of this layer's own */
+    bool sinks;      /* a fourth input: gpt-oss's attention sinks [Hq], eager only */
 };
 
 /* The mask tensor transformers builds for the sdpa path: only for a
@@ -190,6 +200,9 @@ static const char *cannot_run(const struct sdpa *a, enum kernel k)
         return NULL;
     if (a->softcap > 0)
         return "softcap (attention logit soft-capping) runs only in the eager backend";
+    if (a->sinks)
+        return "attention sinks run only in the eager backend (transformers' GptOss: "
+               "_supports_sdpa = False)";
     switch (k) {
     case K_FLASH:
         if (!half)
@@ -314,8 +327,14 @@ static int run_eager(struct memest_ictx *c, const struct sdpa *a)
     }
     if (a->softcap > 0 && save_new_if(c, 4, att, dt) != 0)
         return -1; /* tanh's output */
-    if (save_new_if(c, 4, att, smdt) != 0)
+    /* sinks: softmax over cat([w, sinks], -1) - max(..).values: [.., S + 1]
+     * saved, and max's int64 indices [B, Hq, L, 1]; the matmul reads the
+     * slice probs[..., :-1] of that storage */
+    int64_t att1[4] = {a->B, a->Hq, a->L, a->S + 1}, idx[4] = {a->B, a->Hq, a->L, 1};
+    if (save_new_if(c, 4, a->sinks ? att1 : att, smdt) != 0)
         return -1; /* the softmax output */
+    if (a->sinks && save_new_if(c, 4, idx, MEMEST_I64) != 0)
+        return -1;
     bool to_copy = smdt != dt; /* .to(q.dtype) */
     if (a->p > 0) {
         if (dropout_saves(c, 4, att, dt, a->p, false, false) != 0 || save_new_if(c, 4, att, dt) != 0)
@@ -338,7 +357,11 @@ static int run_eager(struct memest_ictx *c, const struct sdpa *a)
     uint64_t per = 2 * e;
     if (a->softmax_fp32 && dt == MEMEST_BF16 && per < e + 4)
         per = e + 4;
-    memest_workspace(c, memest_sat_mul(bhls, per));
+    if (a->sinks) /* the masked scores, the cat and its max-subtracted copy */
+        memest_workspace(c, memest_sat_add(memest_sat_mul(bhls, e),
+                                           memest_sat_mul(sat_bytes(4, att1, dt), 2)));
+    else
+        memest_workspace(c, memest_sat_mul(bhls, per));
     if (a->causal || a->window > 0)
         memest_workspace(c, sat_bytes(4, mask, dt));
 
@@ -601,7 +624,7 @@ static int run_math(struct memest_ictx *c, const struct sdpa *a, struct operand 
 /* The kernel auto picks. */
 static enum kernel pick_auto(const struct sdpa *a)
 {
-    if (a->softcap > 0)
+    if (a->softcap > 0 || a->sinks)
         return K_EAGER;
     if (!sdpa_mask(a) && cannot_run(a, K_FLASH) == NULL)
         return K_FLASH;
@@ -652,6 +675,19 @@ static int choose_kernel(struct memest_ictx *c, const struct sdpa *a, enum kerne
     return 0;
 }
 
+/* The sinks input (3): a float [Hq] parameter, as GptOssAttention.sinks. */
+static int check_sinks(struct memest_ictx *c, int64_t Hq)
+{
+    const struct memest_shape *s = memest_in_shape(c, 3);
+    if (need_float(c, 3) != 0)
+        return -1;
+    if (s->ndim != 1 || s->size[0] != Hq)
+        return memest_fail(c, "the attention sinks (input 4) must be [%lld], one per query "
+                              "head, got %s",
+                           (long long)Hq, IN_STR(c, 3));
+    return 0;
+}
+
 static int infer_sdpa(struct memest_ictx *c)
 {
     for (int i = 0; i < 3; i++)
@@ -678,7 +714,8 @@ static int infer_sdpa(struct memest_ictx *c)
                      .softcap = memest_arg_float(c, SD_SOFTCAP),
                      .contiguous = memest_arg_bool(c, SD_CONTIGUOUS),
                      .mask = memest_arg_bool(c, SD_MASK) || memest_arg_bool(c, SD_LAYER_MASK),
-                     .layer_mask = memest_arg_bool(c, SD_LAYER_MASK)};
+                     .layer_mask = memest_arg_bool(c, SD_LAYER_MASK),
+                     .sinks = memest_in_count(c) == 4};
     if (k->size[0] != a.B || v->size[0] != a.B)
         return memest_fail(c, "q, k and v must have the same batch size, got %s, %s and %s",
                            IN_STR(c, 0), IN_STR(c, 1), IN_STR(c, 2));
@@ -694,6 +731,8 @@ static int infer_sdpa(struct memest_ictx *c)
     if (a.B < 1 || a.L < 1 || a.S < 1 || a.D < 1 || a.Dv < 1)
         return memest_fail(c, "empty q, k or v: %s, %s and %s", IN_STR(c, 0), IN_STR(c, 1),
                            IN_STR(c, 2));
+    if (a.sinks && check_sinks(c, a.Hq) != 0)
+        return -1;
 
     enum kernel kern = K_AUTO;
     const char *bs = memest_arg(c, SD_BACKEND)->s;
@@ -737,12 +776,13 @@ const struct memest_op_desc memest_ops_sdpa[] = {
     {
         .name = "scaled_dot_product_attention",
         .min_in = 3,
-        .max_in = 3,
+        .max_in = 4,
         .args = sdpa_args,
         .nargs = NARGS(sdpa_args),
         .infer = infer_sdpa,
         .doc = "attention over q [B, Hq, L, D], k, v [B, Hkv, S, D/Dv] as transformers runs it "
-               "(eager, or SDPA's math/flash/efficient/cuDNN kernels); output [B, Hq, L, Dv]",
+               "(eager, or SDPA's math/flash/efficient/cuDNN kernels); output [B, Hq, L, Dv]; "
+               "a fourth input [Hq]: gpt-oss's attention sinks (eager)",
         .amp = MEMEST_AMPP_LOW, /* autocast_mode.cpp: lower_precision_fp */
         /* eager and math call cuBLAS; the fused kernels do not, but the
          * linear projections before them already have */

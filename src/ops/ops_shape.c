@@ -193,6 +193,36 @@ static int infer_view(struct memest_ictx *c)
     return out_view_sizes(c, a->n, size);
 }
 
+/* moe_experts_view: Tensor.view for fused experts that run every token
+ * through every expert (Llama4TextExperts.forward: hidden_states.view(
+ * num_experts, -1, hidden) before the bmm with the [E, H, 2I] gate_up_proj;
+ * the unrouted tokens carry a score of 0). The op marks the block around it
+ * as the experts (ops.h: moe_expert_tokens), whose parameters a token uses
+ * top_k / num_experts of: the active-parameter count. */
+enum { EV_SHAPE, EV_EXPERTS, EV_TOPK };
+static const struct memest_argspec experts_view_args[] = {
+    [EV_SHAPE] = {"shape", MEMEST_ARG_SHAPE, .required = true,
+                  .doc = "new shape, num_experts first; -1 infers one dimension"},
+    [EV_EXPERTS] = {"num_experts", MEMEST_ARG_INT, .required = true, .lo = 1, .hi = ARG_MAX},
+    [EV_TOPK] = {"top_k", MEMEST_ARG_INT, .required = true, .lo = 1, .hi = ARG_MAX,
+                 .doc = "experts a token is routed to (for the active parameters)"},
+};
+
+static int infer_experts_view(struct memest_ictx *c)
+{
+    int64_t E = memest_arg_int(c, EV_EXPERTS), k = memest_arg_int(c, EV_TOPK);
+    if (k > E)
+        return memest_fail(c, "top_k %lld is more than num_experts %lld", (long long)k,
+                           (long long)E);
+    if (infer_view(c) != 0)
+        return -1;
+    const struct memest_shape *o = memest_out_shape(c, 0);
+    if (o->ndim < 1 || o->size[0] != E)
+        return memest_fail(c, "the view's first dim must be num_experts %lld, got [%lld, ...]",
+                           (long long)E, (long long)(o->ndim ? o->size[0] : 0));
+    return 0;
+}
+
 /* ---- permute, transpose, contiguous ---- */
 
 enum { PM_DIMS };
@@ -628,6 +658,11 @@ const struct memest_op_desc memest_ops_shape[] = {
     SHAPE_OP("unflatten", unflatten_args, infer_unflatten, "nn.Unflatten: splits one dim (view)"),
     SAME_DATA_OP("reshape", reshape_args, infer_reshape, "Tensor.reshape (view when possible)"),
     SAME_DATA_OP("view", reshape_args, infer_view, "Tensor.view (error when not viewable)"),
+    {.name = "moe_experts_view", .min_in = 1, .max_in = 1, .args = experts_view_args,
+     .nargs = NARGS(experts_view_args), .infer = infer_experts_view, .same_data = true,
+     .moe_expert_tokens = true,
+     .doc = "Tensor.view(num_experts, -1, hidden) of fused experts that every token goes through "
+            "(Llama4TextExperts); marks the block around it as the experts (active parameters)"},
     SHAPE_OP("permute", permute_args, infer_permute, "Tensor.permute (view)"),
     SHAPE_OP("transpose", transpose_args, infer_transpose, "Tensor.transpose (view)"),
     {.name = "contiguous", .min_in = 1, .max_in = 1, .args = NULL, .nargs = 0,

@@ -31,7 +31,7 @@ void memest_quant_defaults(struct memest_quant_params *p)
 const char *memest_wformat_name(enum memest_wformat f)
 {
     static const char *const names[MEMEST_WF_COUNT] = {"dense", "int8", "nf4", "fp4", "gptq",
-                                                       "awq"};
+                                                       "awq", "mxfp4"};
     return (unsigned)f < MEMEST_WF_COUNT ? names[f] : "?";
 }
 
@@ -143,6 +143,23 @@ int memest_quant_layout(enum memest_wformat f, const struct memest_quant_params 
         put(l, "scales", 2, in / g, out, MEMEST_F16);
         if (bias)
             put(l, "bias", 1, out, 0, MEMEST_F16);
+        break;
+    case MEMEST_WF_MXFP4:
+        /* transformers' integrations/mxfp4.py Mxfp4GptOssExperts: per expert
+         * and projection, <proj>_blocks uint8 [out, in / 32, 16] (two e2m1
+         * values a byte) and <proj>_scales uint8 [out, in / 32] (one e8m0
+         * exponent per 32), frozen; the bias a float32 parameter
+         * (requires_grad False) */
+        if (in % 32 != 0) {
+            snprintf(why, whylen, "MXFP4 packs the weight in blocks of 32 along in_features "
+                     "(%lld): it must be a multiple of 32", (long long)in);
+            return -1;
+        }
+        l->buffers = true;
+        put(l, "blocks", 2, out, in / 2, MEMEST_U8);
+        put(l, "scales", 2, out, in / 32, MEMEST_U8);
+        if (bias)
+            put(l, "bias", 1, out, 0, MEMEST_F32);
         break;
     }
     return 0;
@@ -315,6 +332,11 @@ void memest_quant_transient(enum memest_wformat f, const struct memest_quant_par
         break;
     case MEMEST_WF_AWQ4:
         transient_awq(out, in, rows, x, t);
+        break;
+    case MEMEST_WF_MXFP4:
+        /* triton_kernels' matmul_ogs reads the blocks directly (no
+         * dequantised copy) and records no autograd graph */
+        t->no_grad = true;
         break;
     }
 }

@@ -4,9 +4,9 @@
 # mixture of experts, the parameters one token uses (WANT_ACTIVE; without it,
 # active must be the total).
 #   cmake -DMEMEST=... -DSRC=<source dir> -DCONFIG=<file> -DWANT=<params> -DWANT_BUF=<buffer elements>
-#         [-DWANT_ACTIVE=<params>] -P published_params.cmake
+#         [-DWANT_ACTIVE=<params>] [-DARGS="--weights;dense"] -P published_params.cmake
 include(${CMAKE_CURRENT_LIST_DIR}/memest_json.cmake)
-memest_json(out ${CONFIG})
+memest_json(out ${CONFIG} ${ARGS})
 if(NOT DEFINED WANT_ACTIVE OR WANT_ACTIVE STREQUAL "")
   set(WANT_ACTIVE ${WANT})
 endif()

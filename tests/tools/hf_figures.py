@@ -265,15 +265,16 @@ def published_configs(names, builders, published, arithmetic):
     return out
 
 
-def tiny_entry(fn, build, post=None, seq=TINY_SEQ, inputs=None, **extra):
+def tiny_entry(fn, build, post=None, attns=("eager", "sdpa"), seq=TINY_SEQ, inputs=None, **extra):
     """The "tiny" entry of tests/hf/tiny/FN: the model build(cfg, attn) made under each dtype (as
-    from_pretrained(torch_dtype=...) makes it) for attention "eager" and "sdpa", measured on the same
-    input_ids [TINY_BATCH, seq] (random, or inputs(cfg, model, dtype, seq)'s, which may also give the model
-    inputs of its own); post(model, result), when given, returns the run's figures from measure()'s."""
+    from_pretrained(torch_dtype=...) makes it) for each attention of attns ("eager" and "sdpa"), measured on
+    the same input_ids [TINY_BATCH, seq] (random, or inputs(cfg, model, dtype, seq)'s, which may also give
+    the model inputs of its own); post(model, result), when given, returns the run's figures from
+    measure()'s."""
     cfg = load(here("tests", "hf", "tiny", fn))
     entry = {"config": "tests/hf/tiny/" + fn, "batch": TINY_BATCH, "seq_len": seq, "runs": {}, **extra}
     for dtype in (torch.float32, torch.bfloat16):
-        for attn in ("eager", "sdpa"):
+        for attn in attns:
             torch.manual_seed(0)
             old = torch.get_default_dtype()
             torch.set_default_dtype(dtype)
@@ -303,23 +304,6 @@ def write_result(result, argv):
         sys.stdout.write(text)
 
 
-def emit(argv, generator, follows, configs, tiny):
-    """A generator's result (its configs and tiny entries, following transformers at `follows`), stamped
-    (provenance.py), written to argv[1] (else stdout) and summed up on stderr."""
-    result = {"generator": generator, "follows": "transformers: " + follows, "torch_version": torch.__version__,
-              "device": "cpu", "configs": configs, "tiny": tiny}
-    result = stamp(result, generator,
-                   {"torch": torch.__version__, "transformers": follows + " (followed in plain PyTorch, not imported)"})
-    write_result(result, argv)
-    for name, e in configs.items():
-        sys.stderr.write("%-18s %14d params  published %s  buffers %d\n" % (
-            name, e["params_total"], e.get("published_params"), e["buffers_count"]))
-    for name, e in tiny.items():
-        for k, r in e["runs"].items():
-            sys.stderr.write("%-18s %-16s %10d saved (cuda %d)\n" % (
-                name, k, r["saved_activation_bytes"], r["saved_activation_bytes_cuda_corrected"]))
-
-
 def tiny_figures():
     out = {}
     d = here("tests", "hf", "tiny")
@@ -331,6 +315,24 @@ def tiny_figures():
             continue
         out[fn[:-5]] = tiny_entry(fn, BUILDERS[cfg["model_type"]])
     return out
+
+
+def write_figures(argv, generator, follows, configs, tiny):
+    """A family generator's result (hf_figures_llama4.py's): the generator's name, the transformers code it
+    follows, the torch version, the "configs" and "tiny" figures, stamped, written to argv[1] (or stdout),
+    and a summary on stderr."""
+    result = {"generator": generator, "follows": "transformers: " + follows, "torch_version": torch.__version__,
+              "device": "cpu", "configs": configs, "tiny": tiny}
+    result = stamp(result, generator, {"torch": torch.__version__,
+                                       "transformers": follows + " (followed in plain PyTorch, not imported)"})
+    write_result(result, argv)
+    for name, e in configs.items():
+        sys.stderr.write("%-22s %14d params  published %s  buffers %d\n" % (
+            name, e["params_total"], e.get("published_params"), e["buffers_count"]))
+    for name, e in tiny.items():
+        for k, r in e["runs"].items():
+            sys.stderr.write("%-18s %-16s %10d saved (cuda %d)\n" % (name, k, r["saved_activation_bytes"],
+                                                                     r["saved_activation_bytes_cuda_corrected"]))
 
 
 def main(argv):

@@ -24,7 +24,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hf_models_dense import BUILDERS  # noqa: E402
-from hf_figures import emit, published_configs, tiny_entry  # noqa: E402
+from hf_figures import published_configs, tiny_entry, write_figures  # noqa: E402
 
 torch.set_num_threads(2)
 
@@ -85,9 +85,10 @@ def tiny_figures():
 
 
 def main(argv):
-    follows = ("starcoder2 at 73faa33f3c3a8588747d42dc7ca666d97b1a2a2c, glm4 at "
-               "257314f8c283566a238faf183f44f272e9e0e352 (tests/tools/hf_models_dense.py)")
-    emit(argv, "tests/tools/hf_figures_dense.py", follows, config_figures(), tiny_figures())
+    write_figures(argv, "tests/tools/hf_figures_dense.py",
+                  "starcoder2 at 73faa33f3c3a8588747d42dc7ca666d97b1a2a2c, glm4 at "
+                  "257314f8c283566a238faf183f44f272e9e0e352 (tests/tools/hf_models_dense.py)",
+                  config_figures(), tiny_figures())
 
 
 if __name__ == "__main__":

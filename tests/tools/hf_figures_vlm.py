@@ -31,7 +31,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hf_models_vlm import BUILDERS  # noqa: E402
-from hf_figures import TINY_BATCH, emit, published_configs, tiny_entry  # noqa: E402
+from hf_figures import TINY_BATCH, published_configs, tiny_entry, write_figures  # noqa: E402
 from hf_figures_dense import layernorm_cuda  # noqa: E402
 
 torch.set_num_threads(2)
@@ -112,8 +112,8 @@ def main(argv):
     follows = ("llava at 00d3cdbeaab26587a543f75df7997a53a6fb146b (configuration_llava.py at "
                "053f59efe493c4f815f39f836494a1f2f73fbe0b), clip at 000f1ffdbf1ce6190cc8863af9a2fff817590937, "
                "llama at v4.48.0 (tests/tools/hf_models_vlm.py)")
-    emit(argv, "tests/tools/hf_figures_vlm.py", follows,
-         published_configs(CONFIGS, BUILDERS, PUBLISHED, PUBLISHED_ARITHMETIC), tiny_figures())
+    write_figures(argv, "tests/tools/hf_figures_vlm.py", follows,
+                  published_configs(CONFIGS, BUILDERS, PUBLISHED, PUBLISHED_ARITHMETIC), tiny_figures())
 
 
 if __name__ == "__main__":

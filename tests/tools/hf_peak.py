@@ -267,24 +267,31 @@ CASES = [
 OPTIMS = [("sgd", "for-loop"), ("adam", "foreach")]
 
 
-def main(argv):
-    path = argv[1] if len(argv) > 1 else here("tests", "reference", "hf_peaks.json")
-    res = {"_about": "tests/tools/hf_peak.py: peak live tensor bytes of a steady-state training step, "
-                     "PyTorch %s CPU, batch %d, seq %d" % (torch.__version__, B, S),
+def write_cases(path, cases, generator, transformers, width=8):
+    """Measures each (config, attn, dtype, memest's --attention) of cases under OPTIMS and writes them to
+    path in this file's layout (tests/hf/peaks.cmake reads it); generator and transformers go to the
+    provenance stamp."""
+    res = {"_about": "%s: peak live tensor bytes of a steady-state training step, "
+                     "PyTorch %s CPU, batch %d, seq %d" % (generator, torch.__version__, B, S),
            "batch": B, "seq": S, "cases": []}
-    for name, attn, dtype, kernel in CASES:
+    for name, attn, dtype, kernel in cases:
         with open(here("tests", "hf", "tiny", name + ".json")) as f:
             cfg = json.load(f)
         for optim, impl in OPTIMS:
             r = measure(cfg, attn, getattr(torch, dtype), optim)
             r.update(config=name, attn=attn, dtype=dtype, memest_attention=kernel, optim=optim, impl=impl)
             res["cases"].append(r)
-            print("%-8s %-5s %-8s %-4s %-8s %9d  (%s)" % (name, attn, dtype, optim, impl, r["peak_tensors"],
-                                                          r["peak_at"]), file=sys.stderr)
-    res = stamp(res, "tests/tools/hf_peak.py", {"torch": torch.__version__, "transformers": "v4.48.0 (followed in plain PyTorch, not imported)"})
+            print("%-*s %-5s %-8s %-4s %-8s %9d  (%s)" % (width, name, attn, dtype, optim, impl,
+                                                          r["peak_tensors"], r["peak_at"]), file=sys.stderr)
+    res = stamp(res, generator, {"torch": torch.__version__, "transformers": transformers})
     with open(path, "w") as f:
         json.dump(res, f, indent=1)
         f.write("\n")
+
+
+def main(argv):
+    path = argv[1] if len(argv) > 1 else here("tests", "reference", "hf_peaks.json")
+    write_cases(path, CASES, "tests/tools/hf_peak.py", "v4.48.0 (followed in plain PyTorch, not imported)")
 
 
 if __name__ == "__main__":

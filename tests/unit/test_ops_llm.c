@@ -365,6 +365,50 @@ static void test_apply_rotary(void)
     t_free(&t);
 }
 
+/* gpt-oss's rotary: rotary_embedding cat false gives half-width tables
+ * [1, 8, 8] (256 bytes each in float32; inv_freq [8] still); workspace
+ * freqs and the scaled tables: 2 tables for a float32 x (512), 4 for bf16
+ * (1024), plus the position ids (32). apply_rotary form "halves" on q [2,
+ * 4, 8, 16] float32 (4096 bytes) saves cos and sin (512); workspace
+ * first_ with second_ and its two products: 2 * 4096. */
+#define ROPE_HALVES_JSON(DIM, RD)                                                               \
+    "{'inputs': [{'name': 'x', 'shape': [8, 64]},"                                             \
+    "            {'name': 'q', 'shape': [4, 8, 16], 'requires_grad': true}],"                  \
+    " 'layers': [{'name': 'rope', 'type': 'rotary_embedding', 'inputs': ['x'], 'dim': " DIM ","   \
+    "             'cat': false},"                                                              \
+    "            {'name': 'qe', 'type': 'apply_rotary', 'inputs': ['q', 'rope:0', 'rope:1'],"   \
+    "             'form': 'halves'" RD "}]}"
+static void test_apply_rotary_halves(void)
+{
+    struct t_model t;
+    LOAD(&t, ROPE_HALVES_JSON("16", ""), 2);
+    CHECK_STR_EQ(t_shape(&t, "rope", 0), "[1, 8, 8]");
+    CHECK_EQ_U64(t_buffer(&t, "rope", "inv_freq"), 8);
+    CHECK_EQ_U64(t_work(&t, "rope"), 512 + 32);
+    CHECK_STR_EQ(t_shape(&t, "qe", 0), "[2, 4, 8, 16]");
+    CHECK_EQ_U64(t_saved(&t, "qe"), 512);
+    CHECK(t_saves_storage(&t, "qe", t_storage(&t, "rope", 0)));
+    CHECK_EQ_U64(t_work(&t, "qe"), 8192);
+    t_free(&t);
+    LOAD_OPTS(&t, ROPE_HALVES_JSON("16", ""), .batch = 2, .dtype = BF16);
+    CHECK_EQ_U64(t_work(&t, "rope"), 1024 + 32);
+    t_free(&t);
+    CHECK_CONTAINS(t_error(&t, ROPE_HALVES_JSON("8", ", 'rotary_dim': 8"), 2),
+                   "form \"halves\" rotates the whole head");
+    t_free(&t);
+    /* full-width tables (cat true) are not the halves' */
+    CHECK_CONTAINS(t_error(&t,
+                           "{'inputs': [{'name': 'x', 'shape': [8, 64]},"
+                           "            {'name': 'q', 'shape': [4, 8, 16]}],"
+                           " 'layers': [{'name': 'rope', 'type': 'rotary_embedding', "
+                           "'inputs': ['x'], 'dim': 16},"
+                           "            {'type': 'apply_rotary', 'inputs': ['q', 'rope:0', "
+                           "'rope:1'], 'form': 'halves'}]}",
+                           2),
+                   "cos must be [1, S, rotary_dim] = [1, 8, 8]");
+    t_free(&t);
+}
+
 /* Partial rotary: dim 8 of head 16 (GPT-NeoX, Phi): cos, sin [1, 8, 8]
  * (256 each): saves 512. The rotated part has 512 elements (2048 bytes):
  * workspace max(2048 + 1024 + 2048, 4096 + 2048) = 6144. */
@@ -402,6 +446,77 @@ static void test_apply_rotary_partial(void)
                            "'rope:1']}]}",
                            2),
                    "cos must be [1, S, rotary_dim] = [1, 8, 16]");
+    t_free(&t);
+}
+
+/* Llama 4's complex form: rotary_embedding complex gives one float32 [1, 8,
+ * 16] table (the complex64 [1, 8, 8] freqs_cis as its view_as_real, 512
+ * bytes), no grad; workspace freqs (256) + ones_like (256) + the polar result
+ * (512) + the float32 position ids (32) = 1056. apply_rotary form complex on
+ * q [2, 8, 4, 16] (the view before the transpose, 1024 elements) saves the
+ * table itself (512); float32 q: no workspace (.float() and type_as return
+ * their input); bfloat16 q: its float32 copy and the complex product, 8 bytes
+ * an element (8192), forward and backward. */
+#define ROPE_COMPLEX_JSON(DT)                                                                   \
+    "{'inputs': [{'name': 'x', 'shape': [8, 64]},"                                             \
+    "            {'name': 'p', 'shape': [8, 4, 16], 'requires_grad': true}],"                  \
+    " 'layers': [{'name': 'rope', 'type': 'rotary_embedding', 'inputs': ['x'], 'dim': 16,"     \
+    "             'complex': true},"                                                            \
+    "            {'name': 'q', 'type': 'to', 'inputs': ['p'], 'dtype': '" DT "'},"             \
+    "            {'name': 'qe', 'type': 'apply_rotary', 'inputs': ['q', 'rope'],"              \
+    "             'form': 'complex'}]}"
+
+static void test_apply_rotary_complex(void)
+{
+    struct t_model t;
+    LOAD(&t, ROPE_COMPLEX_JSON("float32"), 2);
+    CHECK_EQ_U64(t_nout(&t, "rope"), 1);
+    CHECK_STR_EQ(t_shape(&t, "rope", 0), "[1, 8, 16]");
+    CHECK_EQ_INT(t_dtype(&t, "rope", 0), F32);
+    CHECK(!t_out(&t, "rope", 0)->requires_grad);
+    CHECK_EQ_U64(t_buffer(&t, "rope", "inv_freq"), 8);
+    CHECK_EQ_U64(t_work(&t, "rope"), 1056);
+    CHECK_STR_EQ(t_shape(&t, "qe", 0), "[2, 8, 4, 16]");
+    CHECK_EQ_U64(t_saved(&t, "qe"), 512);
+    CHECK(t_saves_storage(&t, "qe", t_storage(&t, "rope", 0)));
+    CHECK_EQ_U64(t_work(&t, "qe"), 0);
+    CHECK_EQ_U64(t_bwork(&t, "qe"), 0);
+    t_free(&t);
+    LOAD(&t, ROPE_COMPLEX_JSON("bfloat16"), 2);
+    CHECK_EQ_INT(t_dtype(&t, "rope", 0), F32);
+    CHECK_EQ_INT(t_dtype(&t, "qe", 0), BF16);
+    CHECK_EQ_U64(t_saved(&t, "qe"), 512);
+    CHECK_EQ_U64(t_work(&t, "qe"), 8192);
+    CHECK_EQ_U64(t_bwork(&t, "qe"), 8192);
+    t_free(&t);
+    CHECK_CONTAINS(t_error(&t,
+                           "{'inputs': [{'name': 'x', 'shape': [8, 64]},"
+                           "            {'name': 'q', 'shape': [8, 4, 16]}],"
+                           " 'layers': [{'name': 'rope', 'type': 'rotary_embedding', "
+                           "'inputs': ['x'], 'dim': 16},"
+                           "            {'type': 'apply_rotary', 'inputs': ['q', 'rope:0', "
+                           "'rope:1'], 'form': 'complex'}]}",
+                           2),
+                   "takes x and freqs_cis (2 inputs)");
+    t_free(&t);
+    CHECK_CONTAINS(t_error(&t,
+                           "{'inputs': [{'name': 'x', 'shape': [8, 64]},"
+                           "            {'name': 'q', 'shape': [8, 4, 32]}],"
+                           " 'layers': [{'name': 'rope', 'type': 'rotary_embedding', "
+                           "'inputs': ['x'], 'dim': 16, 'complex': true},"
+                           "            {'type': 'apply_rotary', 'inputs': ['q', 'rope'], "
+                           "'form': 'complex'}]}",
+                           2),
+                   "freqs_cis must be rotary_embedding's complex table");
+    t_free(&t);
+    CHECK_CONTAINS(t_error(&t,
+                           "{'inputs': [{'name': 'x', 'shape': [8, 64]},"
+                           "            {'name': 'q', 'shape': [4, 8, 16]}],"
+                           " 'layers': [{'name': 'rope', 'type': 'rotary_embedding', "
+                           "'inputs': ['x'], 'dim': 16},"
+                           "            {'type': 'apply_rotary', 'inputs': ['q', 'rope:0']}]}",
+                           2),
+                   "expects x, cos and sin (3 inputs)");
     t_free(&t);
 }
 
@@ -589,6 +704,7 @@ static void test_softmax_dtype(void)
 
 int main(void)
 {
+    test_apply_rotary_halves();
     test_rmsnorm_llama_f32();
     test_rmsnorm_llama_bf16();
     test_rmsnorm_llama_mixed();
@@ -602,6 +718,7 @@ int main(void)
     test_apply_rotary();
     test_apply_rotary_partial();
     test_apply_rotary_fused();
+    test_apply_rotary_complex();
     test_to();
     test_pow();
     test_softcap();

@@ -194,6 +194,85 @@ static void test_router_topk_softmax(void)
     t_free(&t);
 }
 
+/* gpt-oss's router (float32 false): topk and softmax in the logits' dtype,
+ * bfloat16, no hidden-states input: saved the int64 indices 96 and the
+ * bfloat16 [6, 2] result 24; no forward temporary; backward topk's bfloat16
+ * [6, 4] gradient 48. float32 false with the softmax scoring is an error. */
+#define GPT_OSS_ROUTER_JSON(SCORING)                                                          \
+    "{'inputs': [{'name': 'x', 'shape': [8]}],"                                               \
+    " 'layers': [{'name': 'gate', 'type': 'linear', 'out_features': 4, 'bias': true},"        \
+    "  {'name': 'r', 'type': 'moe_router', 'inputs': ['gate'], 'top_k': 2,"                    \
+    "   'scoring': '" SCORING "', 'float32': false}]}"
+static void test_router_topk_softmax_dtype(void)
+{
+    struct t_model t;
+    if (t_load_dt(&t, GPT_OSS_ROUTER_JSON("topk_softmax"), 6, MEMEST_BF16) != 0) {
+        fprintf(stderr, "%s\n", t.msg);
+        CHECK(!"load topk_softmax float32 false");
+        t_free(&t);
+        return;
+    }
+    CHECK(t_out(&t, "r", 0)->dtype == MEMEST_BF16);
+    CHECK_EQ_U64(t_saved(&t, "r"), 96 + 24);
+    CHECK_EQ_U64(t_info(&t, "r")->work_bytes, 0);
+    CHECK_EQ_U64(t_info(&t, "r")->bwd_work_bytes, 48);
+    t_free(&t);
+    CHECK_CONTAINS(t_error(&t, GPT_OSS_ROUTER_JSON("softmax"), 6),
+                   "float32 false applies to scoring \"topk_softmax\" only");
+    t_free(&t);
+}
+
+/* Llama 4's router (scoring "sigmoid_scatter") on T = 6 tokens, E = 4, k = 2:
+ * the dense scores [6, 4] in the logits' dtype and the experts [6, 2] int64.
+ * Saved: the int64 indices (topk's and scatter_'s, one storage) 96 and
+ * sigmoid's float32 [6, 4] result 96 (the output itself in float32): 192.
+ * Forward temporaries: full_like [6, 4] and the topk values [6, 2] in the
+ * logits' dtype (96 + 48 in float32; 48 + 24 + the float32 copy 96 = 168 in
+ * bfloat16); backward: sigmoid's float32 gradient 96 + the values' 48 (144),
+ * in bfloat16 96 + 24 + the cast 48 = 168. */
+#define SIGMOID_SCATTER_JSON(DT, NORM)                                                        \
+    "{'inputs': [{'name': 'x', 'shape': [8]}],"                                               \
+    " 'layers': [{'name': 'h', 'type': 'to', 'dtype': '" DT "'},"                             \
+    "  {'name': 'gate', 'type': 'linear', 'out_features': 4, 'bias': false},"                \
+    "  {'name': 'r', 'type': 'moe_router', 'top_k': 2, 'scoring': 'sigmoid_scatter',"         \
+    "   'norm_topk_prob': " #NORM "},"                                                        \
+    "  {'name': 'v', 'type': 'moe_experts_view', 'inputs': 'h', 'shape': [2, -1, 8],"         \
+    "   'num_experts': 2, 'top_k': 1}]}"
+static void test_router_sigmoid_scatter(void)
+{
+    struct t_model t;
+    LOAD(&t, SIGMOID_SCATTER_JSON("float32", false), 6);
+    CHECK_EQ_U64(t_nout(&t, "r"), 2);
+    CHECK_STR_EQ(t_shape(&t, "r", 0), "[6, 4]");
+    CHECK_STR_EQ(t_shape(&t, "r", 1), "[6, 2]");
+    CHECK(t_out(&t, "r", 0)->dtype == MEMEST_F32);
+    CHECK(t_out(&t, "r", 1)->dtype == MEMEST_I64);
+    CHECK_EQ_U64(t_saved(&t, "r"), 96 + 96);
+    CHECK(t_saves_storage(&t, "r", t_storage(&t, "r", 0)));
+    CHECK(t_saves_storage(&t, "r", t_storage(&t, "r", 1)));
+    CHECK_EQ_U64(t_info(&t, "r")->work_bytes, 144);
+    CHECK_EQ_U64(t_info(&t, "r")->bwd_work_bytes, 144);
+    CHECK_STR_EQ(t_shape(&t, "v", 0), "[2, 3, 8]");
+    t_free(&t);
+    LOAD(&t, SIGMOID_SCATTER_JSON("bfloat16", false), 6);
+    CHECK(t_out(&t, "r", 0)->dtype == MEMEST_BF16);
+    CHECK_EQ_U64(t_saved(&t, "r"), 96 + 96);
+    CHECK(!t_saves_storage(&t, "r", t_storage(&t, "r", 0)));
+    CHECK_EQ_U64(t_info(&t, "r")->work_bytes, 168);
+    CHECK_EQ_U64(t_info(&t, "r")->bwd_work_bytes, 168);
+    t_free(&t);
+    CHECK_CONTAINS(t_error(&t, SIGMOID_SCATTER_JSON("float32", true), 6),
+                   "norm_topk_prob does not apply to scoring \"sigmoid_scatter\"");
+    t_free(&t);
+    CHECK_CONTAINS(t_error(&t,
+                           "{'inputs': [{'name': 'x', 'shape': [8]}],"
+                           " 'layers': [{'name': 'v', 'type': 'moe_experts_view', 'shape': [3, -1, 8],"
+                           "  'num_experts': 2, 'top_k': 1}]}",
+                           6),
+                   "the view's first dim must be num_experts 2");
+    t_free(&t);
+}
+
 /* One expert, T = 6, E = 4, k = 2, H = 8, fp32: 12 assignments, 3 each.
  * moe_gather: [3, 8] fp32, [3, 1] fp32, the where result [3, 2] int64,
  * saved (by both index ops) once: 3*2*8 = 48 bytes. The mul saves both
@@ -337,6 +416,8 @@ int main(void)
     test_router_dtypes();
     test_router_sigmoid();
     test_router_topk_softmax();
+    test_router_topk_softmax_dtype();
+    test_router_sigmoid_scatter();
     test_gather_index_add();
     test_tokens_per_expert();
     test_empty_expert();

@@ -313,6 +313,37 @@ static const char *err(struct t_model *t, const char *json, enum memest_dtype dt
     return t->msg;
 }
 
+/* gpt-oss's attention sinks: a fourth input, a [Hq] parameter; eager (auto
+ * takes it), fp16, causal, softmax in the dtype (softmax_fp32 false):
+ *   q and k^T copies                                          2048 + 2048
+ *   softmax over cat([w, sinks], -1) - max: [2, 4, 8, 9] fp16        1152
+ *   max's int64 indices [2, 4, 8, 1]                                  512
+ *   v copy (the matmul reads the slice probs[..., :-1])              2048
+ *   total                                                            7808
+ * Workspace: the masked scores (512 * 2) and the cat with its
+ * max-subtracted copy (2 * 576 * 2) = 3328, and the causal mask [1, 1, 8,
+ * 8] fp16 (128). */
+#define SINKS(args)                                                                                "{'name': 'sinks', 'type': 'parameter', 'shape': [4]},"                                        "{'name': 'att', 'type': 'scaled_dot_product_attention', 'inputs': ['q', 'k', 'v', "           "'sinks'], " args "}]}"
+static void test_sinks(void)
+{
+    struct t_model t;
+    LOADK(&t, MHA SINKS("'is_causal': true, 'softmax_fp32': false"), MEMEST_F16, MEMEST_ATTN_AUTO);
+    CHECK_STR_EQ(t_shape(&t, "att", 0), "[2, 4, 8, 16]");
+    CHECK_EQ_U64(t_saved(&t, "att"), 7808);
+    CHECK_EQ_U64(t_info(&t, "att")->work_bytes, 3328 + 128);
+    t_free(&t);
+    CHECK_CONTAINS(err(&t, MHA SINKS("'is_causal': true"), MEMEST_F16, MEMEST_ATTN_FLASH),
+                   "attention sinks run only in the eager backend");
+    t_free(&t);
+    CHECK_CONTAINS(err(&t,
+                       MHA "{'name': 'sinks', 'type': 'parameter', 'shape': [3]},"
+                           "{'name': 'att', 'type': 'scaled_dot_product_attention', "
+                           "'inputs': ['q', 'k', 'v', 'sinks']}]}",
+                       MEMEST_F16, MEMEST_ATTN_AUTO),
+                   "the attention sinks (input 4) must be [4], one per query head");
+    t_free(&t);
+}
+
 static void test_errors(void)
 {
     struct t_model t;
@@ -361,6 +392,7 @@ int main(void)
     test_cudnn();
     test_no_contiguous();
     test_no_grad();
+    test_sinks();
     test_errors();
     return CHECK_DONE();
 }
