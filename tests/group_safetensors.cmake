@@ -63,9 +63,9 @@ set(_st_cases
   "index_wrong_shard|3|model.safetensors.index.json: model.layers.0.self_attn.q_proj.weight: the weight_map puts it in model-00002-of-00002.safetensors, whose header does not have it||"
   "gptq_group|3|model.layers.0.self_attn.q_proj.qzeros: shape [1, 8] in the checkpoint, memest's layout of the quantised layer gives [2, 8]||"
   "gptq_no_config|3|model.layers.0.self_attn.q_proj.qweight: a GPTQ or AWQ tensor, but||"
-  "fp8|3|model.layers.0.self_attn.q_proj.weight: FP8 weights (F8_E4M3, with weight_scale_inv): memest does not model FP8 checkpoints yet||"
-  "fp8.json|3|memest does not model FP8 checkpoints yet||--json"
-  "mxfp4|3|model.layers.0.self_attn.q_proj.weight_blocks: MXFP4 weights (U8, with its _scales): memest does not model MXFP4||")
+  "fp8|3|model.layers.0.self_attn.q_proj.weight: FP8 weights (F8_E4M3, with weight_scale_inv): memest does not match FP8 checkpoints' headers yet||"
+  "fp8.json|3|memest does not match FP8 checkpoints' headers yet||--json"
+  "mxfp4|3|model.layers.0.self_attn.q_proj.weight_blocks: MXFP4 weights (U8, with its _scales): memest does not match MXFP4||")
 foreach(c IN LISTS _st_cases)
   string(REPLACE "|" ";" f "${c}")
   list(GET f 0 name)

@@ -22,6 +22,8 @@ enum memest_wformat {
     MEMEST_WF_AWQ4,       /* AWQ WQLinear, 4 bits */
     MEMEST_WF_MXFP4,      /* OCP MXFP4: gpt-oss's Mxfp4GptOssExperts (blocks and
                              e8m0 scales of 32 elements) */
+    MEMEST_WF_FP8,        /* transformers' FP8Linear: float8_e4m3fn weights with
+                             a float32 scale per block (DeepSeek-V3's) */
     MEMEST_WF_COUNT
 };
 
@@ -41,12 +43,14 @@ struct memest_quant_params {
     int64_t group_size;     /* GPTQ/AWQ: in_features per scale group (128);
                                -1: one group over all in_features */
     bool desc_act;          /* GPTQ: act-order (g_idx is stored either way) */
+    int32_t fp8_block[2];   /* FP8: weight_block_size, rows and columns of a
+                               scale's block ([128, 128]) */
 };
 
 /* The libraries' defaults: blocksize 64, no double quantisation, float32
  * compute, uint8 storage, group size 128. */
 void memest_quant_defaults(struct memest_quant_params *p);
-/* "int8", "nf4", "fp4", "gptq", "awq", "mxfp4" (what --weights and the reports
+/* "int8", "nf4", "fp4", "gptq", "awq", "mxfp4", "fp8" (what --weights and the reports
  * print); "dense" for MEMEST_WF_DENSE. */
 const char *memest_wformat_name(enum memest_wformat f);
 /* Whether the format is bitsandbytes' 4-bit one (nf4, fp4). */

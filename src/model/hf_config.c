@@ -967,6 +967,41 @@ static int read_mxfp4(struct hf *h, const cJSON *q, struct memest_quant_cfg *c)
     return q_skip(h, q, "modules_to_not_convert", c);
 }
 
+/* FineGrainedFP8Config (transformers' utils/quantization_config.py):
+ * activation_scheme "dynamic" (its only one), fmt "e4m3", weight_block_size
+ * [rows, columns] (default [128, 128]); dequantize true: the weights in
+ * the model's dtype. FP8Linear replaces every nn.Linear but lm_head and
+ * modules_to_not_convert. */
+static int read_fp8(struct hf *h, const cJSON *q, struct memest_quant_cfg *c)
+{
+    bool deq;
+    if (q_bool(h, q, "dequantize", &deq))
+        return -1;
+    const cJSON *a = qkey(q, "activation_scheme"), *f = qkey(q, "fmt"),
+                *b = qkey(q, "weight_block_size");
+    if (a && !(cJSON_IsString(a) && strcmp(a->valuestring, "dynamic") == 0))
+        return qbad(h, "activation_scheme", "FineGrainedFP8Config supports \"dynamic\" only");
+    if (f && !(cJSON_IsString(f) && strcmp(f->valuestring, "e4m3") == 0))
+        return qbad(h, "fmt", "FineGrainedFP8Config supports \"e4m3\" only");
+    c->p.fp8_block[0] = c->p.fp8_block[1] = 128;
+    if (b && !cJSON_IsNull(b)) {
+        if (!cJSON_IsArray(b) || cJSON_GetArraySize(b) != 2)
+            return qbad(h, "weight_block_size", "expected [rows, columns]");
+        for (int i = 0; i < 2; i++) {
+            const cJSON *e = cJSON_GetArrayItem(b, i);
+            double v = cJSON_IsNumber(e) ? e->valuedouble : 0;
+            if (!(v >= 1 && v <= 65536 && v == (double)(int32_t)v))
+                return qbad(h, "weight_block_size", "expected whole numbers between 1 and 65536");
+            c->p.fp8_block[i] = (int32_t)v;
+        }
+    }
+    c->fp8_set = true;
+    if (deq)
+        return 0;
+    c->format = MEMEST_WF_FP8;
+    return q_skip(h, q, "modules_to_not_convert", c);
+}
+
 static int read_quant(struct hf *h, const cJSON *q)
 {
     if (cJSON_IsNull(q))
@@ -980,10 +1015,12 @@ static int read_quant(struct hf *h, const cJSON *q)
         return read_bnb(h, q, c);
     if (strcmp(mm, "mxfp4") == 0)
         return read_mxfp4(h, q, c);
+    if (strcmp(mm, "fp8") == 0)
+        return read_fp8(h, q, c);
     bool gptq = strcmp(mm, "gptq") == 0;
     if (!gptq && strcmp(mm, "awq") != 0)
         return qbad(h, "quant_method", "memest models \"bitsandbytes\", \"gptq\", \"awq\" "
-                                       "(4 bits) and \"mxfp4\"");
+                                       "(4 bits), \"mxfp4\" and \"fp8\"");
     const cJSON *bits = qkey(q, "bits");
     if (!bits && !gptq)
         bits = qkey(q, "w_bit");   /* AutoAWQ's own quant_config.json spelling */

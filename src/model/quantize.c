@@ -97,6 +97,10 @@ static void set_params(struct memest_graph *g, const struct memest_quant_cfg *q)
         g->quant.quant_storage = q->p.quant_storage;
     if (q->desc_act_set)
         g->quant.desc_act = q->p.desc_act;
+    if (q->fp8_set) {
+        g->quant.fp8_block[0] = q->p.fp8_block[0];
+        g->quant.fp8_block[1] = q->p.fp8_block[1];
+    }
 }
 
 /* PEFT's prepare_model_for_kbit_training on the graph: frozen, and every

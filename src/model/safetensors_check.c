@@ -150,7 +150,9 @@ static int unmodelled(struct checker *K)
         if (what) {
             char b[32], list[200];
             return bad(K, c->files[t->file], t->name, MEMEST_ERR_SCHEMA, "%s weights (%s%s): "
-                       "memest does not model %s checkpoints yet (this one holds %s: %s)", what,
+                       "memest does not match %s checkpoints' headers yet (this one holds %s: %s); "
+                       "give the folder's config.json itself: its quantization_config sizes FP8 and "
+                       "MXFP4 weights", what,
                        memest_ckpt_dtype_name((enum memest_ckpt_dtype)t->dtype), with, what,
                        memest_fmt_bytes(c->bytes, b, sizeof b), by_dtype(c, list, sizeof list));
         }

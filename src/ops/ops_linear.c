@@ -43,16 +43,30 @@ static int linear_quantized(struct memest_ictx *c, enum memest_wformat f,
             if (memest_buffer(c, l.t[i].name, l.t[i].ndim, l.t[i].size, l.t[i].dtype) != 0)
                 return -1;
     } else {
+        /* the weight: one parameter of out x in elements, the layout's
+         * bytes; a bias the layout holds (MXFP4's float32 one) is its own
+         * parameter of that dtype, else one of the model's */
         int64_t w[2] = {out, in};
         enum memest_dtype dt[MEMEST_QUANT_MAX_TENSORS];
         uint64_t bytes[MEMEST_QUANT_MAX_TENSORS];
+        int n = 0, lb = -1;
         for (int i = 0; i < l.n; i++) {
-            dt[i] = l.t[i].dtype;
-            bytes[i] = memest_quant_tensor_bytes(&l.t[i]);
+            if (strcmp(l.t[i].name, "bias") == 0) {
+                lb = i;
+                continue;
+            }
+            dt[n] = l.t[i].dtype;
+            bytes[n++] = memest_quant_tensor_bytes(&l.t[i]);
         }
-        if (memest_param_packed(c, "weight", 2, w, l.n, dt, bytes) != 0 ||
-            (bias && memest_param(c, "bias", 1, &out) != 0))
+        if (memest_param_packed(c, "weight", 2, w, n, dt, bytes) != 0)
             return -1;
+        if (lb >= 0) {
+            uint64_t bb = memest_quant_tensor_bytes(&l.t[lb]);
+            if (memest_param_packed(c, "bias", 1, &out, 1, &l.t[lb].dtype, &bb) != 0)
+                return -1;
+        } else if (bias && memest_param(c, "bias", 1, &out) != 0) {
+            return -1;
+        }
     }
     int64_t size[MEMEST_MAX_DIMS];
     for (int d = 0; d + 1 < s->ndim; d++)

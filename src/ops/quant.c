@@ -24,14 +24,15 @@ void memest_quant_defaults(struct memest_quant_params *p)
     /* Params4bit(blocksize=None) -> 64; BitsAndBytesConfig:
      * bnb_4bit_use_double_quant=False, bnb_4bit_compute_dtype=None ->
      * torch.float32, bnb_4bit_quant_storage=None -> torch.uint8;
-     * GPTQConfig / AwqConfig group_size=128 */
-    *p = (struct memest_quant_params){.blocksize = 64, .group_size = 128};
+     * GPTQConfig / AwqConfig group_size=128; FineGrainedFP8Config
+     * weight_block_size=(128, 128) */
+    *p = (struct memest_quant_params){.blocksize = 64, .group_size = 128, .fp8_block = {128, 128}};
 }
 
 const char *memest_wformat_name(enum memest_wformat f)
 {
     static const char *const names[MEMEST_WF_COUNT] = {"dense", "int8", "nf4", "fp4", "gptq",
-                                                       "awq", "mxfp4"};
+                                                       "awq", "mxfp4", "fp8"};
     return (unsigned)f < MEMEST_WF_COUNT ? names[f] : "?";
 }
 
@@ -148,19 +149,30 @@ int memest_quant_layout(enum memest_wformat f, const struct memest_quant_params 
         /* transformers' integrations/mxfp4.py Mxfp4GptOssExperts: per expert
          * and projection, <proj>_blocks uint8 [out, in / 32, 16] (two e2m1
          * values a byte) and <proj>_scales uint8 [out, in / 32] (one e8m0
-         * exponent per 32), frozen; the bias a float32 parameter
-         * (requires_grad False) */
+         * exponent per 32), nn.Parameters with requires_grad False; the
+         * bias a float32 parameter (requires_grad False). memest counts the
+         * weight as its out x in elements, in the blocks' and scales' bytes */
         if (in % 32 != 0) {
             snprintf(why, whylen, "MXFP4 packs the weight in blocks of 32 along in_features "
                      "(%lld): it must be a multiple of 32", (long long)in);
             return -1;
         }
-        l->buffers = true;
         put(l, "blocks", 2, out, in / 2, MEMEST_U8);
         put(l, "scales", 2, out, in / 32, MEMEST_U8);
         if (bias)
             put(l, "bias", 1, out, 0, MEMEST_F32);
         break;
+    case MEMEST_WF_FP8: {
+        /* transformers' integrations/finegrained_fp8.py FP8Linear: weight
+         * float8_e4m3fn [out, in] (one byte, counted as uint8) and
+         * weight_scale_inv float32 [ceil(out / b0), ceil(in / b1)], both
+         * nn.Parameters; the bias in the model's dtype (not this layout's) */
+        int64_t b0 = p->fp8_block[0] > 0 ? p->fp8_block[0] : 128,
+                b1 = p->fp8_block[1] > 0 ? p->fp8_block[1] : 128;
+        put(l, "weight", 2, out, in, MEMEST_U8);
+        put(l, "weight_scale_inv", 2, ceil_div(out, b0), ceil_div(in, b1), MEMEST_F32);
+        break;
+    }
     }
     return 0;
 }
@@ -338,5 +350,16 @@ void memest_quant_transient(enum memest_wformat f, const struct memest_quant_par
          * dequantised copy) and records no autograd graph */
         t->no_grad = true;
         break;
+    case MEMEST_WF_FP8: {
+        /* FP8Linear.forward: act_quant(input, b1) makes the float8 input
+         * [rows, in] and its float32 scales [rows, ceil(in / b1)];
+         * w8a8_block_fp8_matmul_triton writes the output in the input's
+         * dtype; + bias a new tensor. Triton kernels: no autograd. */
+        int64_t b1 = p->fp8_block[1] > 0 ? p->fp8_block[1] : 128;
+        t->no_grad = true;
+        t->fwd = memest_sat_add(mul3(rows, in, 1), mul3(rows, ceil_div(in, b1), 4));
+        (void)w;
+        break;
+    }
     }
 }

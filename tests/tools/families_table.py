@@ -7,7 +7,9 @@ and memest's), and memest's device total for a full fine-tune, a LoRA fine-tune 
     python3 tests/tools/families_table.py build/memest [--gpu h100-80gb] > table.md
 
 Full fine-tune: --optim adamw --optim-impl fused --checkpoint (the checkpoint's dtype, batch 1, the default
-sequence); LoRA: r 16 on all-linear, AdamW, --checkpoint; inference: --inference. Each cell is memest's
+sequence); LoRA: r 16 on all-linear, AdamW, --checkpoint; inference: --inference. An MXFP4 checkpoint
+(gpt-oss) is counted and fine-tuned with --weights dense (dequantised, as its recipes load it) and served as
+published. Each cell is memest's
 device total (what nvidia-smi would show) and whether it fits the card. The last line times one estimate
 of the largest model (the median of 5 runs).
 """
@@ -21,6 +23,10 @@ import time
 
 # published as rounded figures: the source's words
 ROUNDED = {"deepseek-v3": "671B, 37B active (technical report)",
+           "gpt-oss-20b": "20.91B, 3.61B active (model card)",
+           "gpt-oss-120b": "116.83B, 5.13B active (model card)",
+           "llama-4-scout-17b-16e": "109B with the vision tower, 17B active (model card)",
+           "llama-4-maverick-17b-128e": "400B, 17B active (model card)",
            "glm-4.5-air": "106B, 12B active (model card)",
            "granite-3.1-3b-a800m-instruct": "3.3B, 800M active (model card)",
            "glm-4-9b-0414": "9.4B (model page)"}
@@ -79,19 +85,24 @@ def main(argv):
     for path in configs:
         rel = os.path.relpath(path, ROOT)
         name = os.path.basename(path)[:-5]
-        d, err = run(memest, rel, [])
+        cfg = json.load(open(path))
+        # an MXFP4 checkpoint (gpt-oss): counted and fine-tuned dequantised (Mxfp4Config(dequantize=True),
+        # as its fine-tuning recipes load it), served as published
+        mx = (cfg.get("quantization_config") or {}).get("quant_method") == "mxfp4"
+        dq = ["--weights", "dense"] if mx else []
+        d, err = run(memest, rel, dq)
         if d is None:
             continue
-        mt = json.load(open(path)).get("model_type")
+        mt = cfg.get("model_type")
         total = d["params"]["total"]
         active = d["params"].get("active", total)
         if total > largest[0]:
             largest = (total, rel)
         card = ["--gpu", gpu]
-        ft = cell(memest, rel, ["--optim", "adamw", "--optim-impl", "fused", "--checkpoint"] + card)
+        ft = cell(memest, rel, ["--optim", "adamw", "--optim-impl", "fused", "--checkpoint"] + card + dq)
         lora = cell(memest, rel, ["--lora", "16", "--lora-targets", "all-linear", "--optim", "adamw",
-                                  "--checkpoint"] + card)
-        inf = cell(memest, rel, ["--inference"] + card)
+                                  "--checkpoint"] + card + dq)
+        inf = cell(memest, rel, ["--inference"] + card) + (" (MXFP4)" if mx else "")
         p = pub.get(name)
         rows.append("| `%s` | %s | %s | %s | %s | %s | %s |" % (
             mt, name, ("{:,}".format(p) if isinstance(p, int) else p) if p else "-",

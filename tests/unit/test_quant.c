@@ -108,6 +108,22 @@ static void test_formulas(void)
     CHECK(memest_quant_layout(MEMEST_WF_AWQ4, &p, 4100, 4096, false, &l, why, sizeof why) != 0);
     CHECK_CONTAINS(why, "divisible");
     CHECK(memest_quant_layout(MEMEST_WF_AWQ4, &p, 4096, 4000, false, &l, why, sizeof why) != 0);
+
+    /* MXFP4 (Mxfp4GptOssExperts), gate_up_proj of gpt-oss: out 5760, in
+     * 2880: blocks uint8 [5760, 1440] 8,294,400, scales uint8 [5760, 90]
+     * 518,400, the float32 bias [5760] 23,040; in_features a multiple of 32 */
+    CHECK_EQ_U64(layout_bytes(MEMEST_WF_MXFP4, &p, 5760, 2880, true), 8294400ull + 518400ull + 23040ull);
+    CHECK(memest_quant_layout(MEMEST_WF_MXFP4, &p, 64, 48, false, &l, why, sizeof why) != 0);
+    CHECK_CONTAINS(why, "multiple of 32");
+    /* FP8 (FP8Linear), blocks [128, 128], 300 x 200: float8 [300, 200]
+     * 60,000 and weight_scale_inv float32 [3, 2] 24; the bias is the
+     * model's, not the layout's */
+    CHECK_EQ_INT(p.fp8_block[0], 128);
+    CHECK_EQ_U64(layout_bytes(MEMEST_WF_FP8, &p, 300, 200, true), 60000ull + 24ull);
+    struct memest_quant_params p8 = p;
+    p8.fp8_block[0] = 64;
+    p8.fp8_block[1] = 256;
+    CHECK_EQ_U64(layout_bytes(MEMEST_WF_FP8, &p8, 300, 200, false), 60000ull + 5ull * 1 * 4);
 }
 
 static void test_transients(void)
@@ -442,6 +458,21 @@ static void test_config(void)
     CHECK_EQ_INT(m.quant.format, MEMEST_WF_AWQ4);
     CHECK(m.quant.p.group_size == 64 && !m.quant.skip_set);
     memest_model_free(&m);
+    /* MXFP4 (gpt-oss's checkpoints): the experts outside modules_to_not_convert;
+     * dequantize true: dense weights. FP8 (DeepSeek-V3's) with its block. */
+    CHECK(read_quant_config("{\"quant_method\": \"mxfp4\", \"modules_to_not_convert\": "
+                            "[\"model.layers.*.self_attn\", \"lm_head\"]}", &m, &err) == 0);
+    CHECK_EQ_INT(m.quant.format, MEMEST_WF_MXFP4);
+    CHECK(m.quant.nskip == 2);
+    memest_model_free(&m);
+    CHECK(read_quant_config("{\"quant_method\": \"mxfp4\", \"dequantize\": true}", &m, &err) == 0);
+    CHECK_EQ_INT(m.quant.format, MEMEST_WF_DENSE);
+    memest_model_free(&m);
+    CHECK(read_quant_config("{\"quant_method\": \"fp8\", \"activation_scheme\": \"dynamic\", "
+                            "\"fmt\": \"e4m3\", \"weight_block_size\": [64, 32]}", &m, &err) == 0);
+    CHECK_EQ_INT(m.quant.format, MEMEST_WF_FP8);
+    CHECK(m.quant.fp8_set && m.quant.p.fp8_block[0] == 64 && m.quant.p.fp8_block[1] == 32);
+    memest_model_free(&m);
     /* refused: each names the key */
     static const struct { const char *qc, *frag; } bad[] = {
         {"{\"quant_method\": \"gptq\", \"bits\": 8}", "bits: memest models 4-bit"},
@@ -452,6 +483,10 @@ static void test_config(void)
         {"{\"quant_method\": \"bitsandbytes\", \"load_in_8bit\": true, "
          "\"llm_int8_skip_modules\": \"lm_head\"}", "a list of module names"},
         {"{\"quant_method\": \"gptq\", \"bits\": 4, \"group_size\": 0}", "group_size"},
+        {"{\"quant_method\": \"fp8\", \"activation_scheme\": \"static\"}", "activation_scheme"},
+        {"{\"quant_method\": \"fp8\", \"weight_block_size\": [128]}", "weight_block_size"},
+        {"{\"quant_method\": \"fp8\", \"fmt\": \"e5m2\"}", "fmt"},
+        {"{\"quant_method\": \"mxfp4\", \"dequantize\": 1}", "dequantize"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         err = (struct memest_error){0};
