@@ -107,6 +107,8 @@ struct hf {
     const char *arch;              /* the template, for messages */
     const cJSON *vars;             /* the template's "variables" */
     const cJSON *domains;          /* the template's "hf_config.domains" (may be NULL) */
+    const cJSON *keys;             /* the template's "hf_config.keys" */
+    const cJSON *key_sets;         /* "hf_config.key_sets" (may be NULL): more sets a "rest" names */
     struct memest_override *ov;    /* the values found so far */
     int n, cap;
     struct memest_unknown_key *unknown;   /* the unknown keys (model.h) */
@@ -384,8 +386,51 @@ static bool spec_is_null(const cJSON *spec)
                                   cJSON_GetObjectItemCaseSensitive(spec, "comment"));
 }
 
+/* The key set a "rest" names: "keys" (hf_config.keys) or a member of
+ * hf_config.key_sets; NULL if none. */
+static const cJSON *key_set(const struct hf *h, const char *name)
+{
+    if (strcmp(name, "keys") == 0)
+        return h->keys;
+    return h->key_sets ? cJSON_GetObjectItemCaseSensitive(h->key_sets, name) : NULL;
+}
+
+/* Each spec of an object of key: spec (hf_config.keys, a key set, "top",
+ * a "fields"), `path` naming it. */
+static int check_spec_object(struct hf *h, const cJSON *obj, const char *path, const char *sep)
+{
+    for (const cJSON *c = obj->child; c; c = c->next) {
+        char *cp = memest_arena_concat(&h->m->arena, path, sep, c->string, (char *)NULL);
+        if (!cp)
+            return nomem(h);
+        if (check_spec(h, c, cp) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* {"rest": SET, "fields": {key: spec}, "comment"}: a sub-config (LlavaConfig's
+ * text_config) read by its own fields, then by the key set SET. */
+static int check_rest_spec(struct hf *h, const cJSON *spec, const char *path)
+{
+    const cJSON *rest = cJSON_GetObjectItemCaseSensitive(spec, "rest");
+    const cJSON *fields = cJSON_GetObjectItemCaseSensitive(spec, "fields");
+    int nkeys = cJSON_GetArraySize(spec);
+    if (nkeys != 1 + (fields != NULL) + (cJSON_GetObjectItemCaseSensitive(spec, "comment") != NULL))
+        return tmpl_err(h, path, "a \"rest\" spec has \"rest\", optional \"fields\" and a "
+                        "\"comment\"");
+    if (!cJSON_IsString(rest) || !cJSON_IsObject(key_set(h, rest->valuestring)))
+        return tmpl_err(h, path, "\"rest\" must name \"keys\" or a member of hf_config.key_sets");
+    if (!fields)
+        return 0;
+    if (!cJSON_IsObject(fields))
+        return tmpl_err(h, path, "\"fields\" must be an object of key: spec");
+    char *fp = memest_arena_concat(&h->m->arena, path, ".fields", (char *)NULL);
+    return fp ? check_spec_object(h, fields, fp, ".") : nomem(h);
+}
+
 /* A spec of "hf_config.keys" (models/README.md): null (or {"comment"}), a
- * variable's name, {"values": ...} or {"fields": {key: spec}}. */
+ * variable's name, {"values": ...}, {"fields": {key: spec}} or {"rest": set}. */
 static int check_spec(struct hf *h, const cJSON *spec, const char *path)
 {
     if (spec_is_null(spec))
@@ -397,6 +442,8 @@ static int check_spec(struct hf *h, const cJSON *spec, const char *path)
                               "the template", spec->valuestring);
     if (cJSON_IsObject(spec) && cJSON_GetObjectItemCaseSensitive(spec, "each"))
         return check_each_spec(h, spec, path);
+    if (cJSON_IsObject(spec) && cJSON_GetObjectItemCaseSensitive(spec, "rest"))
+        return check_rest_spec(h, spec, path);
     const cJSON *vals = cJSON_GetObjectItemCaseSensitive(spec, "values");
     const cJSON *fields = cJSON_GetObjectItemCaseSensitive(spec, "fields");
     const cJSON *var = cJSON_GetObjectItemCaseSensitive(spec, "var");
@@ -416,18 +463,32 @@ static int check_spec(struct hf *h, const cJSON *spec, const char *path)
     }
     if (!cJSON_IsObject(fields))
         return tmpl_err(h, path, "\"fields\" must be an object of key: spec");
-    for (const cJSON *c = fields->child; c; c = c->next) {
-        char *cp = memest_arena_concat(&h->m->arena, path, ".fields.", c->string, (char *)NULL);
+    return check_spec_object(h, fields, path, ".fields.");
+}
+
+/* The key sets hf_config.key_sets, each an object of key: spec. */
+static int check_key_sets(struct hf *h)
+{
+    if (!h->key_sets)
+        return 0;
+    if (!cJSON_IsObject(h->key_sets))
+        return tmpl_err(h, "hf_config.key_sets", "must be an object of name: {key: spec}");
+    for (const cJSON *c = h->key_sets->child; c; c = c->next) {
+        char *cp = memest_arena_concat(&h->m->arena, "hf_config.key_sets.", c->string, (char *)NULL);
         if (!cp)
             return nomem(h);
-        if (check_spec(h, c, cp) != 0)
+        if (!cJSON_IsObject(c) || strcmp(c->string, "keys") == 0)
+            return tmpl_err(h, cp, "a key set is an object of key: spec, named other than keys");
+        if (check_spec_object(h, c, cp, ".") != 0)
             return -1;
     }
     return 0;
 }
 
-/* The template's "hf_config": {"model_type", "follows", "keys", "comment"};
- * *keys gets "keys". */
+/* The template's "hf_config": {"model_type", "follows", "keys", "top",
+ * "key_sets", "domains", "comment"}; *keys gets the specs of the config's top
+ * level: "top" when given (a composite config: LlavaConfig, whose
+ * text_config is read by "keys"), else "keys". */
 static int check_hf_section(struct hf *h, const cJSON *root, const cJSON **keys)
 {
     const cJSON *sec = cJSON_GetObjectItemCaseSensitive(root, "hf_config");
@@ -437,9 +498,10 @@ static int check_hf_section(struct hf *h, const cJSON *root, const cJSON **keys)
     for (const cJSON *c = sec->child; c; c = c->next)
         if (strcmp(c->string, "model_type") != 0 && strcmp(c->string, "follows") != 0 &&
             strcmp(c->string, "keys") != 0 && strcmp(c->string, "domains") != 0 &&
-            strcmp(c->string, "comment") != 0)
+            strcmp(c->string, "comment") != 0 && strcmp(c->string, "top") != 0 &&
+            strcmp(c->string, "key_sets") != 0)
             return tmpl_err(h, "hf_config", "unknown field \"%s\" (hf_config has model_type, "
-                            "follows, keys, domains and comment)", c->string);
+                            "follows, keys, top, key_sets, domains and comment)", c->string);
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(sec, "model_type");
     if (!cJSON_IsString(mt) || strcmp(mt->valuestring, h->model_type) != 0)
         return tmpl_err(h, "hf_config.model_type", "must be \"%s\", the model_type of the "
@@ -464,13 +526,17 @@ static int check_hf_section(struct hf *h, const cJSON *root, const cJSON **keys)
             return tmpl_err(h, "hf_config.domains", "the domain of \"%s\" must be size, count, "
                             "real, probability or signed", c->string);
     }
-    for (const cJSON *c = (*keys)->child; c; c = c->next) {
-        char *cp = memest_arena_concat(&h->m->arena, "hf_config.keys.", c->string, (char *)NULL);
-        if (!cp)
-            return nomem(h);
-        if (check_spec(h, c, cp) != 0)
-            return -1;
-    }
+    h->keys = *keys;
+    h->key_sets = cJSON_GetObjectItemCaseSensitive(sec, "key_sets");
+    const cJSON *top = cJSON_GetObjectItemCaseSensitive(sec, "top");
+    if (top && !cJSON_IsObject(top))
+        return tmpl_err(h, "hf_config.top", "must be an object of config key: spec");
+    if (check_key_sets(h) != 0 || check_spec_object(h, *keys, "hf_config.keys", ".") != 0)
+        return -1;
+    if (top && check_spec_object(h, top, "hf_config.top", ".") != 0)
+        return -1;
+    if (top)
+        *keys = top;
     return 0;
 }
 
@@ -697,6 +763,47 @@ static int walk_each(struct hf *h, const cJSON *spec, const cJSON *val, const ch
     return 0;
 }
 
+static bool is_generic(const char *key)
+{
+    for (int i = 0; i < NGENERIC; i++)
+        if (strcmp(key, generic_keys[i]) == 0)
+            return true;
+    return false;
+}
+
+/* An object under {"fields": ...} or {"rest": SET, "fields": ...} (set
+ * non-NULL): each key by its field, else by the key set SET, else, in a
+ * sub-config read by a set as at the top level, a generic key (torch_dtype
+ * and dtype too: from_pretrained takes the top level's), else an unknown
+ * one. */
+static int walk_object(struct hf *h, const cJSON *fields, const cJSON *set, const cJSON *val,
+                       const char *key)
+{
+    if (cJSON_IsNull(val))
+        return 0;
+    if (!cJSON_IsObject(val))
+        return memest_errf(h->err, MEMEST_ERR_SCHEMA, key, "expected an object or null for "
+                           "model_type \"%s\", got %s", h->model_type, mb_json_type_name(val));
+    for (const cJSON *c = val->child; c; c = c->next) {
+        char *cp = memest_arena_concat(&h->m->arena, key, ".", c->string, (char *)NULL);
+        if (!cp)
+            return nomem(h);
+        const cJSON *sub = fields ? cJSON_GetObjectItemCaseSensitive(fields, c->string) : NULL;
+        if (!sub && set)
+            sub = cJSON_GetObjectItemCaseSensitive(set, c->string);
+        if (sub) {
+            if (walk(h, sub, c, cp) != 0)
+                return -1;
+        } else if (!(set && (is_generic(c->string) || strcmp(c->string, "torch_dtype") == 0 ||
+                             strcmp(c->string, "dtype") == 0)) &&
+                   note_unknown(h, cp, "unknown key for model_type \"%s\" (the template %s does "
+                                "not list it)", h->model_type, h->arch) != 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* The config's key `key` (a JSON path) with value val, under its spec. */
 static int walk(struct hf *h, const cJSON *spec, const cJSON *val, const char *key)
 {
@@ -706,6 +813,10 @@ static int walk(struct hf *h, const cJSON *spec, const cJSON *val, const char *k
         return set_var(h, spec->valuestring, val, key, true);
     if (cJSON_GetObjectItemCaseSensitive(spec, "each"))
         return walk_each(h, spec, val, key);
+    const cJSON *fields = cJSON_GetObjectItemCaseSensitive(spec, "fields");
+    const cJSON *rest = cJSON_GetObjectItemCaseSensitive(spec, "rest");
+    if (rest)
+        return walk_object(h, fields, key_set(h, rest->valuestring), val, key);
     const cJSON *vals = cJSON_GetObjectItemCaseSensitive(spec, "values");
     const cJSON *var = cJSON_GetObjectItemCaseSensitive(spec, "var");
     if (var) { /* a variable, with special values (null: None) of its own */
@@ -717,27 +828,7 @@ static int walk(struct hf *h, const cJSON *spec, const cJSON *val, const char *k
     }
     if (vals)
         return walk_values(h, vals, val, key);
-    const cJSON *fields = cJSON_GetObjectItemCaseSensitive(spec, "fields");
-    if (cJSON_IsNull(val))
-        return 0;
-    if (!cJSON_IsObject(val))
-        return memest_errf(h->err, MEMEST_ERR_SCHEMA, key, "expected an object or null for "
-                           "model_type \"%s\", got %s", h->model_type, mb_json_type_name(val));
-    for (const cJSON *c = val->child; c; c = c->next) {
-        char *cp = memest_arena_concat(&h->m->arena, key, ".", c->string, (char *)NULL);
-        if (!cp)
-            return nomem(h);
-        const cJSON *sub = cJSON_GetObjectItemCaseSensitive(fields, c->string);
-        if (!sub) {
-            if (note_unknown(h, cp, "unknown key for model_type \"%s\" (the template %s does "
-                             "not list it)", h->model_type, h->arch) != 0)
-                return -1;
-            continue;
-        }
-        if (walk(h, sub, c, cp) != 0)
-            return -1;
-    }
-    return 0;
+    return walk_object(h, fields, NULL, val, key);
 }
 
 /* torch_dtype (dtype in newer transformers): the parameters' dtype of the
@@ -975,9 +1066,8 @@ static int read_key(struct hf *h, const cJSON *keys, const cJSON *c)
     }
     if (strcmp(c->string, "quantization_config") == 0)
         return read_quant(h, c);
-    for (int i = 0; i < NGENERIC; i++)
-        if (strcmp(c->string, generic_keys[i]) == 0)
-            return 0;
+    if (is_generic(c->string))
+        return 0;
     for (size_t i = 0; i < sizeof option_keys / sizeof *option_keys; i++)
         if (strcmp(c->string, option_keys[i].key) == 0)
             return note_unknown(h, c->string, "%s", option_keys[i].why);

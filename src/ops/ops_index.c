@@ -1,7 +1,9 @@
 /* ops_index.c - reading a tensor at positions another tensor gives:
  * gather, index_select, index (x[..., idx0, idx1, ...] advanced indexing by
- * integer tensors) and where (the elements of one tensor or another by a
- * bool condition).
+ * integer tensors), where (the elements of one tensor or another by a
+ * bool condition) and masked_scatter (a tensor whose masked positions take
+ * the elements of another, in order: Llava's image features merged into the
+ * text embeddings).
  *
  * Saved for backward (tests/reference/ops_b_saved_*.txt, the same under
  * PyTorch 1.13 and 2.6), when the data input requires grad:
@@ -10,7 +12,11 @@
  *   index_select: IndexSelectBackward0 saves index only;
  *   index: IndexBackward0 saves the index tensors (the list `indices`);
  *   where: WhereBackward0 saves the bool condition (when either value input
- *     requires grad).
+ *     requires grad);
+ *   masked_scatter: MaskedScatterBackward0 saves the mask (as given: an
+ *     expanded view saves its storage) and source's sizes only (PyTorch 2.6
+ *     tools/autograd/derivatives.yaml: self gets grad.masked_fill(mask, 0),
+ *     source masked_scatter_backward(grad, mask, source.sizes())).
  * The index tensors and the condition get no gradient; the outputs are new
  * contiguous tensors (where's laid out like its inputs, as TensorIterator
  * does). No MACs. */
@@ -199,6 +205,43 @@ static int infer_where(struct memest_ictx *c)
     return rg ? memest_save_in(c, 0) : 0;
 }
 
+/* ---- masked_scatter ---- */
+
+/* self.masked_scatter(mask, source): inputs self, mask (bool, broadcast with
+ * self), source (self's dtype; the mask's true count of its elements are
+ * read, which the data decide: only numel(source) <= numel(result) is
+ * checked). The result is a new tensor of the broadcast shape. */
+static int infer_masked_scatter(struct memest_ictx *c)
+{
+    if (memest_in_dtype(c, 1) != MEMEST_BOOL)
+        return memest_fail(c, "masked_scatter_ only supports boolean masks, but got mask with "
+                              "dtype %s",
+                           memest_dtype_name(memest_in_dtype(c, 1)));
+    if (memest_in_dtype(c, 2) != memest_in_dtype(c, 0))
+        return memest_fail(c, "expected self and source to have same dtypes but "
+                              "got %s and %s",
+                           memest_dtype_name(memest_in_dtype(c, 0)),
+                           memest_dtype_name(memest_in_dtype(c, 2)));
+    struct memest_shape out;
+    if (!memest_shape_broadcast(memest_in_shape(c, 0), memest_in_shape(c, 1), &out))
+        return memest_fail(c, "the mask %s does not broadcast with self %s",
+                           IN_STR(c, 1), IN_STR(c, 0));
+    int64_t n_out = 1, n_src = 1;
+    for (int k = 0; k < out.ndim; k++)
+        n_out *= out.size[k];
+    for (int k = 0; k < memest_in_shape(c, 2)->ndim; k++)
+        n_src *= memest_in_shape(c, 2)->size[k];
+    if (n_src > n_out)
+        return memest_fail(c, "source %s has more elements than the result %s "
+                              "has positions",
+                           IN_STR(c, 2), shp_of(&out).s);
+    memest_grad_none(c, 1);
+    if (memest_out_new(c, out.ndim, out.size, memest_in_dtype(c, 0)) < 0)
+        return -1;
+    bool rg = memest_in_requires_grad(c, 0) || memest_in_requires_grad(c, 2);
+    return rg ? memest_save_in(c, 1) : 0;
+}
+
 const struct memest_op_desc memest_ops_index[] = {
     {.name = "gather", .min_in = 2, .max_in = 2, .args = dim_args, .nargs = NARGS(dim_args),
      .infer = infer_gather, .doc = "torch.gather(input, dim, index): inputs input, index"},
@@ -211,5 +254,8 @@ const struct memest_op_desc memest_ops_index[] = {
     {.name = "where", .min_in = 1, .max_in = 3, .args = where_args, .nargs = NARGS(where_args),
      .infer = infer_where,
      .doc = "torch.where(condition, input, other): the tensor inputs, condition first"},
+    {.name = "masked_scatter", .min_in = 3, .max_in = 3, .infer = infer_masked_scatter,
+     .doc = "Tensor.masked_scatter(mask, source): inputs self, mask (bool, broadcast), source; "
+            "a new tensor (saves the mask)"},
 };
 const int memest_ops_index_count = NOPS(memest_ops_index);

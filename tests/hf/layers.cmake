@@ -1,5 +1,6 @@
-# layers.cmake - `memest tests/hf/tiny/NAME.json --seq 16 --batch 2
-# --dtype D --attention eager --json`: the bytes saved for backward per
+# layers.cmake - `memest tests/hf/tiny/NAME.json --seq S --batch B --dtype D
+# --attention eager --json` (S and B the reference entry's: 16 and 2 but for
+# hf_figures_vlm.py's 24 and 2): the bytes saved for backward per
 # decoder layer (the "layers" entries named model.layers.N.*, summed) and by
 # the rest (embedding, final norm, lm_head) against PyTorch 2.6 running
 # transformers v4.48.0's eager code (tests/reference/hf_figures*.json,
@@ -11,12 +12,6 @@ if(DTYPE STREQUAL "float32")
   set(flag fp32)
 else()
   set(flag bf16)
-endif()
-execute_process(COMMAND ${MEMEST} tests/hf/tiny/${NAME}.json --seq 16 --batch 2 --dtype ${flag}
-                        --attention eager --json
-                WORKING_DIRECTORY ${SRC} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "memest tests/hf/tiny/${NAME}.json: exit ${rc}: ${err}")
 endif()
 file(GLOB figures ${SRC}/tests/reference/hf_figures*.json)  # one per generator
 set(per "")
@@ -30,6 +25,16 @@ foreach(f ${figures})
 endforeach()
 if(per STREQUAL "")
   message(FATAL_ERROR "${NAME}: no tests/reference/hf_figures*.json has tiny.${NAME} (run its generator)")
+endif()
+# the entry's batch and sequence (2 and 16, but for a generator whose inputs
+# need others: hf_figures_vlm.py's 24 positions hold the image's 16 tokens)
+string(JSON batch GET "${text}" tiny ${NAME} batch)
+string(JSON seq GET "${text}" tiny ${NAME} seq_len)
+execute_process(COMMAND ${MEMEST} tests/hf/tiny/${NAME}.json --seq ${seq} --batch ${batch} --dtype ${flag}
+                        --attention eager --json
+                WORKING_DIRECTORY ${SRC} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "memest tests/hf/tiny/${NAME}.json: exit ${rc}: ${err}")
 endif()
 string(JSON nl LENGTH "${out}" layers)
 math(EXPR last "${nl} - 1")

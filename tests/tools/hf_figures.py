@@ -189,7 +189,10 @@ def measure(model, input_ids):
         cpu_scalar = t.dim() == 0 and g in ("MulBackward0", "DivBackward0") and a == "_saved_other"
         nbytes = t.untyped_storage().nbytes()
         cuda = 0 if cpu_scalar else nbytes
-        if ptr in eff_copy:  # efficient kernel: out is [B, L, H, D] memory, its transpose(1, 2) contiguous
+        if ptr in eff_copy and ptr not in eff_out:
+            # efficient kernel: out is [B, L, H, D] memory, its transpose(1, 2) contiguous. (The CPU kernel's
+            # output is such memory too when q is a transposed view of [B, L, H, D]: then the "copy" is out
+            # itself, one storage, which counts.)
             cuda = 0
         if g == "ScaledDotProductFlashAttentionForCpuBackward0" and a == "_saved_logsumexp":
             # which SDPA call: the one whose output the same node saved
@@ -245,12 +248,31 @@ def config_figures():
     return out
 
 
-def tiny_entry(fn, build, post=None, attns=("eager", "sdpa"), **extra):
+def published_configs(names, builders, published, arithmetic):
+    """The "configs" entries of models/hf/NAME.json for NAME in names, built on the meta device, their
+    parameter count asserted equal to the published one and to the arithmetic written out by hand."""
+    out = {}
+    for name in names:
+        cfg = load(here("models", "hf", name + ".json"))
+        with torch.device("meta"):
+            model = builders[cfg["model_type"]](cfg)
+        info = static_info(model)
+        info["model_type"] = cfg["model_type"]
+        info["published_params"] = published[name]
+        assert arithmetic[name] == published[name], (name, arithmetic[name])
+        assert info["params_total"] == published[name], (name, info["params_total"], published[name])
+        out[name] = info
+    return out
+
+
+def tiny_entry(fn, build, post=None, attns=("eager", "sdpa"), seq=TINY_SEQ, inputs=None, **extra):
     """The "tiny" entry of tests/hf/tiny/FN: the model build(cfg, attn) made under each dtype (as
     from_pretrained(torch_dtype=...) makes it) for each attention of attns ("eager" and "sdpa"), measured on
-    the same input_ids; post(model, result), when given, returns the run's figures from measure()'s."""
+    the same input_ids [TINY_BATCH, seq] (random, or inputs(cfg, model, dtype, seq)'s, which may also give
+    the model inputs of its own); post(model, result), when given, returns the run's figures from
+    measure()'s."""
     cfg = load(here("tests", "hf", "tiny", fn))
-    entry = {"config": "tests/hf/tiny/" + fn, "batch": TINY_BATCH, "seq_len": TINY_SEQ, "runs": {}, **extra}
+    entry = {"config": "tests/hf/tiny/" + fn, "batch": TINY_BATCH, "seq_len": seq, "runs": {}, **extra}
     for dtype in (torch.float32, torch.bfloat16):
         for attn in attns:
             torch.manual_seed(0)
@@ -263,7 +285,10 @@ def tiny_entry(fn, build, post=None, attns=("eager", "sdpa"), **extra):
             if "params_total" not in entry:
                 entry.update(static_info(model))
             torch.manual_seed(0)
-            ids = torch.randint(0, cfg["vocab_size"], (TINY_BATCH, TINY_SEQ))
+            if inputs is None:
+                ids = torch.randint(0, cfg["vocab_size"], (TINY_BATCH, seq))
+            else:
+                ids = inputs(cfg, model, dtype, seq)
             r = measure(model, ids)
             entry["runs"]["%s/%s" % (str(dtype).replace("torch.", ""), attn)] = post(model, r) if post else r
     return entry

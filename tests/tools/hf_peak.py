@@ -185,15 +185,19 @@ def state_tensors(opt):
                 yield v
 
 
-def measure(cfg, attn, dtype, optim, prepare=None):
+def measure(cfg, attn, dtype, optim, prepare=None, builders=None, inputs=None):
     """prepare(model), when given, changes the built model (tests/tools/lora_peak.py: PEFT's LoRA); the
     optimizer gets the parameters that require grad (all of them, without it), as transformers' Trainer
     hands them. optim: "sgd", "adam", or a function making the optimizer from those parameters
-    (tests/tools/qlora_peak.py: bitsandbytes' paged 8-bit AdamW)."""
+    (tests/tools/qlora_peak.py: bitsandbytes' paged 8-bit AdamW). builders: {model_type: build(cfg, attn)}
+    of another replica; inputs(cfg, model, dtype): (input_ids, [the model's other input tensors]) instead
+    of random input_ids [B, S] (tests/tools/hf_peak_vlm.py: LLaVA's image tokens and pixel_values)."""
     torch.manual_seed(0)
     torch.set_default_dtype(dtype)  # as from_pretrained(torch_dtype=...): inv_freq stays float32
     try:
-        if cfg["model_type"] in hf_models_moe.BUILDERS:
+        if builders is not None:
+            model = builders[cfg["model_type"]](cfg, attn)
+        elif cfg["model_type"] in hf_models_moe.BUILDERS:
             model = hf_models_moe.BUILDERS[cfg["model_type"]](cfg, attn, balanced=True)
         else:
             model = hf_models.BUILDERS[cfg["model_type"]](cfg, attn)
@@ -202,10 +206,10 @@ def measure(cfg, attn, dtype, optim, prepare=None):
     if prepare:
         prepare(model)
     model.train()
-    V = cfg["vocab_size"]
+    V = cfg["vocab_size"] if "vocab_size" in cfg else cfg["text_config"]["vocab_size"]  # LLaVA: its text model's
     torch.manual_seed(0)
-    x = torch.randint(V, (B, S))
-    target = torch.randint(V, (B * S,))
+    x, extra = (torch.randint(V, (B, S)), []) if inputs is None else inputs(cfg, model, dtype)
+    target = torch.randint(V, (x.numel(),))
     params = [p for p in model.parameters() if p.requires_grad]
     if callable(optim):
         opt = optim(params)
@@ -217,7 +221,7 @@ def measure(cfg, attn, dtype, optim, prepare=None):
     for step in (1, 2):
         if step == 2:
             live.phase = "setup"
-            for t in list(model.parameters()) + list(model.buffers()) + list(state_tensors(opt)) + [x, target]:
+            for t in list(model.parameters()) + list(model.buffers()) + list(state_tensors(opt)) + [x, target] + extra:
                 live.add(t)
             for p in model.parameters():
                 if p.grad is not None:
@@ -263,18 +267,19 @@ CASES = [
 OPTIMS = [("sgd", "for-loop"), ("adam", "foreach")]
 
 
-def write_cases(path, cases, generator, transformers, width=8):
+def write_cases(path, cases, generator, transformers, width=8, seq=None, builders=None, inputs=None):
     """Measures each (config, attn, dtype, memest's --attention) of cases under OPTIMS and writes them to
     path in this file's layout (tests/hf/peaks.cmake reads it); generator and transformers go to the
-    provenance stamp."""
+    provenance stamp; seq (the layout's "seq": S unless given), builders and inputs as measure() takes them."""
+    seq = S if seq is None else seq
     res = {"_about": "%s: peak live tensor bytes of a steady-state training step, "
-                     "PyTorch %s CPU, batch %d, seq %d" % (generator, torch.__version__, B, S),
-           "batch": B, "seq": S, "cases": []}
+                     "PyTorch %s CPU, batch %d, seq %d" % (generator, torch.__version__, B, seq),
+           "batch": B, "seq": seq, "cases": []}
     for name, attn, dtype, kernel in cases:
         with open(here("tests", "hf", "tiny", name + ".json")) as f:
             cfg = json.load(f)
         for optim, impl in OPTIMS:
-            r = measure(cfg, attn, getattr(torch, dtype), optim)
+            r = measure(cfg, attn, getattr(torch, dtype), optim, builders=builders, inputs=inputs)
             r.update(config=name, attn=attn, dtype=dtype, memest_attention=kernel, optim=optim, impl=impl)
             res["cases"].append(r)
             print("%-*s %-5s %-8s %-4s %-8s %9d  (%s)" % (width, name, attn, dtype, optim, impl,

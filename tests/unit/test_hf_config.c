@@ -124,6 +124,11 @@ int main(void)
         {"errors/rope_unknown_field", "rope_scaling.beta_fast", "unknown key for model_type "
          "\"memest_test_lm\" (the template tests/hf/arch/memest_test_lm.json does not list it)"},
         {"policy/attn_implementation", "attn_implementation", "--attention"},
+        /* in a sub-config read by a key set ({"rest": ...}, models/arch/llava.json): its path;
+         * the sub-config's generic keys (architectures, _name_or_path, torch_dtype, dtype) are
+         * known */
+        {"errors/llava_unknown_sub", "vision_config.weird", "unknown key for model_type \"llava\" "
+         "(the template models/arch/llava.json (built in) does not list it)"},
     };
     for (size_t i = 0; i < sizeof unknown / sizeof *unknown; i++) {
         char path[200];
@@ -182,6 +187,9 @@ int main(void)
          MEMEST_ERR_SCHEMA},
         {"../policy/nan_enum", "hidden_act", "NaN is not supported", MEMEST_ERR_SCHEMA},
         {"../policy/auto_map_no_template", "auto_map", "uses custom code", MEMEST_ERR_SCHEMA},
+        /* a composite config's sub-config, by its own fields: LLaVA's text model is Llama's */
+        {"llava_text_model_type", "text_config.model_type", "\"mistral\" is not supported for "
+         "model_type \"llava\" (supported: llama)", MEMEST_ERR_SCHEMA},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         char path[200];
@@ -208,6 +216,25 @@ int main(void)
     CHECK_STR_EQ(b.err.file,
                  "tests/hf/errors/broken.json [template tests/hf/badarch/memest_test_broken.json]");
     CHECK_CONTAINS(b.err.msg, "unknown variable 'kv_sizee'");
+    unload(&b);
+    load(&b, "tests/hf/errors/rest_set.json", NULL, 0);
+    CHECK_EQ_INT(b.rc, -1);
+    CHECK_STR_EQ(b.err.path, "hf_config.top.text_config");
+    CHECK_CONTAINS(b.err.msg, "\"rest\" must name \"keys\" or a member of hf_config.key_sets");
+    unload(&b);
+
+    /* a composite config (models/arch/llava.json's top): LlavaConfig's keys at the top, text_config
+     * by the keys of models/arch/llama.json, vision_config by lib/vision.json's key set clip_vision */
+    CHECK_EQ_INT(unsetenv("MEMEST_ARCH_PATH"), 0);
+    load(&b, "models/hf/llava-1.5-7b-hf.json", NULL, 0);
+    CHECK_EQ_INT(b.rc, 0);
+    CHECK_EQ_INT(b.m.nunknown, 0);
+    CHECK_STR_EQ(preset(&b.m, "vocab_size"), "32064");
+    CHECK_STR_EQ(preset(&b.m, "rms_norm_eps"), "1e-05");
+    CHECK_STR_EQ(preset(&b.m, "vision_hidden_size"), "1024");
+    CHECK_STR_EQ(preset(&b.m, "vision_feature_layer"), "-2");
+    CHECK_STR_EQ(preset(&b.m, "select_full"), "false");
+    CHECK_EQ_U64(b.p.total, 7063427072ULL);
     unload(&b);
 
     /* no MEMEST_ARCH_PATH: the built-in templates only */

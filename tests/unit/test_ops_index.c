@@ -1,5 +1,5 @@
 /* test_ops_index.c - gather, index_select, index (advanced indexing by
- * integer tensors) and where: result sizes, what autograd saves, errors.
+ * integer tensors), where and masked_scatter: result sizes, what autograd saves, errors.
  * The saved bytes are PyTorch's (tests/reference/ops_b_saved_113.txt and
  * _26.txt, equal under both) for the same sizes, worked out below. x is a
  * linear layer's [2, 8, 6] float32 output (2*8*6*4 = 384 bytes) so that
@@ -114,8 +114,43 @@ static void test_where(void)
     t_free(&t);
 }
 
+/* Llava's merge: e.masked_scatter(mask, src) with e = x [2, 8, 6], mask the
+ * [2, 8] bool x[..., 0] > 0 unsqueezed and expanded to [2, 8, 6] (a view of
+ * 16 bytes), src a [2, 3, 6] linear output: a new [2, 8, 6] tensor;
+ * MaskedScatterBackward0 saves the mask only, its 16-byte storage. */
+static void test_masked_scatter(void)
+{
+    struct t_model t;
+    LOAD(&t,
+         X_MODEL(", {'name': 'b', 'shape': [3, 6]}",
+                 "{'name': 'src', 'type': 'linear', 'inputs': ['b'], 'out_features': 6},"
+                 "{'name': 'x0', 'type': 'select', 'inputs': ['x'], 'dim': -1, 'index': 0},"
+                 "{'name': 'c', 'type': 'gt', 'other': 0},"
+                 "{'name': 'cu', 'type': 'unsqueeze', 'dim': -1},"
+                 "{'name': 'm', 'type': 'expand', 'size': [-1, -1, 6]},"
+                 "{'name': 'ms', 'type': 'masked_scatter', 'inputs': ['x', 'm', 'src']}"),
+         2);
+    CHECK_STR_EQ(t_shape(&t, "ms", 0), "[2, 8, 6]");
+    CHECK_EQ_U64(t_saved(&t, "ms"), 16);
+    CHECK(t_saves_storage(&t, "ms", t_storage(&t, "c", 0)));
+    CHECK(t_out(&t, "ms", 0)->requires_grad);
+    t_free(&t);
+    CHECK_CONTAINS(t_error(&t, X_MODEL("", "{'type': 'masked_scatter', 'inputs': ['x', 'x', 'x']}"), 2),
+                   "only supports boolean masks");
+    t_free(&t);
+    CHECK_CONTAINS(t_error(&t,
+                           X_MODEL(", {'name': 'b', 'shape': [9, 6]}",
+                                   "{'name': 'src', 'type': 'linear', 'inputs': ['b'], 'out_features': 6},"
+                                   "{'name': 'c', 'type': 'gt', 'inputs': ['x'], 'other': 0},"
+                                   "{'type': 'masked_scatter', 'inputs': ['x', 'c', 'src']}"),
+                           2),
+                   "more elements than the result");
+    t_free(&t);
+}
+
 int main(void)
 {
+    test_masked_scatter();
     test_gather();
     test_index_select_index();
     test_where();
