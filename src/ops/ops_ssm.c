@@ -1,0 +1,151 @@
+/* ops_ssm.c - state-space mixers: mamba2_scan, the Mamba-2 mixer after its
+ * in_proj as transformers' Bamba runs it on CUDA for training.
+ *
+ * BambaMixer.cuda_kernels_forward (transformers
+ * src/transformers/models/bamba/modeling_bamba.py at
+ * 00511f5df3b63c48b31496072ec35d6ff3ffa6c6), with mamba_ssm and
+ * causal_conv1d installed, self.training and no cache:
+ *     projected_states = self.in_proj(hidden_states)     # zxbcdt (a linear node)
+ *     A = -torch.exp(self.A_log.float())                 # ExpBackward0 saves its
+ *                                                        # result [nh] float32
+ *     out = mamba_split_conv1d_scan_combined(projected_states, conv1d.weight,
+ *         conv1d.bias, dt_bias, A, D=D, chunk_size, activation, rmsnorm_weight=
+ *         norm.weight, rmsnorm_eps, outproj_weight=out_proj.weight,
+ *         outproj_bias, headdim, ngroups, norm_before_gate=False)
+ * MambaSplitConv1dScanCombinedFn.forward (state-spaces/mamba
+ * mamba_ssm/ops/triton/ssd_combined.py, read at
+ * 01b717ae0db0f51b82738b9ca46e5deb73e3a807) splits zxbcdt into z [dim], xBC
+ * [dim + 2 g n] and dt [nh] (dim = nh * head_dim), runs causal_conv1d_fwd on
+ * xBC, the chunked scan (_mamba_chunk_scan_combined_fwd, z None: its output
+ * out_x [B, S, nh, head_dim] in x's dtype), the gated grouped RMSNorm
+ * (_layer_norm_fwd: rstd [g * B * S] float32) and F.linear with out_proj,
+ * all inside the Function (nothing else recorded), and saves
+ *     ctx.save_for_backward(zxbcdt, conv1d_weight, conv1d_bias, out_x, A, D,
+ *         dt_bias, initial_states, seq_idx, rmsnorm_weight, rstd,
+ *         outproj_weight, outproj_bias)
+ * so the activations are zxbcdt (the op's input), out_x, rstd and A, plus
+ * exp's result (the parameters are not activations). The backward recomputes
+ * xBC_conv and the normed output. The forward's temporaries, modelled as
+ * workspace: xBC_conv [B, S, dim + 2 g n] (x's dtype), the chunk states
+ * [B, nchunks, nh, head_dim, n] float32, dt and dA_cumsum [B, nh, nchunks,
+ * chunk_size] float32, CB [B, nchunks, g, chunk_size, chunk_size] float32,
+ * the normed output [B, S, dim]; nchunks = ceil(S / chunk_size).
+ *
+ * Parameters as the module holds them: conv1d.weight [conv_dim, 1, d_conv],
+ * conv1d.bias [conv_dim] (conv_bias), dt_bias, A_log, D [nh], norm.weight
+ * [dim], out_proj.weight [hidden, dim], out_proj.bias [hidden] (out_bias);
+ * conv_dim = dim + 2 g n. */
+#include "ops_common.h"
+
+enum { M2_HEADS, M2_HEAD_DIM, M2_GROUPS, M2_STATE, M2_CONV, M2_CONV_BIAS, M2_OUT, M2_OUT_BIAS,
+       M2_CHUNK, M2_EPS };
+
+static const struct memest_argspec mamba2_args[] = {
+    [M2_HEADS] = {"num_heads", MEMEST_ARG_INT, .required = true, .lo = 1, .hi = ARG_MAX,
+                  .doc = "nh: mamba_n_heads"},
+    [M2_HEAD_DIM] = {"head_dim", MEMEST_ARG_INT, .required = true, .lo = 1, .hi = ARG_MAX,
+                     .doc = "mamba_d_head; dim = num_heads * head_dim"},
+    [M2_GROUPS] = {"n_groups", MEMEST_ARG_INT, .idef = 1, .lo = 1, .hi = ARG_MAX,
+                   .doc = "g: B and C groups (mamba_n_groups), also the RMSNorm's groups"},
+    [M2_STATE] = {"state_size", MEMEST_ARG_INT, .required = true, .lo = 1, .hi = ARG_MAX,
+                  .doc = "n: mamba_d_state"},
+    [M2_CONV] = {"conv_kernel", MEMEST_ARG_INT, .idef = 4, .lo = 1, .hi = ARG_MAX,
+                 .doc = "d_conv: the causal depthwise conv1d's width"},
+    [M2_CONV_BIAS] = {"conv_bias", MEMEST_ARG_BOOL, .idef = 1, .doc = "conv1d.bias"},
+    [M2_OUT] = {"out_features", MEMEST_ARG_INT, .required = true, .lo = 1, .hi = ARG_MAX,
+                .doc = "out_proj's output (hidden_size)"},
+    [M2_OUT_BIAS] = {"out_bias", MEMEST_ARG_BOOL, .idef = 0, .doc = "out_proj.bias"},
+    [M2_CHUNK] = {"chunk_size", MEMEST_ARG_INT, .idef = 256, .lo = 1, .hi = ARG_MAX,
+                  .doc = "the scan's chunk (mamba_chunk_size): sizes the forward's chunk states"},
+    [M2_EPS] = {"eps", MEMEST_ARG_FLOAT, .fdef = 1e-6, .doc = "the gated RMSNorm's epsilon"},
+};
+
+struct m2 {
+    int64_t nh, hd, g, n, k, out, chunk, dim, conv_dim, proj;
+};
+
+static int m2_params(struct memest_ictx *c, const struct m2 *m)
+{
+    int64_t cw[3] = {m->conv_dim, 1, m->k}, ow[2] = {m->out, m->dim};
+    if (memest_param(c, "conv1d.weight", 3, cw) != 0 ||
+        (memest_arg_bool(c, M2_CONV_BIAS) && memest_param(c, "conv1d.bias", 1, &m->conv_dim) != 0) ||
+        memest_param(c, "dt_bias", 1, &m->nh) != 0 || memest_param(c, "A_log", 1, &m->nh) != 0 ||
+        memest_param(c, "D", 1, &m->nh) != 0 || memest_param(c, "norm.weight", 1, &m->dim) != 0 ||
+        memest_param(c, "out_proj.weight", 2, ow) != 0 ||
+        (memest_arg_bool(c, M2_OUT_BIAS) && memest_param(c, "out_proj.bias", 1, &m->out) != 0))
+        return -1;
+    return 0;
+}
+
+/* The forward's temporaries (see the top of the file) and the MACs: the
+ * conv, the scan's four contractions per chunk (C B^T, the chunk states,
+ * the diagonal blocks' outputs, the states' outputs) and out_proj; the
+ * backward about twice the forward. */
+static void m2_costs(struct memest_ictx *c, const struct m2 *m, int64_t rows, int64_t S,
+                     enum memest_dtype dt)
+{
+    int64_t B = S > 0 ? rows / S : 0, nchunks = (S + m->chunk - 1) / m->chunk;
+    uint64_t chunk_cells = memest_sat_mul((uint64_t)B, (uint64_t)nchunks);
+    uint64_t ws = memest_sat_mul(memest_sat_mul((uint64_t)rows, (uint64_t)(m->conv_dim + m->dim)),
+                                 memest_dtype_size(dt));
+    uint64_t states = memest_sat_mul(chunk_cells, (uint64_t)(m->nh * m->hd * m->n));
+    uint64_t cum = memest_sat_mul(memest_sat_mul(chunk_cells, (uint64_t)(m->nh * m->chunk)), 2);
+    uint64_t cb = memest_sat_mul(chunk_cells, (uint64_t)(m->g * m->chunk * m->chunk));
+    ws += memest_sat_mul(states + cum + cb, 4);
+    memest_workspace(c, ws);
+    double r = (double)rows;
+    double fwd = r * (double)(m->conv_dim * m->k) + r * (double)(m->chunk * m->g * m->n) +
+                 2.0 * r * (double)(m->nh * m->hd * m->n) + r * (double)(m->chunk * m->dim) +
+                 r * (double)m->dim * (double)m->out;
+    memest_macs(c, fwd);
+    memest_macs_bwd(c, memest_needs_grad(c) ? 2.0 * fwd : 0.0);
+}
+
+static int infer_mamba2_scan(struct memest_ictx *c)
+{
+    const struct memest_shape *s = memest_in_shape(c, 0);
+    if (s->ndim != 3)
+        return memest_fail(c, "expects zxbcdt [batch, seq, 2 dim + 2 n_groups state_size + num_heads]");
+    if (need_float(c, 0) != 0)
+        return -1;
+    struct m2 m = {.nh = memest_arg_int(c, M2_HEADS), .hd = memest_arg_int(c, M2_HEAD_DIM),
+                   .g = memest_arg_int(c, M2_GROUPS), .n = memest_arg_int(c, M2_STATE),
+                   .k = memest_arg_int(c, M2_CONV), .out = memest_arg_int(c, M2_OUT),
+                   .chunk = memest_arg_int(c, M2_CHUNK)};
+    if (m.nh % m.g != 0)
+        return memest_fail(c, "num_heads (%lld) must be a multiple of n_groups (%lld)",
+                           (long long)m.nh, (long long)m.g);
+    uint64_t dim, gn, proj;
+    if (!memest_mul((uint64_t)m.nh, (uint64_t)m.hd, &dim) ||
+        !memest_mul((uint64_t)m.g, (uint64_t)m.n, &gn) || dim > ARG_MAX || gn > ARG_MAX)
+        return memest_fail(c, "num_heads * head_dim or n_groups * state_size is too large");
+    m.dim = (int64_t)dim;
+    m.conv_dim = m.dim + 2 * (int64_t)gn;
+    proj = (uint64_t)m.dim + (uint64_t)m.conv_dim + (uint64_t)m.nh;
+    if (s->size[2] != (int64_t)proj)
+        return memest_fail(c, "the last dimension must be 2 dim + 2 n_groups state_size + num_heads "
+                              "= %llu (dim = num_heads * head_dim = %lld), got %lld",
+                           (unsigned long long)proj, (long long)m.dim, (long long)s->size[2]);
+    if (m2_params(c, &m) != 0)
+        return -1;
+    enum memest_dtype dt = memest_in_dtype(c, 0);
+    int64_t osz[3] = {s->size[0], s->size[1], m.out};
+    if (memest_out_new(c, 3, osz, dt) < 0)
+        return -1;
+    int64_t xsz[3] = {s->size[0], s->size[1], m.dim}, rsz[3] = {s->size[0], s->size[1], m.g};
+    if (memest_save_in(c, 0) != 0 || memest_save_new(c, 3, xsz, dt) != 0 ||
+        memest_save_new(c, 3, rsz, MEMEST_F32) != 0 || memest_save_new(c, 1, &m.nh, MEMEST_F32) != 0 ||
+        memest_save_new(c, 1, &m.nh, MEMEST_F32) != 0)
+        return -1;
+    m2_costs(c, &m, s->size[0] * s->size[1], s->size[1], dt);
+    return 0;
+}
+
+const struct memest_op_desc memest_ops_ssm[] = {
+    {.name = "mamba2_scan", .min_in = 1, .max_in = 1, .args = mamba2_args,
+     .nargs = NARGS(mamba2_args), .infer = infer_mamba2_scan, .amp = MEMEST_AMPP_ANY,
+     .lib = MEMEST_LIB_CUBLAS,
+     .doc = "the Mamba-2 mixer after in_proj as mamba_ssm's fused mamba_split_conv1d_scan_combined "
+            "runs it (conv1d, chunked SSD scan, gated RMSNorm, out_proj): saves zxbcdt, out_x, rstd, A"},
+};
+const int memest_ops_ssm_count = NOPS(memest_ops_ssm);
