@@ -269,6 +269,41 @@ def tiny_entry(fn, build, post=None, attns=("eager", "sdpa"), **extra):
     return entry
 
 
+def published_configs(names, builders, published, arithmetic, folder=("tests", "hf", "published")):
+    """The "configs" figures of the configs folder/NAME.json (names) built on torch.device("meta") with
+    builders[model_type]: static_info, with the published count asserted equal to the model's and to the
+    hand arithmetic arithmetic[name] (a generator's PUBLISHED and PUBLISHED_ARITHMETIC)."""
+    out = {}
+    for name in names:
+        cfg = load(here(*folder, name + ".json"))
+        with torch.device("meta"):
+            model = builders[cfg["model_type"]](cfg)
+        info = static_info(model)
+        info["model_type"] = cfg["model_type"]
+        info["published_params"] = published[name]
+        assert arithmetic[name] == published[name], (name, arithmetic[name])
+        assert info["params_total"] == published[name], (name, info["params_total"], published[name])
+        out[name] = info
+    return out
+
+
+def emit(argv, result, width=18):
+    """Writes a generator's result (JSON, sorted keys) to argv[1] (or stdout) and its summary to stderr."""
+    text = json.dumps(result, indent=1, sort_keys=True) + "\n"
+    if len(argv) > 1:
+        with open(argv[1], "w") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    for name, e in result["configs"].items():
+        sys.stderr.write("%-*s %14d params  published %s  buffers %d\n" % (
+            width, name, e["params_total"], e.get("published_params"), e["buffers_count"]))
+    for name, e in result["tiny"].items():
+        for k, r in e["runs"].items():
+            sys.stderr.write("%-*s %-16s %10d saved (cuda %d)\n" % (width, name, k, r["saved_activation_bytes"],
+                                                                    r["saved_activation_bytes_cuda_corrected"]))
+
+
 def tiny_figures():
     out = {}
     d = here("tests", "hf", "tiny")

@@ -29,7 +29,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hf_models_ssm import BUILDERS  # noqa: E402
-from hf_figures import here, load, static_info, tiny_entry  # noqa: E402
+from hf_figures import emit, published_configs, tiny_entry  # noqa: E402
 from provenance import stamp  # noqa: E402
 
 torch.set_num_threads(2)
@@ -55,21 +55,6 @@ PUBLISHED = {"bamba-9b": 9780235392}
 PUBLISHED_ARITHMETIC = {"bamba-9b": bamba(128256, 4096, 32, 14336, 32, 8, 128, 64, 1, 128, 4, 3)}
 
 
-def config_figures():
-    out = {}
-    for name in CONFIGS:
-        cfg = load(here("tests", "hf", "published", name + ".json"))
-        with torch.device("meta"):
-            model = BUILDERS[cfg["model_type"]](cfg)
-        info = static_info(model)
-        info["model_type"] = cfg["model_type"]
-        info["published_params"] = PUBLISHED[name]
-        assert PUBLISHED_ARITHMETIC[name] == PUBLISHED[name], (name, PUBLISHED_ARITHMETIC[name])
-        assert info["params_total"] == PUBLISHED[name], (name, info["params_total"], PUBLISHED[name])
-        out[name] = info
-    return out
-
-
 def tiny_figures():
     def fused(cfg, attn):
         return BUILDERS[cfg["model_type"]](cfg, attn, "fused")
@@ -89,24 +74,12 @@ def main(argv):
         "follows": "transformers: " + follows,
         "torch_version": torch.__version__,
         "device": "cpu",
-        "configs": config_figures(),
+        "configs": published_configs(CONFIGS, BUILDERS, PUBLISHED, PUBLISHED_ARITHMETIC),
         "tiny": tiny_figures(),
     }
     result = stamp(result, "tests/tools/hf_figures_ssm.py",
                    {"torch": torch.__version__, "transformers": follows + " (followed in plain PyTorch, not imported)"})
-    text = json.dumps(result, indent=1, sort_keys=True) + "\n"
-    if len(argv) > 1:
-        with open(argv[1], "w") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
-    for name, e in result["configs"].items():
-        sys.stderr.write("%-18s %14d params  published %s  buffers %d\n" % (
-            name, e["params_total"], e.get("published_params"), e["buffers_count"]))
-    for name, e in result["tiny"].items():
-        for k, r in e["runs"].items():
-            sys.stderr.write("%-22s %-16s %10d saved (cuda %d)\n" % (name, k, r["saved_activation_bytes"],
-                                                                     r["saved_activation_bytes_cuda_corrected"]))
+    emit(argv, result, 22)
 
 
 if __name__ == "__main__":
