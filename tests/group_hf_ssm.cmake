@@ -70,3 +70,23 @@ add_test(NAME hf_ssm.attn_layer_indices.uneven
          COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> "-DARGS=tests/hf/ssm/bamba_uneven.json" -DEXIT=3
                  "-DFRAGMENT=attn_layer_indices[2] is not the one model_type \"bamba\" derives" -P ${CMAKE_CURRENT_SOURCE_DIR}/run_case.cmake)
 set_tests_properties(hf_ssm.attn_layer_indices.uneven PROPERTIES LABELS hf WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+
+# Generation: HybridMambaAttentionDynamicCache's states of each Mamba layer,
+# made before the prefill in the model's dtype and updated in place:
+# conv_states [B, conv_dim, d_conv] and ssm_states [B, nh, head_dim, n]:
+# Bamba-9B 29 * (8448*4 + 128*64*128) * 2 bytes = 62,777,344 (59.87 MiB) per
+# sequence, besides the KV cache of its 3 attention layers; a config with no
+# attention layer generates with the states alone (4 * (192*4 + 8*16*16) * 4
+# bytes = 44.00 KiB in float32).
+foreach(c "published/bamba-9b.json;--context;4096;recurrent state 59.87 MiB: the conv and SSM states of 29 Mamba layers"
+          "ssm/bamba_all_mamba.json;--context;16;recurrent state 44.00 KiB: the conv and SSM states of 4 Mamba layers")
+  list(GET c 0 cfg)
+  list(GET c 1 opt)
+  list(GET c 2 val)
+  list(GET c 3 frag)
+  string(REGEX REPLACE ".*/|[.]json" "" tag "${cfg}")
+  add_test(NAME hf_ssm.generate_states.${tag}
+           COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> "-DARGS=generate;tests/hf/${cfg};${opt};${val}" -DEXIT=0
+                   "-DSTDOUT=${frag}" -P ${CMAKE_CURRENT_SOURCE_DIR}/run_case.cmake)
+  set_tests_properties(hf_ssm.generate_states.${tag} PROPERTIES LABELS hf WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+endforeach()

@@ -141,10 +141,24 @@ static int infer_mamba2_scan(struct memest_ictx *c)
     return 0;
 }
 
+/* HybridMambaAttentionDynamicCache (modeling_bamba.py): per Mamba layer
+ * conv_states [B, conv_dim, d_conv] and ssm_states [B, nh, head_dim, n],
+ * made by BambaForCausalLM.prepare_inputs_for_generation in the model's
+ * dtype before the prefill and updated in place (copy_). */
+static uint64_t mamba2_state_elems(const struct memest_argval *a)
+{
+    uint64_t nh = (uint64_t)a[M2_HEADS].v[0], hd = (uint64_t)a[M2_HEAD_DIM].v[0];
+    uint64_t conv_dim = memest_sat_add(memest_sat_mul(nh, hd),
+                                       memest_sat_mul(2, memest_sat_mul((uint64_t)a[M2_GROUPS].v[0],
+                                                                        (uint64_t)a[M2_STATE].v[0])));
+    return memest_sat_add(memest_sat_mul(conv_dim, (uint64_t)a[M2_CONV].v[0]),
+                          memest_sat_mul(memest_sat_mul(nh, hd), (uint64_t)a[M2_STATE].v[0]));
+}
+
 const struct memest_op_desc memest_ops_ssm[] = {
     {.name = "mamba2_scan", .min_in = 1, .max_in = 1, .args = mamba2_args,
      .nargs = NARGS(mamba2_args), .infer = infer_mamba2_scan, .amp = MEMEST_AMPP_ANY,
-     .lib = MEMEST_LIB_CUBLAS,
+     .lib = MEMEST_LIB_CUBLAS, .gen_state_elems = mamba2_state_elems,
      .doc = "the Mamba-2 mixer after in_proj as mamba_ssm's fused mamba_split_conv1d_scan_combined "
             "runs it (conv1d, chunked SSD scan, gated RMSNorm, out_proj): saves zxbcdt, out_x, rstd, A"},
 };
