@@ -93,6 +93,17 @@ static void m2_costs(struct memest_ictx *c, const struct m2 *m, int64_t rows, in
     uint64_t cb = memest_sat_mul(chunk_cells, (uint64_t)(m->g * m->chunk * m->chunk));
     ws += memest_sat_mul(states + cum + cb, 4);
     memest_workspace(c, ws);
+    /* MambaSplitConv1dScanCombinedFn.backward, besides the gradients: the
+     * recomputed xBC_conv and dxBC [B, S, conv_dim], out_recompute, dout
+     * (out_proj's input gradient), dz's clone and _layer_norm_bwd's dx
+     * [B, S, dim] in x's dtype; _mamba_chunk_scan_combined_bwd's float32
+     * chunk states and their gradient, CB and dCB, dt / dA_cumsum and their
+     * gradients (read from the code, not measured) */
+    uint64_t bw = memest_sat_mul(memest_sat_mul((uint64_t)rows, (uint64_t)(2 * m->conv_dim + 4 * m->dim)),
+                                 memest_dtype_size(dt));
+    bw = memest_sat_add(bw, memest_sat_mul(memest_sat_mul(states + cum + cb, 2), 4));
+    if (memest_needs_grad(c))
+        memest_bwd_workspace(c, bw);
     double r = (double)rows;
     double fwd = r * (double)(m->conv_dim * m->k) + r * (double)(m->chunk * m->g * m->n) +
                  2.0 * r * (double)(m->nh * m->hd * m->n) + r * (double)(m->chunk * m->dim) +

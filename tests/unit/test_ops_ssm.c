@@ -38,6 +38,13 @@ static void test_mamba2_scan(void)
     CHECK_EQ_U64(t_params_total(&t, "ssd"), 192 * 4 + 192 + 3 * 8 + 128 + 128 * 64);
     CHECK(t_fwd(&t, "ssd") == 458752.0);
     CHECK(t_bwd(&t, "ssd") == 2 * 458752.0);
+    /* workspace, 2 chunks of 8 per sequence: xBC_conv and the normed output
+     * 32*(192 + 128)*4 = 40,960, float32 chunk states 2*2*8*16*16 = 8,192
+     * elements, dt and dA_cumsum 2 * 2*2*8*8 = 512, CB 2*2*2*8*8 = 512:
+     * 40,960 + 9,216*4 = 77,824; backward 32*(2*192 + 4*128)*4 = 114,688
+     * + 2 * 9,216*4 = 188,416 */
+    CHECK_EQ_U64(t_info(&t, "ssd")->work_bytes, 77824);
+    CHECK_EQ_U64(t_info(&t, "ssd")->bwd_work_bytes, 188416);
     t_free(&t);
     LOAD_OPTS(&t, SSM_JSON(true), .batch = 2, .dtype = MEMEST_BF16);
     CHECK(t_out(&t, "ssd", 0)->dtype == MEMEST_BF16);
