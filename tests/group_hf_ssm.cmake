@@ -9,9 +9,7 @@
 #    CUDA-corrected, exactly. The mixers there run as transformers runs them on
 #    CUDA with mamba_ssm and causal_conv1d installed: mamba_split_conv1d_scan_
 #    combined, emulated by an autograd.Function saving the kernel's set
-#    (zxbcdt, out_x, rstd, A; plus exp(A_log)'s result outside it). The slow
-#    path (torch_forward, what the CPU runs) is measured too, for comparison:
-#    tiny.bamba_torch_forward, about 2x (float32) and 2.7x (bfloat16);
+#    (zxbcdt, out_x, rstd, A; plus exp(A_log)'s result outside it).
 #  - the parameters of ibm-ai-platform/Bamba-9B ("9.78B", its model card),
 #    tests/hf/published/bamba-9b.json written from memory (not checked against
 #    the hub): V 128256, H 4096, 32 layers, attention on 9, 18, 27 (32 heads,
@@ -25,13 +23,29 @@
 #    elements and length set attn_layer_first, attn_layer_second and
 #    attn_layer_count), null is every layer Mamba, another pattern a model
 #    error.
-foreach(dtype float32 bfloat16)
-  foreach(attn eager sdpa)
-    add_test(NAME hf_ssm.tiny_exact.bamba.${dtype}.${attn}
-             COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR} -DNAME=bamba
-                     -DDTYPE=${dtype} -DATTN=${attn} -DREF=hf_figures_ssm.json
-                     -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/tiny_exact.cmake)
-    set_tests_properties(hf_ssm.tiny_exact.bamba.${dtype}.${attn} PROPERTIES LABELS hf)
+#    The slow path (torch_forward, what transformers runs without mamba_ssm and
+#    causal_conv1d: memest's --set mamba_kernels=false) exactly too:
+#    tiny.<name>_torch_forward, about 2x (float32) and 2.7x (bfloat16) the
+#    kernel's. tests/hf/tiny/bamba_chunk6.json: chunks of 6 (the slow path
+#    pads 16 tokens to 18), 1 group, in_proj/out_proj biases, no conv bias,
+#    the attention layer first.
+foreach(name bamba bamba_chunk6)
+  foreach(path fused torch)
+    set(_ref ${name})
+    set(_args "")
+    if(path STREQUAL "torch")
+      set(_ref ${name}_torch_forward)
+      set(_args "-DARGS=--set;mamba_kernels=false")
+    endif()
+    foreach(dtype float32 bfloat16)
+      foreach(attn eager sdpa)
+        add_test(NAME hf_ssm.tiny_exact.${_ref}.${dtype}.${attn}
+                 COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR} -DNAME=${_ref}
+                         -DCONFIG=${name} "${_args}" -DDTYPE=${dtype} -DATTN=${attn} -DREF=hf_figures_ssm.json
+                         -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/tiny_exact.cmake)
+        set_tests_properties(hf_ssm.tiny_exact.${_ref}.${dtype}.${attn} PROPERTIES LABELS hf)
+      endforeach()
+    endforeach()
   endforeach()
 endforeach()
 

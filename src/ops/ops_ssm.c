@@ -38,7 +38,7 @@
 #include "ops_common.h"
 
 enum { M2_HEADS, M2_HEAD_DIM, M2_GROUPS, M2_STATE, M2_CONV, M2_CONV_BIAS, M2_OUT, M2_OUT_BIAS,
-       M2_CHUNK, M2_EPS };
+       M2_CHUNK, M2_EPS, M2_FUSED };
 
 static const struct memest_argspec mamba2_args[] = {
     [M2_HEADS] = {"num_heads", MEMEST_ARG_INT, .required = true, .lo = 1, .hi = ARG_MAX,
@@ -58,6 +58,8 @@ static const struct memest_argspec mamba2_args[] = {
     [M2_CHUNK] = {"chunk_size", MEMEST_ARG_INT, .idef = 256, .lo = 1, .hi = ARG_MAX,
                   .doc = "the scan's chunk (mamba_chunk_size): sizes the forward's chunk states"},
     [M2_EPS] = {"eps", MEMEST_ARG_FLOAT, .fdef = 1e-6, .doc = "the gated RMSNorm's epsilon"},
+    [M2_FUSED] = {"fused", MEMEST_ARG_BOOL, .idef = 1,
+                  .doc = "mamba_ssm's kernel; false: BambaMixer.torch_forward, the eager chunked scan"},
 };
 
 struct m2 {
@@ -82,7 +84,7 @@ static int m2_params(struct memest_ictx *c, const struct m2 *m)
  * the diagonal blocks' outputs, the states' outputs) and out_proj; the
  * backward about twice the forward. */
 static void m2_costs(struct memest_ictx *c, const struct m2 *m, int64_t rows, int64_t S,
-                     enum memest_dtype dt)
+                     enum memest_dtype dt, bool fused)
 {
     int64_t B = S > 0 ? rows / S : 0, nchunks = (S + m->chunk - 1) / m->chunk;
     uint64_t chunk_cells = memest_sat_mul((uint64_t)B, (uint64_t)nchunks);
@@ -92,7 +94,8 @@ static void m2_costs(struct memest_ictx *c, const struct m2 *m, int64_t rows, in
     uint64_t cum = memest_sat_mul(memest_sat_mul(chunk_cells, (uint64_t)(m->nh * m->chunk)), 2);
     uint64_t cb = memest_sat_mul(chunk_cells, (uint64_t)(m->g * m->chunk * m->chunk));
     ws += memest_sat_mul(states + cum + cb, 4);
-    memest_workspace(c, ws);
+    if (fused)
+        memest_workspace(c, ws);
     /* MambaSplitConv1dScanCombinedFn.backward, besides the gradients: the
      * recomputed xBC_conv and dxBC [B, S, conv_dim], out_recompute, dout
      * (out_proj's input gradient), dz's clone and _layer_norm_bwd's dx
@@ -102,7 +105,7 @@ static void m2_costs(struct memest_ictx *c, const struct m2 *m, int64_t rows, in
     uint64_t bw = memest_sat_mul(memest_sat_mul((uint64_t)rows, (uint64_t)(2 * m->conv_dim + 4 * m->dim)),
                                  memest_dtype_size(dt));
     bw = memest_sat_add(bw, memest_sat_mul(memest_sat_mul(states + cum + cb, 2), 4));
-    if (memest_needs_grad(c))
+    if (fused && memest_needs_grad(c))
         memest_bwd_workspace(c, bw);
     double r = (double)rows;
     double fwd = r * (double)(m->conv_dim * m->k) + r * (double)(m->chunk * m->g * m->n) +
@@ -110,6 +113,72 @@ static void m2_costs(struct memest_ictx *c, const struct m2 *m, int64_t rows, in
                  r * (double)m->dim * (double)m->out;
     memest_macs(c, fwd);
     memest_macs_bwd(c, memest_needs_grad(c) ? 2.0 * fwd : 0.0);
+}
+
+/* BambaMixer.torch_forward (the slow path: no mamba_ssm / causal_conv1d, or
+ * not CUDA) in training, line by line (tests/tools/hf_models_ssm.py runs it):
+ * e is the input's dtype, Sp = nc * chunk the padded length, r = nh / g.
+ * Saved, each a storage of its own:
+ *   conv1d: ConvolutionBackward0 its input, a view of zxbcdt (the input);
+ *   act(conv(...)[..., :S]): the conv output [B, conv_dim, S + d_conv - 1] e;
+ *   -exp(A_log.float()): exp's result; A (the negation) by A * dt [nh] f32;
+ *   softplus(dt + dt_bias), clamp: the sum, softplus's output and the clamp's
+ *     output (by hidden_states * dt[..., None]) [B, S, nh] e;
+ *   hidden_states * dt: hidden_states.float(): in float32 a view of the act's
+ *     output [B, S, conv_dim], else a float32 copy [B, S, dim];
+ *   D[..., None] * pad(hidden_states): the padded copy [B, Sp, dim] f32;
+ *   segment_sum's two masked_fill masks, bool [chunk, chunk] and
+ *     [nc + 1, nc + 1];
+ *   L = exp(segment_sum(A)) [B, nh, nc, chunk, chunk]; the chunked C and B
+ *     (F.pad copies of the repeat_interleave'd [B, Sp, nh, n]); G and M
+ *     [B, nc, chunk, chunk, nh]; the chunked hidden_states * dt [B, Sp, dim];
+ *     decay_states and exp(A_cumsum) [B, nh, nc, chunk]; B_decay [B, Sp, nh,
+ *     n]; decay_chunk [B, nh, nc + 1, nc + 1]; the cat of the states and
+ *     new_states [B, nc + 1, nh, head_dim, n]; C_times_states.sum(-1)
+ *     [B, Sp, dim], all float32;
+ *   BambaRMSNormGated on y (float32; y[:, :S].reshape(B, S, -1) is a view
+ *     of the padded [B, Sp, dim]): gate.to(float32) (a copy unless e is
+ *     float32) by silu, y and silu's output by the product, that product
+ *     (pow, mul), rsqrt's [B, S, 1] and the normed [B, S, dim], float32;
+ *   out_proj: its input, weight * normed cast to e, [B, S, dim] e.
+ * The largest transient, one at a time: the broadcast products before their
+ * sums, [B, Sp, chunk, nh, n] (G's), [B, Sp, nh, head_dim, n] (the states'
+ * and C_times_states), [B, nc + 1, nc + 1, nh, head_dim, n]. */
+static int m2_torch_saves(struct memest_ictx *c, const struct m2 *m, int64_t B, int64_t S,
+                          enum memest_dtype e)
+{
+    int64_t nc = (S + m->chunk - 1) / m->chunk, Sp = nc * m->chunk, nc1 = nc + 1;
+    bool f32 = e == MEMEST_F32;
+    const struct { int nd; int64_t sz[5]; enum memest_dtype dt; int times; } t[] = {
+        {3, {B, m->conv_dim, S + m->k - 1}, e, 1},
+        {1, {m->nh}, MEMEST_F32, 2},
+        {3, {B, S, m->nh}, e, 3},
+        {3, {B, S, f32 ? m->conv_dim : m->dim}, MEMEST_F32, 1},
+        {3, {B, Sp, m->dim}, MEMEST_F32, 4},   /* D's pad, chunked x*dt, C_times_states, y */
+        {2, {m->chunk, m->chunk}, MEMEST_BOOL, 2},
+        {2, {nc1, nc1}, MEMEST_BOOL, 2},
+        {5, {B, m->nh, nc, m->chunk, m->chunk}, MEMEST_F32, 1},
+        {4, {B, Sp, m->nh, m->n}, MEMEST_F32, 3},      /* chunked C, B, B_decay */
+        {5, {B, nc, m->chunk, m->chunk, m->nh}, MEMEST_F32, 2},
+        {4, {B, m->nh, nc, m->chunk}, MEMEST_F32, 2},
+        {4, {B, m->nh, nc1, nc1}, MEMEST_F32, 1},
+        {5, {B, nc1, m->nh, m->hd, m->n}, MEMEST_F32, 2},
+        {3, {B, S, m->dim}, MEMEST_F32, f32 ? 3 : 4},   /* silu(gate), y * silu, normed (gate) */
+        {3, {B, S, 1}, MEMEST_F32, 1},
+        {3, {B, S, m->dim}, e, 1},
+    };
+    if (memest_save_in(c, 0) != 0)
+        return -1;
+    for (int i = 0; i < (int)(sizeof t / sizeof *t); i++)
+        for (int j = 0; j < t[i].times; j++)
+            if (memest_save_new(c, t[i].nd, t[i].sz, t[i].dt) != 0)
+                return -1;
+    uint64_t w1 = memest_sat_mul((uint64_t)(B * Sp), (uint64_t)(m->chunk * m->nh * m->n));
+    uint64_t w2 = memest_sat_mul((uint64_t)(B * Sp), (uint64_t)(m->nh * m->hd * m->n));
+    uint64_t w3 = memest_sat_mul((uint64_t)(B * nc1 * nc1), (uint64_t)(m->nh * m->hd * m->n));
+    uint64_t w = w1 > w2 ? w1 : w2;
+    memest_workspace(c, memest_sat_mul(w > w3 ? w : w3, 4));
+    return 0;
 }
 
 static int infer_mamba2_scan(struct memest_ictx *c)
@@ -143,12 +212,16 @@ static int infer_mamba2_scan(struct memest_ictx *c)
     int64_t osz[3] = {s->size[0], s->size[1], m.out};
     if (memest_out_new(c, 3, osz, dt) < 0)
         return -1;
+    if (!memest_arg_bool(c, M2_FUSED)) {
+        m2_costs(c, &m, s->size[0] * s->size[1], s->size[1], dt, false);
+        return m2_torch_saves(c, &m, s->size[0], s->size[1], dt);
+    }
     int64_t xsz[3] = {s->size[0], s->size[1], m.dim}, rsz[3] = {s->size[0], s->size[1], m.g};
     if (memest_save_in(c, 0) != 0 || memest_save_new(c, 3, xsz, dt) != 0 ||
         memest_save_new(c, 3, rsz, MEMEST_F32) != 0 || memest_save_new(c, 1, &m.nh, MEMEST_F32) != 0 ||
         memest_save_new(c, 1, &m.nh, MEMEST_F32) != 0)
         return -1;
-    m2_costs(c, &m, s->size[0] * s->size[1], s->size[1], dt);
+    m2_costs(c, &m, s->size[0] * s->size[1], s->size[1], dt, true);
     return 0;
 }
 

@@ -18,8 +18,8 @@ the model of tests/tools/hf_models_ssm.py:
   autograd.Function) saves zxbcdt, out_x, rstd and A only. The reference therefore runs the mixers as
   hf_models_ssm.FusedSplitConv1dScan, a Function whose forward saves the kernel's set (tensor for tensor,
   as state-spaces/mamba's ssd_combined.py lists it), the way hf_figures.py emulates CUDA's SDPA kernel:
-  "tiny.bamba" is that CUDA figure (what memest models), "tiny.bamba_torch_forward" the slow path's, for
-  comparison (not a memest figure).
+  "tiny.bamba" is that CUDA figure (what memest models by default), "tiny.bamba_torch_forward" the slow
+  path's (memest's --set mamba_kernels=false); the same for tests/hf/tiny/bamba_chunk6.json.
 """
 import json
 import os
@@ -35,6 +35,9 @@ from provenance import stamp  # noqa: E402
 torch.set_num_threads(2)
 
 CONFIGS = ["bamba-9b"]
+# bamba_chunk6: 16 tokens in chunks of 6 (the slow path pads to 18), 1 group, proj biases, no conv bias,
+# the attention layer first
+TINY = ["bamba", "bamba_chunk6"]
 
 
 def bamba(V, H, L, I, heads, kv, nh, hd_m, g, n, k, attn_layers):
@@ -61,8 +64,11 @@ def tiny_figures():
 
     def slow(cfg, attn):
         return BUILDERS[cfg["model_type"]](cfg, attn, "torch")
-    return {"bamba": tiny_entry("bamba.json", fused, mixer="cuda_kernels_forward (mamba_ssm's fused kernel)"),
-            "bamba_torch_forward": tiny_entry("bamba.json", slow, mixer="torch_forward (the slow path)")}
+    out = {}
+    for name in TINY:
+        out[name] = tiny_entry(name + ".json", fused, mixer="cuda_kernels_forward (mamba_ssm's fused kernel)")
+        out[name + "_torch_forward"] = tiny_entry(name + ".json", slow, mixer="torch_forward (the slow path)")
+    return out
 
 
 def main(argv):

@@ -53,6 +53,38 @@ static void test_mamba2_scan(void)
     t_free(&t);
 }
 
+/* fused false, BambaMixer.torch_forward (src/ops/ops_ssm.c lists the saved
+ * tensors), the same case, 2 chunks of 8, no padding. float32: zxbcdt
+ * 41,984; the conv output 2*192*19*4 = 29,184; the act's output 2*16*192*4
+ * = 24,576 (hidden_states.float() is a view of it); exp(A) and A 64; dt +
+ * dt_bias, softplus, clamp 3 * 1,024; D's pad, the chunked x*dt,
+ * C_times_states.sum and y 4 * 16,384; masks 2*64 + 2*9; L 8,192; chunked
+ * C, B and B_decay 3 * 16,384; G, M 2 * 8,192; decay_states, exp(A_cumsum)
+ * 2 * 1,024; decay_chunk 576; the states' cat and new_states 2 * 49,152;
+ * the norm's silu(gate), y * silu, normed 3 * 16,384 and rsqrt 128;
+ * out_proj's input 16,384: 404,882 bytes (what PyTorch 2.6 saved in the
+ * tiny Bamba's Mamba layer, tests/reference/hf_figures_ssm.json, less its
+ * norms, in_proj's input and MLP). bfloat16: zxbcdt 20,992, the conv output
+ * 14,592, hidden_states' float32 copy 16,384 (not the act's output), dt's
+ * 3 * 512, gate's float32 copy 16,384 more, out_proj's input 8,192, the
+ * rest float32 as before: 367,762. */
+static void test_mamba2_scan_torch(void)
+{
+    struct t_model t;
+    static const char json[] =
+        "{'inputs': [{'name': 'x', 'shape': [16, 64]}],"
+        " 'layers': [{'name': 'in_proj', 'type': 'linear', 'out_features': 328, 'bias': false},"
+        "  {'name': 'ssd', 'type': 'mamba2_scan', 'num_heads': 8, 'head_dim': 16, 'n_groups': 2,"
+        "   'state_size': 16, 'conv_kernel': 4, 'out_features': 64, 'chunk_size': 8, 'fused': false}]}";
+    LOAD(&t, json, 2);
+    CHECK_EQ_U64(t_saved(&t, "ssd"), 404882);
+    CHECK_EQ_U64(t_info(&t, "ssd")->bwd_work_bytes, 0);
+    t_free(&t);
+    LOAD_OPTS(&t, json, .batch = 2, .dtype = MEMEST_BF16);
+    CHECK_EQ_U64(t_saved(&t, "ssd"), 367762);
+    t_free(&t);
+}
+
 static void test_mamba2_scan_errors(void)
 {
     struct t_model t;
@@ -75,6 +107,7 @@ static void test_mamba2_scan_errors(void)
 int main(void)
 {
     test_mamba2_scan();
+    test_mamba2_scan_torch();
     test_mamba2_scan_errors();
     return CHECK_DONE();
 }
