@@ -104,3 +104,11 @@ foreach(c "published/bamba-9b.json;--context;4096;recurrent state 59.87 MiB: the
                    "-DSTDOUT=${frag}" -P ${CMAKE_CURRENT_SOURCE_DIR}/run_case.cmake)
   set_tests_properties(hf_ssm.generate_states.${tag} PROPERTIES LABELS hf WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 endforeach()
+
+# An "each" spec's "vars" must map "n" or an element's index to a number
+# variable (src/model/hf_config.c check_each_spec).
+add_test(NAME hf_ssm.each_vars_template_error
+         COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> "-DARGS=tests/hf/ssm/vars_bad.json" -DEXIT=3
+                 "-DENV=MEMEST_ARCH_PATH=tests/hf/ssm/arch"
+                 "-DFRAGMENT=hf_config.keys.layer_list: \"vars\" maps \"n\" (the length) or an element's index" -P ${CMAKE_CURRENT_SOURCE_DIR}/run_case.cmake)
+set_tests_properties(hf_ssm.each_vars_template_error PROPERTIES LABELS hf WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
