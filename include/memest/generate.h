@@ -63,6 +63,7 @@ int64_t memest_gen_cache_len(const struct memest_gen_attn *a, uint8_t cache, int
 struct memest_gen_step {
     struct memest_peak peak;   /* max_memory_allocated / reserved of the step */
     uint64_t kv_bytes;         /* the cache at the end of the step */
+    uint64_t state_bytes;      /* the recurrent layers' states (Mamba), the whole batch */
     uint64_t logits_bytes;     /* the logits the model returns */
     double flops;              /* of the step */
     uint64_t read_bytes;       /* weights and cache the step reads (decode) */
@@ -74,6 +75,9 @@ struct memest_gen_estimate {
     uint32_t layers;           /* attention nodes */
     uint64_t kv_token_bytes;   /* cache bytes of one token of one sequence, all layers */
     uint64_t kv_bytes;         /* the cache at C + N tokens, the whole batch */
+    uint64_t state_bytes;      /* the recurrent layers' states (conv and SSM states of
+                                  the Mamba mixers), the whole batch, any length */
+    uint32_t state_layers;     /* the layers holding them */
     int64_t batch, context, new_tokens;
     uint8_t cache;
     enum memest_dtype kv_dtype;

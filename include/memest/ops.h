@@ -118,6 +118,12 @@ struct memest_op_desc {
                                      from them) */
     const char *kv_window_arg;    /* with kv_attention: the argument holding the
                                      sliding-window size (0: none), or NULL */
+    uint64_t (*gen_state_elems)(const struct memest_argval *args);
+                                  /* a recurrent layer whose state a generation
+                                     cache keeps whatever the tokens (the Mamba
+                                     mixers' conv and SSM states): its elements
+                                     per sequence, in the input's dtype, for the
+                                     node's arguments; NULL for other ops */
 };
 
 /* The op of the model inputs (the file's "inputs" list): not in the table

@@ -110,6 +110,19 @@ int64_t memest_gen_cache_len(const struct memest_gen_attn *a, uint8_t cache, int
     return tokens;
 }
 
+/* The recurrent state of node k (an op with gen_state_elems, sim.h: the
+ * Mamba mixers' conv and SSM states) for the whole batch, in its input's
+ * dtype; 0 for other nodes. */
+static uint64_t state_of(const struct memest_run *r, uint32_t k)
+{
+    const struct memest_node *nd = &r->g->nodes[k];
+    if (!nd->op->gen_state_elems)
+        return 0;
+    const struct memest_value *x = in_value(r, k, 0);
+    uint64_t b = memest_sat_mul(nd->op->gen_state_elems(nd->args), (uint64_t)x->shape.size[0]);
+    return memest_sat_mul(b, memest_dtype_size((enum memest_dtype)x->dtype));
+}
+
 /* Bytes of `tokens` tokens of keys (or values: dim) of node a. */
 static uint64_t kv_part(const struct memest_gen_attn *a, int64_t heads, int64_t dim, int64_t tokens,
                         enum memest_dtype dt)
@@ -145,6 +158,27 @@ static void add(struct plan *p, uint8_t at, uint8_t op, uint32_t node, uint32_t 
     p->ev[p->n++] = (struct memest_gen_event){at, op, MEMEST_CAT_SAVED, node, slot, bytes};
     if (op != MEMEST_GEN_RETURN && slot >= p->slots)
         p->slots = slot + 1;
+}
+
+/* The recurrent states, made before the forward (the cache's __init__) and
+ * updated in place, into slots from `slot` on (p NULL: none): one per
+ * stateful node. Their bytes; *layers counts the nodes. */
+static uint64_t states(struct plan *p, const struct memest_run *r, uint32_t slot, uint32_t *layers)
+{
+    uint64_t total = 0;
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < r->g->nnodes; k++) {
+        uint64_t b = state_of(r, k);
+        if (!b)
+            continue;
+        if (p)
+            add(p, MEMEST_GEN_SETUP, MEMEST_GEN_ALLOC, 0, slot + n, b);
+        n++;
+        total = memest_sat_add(total, b);
+    }
+    if (layers)
+        *layers = n;
+    return total;
 }
 
 /* A transient (category transient) alloc at PRE and its free at POST. */
@@ -330,6 +364,7 @@ static int prefill(const struct memest_run *r, const struct memest_step_cfg *ste
         add(&p, MEMEST_GEN_SETUP, MEMEST_GEN_ALLOC, 0, 4 * i + 1,
             kv_part(&a[i], a[i].kv_heads, a[i].v_dim, len, kv_type(cfg, &a[i])));
     }
+    uint64_t st = profile ? 0 : states(&p, r, 4 * na + 4, NULL);
     uint32_t mask = profile ? UINT32_MAX : static_mask(&p, a, na, cfg, C, T, 4 * na + 3);
     for (uint32_t i = 0; !profile && i < na; i++) {
         uint32_t n = a[i].node;
@@ -356,6 +391,7 @@ static int prefill(const struct memest_run *r, const struct memest_step_cfg *ste
     if (simulate(r, step, &p, keep, stop, &out->peak, err) != 0)
         goto end;
     out->kv_bytes = profile ? 0 : cache_bytes(a, na, cfg, cfg->cache == MEMEST_CACHE_STATIC ? T : C);
+    out->state_bytes = st;
     double m = macs_before(r, stop);
     if (stop < r->g->nnodes)
         m += r->nodes[stop].fwd_macs * (double)keep_pos / (double)(C > 0 ? C : 1);
@@ -393,6 +429,7 @@ static int decode(const struct memest_run *r, const struct memest_step_cfg *step
     }
     bool dyn = cfg->cache == MEMEST_CACHE_DYNAMIC;
     uint32_t mask = UINT32_MAX;
+    out->state_bytes = states(&p, r, 6 * na + 4, NULL);
     for (uint32_t i = 0; i < na; i++) {   /* the cache before the step */
         int64_t len = memest_gen_cache_len(&a[i], cfg->cache, dyn ? tokens - 1 : tokens);
         add(&p, MEMEST_GEN_SETUP, MEMEST_GEN_ALLOC, 0, 6 * i,
@@ -444,16 +481,25 @@ int memest_generate(const struct memest_run *pre, const struct memest_run *dec,
     uint32_t na;
     if (memest_gen_attention(pre, &a, &na, err) != 0)
         return -1;
-    if (!na)
+    out->state_bytes = states(NULL, pre, 0, &out->state_layers);
+    if (!na && !out->state_layers)
         return memest_errf(err, MEMEST_ERR_USAGE, NULL,
-                           "--generate needs a model with scaled_dot_product_attention nodes: "
-                           "their key and value inputs are what the KV cache keeps");
+                           "--generate needs a model with scaled_dot_product_attention nodes "
+                           "(their key and value inputs are what the KV cache keeps) or "
+                           "recurrent layers (mamba2_scan)");
     out->layers = na;
-    out->batch = a[0].batch;
+    out->batch = na ? a[0].batch : 0;
+    enum memest_dtype sdt = MEMEST_F32;
+    for (uint32_t k = 0; !na && k < pre->g->nnodes; k++)
+        if (state_of(pre, k)) {   /* no attention: the batch and the type of the states */
+            out->batch = in_value(pre, k, 0)->shape.size[0];
+            sdt = (enum memest_dtype)in_value(pre, k, 0)->dtype;
+            break;
+        }
     out->context = cfg->context;
     out->new_tokens = cfg->new_tokens;
     out->cache = cfg->cache;
-    out->kv_dtype = kv_type(cfg, &a[0]);
+    out->kv_dtype = na ? kv_type(cfg, &a[0]) : sdt;
     out->kv_fp8 = cfg->kv_dtype_set && cfg->kv_fp8;
     for (uint32_t i = 0; i < na; i++) {
         uint64_t t = memest_dtype_size(kv_type(cfg, &a[i]));
@@ -470,8 +516,10 @@ int memest_generate(const struct memest_run *pre, const struct memest_run *dec,
         decode(dec, step, cfg, cfg->context + 1, false, &first, err) != 0)
         return -1;
     out->kv_bytes = out->decode.kv_bytes;
-    out->decode.read_bytes = memest_sat_add(out->weight_bytes, out->decode.kv_bytes);
-    out->decode_read_first = memest_sat_add(out->weight_bytes, first.kv_bytes);
+    out->decode.read_bytes = memest_sat_add(memest_sat_add(out->weight_bytes, out->decode.kv_bytes),
+                                            out->state_bytes);
+    out->decode_read_first = memest_sat_add(memest_sat_add(out->weight_bytes, first.kv_bytes),
+                                            out->state_bytes);
     out->decode_flops_first = first.flops;
     out->prefill.read_bytes = memest_sat_add(out->weight_bytes, out->prefill.kv_bytes);
     out->overhead = step->overhead_set ? step->overhead : memest_default_overhead(step->gpu_arch);

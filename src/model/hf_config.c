@@ -353,7 +353,11 @@ static int check_values(struct hf *h, const cJSON *vals, const char *path)
     return 0;
 }
 
+/* The highest element index an "each" spec's "vars" may name, plus one. */
+#define MAX_EACH_VARS 16
+
 /* {"each": condition, "codes": {"TEXT": number, ...}, "length": condition on n,
+ * "vars": {"n": variable, "0": variable, ...},
  * "comment": ...}: a per-layer list (Qwen3's layer_types, SmolLM3's
  * no_rope_layers) that the template derives from other variables; the
  * config's list must be that one (models/README.md). */
@@ -362,14 +366,26 @@ static int check_each_spec(struct hf *h, const cJSON *spec, const char *path)
     const cJSON *each = cJSON_GetObjectItemCaseSensitive(spec, "each");
     const cJSON *codes = cJSON_GetObjectItemCaseSensitive(spec, "codes");
     const cJSON *len = cJSON_GetObjectItemCaseSensitive(spec, "length");
+    const cJSON *vars = cJSON_GetObjectItemCaseSensitive(spec, "vars");
     int nkeys = cJSON_GetArraySize(spec);
     if (!cJSON_IsString(each) || !each->valuestring[0] || (len && !cJSON_IsString(len)) ||
-        nkeys != 1 + (codes != NULL) + (len != NULL) +
+        nkeys != 1 + (codes != NULL) + (len != NULL) + (vars != NULL) +
                      (cJSON_GetObjectItemCaseSensitive(spec, "comment") != NULL))
         return tmpl_err(h, path, "a list's spec is {\"each\": condition on x (an element) and i "
                         "(its index), \"codes\": {text: number}, \"length\": condition on n (the "
-                        "list's length)} "
-                        "(codes, length and a comment optional)");
+                        "list's length), \"vars\": {\"n\" or an index: variable}} "
+                        "(codes, length, vars and a comment optional)");
+    for (const cJSON *v = vars ? vars->child : NULL; v; v = v->next) {
+        const cJSON *var = cJSON_IsString(v) ? settable(h, v->valuestring) : NULL;
+        char *end = NULL;
+        long k = strtol(v->string, &end, 10);
+        bool index = v->string[0] >= '0' && v->string[0] <= '9' && *end == '\0' && k < MAX_EACH_VARS;
+        if (!var || !cJSON_IsNumber(var) || (strcmp(v->string, "n") != 0 && !index))
+            return tmpl_err(h, path, "\"vars\" maps \"n\" (the length) or an element's index "
+                            "(below %d) to a number variable of the template", MAX_EACH_VARS);
+    }
+    if (vars && !cJSON_IsObject(vars))
+        return tmpl_err(h, path, "\"vars\" must be an object");
     if (codes && !cJSON_IsObject(codes))
         return tmpl_err(h, path, "\"codes\" must be an object of text: number");
     for (const cJSON *c = codes ? codes->child : NULL; c; c = c->next)
@@ -715,6 +731,34 @@ static int add_check(struct hf *h, const char *cond, const char *msg)
  * other than the one the template derives. null: the config class derives
  * it (nothing to check). */
 #define MAX_EACH 4096
+
+/* An "each" spec's "vars": the list's length n and the elements it names by
+ * index set number variables (Bamba's attn_layer_indices: the first index
+ * and the step), so that the template can derive the per-layer pattern the
+ * list's checks then hold it to. An index past the list's end sets nothing. */
+static int each_vars(struct hf *h, const cJSON *spec, const cJSON *val, const char *key, int n)
+{
+    const cJSON *vars = cJSON_GetObjectItemCaseSensitive(spec, "vars");
+    for (const cJSON *v = vars ? vars->child : NULL; v; v = v->next) {
+        const cJSON *e = NULL;
+        cJSON *count = NULL;
+        if (strcmp(v->string, "n") == 0)
+            e = count = cJSON_CreateNumber(n);
+        else
+            e = cJSON_GetArrayItem(val, (int)strtol(v->string, NULL, 10));
+        if (!e) {
+            if (strcmp(v->string, "n") == 0)
+                return nomem(h);
+            continue;
+        }
+        int rc = set_var(h, v->valuestring, e, key, true);
+        cJSON_Delete(count);
+        if (rc != 0)
+            return -1;
+    }
+    return 0;
+}
+
 static int walk_each(struct hf *h, const cJSON *spec, const cJSON *val, const char *key)
 {
     if (cJSON_IsNull(val))
@@ -750,6 +794,8 @@ static int walk_each(struct hf *h, const cJSON *spec, const cJSON *val, const ch
         if (add_check(h, c, msg) != 0)
             return -1;
     }
+    if (each_vars(h, spec, val, key, i) != 0)
+        return -1;
     if (len) {
         snprintf(ibuf, sizeof ibuf, "%d", i);
         char *c = subst_xi(h, len->valuestring, NULL, NULL, ibuf);

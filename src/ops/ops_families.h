@@ -11,7 +11,7 @@
     X(linear) X(conv) X(pool) X(norm) X(activation) X(shape) X(elementwise) X(embedding)   \
     X(rnn) X(attention) X(llm) X(llm_rotary) X(moe) X(sdpa) X(resample) X(pad) X(view)      \
     X(rearrange) X(einsum) X(index) X(unary) X(compare) X(factory) X(vecnorm) X(detection) \
-    X(write) X(sample) X(parallel)
+    X(write) X(sample) X(parallel) X(ssm)
 
 #define MEMEST_OP_FAMILY_DECL(f)                         \
     extern const struct memest_op_desc memest_ops_##f[]; \

@@ -72,6 +72,9 @@ void memest_generate_text(FILE *f, const struct memest_gen_report *g)
             "KV cache", memest_fmt_bytes(e->kv_bytes, a, sizeof a),
             (long long)(e->context + e->new_tokens), memest_fmt_bytes(e->kv_token_bytes, b, sizeof b),
             e->layers);
+    if (e->state_layers)
+        fprintf(f, "  %-15s %s: the conv and SSM states of %u Mamba layers, whatever the tokens\n",
+                "recurrent state", memest_fmt_bytes(e->state_bytes, a, sizeof a), e->state_layers);
     peak_line(f, "prefill peak", &e->prefill);
     peak_line(f, "decode peak", &e->decode);
     fprintf(f, "  %-15s %s (the larger reserved peak + %s CUDA context)\n", "device total",
@@ -177,6 +180,10 @@ void memest_generate_json(FILE *f, const struct memest_gen_report *g)
     memest_jsonw_u64(&w, "attention_layers", e->layers);
     memest_jsonw_u64(&w, "kv_bytes_per_token", e->kv_token_bytes);
     memest_jsonw_u64(&w, "kv_cache", e->kv_bytes);
+    if (e->state_layers) {
+        memest_jsonw_u64(&w, "recurrent_layers", e->state_layers);
+        memest_jsonw_u64(&w, "recurrent_state", e->state_bytes);
+    }
     step_json(&w, "prefill", &e->prefill);
     step_json(&w, "decode", &e->decode);
     memest_jsonw_u64(&w, "overhead", e->overhead);

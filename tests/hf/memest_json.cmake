@@ -79,5 +79,5 @@ function(compare_tiny t config dtype attn)
     set(dt bf16)
   endif()
   compare_activations(${config}/${dtype}/${attn} ${want} ${want_params} tests/hf/tiny/${config}.json
-                      --batch ${batch} --set seq_len=${seq} --attention ${kernel} --dtype ${dt})
+                      --batch ${batch} --set seq_len=${seq} --attention ${kernel} --dtype ${dt} ${ARGN})
 endfunction()

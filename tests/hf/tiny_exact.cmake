@@ -7,7 +7,9 @@
 # parameters its params_total.
 # With -DTOLERANCE_PPM=N, within N parts per million instead of exactly; with
 # -DREF=FILE (under tests/reference/), another generator's figures of the same
-# layout (tests/tools/hf_figures_*.py).
+# layout (tests/tools/hf_figures_*.py). With -DCONFIG=C, the reference entry
+# NAME measured on tests/hf/tiny/C.json; with -DARGS="a;b", more memest
+# arguments (--set mamba_kernels=false for a model's slow path).
 #   cmake -DMEMEST=... -DSRC=<source dir> -DNAME=<tiny config> -DDTYPE=float32|bfloat16
 #         -DATTN=eager|sdpa [-DTOLERANCE_PPM=N] [-DREF=hf_figures_x.json] -P tiny_exact.cmake
 include(${CMAKE_CURRENT_LIST_DIR}/memest_json.cmake)
@@ -16,4 +18,7 @@ if(NOT DEFINED REF)
 endif()
 file(READ ${SRC}/tests/reference/${REF} ref)
 string(JSON t GET "${ref}" tiny ${NAME})
-compare_tiny("${t}" ${NAME} ${DTYPE} ${ATTN})
+if(NOT DEFINED CONFIG)
+  set(CONFIG ${NAME})
+endif()
+compare_tiny("${t}" ${CONFIG} ${DTYPE} ${ATTN} ${ARGS})

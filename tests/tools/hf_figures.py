@@ -304,13 +304,13 @@ def write_json(argv, result):
         sys.stdout.write(text)
 
 
-def published_configs(builders, names, published, arithmetic):
-    """The "configs" entries of a family's generator (hf_figures_cohere.py): models/hf/NAME.json built on
-    torch.device("meta") for each NAME, its static_info and published figure, asserted equal to the model's
-    count and to the arithmetic written out by hand."""
+def published_configs(builders, names, published, arithmetic, folder=("models", "hf")):
+    """The "configs" entries of a family's generator (hf_figures_cohere.py): FOLDER/NAME.json (models/hf/
+    unless given) built on torch.device("meta") for each NAME, its static_info and published figure, asserted
+    equal to the model's count and to the arithmetic written out by hand."""
     out = {}
     for name in names:
-        cfg = load(here("models", "hf", name + ".json"))
+        cfg = load(here(*folder, name + ".json"))
         with torch.device("meta"):
             model = builders[cfg["model_type"]](cfg)
         info = static_info(model)

@@ -38,7 +38,7 @@ static const char *const cudnn_ops[] = {"conv1d",          "conv2d",          "c
                                         "rpnhead"};
 static const char *const cublas_ops[] = {"linear", "bilinear", "matmul", "bmm",
                                          "multiheadattention", "lstm", "gru", "rnn",
-                                         "scaled_dot_product_attention", "einsum"};
+                                         "scaled_dot_product_attention", "einsum", "mamba2_scan"};
 static const char *const eval_identity_ops[] = {"dropout", "dropout2d", "stochasticdepth"};
 static const char *const state_ops[] = {"parameter", "buffer"};
 static const char *const forward_args[] = {"multiheadattention.need_weights",

@@ -1,0 +1,249 @@
+/* ops_ssm.c - state-space mixers: mamba2_scan, the Mamba-2 mixer after its
+ * in_proj as transformers' Bamba runs it on CUDA for training.
+ *
+ * BambaMixer.cuda_kernels_forward (transformers
+ * src/transformers/models/bamba/modeling_bamba.py at
+ * 00511f5df3b63c48b31496072ec35d6ff3ffa6c6), with mamba_ssm and
+ * causal_conv1d installed, self.training and no cache:
+ *     projected_states = self.in_proj(hidden_states)     # zxbcdt (a linear node)
+ *     A = -torch.exp(self.A_log.float())                 # ExpBackward0 saves its
+ *                                                        # result [nh] float32
+ *     out = mamba_split_conv1d_scan_combined(projected_states, conv1d.weight,
+ *         conv1d.bias, dt_bias, A, D=D, chunk_size, activation, rmsnorm_weight=
+ *         norm.weight, rmsnorm_eps, outproj_weight=out_proj.weight,
+ *         outproj_bias, headdim, ngroups, norm_before_gate=False)
+ * MambaSplitConv1dScanCombinedFn.forward (state-spaces/mamba
+ * mamba_ssm/ops/triton/ssd_combined.py, read at
+ * 01b717ae0db0f51b82738b9ca46e5deb73e3a807) splits zxbcdt into z [dim], xBC
+ * [dim + 2 g n] and dt [nh] (dim = nh * head_dim), runs causal_conv1d_fwd on
+ * xBC, the chunked scan (_mamba_chunk_scan_combined_fwd, z None: its output
+ * out_x [B, S, nh, head_dim] in x's dtype), the gated grouped RMSNorm
+ * (_layer_norm_fwd: rstd [g * B * S] float32) and F.linear with out_proj,
+ * all inside the Function (nothing else recorded), and saves
+ *     ctx.save_for_backward(zxbcdt, conv1d_weight, conv1d_bias, out_x, A, D,
+ *         dt_bias, initial_states, seq_idx, rmsnorm_weight, rstd,
+ *         outproj_weight, outproj_bias)
+ * so the activations are zxbcdt (the op's input), out_x, rstd and A, plus
+ * exp's result (the parameters are not activations). The backward recomputes
+ * xBC_conv and the normed output. The forward's temporaries, modelled as
+ * workspace: xBC_conv [B, S, dim + 2 g n] (x's dtype), the chunk states
+ * [B, nchunks, nh, head_dim, n] float32, dt and dA_cumsum [B, nh, nchunks,
+ * chunk_size] float32, CB [B, nchunks, g, chunk_size, chunk_size] float32,
+ * the normed output [B, S, dim]; nchunks = ceil(S / chunk_size).
+ *
+ * Parameters as the module holds them: conv1d.weight [conv_dim, 1, d_conv],
+ * conv1d.bias [conv_dim] (conv_bias), dt_bias, A_log, D [nh], norm.weight
+ * [dim], out_proj.weight [hidden, dim], out_proj.bias [hidden] (out_bias);
+ * conv_dim = dim + 2 g n. */
+#include "ops_common.h"
+
+enum { M2_HEADS, M2_HEAD_DIM, M2_GROUPS, M2_STATE, M2_CONV, M2_CONV_BIAS, M2_OUT, M2_OUT_BIAS,
+       M2_CHUNK, M2_EPS, M2_FUSED };
+
+static const struct memest_argspec mamba2_args[] = {
+    [M2_HEADS] = {"num_heads", MEMEST_ARG_INT, .required = true, .lo = 1, .hi = ARG_MAX,
+                  .doc = "nh: mamba_n_heads"},
+    [M2_HEAD_DIM] = {"head_dim", MEMEST_ARG_INT, .required = true, .lo = 1, .hi = ARG_MAX,
+                     .doc = "mamba_d_head; dim = num_heads * head_dim"},
+    [M2_GROUPS] = {"n_groups", MEMEST_ARG_INT, .idef = 1, .lo = 1, .hi = ARG_MAX,
+                   .doc = "g: B and C groups (mamba_n_groups), also the RMSNorm's groups"},
+    [M2_STATE] = {"state_size", MEMEST_ARG_INT, .required = true, .lo = 1, .hi = ARG_MAX,
+                  .doc = "n: mamba_d_state"},
+    [M2_CONV] = {"conv_kernel", MEMEST_ARG_INT, .idef = 4, .lo = 1, .hi = ARG_MAX,
+                 .doc = "d_conv: the causal depthwise conv1d's width"},
+    [M2_CONV_BIAS] = {"conv_bias", MEMEST_ARG_BOOL, .idef = 1, .doc = "conv1d.bias"},
+    [M2_OUT] = {"out_features", MEMEST_ARG_INT, .required = true, .lo = 1, .hi = ARG_MAX,
+                .doc = "out_proj's output (hidden_size)"},
+    [M2_OUT_BIAS] = {"out_bias", MEMEST_ARG_BOOL, .idef = 0, .doc = "out_proj.bias"},
+    [M2_CHUNK] = {"chunk_size", MEMEST_ARG_INT, .idef = 256, .lo = 1, .hi = ARG_MAX,
+                  .doc = "the scan's chunk (mamba_chunk_size): sizes the forward's chunk states"},
+    [M2_EPS] = {"eps", MEMEST_ARG_FLOAT, .fdef = 1e-6, .doc = "the gated RMSNorm's epsilon"},
+    [M2_FUSED] = {"fused", MEMEST_ARG_BOOL, .idef = 1,
+                  .doc = "mamba_ssm's kernel; false: BambaMixer.torch_forward, the eager chunked scan"},
+};
+
+struct m2 {
+    int64_t nh, hd, g, n, k, out, chunk, dim, conv_dim, proj;
+};
+
+static int m2_params(struct memest_ictx *c, const struct m2 *m)
+{
+    int64_t cw[3] = {m->conv_dim, 1, m->k}, ow[2] = {m->out, m->dim};
+    if (memest_param(c, "conv1d.weight", 3, cw) != 0 ||
+        (memest_arg_bool(c, M2_CONV_BIAS) && memest_param(c, "conv1d.bias", 1, &m->conv_dim) != 0) ||
+        memest_param(c, "dt_bias", 1, &m->nh) != 0 || memest_param(c, "A_log", 1, &m->nh) != 0 ||
+        memest_param(c, "D", 1, &m->nh) != 0 || memest_param(c, "norm.weight", 1, &m->dim) != 0 ||
+        memest_param(c, "out_proj.weight", 2, ow) != 0 ||
+        (memest_arg_bool(c, M2_OUT_BIAS) && memest_param(c, "out_proj.bias", 1, &m->out) != 0))
+        return -1;
+    return 0;
+}
+
+/* The forward's temporaries (see the top of the file) and the MACs: the
+ * conv, the scan's four contractions per chunk (C B^T, the chunk states,
+ * the diagonal blocks' outputs, the states' outputs) and out_proj; the
+ * backward about twice the forward. */
+static void m2_costs(struct memest_ictx *c, const struct m2 *m, int64_t rows, int64_t S,
+                     enum memest_dtype dt, bool fused)
+{
+    int64_t B = S > 0 ? rows / S : 0, nchunks = (S + m->chunk - 1) / m->chunk;
+    uint64_t chunk_cells = memest_sat_mul((uint64_t)B, (uint64_t)nchunks);
+    uint64_t ws = memest_sat_mul(memest_sat_mul((uint64_t)rows, (uint64_t)(m->conv_dim + m->dim)),
+                                 memest_dtype_size(dt));
+    uint64_t states = memest_sat_mul(chunk_cells, (uint64_t)(m->nh * m->hd * m->n));
+    uint64_t cum = memest_sat_mul(memest_sat_mul(chunk_cells, (uint64_t)(m->nh * m->chunk)), 2);
+    uint64_t cb = memest_sat_mul(chunk_cells, (uint64_t)(m->g * m->chunk * m->chunk));
+    ws += memest_sat_mul(states + cum + cb, 4);
+    if (fused)
+        memest_workspace(c, ws);
+    /* MambaSplitConv1dScanCombinedFn.backward, besides the gradients: the
+     * recomputed xBC_conv and dxBC [B, S, conv_dim], out_recompute, dout
+     * (out_proj's input gradient), dz's clone and _layer_norm_bwd's dx
+     * [B, S, dim] in x's dtype; _mamba_chunk_scan_combined_bwd's float32
+     * chunk states and their gradient, CB and dCB, dt / dA_cumsum and their
+     * gradients (read from the code, not measured) */
+    uint64_t bw = memest_sat_mul(memest_sat_mul((uint64_t)rows, (uint64_t)(2 * m->conv_dim + 4 * m->dim)),
+                                 memest_dtype_size(dt));
+    bw = memest_sat_add(bw, memest_sat_mul(memest_sat_mul(states + cum + cb, 2), 4));
+    if (fused && memest_needs_grad(c))
+        memest_bwd_workspace(c, bw);
+    double r = (double)rows;
+    double fwd = r * (double)(m->conv_dim * m->k) + r * (double)(m->chunk * m->g * m->n) +
+                 2.0 * r * (double)(m->nh * m->hd * m->n) + r * (double)(m->chunk * m->dim) +
+                 r * (double)m->dim * (double)m->out;
+    memest_macs(c, fwd);
+    memest_macs_bwd(c, memest_needs_grad(c) ? 2.0 * fwd : 0.0);
+}
+
+/* BambaMixer.torch_forward (the slow path: no mamba_ssm / causal_conv1d, or
+ * not CUDA) in training, line by line (tests/tools/hf_models_ssm.py runs it):
+ * e is the input's dtype, Sp = nc * chunk the padded length, r = nh / g.
+ * Saved, each a storage of its own:
+ *   conv1d: ConvolutionBackward0 its input, a view of zxbcdt (the input);
+ *   act(conv(...)[..., :S]): the conv output [B, conv_dim, S + d_conv - 1] e;
+ *   -exp(A_log.float()): exp's result; A (the negation) by A * dt [nh] f32;
+ *   softplus(dt + dt_bias), clamp: the sum, softplus's output and the clamp's
+ *     output (by hidden_states * dt[..., None]) [B, S, nh] e;
+ *   hidden_states * dt: hidden_states.float(): in float32 a view of the act's
+ *     output [B, S, conv_dim], else a float32 copy [B, S, dim];
+ *   D[..., None] * pad(hidden_states): the padded copy [B, Sp, dim] f32;
+ *   segment_sum's two masked_fill masks, bool [chunk, chunk] and
+ *     [nc + 1, nc + 1];
+ *   L = exp(segment_sum(A)) [B, nh, nc, chunk, chunk]; the chunked C and B
+ *     (F.pad copies of the repeat_interleave'd [B, Sp, nh, n]); G and M
+ *     [B, nc, chunk, chunk, nh]; the chunked hidden_states * dt [B, Sp, dim];
+ *     decay_states and exp(A_cumsum) [B, nh, nc, chunk]; B_decay [B, Sp, nh,
+ *     n]; decay_chunk [B, nh, nc + 1, nc + 1]; the cat of the states and
+ *     new_states [B, nc + 1, nh, head_dim, n]; C_times_states.sum(-1)
+ *     [B, Sp, dim], all float32;
+ *   BambaRMSNormGated on y (float32; y[:, :S].reshape(B, S, -1) is a view
+ *     of the padded [B, Sp, dim]): gate.to(float32) (a copy unless e is
+ *     float32) by silu, y and silu's output by the product, that product
+ *     (pow, mul), rsqrt's [B, S, 1] and the normed [B, S, dim], float32;
+ *   out_proj: its input, weight * normed cast to e, [B, S, dim] e.
+ * The largest transient, one at a time: the broadcast products before their
+ * sums, [B, Sp, chunk, nh, n] (G's), [B, Sp, nh, head_dim, n] (the states'
+ * and C_times_states), [B, nc + 1, nc + 1, nh, head_dim, n]. */
+static int m2_torch_saves(struct memest_ictx *c, const struct m2 *m, int64_t B, int64_t S,
+                          enum memest_dtype e)
+{
+    int64_t nc = (S + m->chunk - 1) / m->chunk, Sp = nc * m->chunk, nc1 = nc + 1;
+    bool f32 = e == MEMEST_F32;
+    const struct { int nd; int64_t sz[5]; enum memest_dtype dt; int times; } t[] = {
+        {3, {B, m->conv_dim, S + m->k - 1}, e, 1},
+        {1, {m->nh}, MEMEST_F32, 2},
+        {3, {B, S, m->nh}, e, 3},
+        {3, {B, S, f32 ? m->conv_dim : m->dim}, MEMEST_F32, 1},
+        {3, {B, Sp, m->dim}, MEMEST_F32, 4},   /* D's pad, chunked x*dt, C_times_states, y */
+        {2, {m->chunk, m->chunk}, MEMEST_BOOL, 2},
+        {2, {nc1, nc1}, MEMEST_BOOL, 2},
+        {5, {B, m->nh, nc, m->chunk, m->chunk}, MEMEST_F32, 1},
+        {4, {B, Sp, m->nh, m->n}, MEMEST_F32, 3},      /* chunked C, B, B_decay */
+        {5, {B, nc, m->chunk, m->chunk, m->nh}, MEMEST_F32, 2},
+        {4, {B, m->nh, nc, m->chunk}, MEMEST_F32, 2},
+        {4, {B, m->nh, nc1, nc1}, MEMEST_F32, 1},
+        {5, {B, nc1, m->nh, m->hd, m->n}, MEMEST_F32, 2},
+        {3, {B, S, m->dim}, MEMEST_F32, f32 ? 3 : 4},   /* silu(gate), y * silu, normed (gate) */
+        {3, {B, S, 1}, MEMEST_F32, 1},
+        {3, {B, S, m->dim}, e, 1},
+    };
+    if (memest_save_in(c, 0) != 0)
+        return -1;
+    for (int i = 0; i < (int)(sizeof t / sizeof *t); i++)
+        for (int j = 0; j < t[i].times; j++)
+            if (memest_save_new(c, t[i].nd, t[i].sz, t[i].dt) != 0)
+                return -1;
+    uint64_t w1 = memest_sat_mul((uint64_t)(B * Sp), (uint64_t)(m->chunk * m->nh * m->n));
+    uint64_t w2 = memest_sat_mul((uint64_t)(B * Sp), (uint64_t)(m->nh * m->hd * m->n));
+    uint64_t w3 = memest_sat_mul((uint64_t)(B * nc1 * nc1), (uint64_t)(m->nh * m->hd * m->n));
+    uint64_t w = w1 > w2 ? w1 : w2;
+    memest_workspace(c, memest_sat_mul(w > w3 ? w : w3, 4));
+    return 0;
+}
+
+static int infer_mamba2_scan(struct memest_ictx *c)
+{
+    const struct memest_shape *s = memest_in_shape(c, 0);
+    if (s->ndim != 3)
+        return memest_fail(c, "expects zxbcdt [batch, seq, 2 dim + 2 n_groups state_size + num_heads]");
+    if (need_float(c, 0) != 0)
+        return -1;
+    struct m2 m = {.nh = memest_arg_int(c, M2_HEADS), .hd = memest_arg_int(c, M2_HEAD_DIM),
+                   .g = memest_arg_int(c, M2_GROUPS), .n = memest_arg_int(c, M2_STATE),
+                   .k = memest_arg_int(c, M2_CONV), .out = memest_arg_int(c, M2_OUT),
+                   .chunk = memest_arg_int(c, M2_CHUNK)};
+    if (m.nh % m.g != 0)
+        return memest_fail(c, "num_heads (%lld) must be a multiple of n_groups (%lld)",
+                           (long long)m.nh, (long long)m.g);
+    uint64_t dim, gn, proj;
+    if (!memest_mul((uint64_t)m.nh, (uint64_t)m.hd, &dim) ||
+        !memest_mul((uint64_t)m.g, (uint64_t)m.n, &gn) || dim > ARG_MAX || gn > ARG_MAX)
+        return memest_fail(c, "num_heads * head_dim or n_groups * state_size is too large");
+    m.dim = (int64_t)dim;
+    m.conv_dim = m.dim + 2 * (int64_t)gn;
+    proj = (uint64_t)m.dim + (uint64_t)m.conv_dim + (uint64_t)m.nh;
+    if (s->size[2] != (int64_t)proj)
+        return memest_fail(c, "the last dimension must be 2 dim + 2 n_groups state_size + num_heads "
+                              "= %llu (dim = num_heads * head_dim = %lld), got %lld",
+                           (unsigned long long)proj, (long long)m.dim, (long long)s->size[2]);
+    if (m2_params(c, &m) != 0)
+        return -1;
+    enum memest_dtype dt = memest_in_dtype(c, 0);
+    int64_t osz[3] = {s->size[0], s->size[1], m.out};
+    if (memest_out_new(c, 3, osz, dt) < 0)
+        return -1;
+    if (!memest_arg_bool(c, M2_FUSED)) {
+        m2_costs(c, &m, s->size[0] * s->size[1], s->size[1], dt, false);
+        return m2_torch_saves(c, &m, s->size[0], s->size[1], dt);
+    }
+    int64_t xsz[3] = {s->size[0], s->size[1], m.dim}, rsz[3] = {s->size[0], s->size[1], m.g};
+    if (memest_save_in(c, 0) != 0 || memest_save_new(c, 3, xsz, dt) != 0 ||
+        memest_save_new(c, 3, rsz, MEMEST_F32) != 0 || memest_save_new(c, 1, &m.nh, MEMEST_F32) != 0 ||
+        memest_save_new(c, 1, &m.nh, MEMEST_F32) != 0)
+        return -1;
+    m2_costs(c, &m, s->size[0] * s->size[1], s->size[1], dt, true);
+    return 0;
+}
+
+/* HybridMambaAttentionDynamicCache (modeling_bamba.py): per Mamba layer
+ * conv_states [B, conv_dim, d_conv] and ssm_states [B, nh, head_dim, n],
+ * made by BambaForCausalLM.prepare_inputs_for_generation in the model's
+ * dtype before the prefill and updated in place (copy_). */
+static uint64_t mamba2_state_elems(const struct memest_argval *a)
+{
+    uint64_t nh = (uint64_t)a[M2_HEADS].v[0], hd = (uint64_t)a[M2_HEAD_DIM].v[0];
+    uint64_t conv_dim = memest_sat_add(memest_sat_mul(nh, hd),
+                                       memest_sat_mul(2, memest_sat_mul((uint64_t)a[M2_GROUPS].v[0],
+                                                                        (uint64_t)a[M2_STATE].v[0])));
+    return memest_sat_add(memest_sat_mul(conv_dim, (uint64_t)a[M2_CONV].v[0]),
+                          memest_sat_mul(memest_sat_mul(nh, hd), (uint64_t)a[M2_STATE].v[0]));
+}
+
+const struct memest_op_desc memest_ops_ssm[] = {
+    {.name = "mamba2_scan", .min_in = 1, .max_in = 1, .args = mamba2_args,
+     .nargs = NARGS(mamba2_args), .infer = infer_mamba2_scan, .amp = MEMEST_AMPP_ANY,
+     .lib = MEMEST_LIB_CUBLAS, .gen_state_elems = mamba2_state_elems,
+     .doc = "the Mamba-2 mixer after in_proj as mamba_ssm's fused mamba_split_conv1d_scan_combined "
+            "runs it (conv1d, chunked SSD scan, gated RMSNorm, out_proj): saves zxbcdt, out_x, rstd, A"},
+};
+const int memest_ops_ssm_count = NOPS(memest_ops_ssm);
