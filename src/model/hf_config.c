@@ -112,6 +112,7 @@ struct hf {
     struct memest_unknown_key *unknown;   /* the unknown keys (model.h) */
     int nunknown;
     cJSON *checks;                 /* the template's "checks", which "each" specs extend */
+    const cJSON *keys;             /* the template's "hf_config.keys" */
 };
 
 bool mb_is_hf_config(const cJSON *root)
@@ -384,8 +385,41 @@ static bool spec_is_null(const cJSON *spec)
                                   cJSON_GetObjectItemCaseSensitive(spec, "comment"));
 }
 
+static int check_spec(struct hf *h, const cJSON *spec, const char *path);
+
+/* The specs of an object of key: spec, at path. */
+static int check_specs(struct hf *h, const cJSON *specs, const char *path)
+{
+    for (const cJSON *c = specs->child; c; c = c->next) {
+        char *cp = memest_arena_concat(&h->m->arena, path, c->string, (char *)NULL);
+        if (!cp)
+            return nomem(h);
+        if (check_spec(h, c, cp) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* {"config": "keys" | {key: spec, ...}, "comment": ...}: a nested
+ * PretrainedConfig (Gemma3Config's text_config, vision_config), read as a
+ * config of its own: with the template's "keys", or with the specs given. */
+static int check_config_spec(struct hf *h, const cJSON *spec, const char *path)
+{
+    const cJSON *cf = cJSON_GetObjectItemCaseSensitive(spec, "config");
+    int nkeys = cJSON_GetArraySize(spec);
+    if (nkeys != 1 + (cJSON_GetObjectItemCaseSensitive(spec, "comment") != NULL) ||
+        !((cJSON_IsString(cf) && strcmp(cf->valuestring, "keys") == 0) || cJSON_IsObject(cf)))
+        return tmpl_err(h, path, "a nested config's spec is {\"config\": \"keys\"} (read with "
+                        "hf_config.keys) or {\"config\": {key: spec, ...}} (and a \"comment\")");
+    if (cJSON_IsString(cf))
+        return 0;
+    char *cp = memest_arena_concat(&h->m->arena, path, ".config.", (char *)NULL);
+    return cp ? check_specs(h, cf, cp) : nomem(h);
+}
+
 /* A spec of "hf_config.keys" (models/README.md): null (or {"comment"}), a
- * variable's name, {"values": ...} or {"fields": {key: spec}}. */
+ * variable's name, {"values": ...}, {"fields": {key: spec}} or
+ * {"config": ...}. */
 static int check_spec(struct hf *h, const cJSON *spec, const char *path)
 {
     if (spec_is_null(spec))
@@ -397,6 +431,8 @@ static int check_spec(struct hf *h, const cJSON *spec, const char *path)
                               "the template", spec->valuestring);
     if (cJSON_IsObject(spec) && cJSON_GetObjectItemCaseSensitive(spec, "each"))
         return check_each_spec(h, spec, path);
+    if (cJSON_IsObject(spec) && cJSON_GetObjectItemCaseSensitive(spec, "config"))
+        return check_config_spec(h, spec, path);
     const cJSON *vals = cJSON_GetObjectItemCaseSensitive(spec, "values");
     const cJSON *fields = cJSON_GetObjectItemCaseSensitive(spec, "fields");
     const cJSON *var = cJSON_GetObjectItemCaseSensitive(spec, "var");
@@ -416,14 +452,8 @@ static int check_spec(struct hf *h, const cJSON *spec, const char *path)
     }
     if (!cJSON_IsObject(fields))
         return tmpl_err(h, path, "\"fields\" must be an object of key: spec");
-    for (const cJSON *c = fields->child; c; c = c->next) {
-        char *cp = memest_arena_concat(&h->m->arena, path, ".fields.", c->string, (char *)NULL);
-        if (!cp)
-            return nomem(h);
-        if (check_spec(h, c, cp) != 0)
-            return -1;
-    }
-    return 0;
+    char *fp = memest_arena_concat(&h->m->arena, path, ".fields.", (char *)NULL);
+    return fp ? check_specs(h, fields, fp) : nomem(h);
 }
 
 /* The template's "hf_config": {"model_type", "follows", "keys", "comment"};
@@ -437,9 +467,9 @@ static int check_hf_section(struct hf *h, const cJSON *root, const cJSON **keys)
     for (const cJSON *c = sec->child; c; c = c->next)
         if (strcmp(c->string, "model_type") != 0 && strcmp(c->string, "follows") != 0 &&
             strcmp(c->string, "keys") != 0 && strcmp(c->string, "domains") != 0 &&
-            strcmp(c->string, "comment") != 0)
+            strcmp(c->string, "outer") != 0 && strcmp(c->string, "comment") != 0)
             return tmpl_err(h, "hf_config", "unknown field \"%s\" (hf_config has model_type, "
-                            "follows, keys, domains and comment)", c->string);
+                            "follows, keys, outer, domains and comment)", c->string);
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(sec, "model_type");
     if (!cJSON_IsString(mt) || strcmp(mt->valuestring, h->model_type) != 0)
         return tmpl_err(h, "hf_config.model_type", "must be \"%s\", the model_type of the "
@@ -464,14 +494,18 @@ static int check_hf_section(struct hf *h, const cJSON *root, const cJSON **keys)
             return tmpl_err(h, "hf_config.domains", "the domain of \"%s\" must be size, count, "
                             "real, probability or signed", c->string);
     }
-    for (const cJSON *c = (*keys)->child; c; c = c->next) {
-        char *cp = memest_arena_concat(&h->m->arena, "hf_config.keys.", c->string, (char *)NULL);
-        if (!cp)
-            return nomem(h);
-        if (check_spec(h, c, cp) != 0)
-            return -1;
-    }
-    return 0;
+    h->keys = *keys;
+    if (check_specs(h, *keys, "hf_config.keys.") != 0)
+        return -1;
+    /* "outer": the config's own keys, where "keys" are those of a nested
+     * config ({"config": "keys"}: Gemma3Config's text_config) */
+    const cJSON *outer = cJSON_GetObjectItemCaseSensitive(sec, "outer");
+    if (!outer)
+        return 0;
+    if (!cJSON_IsObject(outer))
+        return tmpl_err(h, "hf_config.outer", "must be an object of config key: spec");
+    *keys = outer;
+    return check_specs(h, outer, "hf_config.outer.");
 }
 
 /* ---- the config's values ---- */
@@ -697,6 +731,26 @@ static int walk_each(struct hf *h, const cJSON *spec, const cJSON *val, const ch
     return 0;
 }
 
+static int read_key(struct hf *h, const cJSON *keys, const cJSON *c, const char *prefix);
+
+/* A nested config (spec {"config": ...}) at `key`: each of its keys read
+ * as a config's own (the generic keys known), or null (the class's
+ * default). */
+static int walk_config(struct hf *h, const cJSON *spec, const cJSON *val, const char *key)
+{
+    const cJSON *cf = cJSON_GetObjectItemCaseSensitive(spec, "config");
+    const cJSON *keys = cJSON_IsString(cf) ? h->keys : cf;
+    if (cJSON_IsNull(val))
+        return 0;
+    if (!cJSON_IsObject(val))
+        return memest_errf(h->err, MEMEST_ERR_SCHEMA, key, "expected an object or null for "
+                           "model_type \"%s\", got %s", h->model_type, mb_json_type_name(val));
+    for (const cJSON *c = val->child; c; c = c->next)
+        if (read_key(h, keys, c, key) != 0)
+            return -1;
+    return 0;
+}
+
 /* The config's key `key` (a JSON path) with value val, under its spec. */
 static int walk(struct hf *h, const cJSON *spec, const cJSON *val, const char *key)
 {
@@ -706,6 +760,8 @@ static int walk(struct hf *h, const cJSON *spec, const cJSON *val, const char *k
         return set_var(h, spec->valuestring, val, key, true);
     if (cJSON_GetObjectItemCaseSensitive(spec, "each"))
         return walk_each(h, spec, val, key);
+    if (cJSON_GetObjectItemCaseSensitive(spec, "config"))
+        return walk_config(h, spec, val, key);
     const cJSON *vals = cJSON_GetObjectItemCaseSensitive(spec, "values");
     const cJSON *var = cJSON_GetObjectItemCaseSensitive(spec, "var");
     if (var) { /* a variable, with special values (null: None) of its own */
@@ -920,13 +976,21 @@ static int read_quant(struct hf *h, const cJSON *q)
     return q_skip(h, q, "modules_to_not_convert", c);
 }
 
-/* One top-level key of the config. */
-static int read_key(struct hf *h, const cJSON *keys, const cJSON *c)
+/* One key of the config (prefix NULL) or of a nested config at prefix. */
+static int read_key(struct hf *h, const cJSON *keys, const cJSON *c, const char *prefix)
 {
     const cJSON *spec = cJSON_GetObjectItemCaseSensitive(keys, c->string);
+    const char *path = prefix ? memest_arena_concat(&h->m->arena, prefix, ".", c->string,
+                                                    (char *)NULL)
+                              : c->string;
+    if (!path)
+        return nomem(h);
     if (spec)
-        return walk(h, spec, c, c->string);
-    if (strcmp(c->string, "torch_dtype") == 0 || strcmp(c->string, "dtype") == 0) {
+        return walk(h, spec, c, path);
+    bool dtype = strcmp(c->string, "torch_dtype") == 0 || strcmp(c->string, "dtype") == 0;
+    if (dtype && prefix)
+        return 0; /* a sub-config's: from_pretrained loads the top-level one */
+    if (dtype) {
         /* transformers v4.56 renamed torch_dtype dtype and reads either: a
          * config with both must not depend on their order */
         const cJSON *other = cJSON_GetObjectItemCaseSensitive(
@@ -936,20 +1000,20 @@ static int read_key(struct hf *h, const cJSON *keys, const cJSON *c)
                                "names the same setting: give one, or both alike", other->string);
         return read_dtype(h, c, c->string);
     }
-    if (strcmp(c->string, "quantization_config") == 0)
+    if (strcmp(c->string, "quantization_config") == 0 && !prefix)
         return read_quant(h, c);
     for (int i = 0; i < NGENERIC; i++)
         if (strcmp(c->string, generic_keys[i]) == 0)
             return 0;
     for (size_t i = 0; i < sizeof option_keys / sizeof *option_keys; i++)
         if (strcmp(c->string, option_keys[i].key) == 0)
-            return note_unknown(h, c->string, "%s", option_keys[i].why);
+            return note_unknown(h, path, "%s", option_keys[i].why);
     const char *cands[256];
     int n = 0;
     for (const cJSON *k = keys->child; k && n < 256; k = k->next)
         cands[n++] = k->string;
     char dym[sizeof h->err->msg];
-    return note_unknown(h, c->string, "unknown key for model_type \"%s\" (neither in the "
+    return note_unknown(h, path, "unknown key for model_type \"%s\" (neither in the "
                         "template %s nor a generic PretrainedConfig key)%s", h->model_type,
                         h->arch, memest_suggest_clause(memest_suggest(c->string, cands, n), dym,
                                                        sizeof dym));
@@ -979,7 +1043,7 @@ int mb_hf_load(struct memest_model *m, struct memest_error *err)
     }
     memest_err_file(err, h.cfgfile);
     for (const cJSON *c = cfg->child; c; c = c->next)
-        if (read_key(&h, keys, c) != 0) {
+        if (read_key(&h, keys, c, NULL) != 0) {
             cJSON_Delete(h.checks);
             cJSON_Delete(tmpl);
             return -1;

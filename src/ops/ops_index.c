@@ -10,8 +10,11 @@
  *   index_select: IndexSelectBackward0 saves index only;
  *   index: IndexBackward0 saves the index tensors (the list `indices`);
  *   where: WhereBackward0 saves the bool condition (when either value input
- *     requires grad).
- * The index tensors and the condition get no gradient; the outputs are new
+ *     requires grad);
+ *   masked_scatter: MaskedScatterBackward0 saves the bool mask (when self or
+ *     source requires grad: self's gradient is grad.masked_fill(mask, 0),
+ *     source's masked_scatter_backward(grad, mask, source sizes)).
+ * The index tensors, the condition and the mask get no gradient; the outputs are new
  * contiguous tensors (where's laid out like its inputs, as TensorIterator
  * does). No MACs. */
 #include "ops_common.h"
@@ -199,6 +202,36 @@ static int infer_where(struct memest_ictx *c)
     return rg ? memest_save_in(c, 0) : 0;
 }
 
+/* ---- masked_scatter ---- */
+
+/* self.masked_scatter(mask, source): inputs self, mask (bool, broadcast to
+ * self), source (self's dtype, any sizes: its first mask.sum() elements are
+ * read, a count the data gives). A new tensor of self's sizes and dtype
+ * (Gemma3Model's inputs_embeds.masked_scatter(special_image_mask,
+ * image_features): the image features at the image tokens' positions). */
+static int infer_masked_scatter(struct memest_ictx *c)
+{
+    const struct memest_shape s = *memest_in_shape(c, 0);
+    if (memest_in_dtype(c, 1) != MEMEST_BOOL)
+        return memest_fail(c, "masked_scatter_ only supports boolean masks, but got mask with "
+                              "dtype %s",
+                           memest_dtype_name(memest_in_dtype(c, 1)));
+    if (memest_in_dtype(c, 2) != memest_in_dtype(c, 0))
+        return memest_fail(c, "masked_scatter_: expected self and source to have same dtypes "
+                              "but got %s and %s",
+                           memest_dtype_name(memest_in_dtype(c, 0)),
+                           memest_dtype_name(memest_in_dtype(c, 2)));
+    struct memest_shape b;
+    if (!memest_shape_broadcast(&s, memest_in_shape(c, 1), &b) || !memest_shape_equal(&b, &s))
+        return memest_fail(c, "the mask %s cannot be broadcast to self %s", IN_STR(c, 1),
+                           IN_STR(c, 0));
+    memest_grad_none(c, 1);
+    if (memest_out_new(c, s.ndim, s.size, memest_in_dtype(c, 0)) < 0)
+        return -1;
+    bool rg = memest_in_requires_grad(c, 0) || memest_in_requires_grad(c, 2);
+    return rg ? memest_save_in(c, 1) : 0;
+}
+
 const struct memest_op_desc memest_ops_index[] = {
     {.name = "gather", .min_in = 2, .max_in = 2, .args = dim_args, .nargs = NARGS(dim_args),
      .infer = infer_gather, .doc = "torch.gather(input, dim, index): inputs input, index"},
@@ -211,5 +244,8 @@ const struct memest_op_desc memest_ops_index[] = {
     {.name = "where", .min_in = 1, .max_in = 3, .args = where_args, .nargs = NARGS(where_args),
      .infer = infer_where,
      .doc = "torch.where(condition, input, other): the tensor inputs, condition first"},
+    {.name = "masked_scatter", .min_in = 3, .max_in = 3, .infer = infer_masked_scatter,
+     .doc = "Tensor.masked_scatter(mask, source): inputs self, bool mask, source (a new "
+            "tensor like self; saves the mask)"},
 };
 const int memest_ops_index_count = NOPS(memest_ops_index);

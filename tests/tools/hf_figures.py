@@ -157,7 +157,10 @@ def measure(model, input_ids):
     for h in handles:
         h.remove()
     eff_out = {o.untyped_storage().data_ptr(): o for o, _ in efficient}
-    eff_copy = {c.untyped_storage().data_ptr() for _, c in efficient}
+    # (a copy only where it is one: an output already in [B, L, H, D] memory, the CPU kernel's for a q passed
+    # as a transposed view (SiglipSdpaAttention), is the output itself, which the kernel saves)
+    eff_copy = {c.untyped_storage().data_ptr() for o, c in efficient
+                if c.untyped_storage().data_ptr() != o.untyped_storage().data_ptr()}
 
     # grad_fn names of the saved tensors (by identity of the storage and shape, first node that saved it)
     saver = {}
@@ -263,7 +266,7 @@ def tiny_entry(fn, build, post=None, attns=("eager", "sdpa"), **extra):
             if "params_total" not in entry:
                 entry.update(static_info(model))
             torch.manual_seed(0)
-            ids = torch.randint(0, cfg["vocab_size"], (TINY_BATCH, TINY_SEQ))
+            ids = torch.randint(0, cfg.get("text_config", cfg)["vocab_size"], (TINY_BATCH, TINY_SEQ))
             r = measure(model, ids)
             entry["runs"]["%s/%s" % (str(dtype).replace("torch.", ""), attn)] = post(model, r) if post else r
     return entry
@@ -280,6 +283,41 @@ def tiny_figures():
             continue
         out[fn[:-5]] = tiny_entry(fn, BUILDERS[cfg["model_type"]])
     return out
+
+
+def meta_entry(name, cfg, build, published, arithmetic):
+    """A "configs" entry: the model build(cfg) on torch.device("meta"), its published parameter count checked
+    equal to the arithmetic written out by hand and to the count of the meta-built model (assertions)."""
+    with torch.device("meta"):
+        model = build(cfg)
+    info = static_info(model)
+    info["model_type"] = cfg["model_type"]
+    info["published_params"] = published
+    assert arithmetic == published, (name, arithmetic, published)
+    assert info["params_total"] == published, (name, info["params_total"], published)
+    return info
+
+
+def write_figures(argv, generator, follows, configs, tiny):
+    """The reference document (stamped with its provenance) written to argv[1] (else standard output), and a
+    summary of it on standard error."""
+    result = {"generator": generator, "follows": "transformers: " + follows, "torch_version": torch.__version__,
+              "device": "cpu", "configs": configs, "tiny": tiny}
+    result = stamp(result, generator, {"torch": torch.__version__,
+                                       "transformers": follows + " (followed in plain PyTorch, not imported)"})
+    text = json.dumps(result, indent=1, sort_keys=True) + "\n"
+    if len(argv) > 1:
+        with open(argv[1], "w") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    for name, e in configs.items():
+        sys.stderr.write("%-18s %14d params  published %s  buffers %d\n" % (
+            name, e["params_total"], e.get("published_params"), e["buffers_count"]))
+    for name, e in tiny.items():
+        for k, r in e["runs"].items():
+            sys.stderr.write("%-18s %-16s %10d saved (cuda %d)\n" % (name, k, r["saved_activation_bytes"],
+                                                                     r["saved_activation_bytes_cuda_corrected"]))
 
 
 def main(argv):

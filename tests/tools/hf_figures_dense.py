@@ -17,7 +17,6 @@ the models of tests/tools/hf_models_dense.py:
   corrections, and one more (layernorm_cuda below): LayerNorm's saved mean and rstd [B, S, 1] are in the
   accumulate type on CUDA (layer_norm_cuda: float32 for a bfloat16 input), in the input's dtype on the CPU.
 """
-import json
 import os
 import sys
 
@@ -25,8 +24,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hf_models_dense import BUILDERS  # noqa: E402
-from hf_figures import here, load, static_info, tiny_entry  # noqa: E402
-from provenance import stamp  # noqa: E402
+from hf_figures import here, load, static_info, tiny_entry, write_figures  # noqa: E402
 
 torch.set_num_threads(2)
 
@@ -100,29 +98,7 @@ def tiny_figures():
 def main(argv):
     follows = ("starcoder2 at 73faa33f3c3a8588747d42dc7ca666d97b1a2a2c, glm4 at "
                "257314f8c283566a238faf183f44f272e9e0e352 (tests/tools/hf_models_dense.py)")
-    result = {
-        "generator": "tests/tools/hf_figures_dense.py",
-        "follows": "transformers: " + follows,
-        "torch_version": torch.__version__,
-        "device": "cpu",
-        "configs": config_figures(),
-        "tiny": tiny_figures(),
-    }
-    result = stamp(result, "tests/tools/hf_figures_dense.py",
-                   {"torch": torch.__version__, "transformers": follows + " (followed in plain PyTorch, not imported)"})
-    text = json.dumps(result, indent=1, sort_keys=True) + "\n"
-    if len(argv) > 1:
-        with open(argv[1], "w") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
-    for name, e in result["configs"].items():
-        sys.stderr.write("%-18s %14d params  published %s  buffers %d\n" % (
-            name, e["params_total"], e.get("published_params"), e["buffers_count"]))
-    for name, e in result["tiny"].items():
-        for k, r in e["runs"].items():
-            sys.stderr.write("%-18s %-16s %10d saved (cuda %d)\n" % (name, k, r["saved_activation_bytes"],
-                                                                     r["saved_activation_bytes_cuda_corrected"]))
+    write_figures(argv, "tests/tools/hf_figures_dense.py", follows, config_figures(), tiny_figures())
 
 
 if __name__ == "__main__":

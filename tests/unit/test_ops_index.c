@@ -114,8 +114,35 @@ static void test_where(void)
     t_free(&t);
 }
 
+/* x.masked_scatter(m, y) with m = (i == 0).unsqueeze(-1).expand_as(x), i
+ * [8] int64 (a model input: [2, 8]): MaskedScatterBackward0 saves the mask,
+ * the eq's [2, 8] bool storage (16 bytes) under the expanded view; the
+ * result is a new [2, 8, 6] tensor. Nothing saved when neither self nor
+ * source requires grad; a float mask is refused. */
+static void test_masked_scatter(void)
+{
+    struct t_model t;
+    LOAD(&t,
+         X_MODEL(", {'name': 'i', 'shape': [8], 'dtype': 'int64'}, {'name': 'y', 'shape': [4, 6]}",
+                 "{'name': 'e', 'type': 'eq', 'inputs': ['i'], 'other': 0},"
+                 "{'name': 'u', 'type': 'unsqueeze', 'dim': -1},"
+                 "{'name': 'm', 'type': 'expand', 'size': [-1, -1, 6]},"
+                 "{'name': 'ms', 'type': 'masked_scatter', 'inputs': ['x', 'm', 'y']},"
+                 "{'name': 'ms0', 'type': 'masked_scatter', 'inputs': ['a', 'm', 'y']}"),
+         2);
+    CHECK_STR_EQ(t_shape(&t, "ms", 0), "[2, 8, 6]");
+    CHECK_EQ_U64(t_saved(&t, "ms"), 16);
+    CHECK(t_saves_storage(&t, "ms", t_storage(&t, "e", 0)));
+    CHECK_EQ_U64(t_nsaved(&t, "ms0"), 0);
+    t_free(&t);
+    CHECK_CONTAINS(t_error(&t, X_MODEL("", "{'type': 'masked_scatter', 'inputs': ['x', 'x', 'x']}"), 2),
+                   "masked_scatter_ only supports boolean masks");
+    t_free(&t);
+}
+
 int main(void)
 {
+    test_masked_scatter();
     test_gather();
     test_index_select_index();
     test_where();
