@@ -60,6 +60,23 @@ add_test(NAME hf_gemma3vl.params.gemma-3-4b-pt
                  -DCONFIG=tests/hf/published/gemma-3-4b-pt.json -DWANT=${g3_total} -DWANT_BUF=4353
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/published_params.cmake)
 set_tests_properties(hf_gemma3vl.params.gemma-3-4b-pt PROPERTIES LABELS hf)
+# google/gemma-3-27b-pt (tests/hf/published/gemma-3-27b-pt.json, written from
+# memory too): "27B", 27,432,406,640 (the safetensors total as recalled). Text:
+# H 5376, L 62, 32 heads and 16 kv heads of 128, I 21504; per layer
+# q 5376*4096 + k 5376*2048 + v 5376*2048 + o 4096*5376 + q_norm 128 + k_norm
+# 128 + mlp 3*5376*21504 + 4 norms 4*5376 = 412,898,560: 262208*5376 + 62*
+# 412898560 + 5376 = 27,009,346,304; the 4B's SigLIP tower (416,866,032);
+# projector 1152*5376 + 1152. Buffers: two inv_freq [64], embed_scale [],
+# position_ids [1, 4096] = 4,225.
+math(EXPR g27_total "262208 * 5376 + 62 * (5376 * 4096 + 2 * 5376 * 2048 + 4096 * 5376 + 2 * 128 + 3 * 5376 * 21504 + 4 * 5376) + 5376 + ${g3_vision} + 1152 * 5376 + 1152")
+if(NOT g27_total EQUAL 27432406640)
+  message(FATAL_ERROR "gemma-3-27b arithmetic: ${g27_total}, not the published 27,432,406,640")
+endif()
+add_test(NAME hf_gemma3vl.params.gemma-3-27b-pt
+         COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR}
+                 -DCONFIG=tests/hf/published/gemma-3-27b-pt.json -DWANT=${g27_total} -DWANT_BUF=4225
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/published_params.cmake)
+set_tests_properties(hf_gemma3vl.params.gemma-3-27b-pt PROPERTIES LABELS hf)
 
 # seq_len counts the image tokens: num_images * mm_tokens_per_image of them
 # must fit (2 images of 256 tokens in 511 positions: refused, naming the

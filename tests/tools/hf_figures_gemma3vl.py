@@ -8,7 +8,7 @@ models/arch/lib/siglip.json, the multimodal projector, the Gemma 3 text model), 
 (run from the checkout root; CPU only). As tests/tools/hf_figures.py (whose measurement this reuses), for the
 model of tests/tools/hf_models_gemma3vl.py:
 
-* "configs": tests/hf/published/gemma-3-4b-pt.json built on torch.device("meta"): params_total,
+* "configs": tests/hf/published/gemma-3-4b-pt.json and gemma-3-27b-pt.json built on torch.device("meta"): params_total,
   param_tensors, buffers; the published figure, checked equal here (an assertion) and against the arithmetic
   written out in gemma3_params.
 * "tiny": tests/hf/tiny/gemma3.json (vision tower image_size 32, patch 8, hidden 32, 2 layers;
@@ -46,10 +46,14 @@ def gemma3_params(V, H, L, heads, kv, hd, I, vE, vI, vL, patch, image, C=3):
 
 # google/gemma-3-4b-pt: 4,300,079,472 (the model card's "4B"; the safetensors total, recalled, and equal to
 # this arithmetic): text 262208*2560 + 34*94382592 + 2560 = 3,880,263,168; vision 678,528 + 4,718,592
-# + 27*15239504 + 2304 = 416,866,032; projector 1152*2560 + 1152 = 2,950,272
-PUBLISHED = {"gemma-3-4b-pt": 4300079472}
+# + 27*15239504 + 2304 = 416,866,032; projector 1152*2560 + 1152 = 2,950,272.
+# google/gemma-3-27b-pt: 27,432,406,640 (the card's "27B"; the safetensors total, recalled): text
+# 262208*5376 + 62*412898560 + 5376 = 27,009,346,304; the same vision tower; projector 1152*5376 + 1152.
+PUBLISHED = {"gemma-3-4b-pt": 4300079472, "gemma-3-27b-pt": 27432406640}
 PUBLISHED_ARITHMETIC = {"gemma-3-4b-pt": gemma3_params(262208, 2560, 34, 8, 4, 256, 10240,
-                                                       1152, 4304, 27, 14, 896)}
+                                                       1152, 4304, 27, 14, 896),
+                        "gemma-3-27b-pt": gemma3_params(262208, 5376, 62, 32, 16, 128, 21504,
+                                                        1152, 4304, 27, 14, 896)}
 TEXT_DEFAULTS = {"vocab_size": 262208, "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
                  "query_pre_attn_scalar": 256, "max_position_embeddings": 131072}  # Gemma3TextConfig's
 
