@@ -257,6 +257,11 @@ class WithImages(nn.Module):
         self.model = Gemma3ForConditionalGeneration(cfg, attn)
         self.num_images = num_images
 
+    @staticmethod
+    def loss_rows(b, s):
+        """The rows of the flat logits, the loss's targets (tests/tools/hf_peak.py)."""
+        return b * (s - 1)
+
     def forward(self, input_ids):
         cfg, n = self.model.cfg, self.num_images
         T = cfg.get("mm_tokens_per_image", 256)

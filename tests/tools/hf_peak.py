@@ -202,10 +202,12 @@ def measure(cfg, attn, dtype, optim, prepare=None):
     if prepare:
         prepare(model)
     model.train()
-    V = cfg["vocab_size"]
+    V = cfg.get("text_config", cfg)["vocab_size"]
     torch.manual_seed(0)
     x = torch.randint(V, (B, S))
-    target = torch.randint(V, (B * S,))
+    # the rows of the model's output: B * S, or the model's own count (Gemma3ForConditionalGeneration's loss
+    # shifts the logits: B * (S - 1))
+    target = torch.randint(V, (getattr(model, "loss_rows", lambda b, s: b * s)(B, S),))
     params = [p for p in model.parameters() if p.requires_grad]
     if callable(optim):
         opt = optim(params)
