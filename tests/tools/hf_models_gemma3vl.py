@@ -9,7 +9,9 @@ attention functions) is hf_models.py's gemma3_text; this file adds:
       dropout, matmul) and SiglipSdpaAttention (F.scaled_dot_product_attention, no mask, is_causal False),
       transpose(1, 2).contiguous(), reshape, out_proj; SiglipMLP (fc1, ACT2FN[hidden_act], fc2);
       SiglipEncoderLayer (layer_norm1, self_attn, add, layer_norm2, mlp, add); SiglipVisionTransformer
-      (embeddings, encoder, post_layernorm; vision_use_head false: no head)
+      (embeddings, encoder, post_layernorm; vision_use_head false: no head); v4.50's (4.50.0.dev0, which
+      Gemma 3 shipped with) is the same but for pixel_values.to(dtype=patch_embedding.weight.dtype) before the
+      patch embedding (kept here, a no-op)
   models/gemma3/modeling_gemma3.py at 008f5c8c29be84d4721dc6d1e0fcd72300580be4 (v4.50)
       Gemma3MultiModalProjector (transpose(1, 2).reshape(B, C, side, side).contiguous(), AvgPool2d(kernel),
       flatten(2).transpose(1, 2), mm_soft_emb_norm Gemma3RMSNorm, matmul with mm_input_projection_weight,
@@ -42,7 +44,8 @@ class SiglipVisionEmbeddings(nn.Module):
         self.register_buffer("position_ids", torch.arange(self.num_patches).expand((1, -1)), persistent=False)
 
     def forward(self, pixel_values):
-        patch_embeds = self.patch_embedding(pixel_values)
+        # v4.50's: pixel_values.to(dtype=self.patch_embedding.weight.dtype) (a no-op: made in the model's dtype)
+        patch_embeds = self.patch_embedding(pixel_values.to(dtype=self.patch_embedding.weight.dtype))
         embeddings = patch_embeds.flatten(2).transpose(1, 2)
         return embeddings + self.position_embedding(self.position_ids)
 
