@@ -56,6 +56,20 @@ static uint32_t in_storage(const struct memest_run *r, uint32_t n, uint32_t i)
     return in_value(r, n, i)->storage;
 }
 
+/* Whether node nd's attention keeps a key/value cache in generation: an
+ * attention op's, unless it is neither causal nor masked (is_causal and
+ * mask false: an encoder's bidirectional self-attention, a vision tower's
+ * such as Gemma 3's SigLIP, which runs on the prompt's images only). */
+static bool caches_kv(const struct memest_node *nd)
+{
+    if (!nd->op->kv_attention)
+        return false;
+    int causal = memest_op_arg_index(nd->op, "is_causal"), mask = memest_op_arg_index(nd->op, "mask");
+    bool c = causal < 0 || (nd->args[causal].v && nd->args[causal].v[0]);
+    bool m = mask >= 0 && nd->args[mask].v && nd->args[mask].v[0];
+    return c || m;
+}
+
 int memest_gen_attention(const struct memest_run *r, struct memest_gen_attn **out, uint32_t *n,
                          struct memest_error *err)
 {
@@ -64,7 +78,7 @@ int memest_gen_attention(const struct memest_run *r, struct memest_gen_attn **ou
     *n = 0;
     uint32_t count = 0;
     for (uint32_t k = 0; k < g->nnodes; k++)
-        count += g->nodes[k].op->kv_attention;
+        count += caches_kv(&g->nodes[k]);
     if (!count)
         return 0;
     struct memest_gen_attn *a = calloc(count, sizeof *a);
@@ -73,7 +87,7 @@ int memest_gen_attention(const struct memest_run *r, struct memest_gen_attn **ou
     uint32_t m = 0;
     for (uint32_t k = 0; k < g->nnodes; k++) {
         const struct memest_node *nd = &g->nodes[k];
-        if (!nd->op->kv_attention)
+        if (!caches_kv(nd))
             continue;
         const struct memest_shape *q = &in_value(r, k, 0)->shape, *kk = &in_value(r, k, 1)->shape,
                                   *v = &in_value(r, k, 2)->shape;

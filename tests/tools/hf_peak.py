@@ -209,7 +209,9 @@ def measure(cfg, attn, dtype, optim, prepare=None, builders=None, inputs=None):
     V = cfg["vocab_size"] if "vocab_size" in cfg else cfg["text_config"]["vocab_size"]  # LLaVA: its text model's
     torch.manual_seed(0)
     x, extra = (torch.randint(V, (B, S)), []) if inputs is None else inputs(cfg, model, dtype)
-    target = torch.randint(V, (x.numel(),))
+    # the rows of the model's output: B * S, or the model's own count (Gemma3ForConditionalGeneration's loss
+    # shifts the logits: B * (S - 1))
+    target = torch.randint(V, (getattr(model, "loss_rows", lambda b, s: x.numel())(B, S),))
     params = [p for p in model.parameters() if p.requires_grad]
     if callable(optim):
         opt = optim(params)

@@ -106,6 +106,24 @@ static void kv_llama3(void)
     done(&G);
 }
 
+/* google/gemma-3-4b-pt (tests/hf/published/gemma-3-4b-pt.json): the 34
+ * text layers (4 kv heads of 256, bf16) keep a cache, 2 * 34 * 4 * 256 * 2
+ * = 139,264 B per token; the SigLIP tower's 27 attention layers, neither
+ * causal nor masked, keep none (and a one-token decode step has no image). */
+static void kv_gemma3_vision(void)
+{
+    struct gen G;
+    struct memest_gen_estimate e;
+    struct memest_gen_cfg cfg = {.context = 512, .new_tokens = 64};
+    if (generate("tests/hf/published/gemma-3-4b-pt.json", 1, cfg, MEMEST_BF16, 0, &G, &e) != 0) {
+        CHECK(0);
+        return;
+    }
+    CHECK_EQ_U64(e.layers, 34);
+    CHECK_EQ_U64(e.kv_token_bytes, 2ull * 34 * 4 * 256 * 2);
+    done(&G);
+}
+
 /* Mistral-7B-v0.1 (32 layers, 8 kv heads, head_dim 128, sliding_window
  * 4096), batch 1, C + N = 8000 + 192 = 8192: DynamicCache keeps all 8192
  * tokens (the window only masks): 2 * 32 * 8 * 128 * 8192 * 2 B = 1 GiB;
@@ -304,6 +322,7 @@ int main(void)
 {
     against_torch();
     kv_llama3();
+    kv_gemma3_vision();
     kv_mistral();
     prefill_all_logits();
     decode_growth();

@@ -159,6 +159,24 @@ int main(void)
     CHECK_STR_EQ(preset(&b.m, "rms_norm_eps"), "1e-05");
     unload(&b);
 
+    /* nested configs (hf_config.outer, {"config": ...}: models/arch/gemma3.json,
+     * built in): text_config read with the template's keys, vision_config with
+     * its own specs; their unknown keys named by their paths, the generic
+     * keys known there too, a sub-config's torch_dtype not the model's; a
+     * text key at the top level (no Gemma3Config key) is unknown */
+    load(&b, "tests/hf/policy/gemma3_nested.json", NULL, 0);
+    CHECK_EQ_INT(b.rc, 0);
+    CHECK_STR_EQ(preset(&b.m, "hidden_size"), "64");
+    CHECK_STR_EQ(preset(&b.m, "vision_hidden_size"), "32");
+    CHECK_STR_EQ(preset(&b.m, "mm_tokens_per_image"), "4");
+    CHECK(!b.m.has_dtype);
+    CHECK_EQ_INT(b.m.nunknown, 3);
+    CHECK_STR_EQ(b.m.unknown[0].key, "hidden_size");
+    CHECK_STR_EQ(b.m.unknown[1].key, "text_config.foo");
+    CHECK_STR_EQ(b.m.unknown[2].key, "vision_config.bar");
+    CHECK(has_node(&b.g, "vision_tower.vision_model.encoder.layers.1.mlp.fc2"));
+    unload(&b);
+
     /* errors: one per kind, each naming the key's JSON path */
     static const struct { const char *file, *path, *frag; int code; } bad[] = {
         {"rope_type", "rope_scaling.rope_type", "\"yarn\" is not supported for model_type "
