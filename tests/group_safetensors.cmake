@@ -27,6 +27,11 @@
 #     layer fewer, the second one's tensors are extra), on one GPU (good.tp) and with the
 #     config's quantisation, not --weights (good.weights_nf4: a bf16 checkpoint, quantised on
 #     loading).
+#   fp8_config (FP8Linear, quantization_config quant_method fp8, blocks [128, 128]): each
+#     layer's float8 weight [out, in] and float32 weight_scale_inv [1, 1] (the tiny sizes are
+#     under one block): q, o 4096 + 4 each, k, v 2048 + 4, gate, up, down 8192 + 4: a layer
+#     36892, two 73784 bytes (72.05 KiB), of them F8_E4M3 73728 and F32 14 x 4 = 56; the BF16
+#     rest 33408 (as gptq's fp16 rest); 1 + 2 x (2 + 7 x 2) + 2 = 35 tensors.
 #   nf4 (bitsandbytes Params4bit, blocksize 64): 73728 weights of the 14 layers: 36864
 #     bytes packed, absmax 1152 x 4 = 4608, quant_map 14 x 64 = 896: 42368 bytes (41.38
 #     KiB); with quant_state's 14 x 103 bytes and the BF16 rest.
@@ -63,8 +68,10 @@ set(_st_cases
   "index_wrong_shard|3|model.safetensors.index.json: model.layers.0.self_attn.q_proj.weight: the weight_map puts it in model-00002-of-00002.safetensors, whose header does not have it||"
   "gptq_group|3|model.layers.0.self_attn.q_proj.qzeros: shape [1, 8] in the checkpoint, memest's layout of the quantised layer gives [2, 8]||"
   "gptq_no_config|3|model.layers.0.self_attn.q_proj.qweight: a GPTQ or AWQ tensor, but||"
-  "fp8|3|model.layers.0.self_attn.q_proj.weight: FP8 weights (F8_E4M3, with weight_scale_inv): memest does not match FP8 checkpoints' headers yet||"
-  "fp8.json|3|memest does not match FP8 checkpoints' headers yet||--json"
+  "fp8|3|model.layers.0.self_attn.q_proj.weight: FP8 weights (F8_E4M3, with weight_scale_inv), but||"
+  "fp8.json|3|has no quantization_config of quant_method||--json"
+  "fp8_config|0||Checkpoint  1 file, 35 tensors, 104.68 KiB (F8_E4M3 72.00 KiB, BF16 32.62 KiB, F32 56 B), matches the model^fp8 layers 72.05 KiB, as memest lays them out^weights fp8 in 14 linear layers|"
+  "fp8_config.json|0||\"format\": \"fp8\",^\"quantized_bytes\": 73784,^\"quantized_model_bytes\": 73784,|--json"
   "mxfp4|3|model.layers.0.self_attn.q_proj.weight_blocks: MXFP4 weights (U8, with its _scales): memest does not match MXFP4||")
 foreach(c IN LISTS _st_cases)
   string(REPLACE "|" ";" f "${c}")

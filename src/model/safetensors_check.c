@@ -118,9 +118,12 @@ static const struct memest_ckpt_tensor *find_tensor(const struct checker *K, con
     return memest_strmap_get(&K->names, name, strlen(name), &i) ? &K->c->t[i] : NULL;
 }
 
-/* The weights of a format memest does not model: FP8 (F8_E4M3 or F8_E5M2,
- * with weight_scale or weight_scale_inv), MXFP4 (gpt-oss: *_blocks and
- * *_scales, both U8) and the microscaling and sub-byte float types. */
+/* The weights of a format memest does not match: FP8 (F8_E4M3 or F8_E5M2,
+ * with weight_scale or weight_scale_inv) unless the config's
+ * quantization_config is FP8's (FP8Linear's weight and weight_scale_inv are
+ * then the layout's, matched as the others are), MXFP4 (gpt-oss: *_blocks
+ * and *_scales, both U8; the experts fused over E, which memest writes per
+ * expert) and the microscaling and sub-byte float types. */
 static int unmodelled(struct checker *K)
 {
     const struct memest_ckpt *c = K->c;
@@ -128,7 +131,10 @@ static int unmodelled(struct checker *K)
         const struct memest_ckpt_tensor *t = &c->t[i];
         const char *what = NULL, *with = "";
         char sib[512];
-        if (t->dtype == MEMEST_CK_F8_E4M3 || t->dtype == MEMEST_CK_F8_E5M2) {
+        if ((t->dtype == MEMEST_CK_F8_E4M3 || t->dtype == MEMEST_CK_F8_E5M2) &&
+            K->format == MEMEST_WF_FP8) {
+            continue;   /* FP8Linear's weights: the layout's, matched below */
+        } else if (t->dtype == MEMEST_CK_F8_E4M3 || t->dtype == MEMEST_CK_F8_E5M2) {
             what = "FP8";
             size_t len = strlen(t->name);
             if (ends_with(t->name, ".weight") && len - 7 < 400) {
@@ -147,12 +153,20 @@ static int unmodelled(struct checker *K)
             if (s && s->dtype == MEMEST_CK_U8)
                 what = "MXFP4", with = ", with its _scales";
         }
+        if (what && strcmp(what, "FP8") == 0) {
+            char b[32], list[200];
+            return bad(K, c->files[t->file], t->name, MEMEST_ERR_SCHEMA, "FP8 weights (%s%s), "
+                       "but %s has no quantization_config of quant_method \"fp8\" (memest takes "
+                       "FP8Linear's layout from it; this checkpoint holds %s: %s)",
+                       memest_ckpt_dtype_name((enum memest_ckpt_dtype)t->dtype), with, K->m->file,
+                       memest_fmt_bytes(c->bytes, b, sizeof b), by_dtype(c, list, sizeof list));
+        }
         if (what) {
             char b[32], list[200];
             return bad(K, c->files[t->file], t->name, MEMEST_ERR_SCHEMA, "%s weights (%s%s): "
                        "memest does not match %s checkpoints' headers yet (this one holds %s: %s); "
-                       "give the folder's config.json itself: its quantization_config sizes FP8 and "
-                       "MXFP4 weights", what,
+                       "give the folder's config.json itself: its quantization_config sizes MXFP4 "
+                       "weights", what,
                        memest_ckpt_dtype_name((enum memest_ckpt_dtype)t->dtype), with, what,
                        memest_fmt_bytes(c->bytes, b, sizeof b), by_dtype(c, list, sizeof list));
         }

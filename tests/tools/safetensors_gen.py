@@ -231,6 +231,11 @@ def case(name, out):
         write_st(st, llama(cfg, linear=nf4))
     elif name == "fp8":
         write_st(st, llama(cfg, linear=fp8))
+    elif name == "fp8_config":
+        cfg = config(torch_dtype="bfloat16",
+                     quantization_config={"quant_method": "fp8", "activation_scheme": "dynamic", "fmt": "e4m3",
+                                          "weight_block_size": [128, 128]})
+        write_st(st, llama(cfg, linear=fp8))
     elif name == "mxfp4":
         mx = lambda n, o, i: [(n + ".weight_blocks", "U8", [o, i // 32, 16]),
                               (n + ".weight_scales", "U8", [o, i // 32])]
