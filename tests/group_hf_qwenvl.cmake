@@ -7,14 +7,21 @@
 # (tests/hf/tiny_exact.cmake), with input_ids of 24 positions of which 16 are
 # the image's merged tokens (image_size 16, patch_size 2, spatial_merge_size
 # 2: 64 patches, 4 windows of 16 (window_size 8), full attention on blocks 1
-# and 3 of 4). The PyTorch figures carry hf_figures.py's CUDA corrections.
-foreach(dtype float32 bfloat16)
-  foreach(attn eager sdpa)
-    add_test(NAME hf_qwenvl.tiny_exact.qwen2_5_vl.${dtype}.${attn}
-             COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR} -DNAME=qwen2_5_vl
-                     -DDTYPE=${dtype} -DATTN=${attn} -DREF=hf_figures_qwenvl.json "-DARGS=--set;image_size=16"
-                     -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/tiny_exact.cmake)
-    set_tests_properties(hf_qwenvl.tiny_exact.qwen2_5_vl.${dtype}.${attn} PROPERTIES LABELS hf)
+# and 3 of 4). qwen2_5_vl_nested: the text keys in text_config (rope_parameters,
+# layer_types), a tied lm_head, 4 key/value heads (no repeat_kv), a window
+# (16 pixels) as large as the image (one window: every block sees the whole
+# image), 2 vision heads, gelu_pytorch_tanh in the vision MLP. The PyTorch
+# figures carry hf_figures.py's CUDA corrections (the vision tower's
+# per-chunk SDPA calls too).
+foreach(name qwen2_5_vl qwen2_5_vl_nested)
+  foreach(dtype float32 bfloat16)
+    foreach(attn eager sdpa)
+      add_test(NAME hf_qwenvl.tiny_exact.${name}.${dtype}.${attn}
+               COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR} -DNAME=${name}
+                       -DDTYPE=${dtype} -DATTN=${attn} -DREF=hf_figures_qwenvl.json "-DARGS=--set;image_size=16"
+                       -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/tiny_exact.cmake)
+      set_tests_properties(hf_qwenvl.tiny_exact.${name}.${dtype}.${attn} PROPERTIES LABELS hf)
+    endforeach()
   endforeach()
 endforeach()
 

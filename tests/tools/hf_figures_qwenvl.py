@@ -11,7 +11,8 @@ model of tests/tools/hf_models_qwenvl.py:
 * "configs": tests/hf/published/qwen2.5-vl-7b-instruct.json built on torch.device("meta"): params_total,
   param_tensors, buffers; the published figure, checked equal here (an assertion) and against the arithmetic
   written out in PUBLISHED_ARITHMETIC.
-* "tiny": tests/hf/tiny/qwen2_5_vl.json measured in train() mode, one forward of input_ids [B, S] (the image's
+* "tiny": tests/hf/tiny/qwen2_5_vl.json and qwen2_5_vl_nested.json (text_config nested with rope_parameters, a
+  tied lm_head, MHA, the window larger than the image: one window, gelu_pytorch_tanh in the vision MLP) measured in train() mode, one forward of input_ids [B, S] (the image's
   merged tokens at positions 1 .. image_tokens, the other ids random below image_token_id) and pixel_values
   [B * grid^2, C * T * P * P] (randn, in the model's dtype; one IMAGE_SIZE x IMAGE_SIZE image per sample:
   image_grid_thw [1, grid, grid] each) to logits.float().view(-1, V), float32 and bfloat16, attention "eager"
@@ -30,7 +31,7 @@ from hf_figures import TINY_BATCH, published_configs, tiny_entry, write_figures 
 torch.set_num_threads(2)
 
 CONFIGS = ["qwen2.5-vl-7b-instruct"]
-TINY = ["qwen2_5_vl"]
+TINY = ["qwen2_5_vl", "qwen2_5_vl_nested"]
 TINY_SEQ = 24  # the image's 16 merged tokens and 8 of text
 IMAGE_SIZE = 16  # memest --set image_size=16: grid 8 x 8 patches of 2, 16 merged tokens, 4 windows of 16 patches
 

@@ -258,7 +258,7 @@ def mrope_tables(cos, sin, mrope_section):
 class Qwen2_5_VLDecoderLayer(base.DecoderLayer):
     def __init__(self, cfg, layer_idx, attn):
         super().__init__(cfg, QWEN2_ARCH, layer_idx, attn)
-        self.mrope_section = cfg["rope_scaling"]["mrope_section"]
+        self.mrope_section = (cfg.get("rope_scaling") or cfg["rope_parameters"])["mrope_section"]
         # Qwen2_5_VLAttention.rotary_emb: built, never called (its inv_freq buffer counts)
         self.self_attn.rotary_emb = Qwen2_5_VLRotaryEmbedding(rope_cfg(cfg), base.head_dim_of(cfg, QWEN2_ARCH))
 
