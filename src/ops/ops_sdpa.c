@@ -132,6 +132,7 @@ enum {
     SD_CONTIGUOUS,
     SD_MASK,
     SD_LAYER_MASK,
+    SD_BATCH_LOOP,
 };
 
 #define SDPA_BACKENDS "auto|eager|math|flash|efficient|cudnn"
@@ -161,6 +162,10 @@ static const struct memest_argspec sdpa_args[] = {
                        .doc = "the mask is this layer's own [B, 1, L, S] tensor (Gemma2/3's "
                               "sliding-window torch.where over the model's mask), which the "
                               "kernels that keep the mask save"},
+    [SD_BATCH_LOOP] = {"batch_loop", MEMEST_ARG_BOOL, .idef = 0,
+                       .doc = "the batch dim stands for a loop of calls on its batch-1 slices "
+                              "(Qwen2.5-VL's vision attention per torch.split chunk): eager's "
+                              "matmuls view each slice of q, k, v where they can"},
 };
 
 /* The kernels, in enum memest_attention's order. */
@@ -181,6 +186,7 @@ struct sdpa {
     bool nested; /* sdpa_call: the output is a tensor inside the calling op */
     bool layer_mask; /* the mask is a [B, 1, L, S] tensor of this layer's own */
     bool sinks;      /* a fourth input: gpt-oss's attention sinks [Hq], eager only */
+    bool loop;       /* batch_loop: one call per batch-1 slice */
 };
 
 /* The mask tensor transformers builds for the sdpa path: only for a
@@ -299,6 +305,22 @@ static double macs2(const struct sdpa *a, int64_t d)
 
 /* ---- transformers' eager_attention_forward ---- */
 
+/* Saves eager's matmul operand i (geometry g, reshaped to f [B*H, rows,
+ * cols]). With batch_loop each call reshapes its batch-1 slice: where that
+ * is a view, the matmul saves a view of the input's whole storage. */
+static int save_eager_operand(struct memest_ictx *c, const struct sdpa *a, int i,
+                              const struct memest_shape *g, const int64_t f[3])
+{
+    if (a->loop) {
+        struct memest_shape g1 = *g;
+        g1.size[0] = 1;
+        int64_t f1[3] = {f[0] / a->B, f[1], f[2]};
+        if (geom_viewable(&g1, 3, f1))
+            return memest_save_in(c, i);
+    }
+    return save_geom_reshaped(c, i, g, 3, f, true);
+}
+
 static int run_eager(struct memest_ictx *c, const struct sdpa *a)
 {
     enum memest_dtype dt = a->dt, smdt = a->softmax_fp32 ? MEMEST_F32 : dt;
@@ -313,7 +335,7 @@ static int run_eager(struct memest_ictx *c, const struct sdpa *a)
 
     /* matmul(q, k^T): q as [B*Hq, L, D]; k^T from repeat_kv's copy, or the
      * input transposed */
-    if (save_geom_reshaped(c, 0, &qg, 3, qf, true) != 0)
+    if (save_eager_operand(c, a, 0, &qg, qf) != 0)
         return -1;
     struct operand kr = op_copy(a->B, a->Hq, a->S, a->D, dt);
     struct operand vr = op_copy(a->B, a->Hq, a->S, a->Dv, dt);
@@ -322,7 +344,7 @@ static int run_eager(struct memest_ictx *c, const struct sdpa *a)
             return -1;
     } else {
         geom_transpose(&kg, 2, 3);
-        if (save_geom_reshaped(c, 1, &kg, 3, kf, true) != 0)
+        if (save_eager_operand(c, a, 1, &kg, kf) != 0)
             return -1;
     }
     if (a->softcap > 0 && save_new_if(c, 4, att, dt) != 0)
@@ -345,7 +367,7 @@ static int run_eager(struct memest_ictx *c, const struct sdpa *a)
     if (rep > 1) {
         if (keep_operand(c, &vr, true) != 0)
             return -1;
-    } else if (save_geom_reshaped(c, 2, &vg, 3, vf, true) != 0) {
+    } else if (save_eager_operand(c, a, 2, &vg, vf) != 0) {
         return -1;
     }
 
@@ -734,7 +756,8 @@ static int infer_sdpa(struct memest_ictx *c)
                      .contiguous = memest_arg_bool(c, SD_CONTIGUOUS),
                      .mask = memest_arg_bool(c, SD_MASK) || memest_arg_bool(c, SD_LAYER_MASK),
                      .layer_mask = memest_arg_bool(c, SD_LAYER_MASK),
-                     .sinks = memest_in_count(c) == 4};
+                     .sinks = memest_in_count(c) == 4,
+                     .loop = memest_arg_bool(c, SD_BATCH_LOOP)};
     if (k->size[0] != a.B || v->size[0] != a.B)
         return memest_fail(c, "q, k and v must have the same batch size, got %s, %s and %s",
                            IN_STR(c, 0), IN_STR(c, 1), IN_STR(c, 2));

@@ -30,8 +30,15 @@ endif()
 # need others: hf_figures_vlm.py's 24 positions hold the image's 16 tokens)
 string(JSON batch GET "${text}" tiny ${NAME} batch)
 string(JSON seq GET "${text}" tiny ${NAME} seq_len)
+# an entry's image_size (hf_figures_qwenvl.py's: the image memest's variable
+# image_size sizes, not a config key) as --set image_size
+string(JSON image ERROR_VARIABLE no_image GET "${text}" tiny ${NAME} image_size)
+set(extra "")
+if(NOT no_image)
+  set(extra --set image_size=${image})
+endif()
 execute_process(COMMAND ${MEMEST} tests/hf/tiny/${NAME}.json --seq ${seq} --batch ${batch} --dtype ${flag}
-                        --attention eager --json
+                        --attention eager --json ${extra}
                 WORKING_DIRECTORY ${SRC} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "memest tests/hf/tiny/${NAME}.json: exit ${rc}: ${err}")

@@ -80,6 +80,24 @@ static void test_eager(void)
     t_free(&t);
 }
 
+/* batch_loop (Qwen2.5-VL's vision attention: one call per batch-1 slice):
+ * each call's matmuls reshape a [1, 4, 8, 16] slice of the transposed view
+ * to [4, 8, 16], which is a view, so q, k^T and v are saved as views of the
+ * inputs' storages (2048 each, the size the copies had in test_eager: the
+ * same 9216 bytes, of the inputs themselves). A batch of 2 reshaped at once
+ * copies (test_eager). SDPA's kernels save q, k, v as they are either way. */
+static void test_eager_batch_loop(void)
+{
+    struct t_model t;
+    LOADK(&t, MHA ATT("'is_causal': true, 'backend': 'eager', 'batch_loop': true"), MEMEST_F16,
+          MEMEST_ATTN_AUTO);
+    CHECK_EQ_U64(t_saved(&t, "att"), 9216);
+    CHECK(t_saves_storage(&t, "att", t_storage(&t, "xq", 0)));
+    CHECK(t_saves_storage(&t, "att", t_storage(&t, "xk", 0)));
+    CHECK(t_saves_storage(&t, "att", t_storage(&t, "xv", 0)));
+    t_free(&t);
+}
+
 /* Eager with dropout 0.1: native_dropout's bool mask (512) and its output
  * (1024) instead of the .to copy: 3 * 2048 + 2048 + 512 + 1024 = 9728.
  * softmax_fp32 false: the softmax in fp16 (1024) instead of float32:
@@ -392,6 +410,7 @@ static void test_errors(void)
 int main(void)
 {
     test_eager();
+    test_eager_batch_loop();
     test_eager_variants();
     test_eager_gqa_contiguous();
     test_flash();
