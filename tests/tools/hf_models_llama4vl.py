@@ -11,8 +11,9 @@ its lm_head; this file adds, from
     vision_apply_rotary_emb      view_as_complex(x.float().reshape(..., -1, 2)) * freqs_ci viewed [1, P, 1, D/2],
                                  view_as_real, flatten(3), type_as(x)
     vision_eager_attention_forward  matmul * head_dim**-0.5, softmax in the hidden dtype, dropout, matmul,
-                                 transpose(1, 2).contiguous(); SDPA: hf_models.py's sdpa_attention_forward (the
-                                 text model's) with is_causal False
+                                 transpose(1, 2).contiguous(); SDPA: integrations/sdpa_attention.py at main
+                                 (00c238bd242b4c6ddfb2c17d4573174ec2daaec8): is_causal False, q, k, v as the
+                                 transposed views (the text model keeps hf_models.py's, with .contiguous())
     Llama4VisionAttention        q/k/v/o_proj with bias, the rotary on the [B, P, heads, D] views, transpose, the
                                  attention (no mask, not causal), reshape(B, P, -1).contiguous(), o_proj
     Llama4VisionMLP              fc1, nn.GELU(), fc2 (bias)
@@ -69,9 +70,9 @@ def vision_eager_attention_forward(module, query, key, value, dropout=0.0):
 
 
 def vision_sdpa_attention_forward(query, key, value, dropout=0.0):
-    """hf_models.sdpa_attention_forward (the text model's: q, k, v .contiguous()) with is_causal False, no mask,
-    the default scale (scaling=None)."""
-    query, key, value = query.contiguous(), key.contiguous(), value.contiguous()
+    """integrations/sdpa_attention.py at transformers main (00c238bd242b4c6ddfb2c17d4573174ec2daaec8) for the vision
+    attention: num_key_value_groups 1 (no repeat_kv), is_causal False, no mask, the default scale (scaling=None),
+    q, k, v passed as the transposed views they are (no .contiguous() copies)."""
     out = F.scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=dropout, scale=None,
                                          is_causal=False)
     attn_output = out.transpose(1, 2).contiguous()
