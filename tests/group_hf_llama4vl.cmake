@@ -68,3 +68,16 @@ add_test(NAME hf_llama4vl.image_tokens
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(hf_llama4vl.image_tokens PROPERTIES LABELS hf
                      PASS_REGULAR_EXPRESSION "multi_modal_projector.linear_1 +linear +\\[288, 5120\\]")
+
+# Step peaks (memory.peak_tensors) of the tiny config against PyTorch 2.6
+# (tests/tools/hf_peak_llama4vl.py: hf_peak.py's step and measurement on the
+# replica, tests/reference/hf_peaks_llama4vl.json), SGD and Adam, float32 and
+# bfloat16, eager and SDPA (memest --attention auto), within 3 %
+# (tests/hf/peaks.cmake): memest is within 0.11 % of PyTorch in every case
+# (-0.04 % to +0.11 %).
+foreach(case 0 1 2 3 4 5 6 7)
+  add_test(NAME hf_llama4vl.peaks.${case}
+           COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR} -DCASE=${case}
+                   -DREF=hf_peaks_llama4vl.json -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/peaks.cmake)
+  set_tests_properties(hf_llama4vl.peaks.${case} PROPERTIES LABELS hf)
+endforeach()
