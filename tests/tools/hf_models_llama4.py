@@ -276,9 +276,10 @@ class Llama4TextModel(nn.Module):
         self.norm = Llama4TextRMSNorm(H, eps=g(cfg, "rms_norm_eps"))
         self.rotary_emb = Llama4TextRotaryEmbedding(cfg)
 
-    def forward(self, input_ids):
-        inputs_embeds = self.embed_tokens(input_ids)
-        B, S = input_ids.shape
+    def forward(self, input_ids=None, inputs_embeds=None):
+        if inputs_embeds is None:
+            inputs_embeds = self.embed_tokens(input_ids)
+        B, S = inputs_embeds.shape[:2]
         cache_position = torch.arange(0, S)
         position_ids = cache_position.unsqueeze(0)
         # create_causal_mask / create_chunked_causal_mask: SDPA skips both while S < attention_chunk_size; the
