@@ -111,3 +111,13 @@ foreach(case 0 1 2 3 4 5 6 7)
                    -DREF=hf_peaks_gemma3vl.json -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/peaks.cmake)
   set_tests_properties(hf_gemma3vl.peaks.${case} PROPERTIES LABELS hf)
 endforeach()
+
+# The decode step of generation holds the vision tower's weights too (its
+# one-token graph has no image): tests/hf/decode_holds.cmake, for gemma3 and
+# llama4.
+foreach(name gemma3 llama4)
+  add_test(NAME hf_vlm_generate.decode_holds_weights.${name}
+           COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR}
+                   -DCONFIG=tests/hf/tiny/${name}.json -DCONTEXT=16 -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/decode_holds.cmake)
+  set_tests_properties(hf_vlm_generate.decode_holds_weights.${name} PROPERTIES LABELS hf)
+endforeach()

@@ -486,6 +486,24 @@ end:
     return rc;
 }
 
+/* The weights the one-token graph lacks: a vision-language model's decode
+ * step has no image (prepare_inputs_for_generation passes pixel_values at
+ * the first step only), so its graph at seq_len 1 leaves the vision tower
+ * out, whose parameters and buffers stay on the device all the same. Their
+ * blocks, as the prefill's peak holds them, join the decode step's peak. */
+static void resident_missing(const struct memest_peak *pre, struct memest_peak *dec)
+{
+    for (int c = MEMEST_CAT_PARAMS; c <= MEMEST_CAT_BUFFERS; c++) {
+        if (pre->at_peak[c] <= dec->at_peak[c])
+            continue;
+        uint64_t d = pre->at_peak[c] - dec->at_peak[c];
+        dec->at_peak[c] += d;
+        dec->bytes = memest_sat_add(dec->bytes, d);
+        dec->tensor_bytes = memest_sat_add(dec->tensor_bytes, d);
+        dec->reserved = memest_sat_add(dec->reserved, d);
+    }
+}
+
 int memest_generate(const struct memest_run *pre, const struct memest_run *dec,
                     const struct memest_step_cfg *step, const struct memest_gen_cfg *cfg,
                     struct memest_gen_estimate *out, struct memest_error *err)
@@ -529,6 +547,7 @@ int memest_generate(const struct memest_run *pre, const struct memest_run *dec,
         decode(dec, step, cfg, T, true, &out->decode, err) != 0 ||
         decode(dec, step, cfg, cfg->context + 1, false, &first, err) != 0)
         return -1;
+    resident_missing(&out->prefill.peak, &out->decode.peak);
     out->kv_bytes = out->decode.kv_bytes;
     out->decode.read_bytes = memest_sat_add(memest_sat_add(out->weight_bytes, out->decode.kv_bytes),
                                             out->state_bytes);
