@@ -59,7 +59,7 @@ _memest() {
         --fused) _memest_words 'rmsnorm rotary swiglu linear-ce'; return 0 ;;
         --moe-imbalance) _memest_files ''; return 0 ;;
         --torch) _memest_words '2 1.13'; return 0 ;;
-        --weights) _memest_words 'int8 nf4 fp4 int4 gptq awq mxfp4 fp8 dense'; return 0 ;;
+        --weights) _memest_words 'int8 nf4 fp4 int4 gptq awq mxfp4 fp8 nvfp4 dense'; return 0 ;;
         --group-size) return 0 ;;  # G
         --compute-dtype) _memest_words 'fp32 fp16 bf16'; return 0 ;;
         --lora) return 0 ;;  # R

@@ -54,3 +54,19 @@ add_test(NAME quant.fp8.deepseek_v3.layers
                  "-DARGS=tests/quant/deepseek-v3-fp8.json;--dtype;bf16" "-DFIELD=weights;layers"
                  -DWANT=45032 -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/json_equals.cmake)
 set_tests_properties(quant.fp8.deepseek_v3.bytes quant.fp8.deepseek_v3.layers PROPERTIES LABELS quant)
+
+# NVFP4 weights (NVIDIA ModelOpt, as vLLM's ModelOptNvFp4LinearMethod loads
+# them): tests/quant/llama-nvfp4.json, the tiny Llama of tests/hf/tiny/
+# llama.json with quantization_config quant_method modelopt, quant_algo
+# NVFP4, group_size 16, lm_head excluded. Each linear [out, in]: uint8 weight
+# [out, in / 2], float8 weight_scale [out, in / 16], float32 weight_scale_2
+# and input_scale [1]: q, o (64 x 64) 2048 + 256 + 8 = 2312 each, k, v (32 x
+# 64) 1024 + 128 + 8 = 1160, gate, up (128 x 64) and down (64 x 128) 4096 + 512
+# + 8 = 4616: a layer 20792, two 41584; the bfloat16 rest: embed_tokens and
+# lm_head 2 * 128 * 64 * 2 = 32768, the five norms of 64: 640.
+math(EXPR nv_bytes "2 * (2 * (2048 + 256 + 8) + 2 * (1024 + 128 + 8) + 3 * (4096 + 512 + 8)) + 2 * 128 * 64 * 2 + 5 * 64 * 2")
+add_test(NAME quant.nvfp4.llama.bytes
+         COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR}
+                 "-DARGS=tests/quant/llama-nvfp4.json;--inference" "-DFIELD=memory;parameters"
+                 -DWANT=${nv_bytes} -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/json_equals.cmake)
+set_tests_properties(quant.nvfp4.llama.bytes PROPERTIES LABELS quant)

@@ -24,6 +24,8 @@ enum memest_wformat {
                              e8m0 scales of 32 elements) */
     MEMEST_WF_FP8,        /* transformers' FP8Linear: float8_e4m3fn weights with
                              a float32 scale per block (DeepSeek-V3's) */
+    MEMEST_WF_NVFP4,      /* NVIDIA ModelOpt NVFP4: e2m1 pairs, a float8 scale per
+                             16 and float32 global scales (served by vLLM) */
     MEMEST_WF_COUNT
 };
 
@@ -45,12 +47,13 @@ struct memest_quant_params {
     bool desc_act;          /* GPTQ: act-order (g_idx is stored either way) */
     int32_t fp8_block[2];   /* FP8: weight_block_size, rows and columns of a
                                scale's block ([128, 128]) */
+    int32_t nvfp4_group;    /* NVFP4: in_features per float8 scale (16) */
 };
 
 /* The libraries' defaults: blocksize 64, no double quantisation, float32
  * compute, uint8 storage, group size 128. */
 void memest_quant_defaults(struct memest_quant_params *p);
-/* "int8", "nf4", "fp4", "gptq", "awq", "mxfp4", "fp8" (what --weights and the reports
+/* "int8", "nf4", "fp4", "gptq", "awq", "mxfp4", "fp8", "nvfp4" (what --weights and the reports
  * print); "dense" for MEMEST_WF_DENSE. */
 const char *memest_wformat_name(enum memest_wformat f);
 /* Whether the format is bitsandbytes' 4-bit one (nf4, fp4). */

@@ -22,7 +22,7 @@ struct memest_quant_cfg {
     uint8_t format;             /* enum memest_wformat; DENSE: none given */
     bool int4;                  /* --weights int4: GPTQ, or AWQ when the
                                    config's quant_method is awq */
-    bool group_set, dq_set, compute_set, storage_set, desc_act_set, fp8_set;
+    bool group_set, dq_set, compute_set, storage_set, desc_act_set, fp8_set, nvfp4_set;
     bool compute_cli;       /* compute_set by --compute-dtype (for its messages) */
     struct memest_quant_params p;   /* the values given (group_size, ...) */
     /* llm_int8_skip_modules (bitsandbytes) / modules_to_not_convert

@@ -7,7 +7,7 @@
 
 /* --weights: each name and the format it stands for (int4 and gptq both
  * GPTQ's, int4 becoming AWQ's when the config says awq) */
-#define MEMEST_WEIGHTS_NAMES 9
+#define MEMEST_WEIGHTS_NAMES 10
 struct memest_weights_name {
     const char *name;
     uint8_t format;

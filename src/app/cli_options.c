@@ -176,7 +176,8 @@ static const char *cache_name(int v)
 const struct memest_weights_name memest_weights_names[MEMEST_WEIGHTS_NAMES] = {
     {"int8", MEMEST_WF_INT8}, {"nf4", MEMEST_WF_NF4},   {"fp4", MEMEST_WF_FP4},
     {"int4", MEMEST_WF_GPTQ4}, {"gptq", MEMEST_WF_GPTQ4}, {"awq", MEMEST_WF_AWQ4},
-    {"mxfp4", MEMEST_WF_MXFP4}, {"fp8", MEMEST_WF_FP8}, {"dense", MEMEST_WF_DENSE},
+    {"mxfp4", MEMEST_WF_MXFP4}, {"fp8", MEMEST_WF_FP8}, {"nvfp4", MEMEST_WF_NVFP4},
+    {"dense", MEMEST_WF_DENSE},
 };
 
 static const char *weights_name(int v)
@@ -503,15 +504,16 @@ const struct memest_opt memest_opts[] = {
      .parse = memest_optp_weights,
      .help = "quantised linear weights: int8, nf4, fp4 (bitsandbytes), int4 (GPTQ, or AWQ as "
              "the config says), gptq, awq, mxfp4 (gpt-oss's experts), fp8 (128x128 block "
-             "scales); dense: the config's quantization_config set aside",
+             "scales), nvfp4 (ModelOpt); dense: the config's quantization_config set aside",
      .doc = "quantised linear weights: `int8` (bitsandbytes `Linear8bitLt`), `nf4`, `fp4` "
              "(bitsandbytes `Linear4bit`), `int4` (GPTQ's `QuantLinear`, or AWQ's when the "
              "config's `quantization_config` says `awq`), `gptq`, `awq` (`WQLinear_GEMM`), "
              "`mxfp4` (OCP MXFP4 blocks and e8m0 scales of 32, as gpt-oss's "
              "`Mxfp4GptOssExperts` keeps its experts: frozen, no autograd), `fp8` "
              "(transformers' `FP8Linear`: float8_e4m3fn weights and a float32 "
-             "`weight_scale_inv` per 128 x 128 block, DeepSeek-V3's checkpoint; no autograd); "
-             "over the config's `quantization_config`; `dense` sets the config's aside (the weights "
+             "`weight_scale_inv` per 128 x 128 block, DeepSeek-V3's checkpoint; no autograd), `nvfp4` (NVIDIA "
+             "ModelOpt's NVFP4 as vLLM loads it: e2m1 pairs, a float8 scale per 16, float32 "
+             "global scales; no autograd); over the config's `quantization_config`; `dense` sets the config's aside (the weights "
              "in the model's dtype: `Mxfp4Config(dequantize=True)`, a dequantised "
              "checkpoint); refused for a model without a layer to replace"},
     {.name = "group-size",

@@ -108,7 +108,7 @@ int memest_optp_after_moe(const struct memest_opt *row, char *arg, struct memest
     return 0;
 }
 
-/* --weights int8|nf4|fp4|int4|gptq|awq|mxfp4|fp8|dense (quantize.h) */
+/* --weights int8|nf4|fp4|int4|gptq|awq|mxfp4|fp8|nvfp4|dense (quantize.h) */
 int memest_optp_weights(const struct memest_opt *row, char *arg, struct memest_cli *o,
                         struct memest_error *err)
 {

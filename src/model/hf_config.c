@@ -1048,6 +1048,26 @@ static int read_fp8(struct hf *h, const cJSON *q, struct memest_quant_cfg *c)
     return q_skip(h, q, "modules_to_not_convert", c);
 }
 
+/* NVIDIA ModelOpt's quantization_config (hf_quant_config.json's, which
+ * vLLM's ModelOptNvFp4Config reads): quant_algo "NVFP4", group_size (16),
+ * exclude_modules (fnmatch patterns, as modules_to_not_convert). */
+static int read_modelopt(struct hf *h, const cJSON *q, struct memest_quant_cfg *c)
+{
+    const cJSON *a = qkey(q, "quant_algo"), *g = qkey(q, "group_size");
+    if (!(cJSON_IsString(a) && strcmp(a->valuestring, "NVFP4") == 0))
+        return qbad(h, "quant_algo", "memest models ModelOpt's \"NVFP4\"");
+    c->p.nvfp4_group = 16;
+    if (g && !cJSON_IsNull(g)) {
+        double v = cJSON_IsNumber(g) ? g->valuedouble : 0;
+        if (!(v >= 1 && v <= 65536 && v == (double)(int32_t)v))
+            return qbad(h, "group_size", "expected a whole number between 1 and 65536");
+        c->p.nvfp4_group = (int32_t)v;
+    }
+    c->nvfp4_set = true;
+    c->format = MEMEST_WF_NVFP4;
+    return q_skip(h, q, "exclude_modules", c);
+}
+
 static int read_quant(struct hf *h, const cJSON *q)
 {
     if (cJSON_IsNull(q))
@@ -1063,10 +1083,12 @@ static int read_quant(struct hf *h, const cJSON *q)
         return read_mxfp4(h, q, c);
     if (strcmp(mm, "fp8") == 0)
         return read_fp8(h, q, c);
+    if (strcmp(mm, "modelopt") == 0)
+        return read_modelopt(h, q, c);
     bool gptq = strcmp(mm, "gptq") == 0;
     if (!gptq && strcmp(mm, "awq") != 0)
         return qbad(h, "quant_method", "memest models \"bitsandbytes\", \"gptq\", \"awq\" "
-                                       "(4 bits), \"mxfp4\" and \"fp8\"");
+                                       "(4 bits), \"mxfp4\", \"fp8\" and \"modelopt\" (NVFP4)");
     const cJSON *bits = qkey(q, "bits");
     if (!bits && !gptq)
         bits = qkey(q, "w_bit");   /* AutoAWQ's own quant_config.json spelling */

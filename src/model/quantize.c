@@ -101,6 +101,8 @@ static void set_params(struct memest_graph *g, const struct memest_quant_cfg *q)
         g->quant.fp8_block[0] = q->p.fp8_block[0];
         g->quant.fp8_block[1] = q->p.fp8_block[1];
     }
+    if (q->nvfp4_set)
+        g->quant.nvfp4_group = q->p.nvfp4_group;
 }
 
 /* PEFT's prepare_model_for_kbit_training on the graph: frozen, and every

@@ -26,13 +26,14 @@ void memest_quant_defaults(struct memest_quant_params *p)
      * torch.float32, bnb_4bit_quant_storage=None -> torch.uint8;
      * GPTQConfig / AwqConfig group_size=128; FineGrainedFP8Config
      * weight_block_size=(128, 128) */
-    *p = (struct memest_quant_params){.blocksize = 64, .group_size = 128, .fp8_block = {128, 128}};
+    *p = (struct memest_quant_params){.blocksize = 64, .group_size = 128, .fp8_block = {128, 128},
+                                      .nvfp4_group = 16};
 }
 
 const char *memest_wformat_name(enum memest_wformat f)
 {
     static const char *const names[MEMEST_WF_COUNT] = {"dense", "int8", "nf4", "fp4", "gptq",
-                                                       "awq", "mxfp4", "fp8"};
+                                                       "awq", "mxfp4", "fp8", "nvfp4"};
     return (unsigned)f < MEMEST_WF_COUNT ? names[f] : "?";
 }
 
@@ -171,6 +172,26 @@ int memest_quant_layout(enum memest_wformat f, const struct memest_quant_params 
                 b1 = p->fp8_block[1] > 0 ? p->fp8_block[1] : 128;
         put(l, "weight", 2, out, in, MEMEST_U8);
         put(l, "weight_scale_inv", 2, ceil_div(out, b0), ceil_div(in, b1), MEMEST_F32);
+        break;
+    }
+    case MEMEST_WF_NVFP4: {
+        /* a ModelOpt NVFP4 checkpoint as vLLM's ModelOptNvFp4LinearMethod
+         * loads it (model_executor/layers/quantization/modelopt.py,
+         * create_weights): weight uint8 [out, in / 2] (two e2m1 values a
+         * byte), weight_scale float8_e4m3fn [out, in / group], weight_scale_2
+         * and input_scale float32 [1]; in_features a multiple of 16. The
+         * swizzled copy of the block scales some versions add on loading is
+         * not counted. */
+        int64_t gs = p->nvfp4_group > 0 ? p->nvfp4_group : 16;
+        if (in % 16 != 0 || in % gs != 0) {
+            snprintf(why, whylen, "NVFP4 needs in_features (%lld) a multiple of 16 and of the "
+                     "group size (%lld)", (long long)in, (long long)gs);
+            return -1;
+        }
+        put(l, "weight", 2, out, in / 2, MEMEST_U8);
+        put(l, "weight_scale", 2, out, in / gs, MEMEST_U8);
+        put(l, "weight_scale_2", 1, 1, 0, MEMEST_F32);
+        put(l, "input_scale", 1, 1, 0, MEMEST_F32);
         break;
     }
     }
@@ -359,6 +380,14 @@ void memest_quant_transient(enum memest_wformat f, const struct memest_quant_par
         t->no_grad = true;
         t->fwd = memest_sat_add(mul3(rows, in, 1), mul3(rows, ceil_div(in, b1), 4));
         (void)w;
+        break;
+    }
+    case MEMEST_WF_NVFP4: {
+        /* the activation quantised to NVFP4 for the FP4 GEMM: [rows, in / 2]
+         * packed and a float8 scale per 16; no autograd (serving) */
+        int64_t gs = p->nvfp4_group > 0 ? p->nvfp4_group : 16;
+        t->no_grad = true;
+        t->fwd = memest_sat_add(mul3(rows, in / 2, 1), mul3(rows, in / gs, 1));
         break;
     }
     }

@@ -124,6 +124,13 @@ static void test_formulas(void)
     p8.fp8_block[0] = 64;
     p8.fp8_block[1] = 256;
     CHECK_EQ_U64(layout_bytes(MEMEST_WF_FP8, &p8, 300, 200, false), 60000ull + 5ull * 1 * 4);
+    /* NVFP4 (ModelOpt, group 16), 4096 x 4096: weight uint8 [4096, 2048]
+     * 8,388,608, weight_scale float8 [4096, 256] 1,048,576, weight_scale_2
+     * and input_scale float32 [1] 8; in_features a multiple of 16 */
+    CHECK_EQ_INT(p.nvfp4_group, 16);
+    CHECK_EQ_U64(layout_bytes(MEMEST_WF_NVFP4, &p, 4096, 4096, false), 8388608ull + 1048576ull + 8ull);
+    CHECK(memest_quant_layout(MEMEST_WF_NVFP4, &p, 64, 40, false, &l, why, sizeof why) != 0);
+    CHECK_CONTAINS(why, "multiple of 16");
 }
 
 static void test_transients(void)
@@ -473,6 +480,11 @@ static void test_config(void)
     CHECK_EQ_INT(m.quant.format, MEMEST_WF_FP8);
     CHECK(m.quant.fp8_set && m.quant.p.fp8_block[0] == 64 && m.quant.p.fp8_block[1] == 32);
     memest_model_free(&m);
+    CHECK(read_quant_config("{\"quant_method\": \"modelopt\", \"quant_algo\": \"NVFP4\", "
+                            "\"group_size\": 16, \"exclude_modules\": [\"lm_head\"]}", &m, &err) == 0);
+    CHECK_EQ_INT(m.quant.format, MEMEST_WF_NVFP4);
+    CHECK(m.quant.nvfp4_set && m.quant.p.nvfp4_group == 16 && m.quant.nskip == 1);
+    memest_model_free(&m);
     /* refused: each names the key */
     static const struct { const char *qc, *frag; } bad[] = {
         {"{\"quant_method\": \"gptq\", \"bits\": 8}", "bits: memest models 4-bit"},
@@ -487,6 +499,7 @@ static void test_config(void)
         {"{\"quant_method\": \"fp8\", \"weight_block_size\": [128]}", "weight_block_size"},
         {"{\"quant_method\": \"fp8\", \"fmt\": \"e5m2\"}", "fmt"},
         {"{\"quant_method\": \"mxfp4\", \"dequantize\": 1}", "dequantize"},
+        {"{\"quant_method\": \"modelopt\", \"quant_algo\": \"FP8\"}", "quant_algo"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         err = (struct memest_error){0};
