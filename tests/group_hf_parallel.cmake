@@ -84,3 +84,15 @@ add_test(NAME hf_parallel.refuse.falcon_alibi
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(hf_parallel.refuse.falcon_alibi PROPERTIES LABELS hf
                      PASS_REGULAR_EXPRESSION "the config's alibi=true: alibi: ALiBi attention \\(alibi=true, Falcon-RW\\) is not modelled")
+
+# Step peaks (memory.peak_tensors) of phi, falcon (the 40B layout) and
+# llama4_text against PyTorch 2.6 (tests/tools/hf_peak_parallel.py on the
+# replicas, tests/reference/hf_peaks_parallel.json), SGD and Adam, eager
+# float32 and flash bfloat16 (llama4_text: eager and SDPA float32): all 12
+# within 0.17 % (peaks.cmake allows 3 %).
+foreach(case RANGE 0 11)
+  add_test(NAME hf_parallel.peaks.${case}
+           COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR} -DCASE=${case}
+                   -DREF=hf_peaks_parallel.json -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/peaks.cmake)
+  set_tests_properties(hf_parallel.peaks.${case} PROPERTIES LABELS hf)
+endforeach()
