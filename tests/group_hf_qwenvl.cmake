@@ -47,3 +47,16 @@ add_test(NAME hf_qwenvl.published.qwen2.5-vl-7b-instruct
                  -DCONFIG=tests/hf/published/qwen2.5-vl-7b-instruct.json -DWANT=8292166656 -DWANT_BUF=1876
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/published_params.cmake)
 set_tests_properties(hf_qwenvl.published.qwen2.5-vl-7b-instruct PROPERTIES LABELS hf)
+
+# Step peaks (memory.peak_tensors) of tests/hf/tiny/qwen2_5_vl.json against
+# PyTorch 2.6 (tests/tools/hf_peak_qwenvl.py on the replica,
+# tests/reference/hf_peaks_qwenvl.json; --set image_size=16), SGD and Adam,
+# eager and SDPA float32, SDPA bfloat16 (flash on CUDA): all within 52 bytes.
+# The vision attention runs one call per window (batch_loop): its fused
+# backward's scratch is one call's at a time.
+foreach(case RANGE 0 5)
+  add_test(NAME hf_qwenvl.peaks.${case}
+           COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR} -DCASE=${case}
+                   -DREF=hf_peaks_qwenvl.json "-DARGS=--set;image_size=16" -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/peaks.cmake)
+  set_tests_properties(hf_qwenvl.peaks.${case} PROPERTIES LABELS hf)
+endforeach()

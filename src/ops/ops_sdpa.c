@@ -487,10 +487,11 @@ static int run_flash(struct memest_ictx *c, const struct sdpa *a, struct operand
     }
     /* backward (flash_api.cpp mha_bwd): dq_accum float32 [B, L rounded to
      * 128, Hq, D rounded to 32], softmax_d float32 [B, Hq, L rounded], and
-     * with GQA the expanded dk, dv [B, S, Hq, D] before their head sums */
+     * with GQA the expanded dk, dv [B, S, Hq, D] before their head sums;
+     * with batch_loop, one call's at a time (Bw 1) */
     int64_t Lr = div_ceil(a->L, 128) * 128, Dr = a->D <= 192 ? div_ceil(a->D, 32) * 32 : 256;
-    int64_t acc[4] = {a->B, Lr, a->Hq, Dr}, sd[3] = {a->B, a->Hq, Lr},
-            kx[4] = {a->B, a->S, a->Hq, Dp};
+    int64_t Bw = a->loop ? 1 : a->B;
+    int64_t acc[4] = {Bw, Lr, a->Hq, Dr}, sd[3] = {Bw, a->Hq, Lr}, kx[4] = {Bw, a->S, a->Hq, Dp};
     uint64_t bw = memest_sat_add(sat_bytes(4, acc, MEMEST_F32), sat_bytes(3, sd, MEMEST_F32));
     if (a->gqa && a->Hkv != a->Hq)
         bw = memest_sat_add(bw, memest_sat_mul(sat_bytes(4, kx, a->dt), 2));
@@ -550,8 +551,9 @@ static int run_efficient(struct memest_ictx *c, const struct sdpa *a, struct ope
         return -1;
     /* backward (mem_efficient attention_backward.cu): delta float32
      * [B, Hq, L] and, for fp16/bf16 (kNeedsAccumGradQ), a float32 dq
-     * accumulator [B, L, Hq, D] */
-    int64_t delta[3] = {a->B, a->Hq, a->L}, dq[4] = {a->B, a->L, a->Hq, a->D};
+     * accumulator [B, L, Hq, D]; with batch_loop, one call's at a time */
+    int64_t Bw = a->loop ? 1 : a->B;
+    int64_t delta[3] = {Bw, a->Hq, a->L}, dq[4] = {Bw, a->L, a->Hq, a->D};
     uint64_t bw = sat_bytes(3, delta, MEMEST_F32);
     if (a->dt != MEMEST_F32)
         bw = memest_sat_add(bw, sat_bytes(4, dq, MEMEST_F32));

@@ -6,7 +6,8 @@
 # freed; tests/reference/hf_peaks.json "cases"), within 3% (issue 12).
 # With -DREF=FILE (under tests/reference/), another generator's cases of the
 # same layout.
-#   cmake -DMEMEST=... -DSRC=<source dir> -DCASE=<index into cases> [-DREF=FILE] -P peaks.cmake
+# With -DARGS="a;b", more arguments of memest (qwen2_5_vl's --set image_size=16).
+#   cmake -DMEMEST=... -DSRC=<source dir> -DCASE=<index into cases> [-DREF=FILE] [-DARGS=...] -P peaks.cmake
 if(NOT DEFINED REF)
   set(REF hf_peaks.json)
 endif()
@@ -24,7 +25,7 @@ else()
   message(FATAL_ERROR "case ${CASE}: unknown dtype ${dtype}")
 endif()
 set(cmd ${MEMEST} tests/hf/tiny/${config}.json --json --batch ${batch} --seq ${seq} --dtype ${flag}
-        --attention ${memest_attention} --optim ${optim} --optim-impl ${impl})
+        --attention ${memest_attention} --optim ${optim} --optim-impl ${impl} ${ARGS})
 execute_process(COMMAND ${cmd} WORKING_DIRECTORY ${SRC} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "${cmd}: exit ${rc}: ${err}")

@@ -96,6 +96,15 @@ static void test_eager_batch_loop(void)
     CHECK(t_saves_storage(&t, "att", t_storage(&t, "xk", 0)));
     CHECK(t_saves_storage(&t, "att", t_storage(&t, "xv", 0)));
     t_free(&t);
+    /* flash's backward scratch (dq_accum float32 [B, 128, 4, 32] and
+     * softmax_d [B, 4, 128]) is one call's with batch_loop: 65536 + 2048,
+     * half the batch of 2's 131072 + 4096 */
+    LOADK(&t, MHA ATT("'is_causal': true"), MEMEST_F16, MEMEST_ATTN_AUTO);
+    CHECK_EQ_U64(t_info(&t, "att")->bwd_work_bytes, 131072 + 4096);
+    t_free(&t);
+    LOADK(&t, MHA ATT("'is_causal': true, 'batch_loop': true"), MEMEST_F16, MEMEST_ATTN_AUTO);
+    CHECK_EQ_U64(t_info(&t, "att")->bwd_work_bytes, 65536 + 2048);
+    t_free(&t);
 }
 
 /* Eager with dropout 0.1: native_dropout's bool mask (512) and its output
