@@ -153,21 +153,19 @@ static int unmodelled(struct checker *K)
             if (s && s->dtype == MEMEST_CK_U8)
                 what = "MXFP4", with = ", with its _scales";
         }
-        if (what && strcmp(what, "FP8") == 0) {
-            char b[32], list[200];
-            return bad(K, c->files[t->file], t->name, MEMEST_ERR_SCHEMA, "FP8 weights (%s%s), "
-                       "but %s has no quantization_config of quant_method \"fp8\" (memest takes "
-                       "FP8Linear's layout from it; this checkpoint holds %s: %s)",
-                       memest_ckpt_dtype_name((enum memest_ckpt_dtype)t->dtype), with, K->m->file,
-                       memest_fmt_bytes(c->bytes, b, sizeof b), by_dtype(c, list, sizeof list));
-        }
         if (what) {
-            char b[32], list[200];
-            return bad(K, c->files[t->file], t->name, MEMEST_ERR_SCHEMA, "%s weights (%s%s): "
-                       "memest does not match %s checkpoints' headers yet (this one holds %s: %s); "
-                       "give the folder's config.json itself: its quantization_config sizes MXFP4 "
-                       "weights", what,
-                       memest_ckpt_dtype_name((enum memest_ckpt_dtype)t->dtype), with, what,
+            /* FP8: modelled from a config that says so; the others: not matched */
+            char b[32], list[200], why[400];
+            if (strcmp(what, "FP8") == 0)
+                snprintf(why, sizeof why, ", but %s has no quantization_config of quant_method "
+                         "\"fp8\" (memest takes FP8Linear's layout from it;", K->m->file);
+            else
+                snprintf(why, sizeof why, ": memest does not match %s checkpoints' headers yet "
+                         "(give the folder's config.json itself: its quantization_config sizes "
+                         "MXFP4 weights;", what);
+            return bad(K, c->files[t->file], t->name, MEMEST_ERR_SCHEMA,
+                       "%s weights (%s%s)%s this checkpoint holds %s: %s)", what,
+                       memest_ckpt_dtype_name((enum memest_ckpt_dtype)t->dtype), with, why,
                        memest_fmt_bytes(c->bytes, b, sizeof b), by_dtype(c, list, sizeof list));
         }
     }

@@ -677,15 +677,14 @@ static void repeated_kv_grads(struct memest_ictx *c, const struct sdpa *a)
 static int run_kernel(struct memest_ictx *c, const struct sdpa *a, enum kernel kern,
                       struct operand ops[3])
 {
+    if (kern == K_FLASH || kern == K_EFFICIENT || kern == K_CUDNN)
+        repeated_kv_grads(c, a);   /* the fused kernels' backward */
     switch (kern) {
     case K_FLASH:
-        repeated_kv_grads(c, a);
         return run_flash(c, a, ops);
     case K_EFFICIENT:
-        repeated_kv_grads(c, a);
         return run_efficient(c, a, ops);
     case K_CUDNN:
-        repeated_kv_grads(c, a);
         return run_cudnn(c, a, ops);
     case K_MATH:
     case K_AUTO:
