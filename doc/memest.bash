@@ -50,6 +50,7 @@ _memest() {
         --zero-grad) _memest_words 'none zeros'; return 0 ;;
         --dtype) _memest_words 'fp32 fp16 bf16'; return 0 ;;
         --amp) _memest_words 'fp16 bf16'; return 0 ;;
+        --fp8) _memest_words 'none ao-tensorwise te-delayed te-current te-mxfp8'; return 0 ;;
         --grad-accum) return 0 ;;  # N
         --checkpoint) if [ -n "$eq" ]; then return 0; fi ;;
         --loss) _memest_words 'crossentropyloss nllloss mseloss l1loss smoothl1loss huberloss bcewithlogitsloss none'; return 0 ;;
@@ -102,7 +103,7 @@ _memest() {
     esac
     if [ -n "$eq" ]; then return 0; fi
     case $cur in
-        -*) _memest_words '-b --batch -o --optim --momentum --amsgrad --centered --optim-impl --first-step --zero-grad --dtype --amp --grad-accum --checkpoint --loss --inference --set --seq --attention --fused --moe-imbalance --torch --weights --group-size --double-quant --compute-dtype --kbit-prep --strict-config --lora --lora-alpha --lora-dropout --lora-targets --lora-rslora --generate --context --new-tokens --kv-dtype --cache --all-logits --max-context --sweep-context --kv-block --gpu-util --gpus --tp --pp --micro-batches --schedule --virtual-stages --cp --sequence-parallel --ep --gpus-per-node --strategy --offload --deepspeed --fsdp-config --fsdp-wrap --ddp-bucket-view --gpu --gpus-file --price --mem --overhead --fit --headroom --max-batch --sweep --sweep-var --mfu --advise --probe --device --layers --json --csv --timeline --plot --list-ops --list-gpus -h --help --version --dump-options'; return 0 ;;
+        -*) _memest_words '-b --batch -o --optim --momentum --amsgrad --centered --optim-impl --first-step --zero-grad --dtype --amp --fp8 --grad-accum --checkpoint --loss --inference --set --seq --attention --fused --moe-imbalance --torch --weights --group-size --double-quant --compute-dtype --kbit-prep --strict-config --lora --lora-alpha --lora-dropout --lora-targets --lora-rslora --generate --context --new-tokens --kv-dtype --cache --all-logits --max-context --sweep-context --kv-block --gpu-util --gpus --tp --pp --micro-batches --schedule --virtual-stages --cp --sequence-parallel --ep --gpus-per-node --strategy --offload --deepspeed --fsdp-config --fsdp-wrap --ddp-bucket-view --gpu --gpus-file --price --mem --overhead --fit --headroom --max-batch --sweep --sweep-var --mfu --advise --probe --device --layers --json --csv --timeline --plot --list-ops --list-gpus -h --help --version --dump-options'; return 0 ;;
     esac
     if [ "$COMP_CWORD" -eq 1 ]; then  # a subcommand, or the model of memest MODEL ...
         _memest_files '*.json'

@@ -177,6 +177,11 @@ const struct memest_run_opts *memest_run_options(const struct memest_ictx *c);
 /* Notes that the node applies run options `what` (memest_run.used): an op
  * calls it where an option changes what it does. */
 void memest_run_option_used(const struct memest_ictx *c, uint32_t what);
+/* Whether some node before this one noted options `what`. */
+bool memest_run_option_was_used(const struct memest_ictx *c, uint32_t what);
+/* Whether this node is the model's output head (graph.h:
+ * memest_graph_output_head). */
+bool memest_node_is_output_head(const struct memest_ictx *c);
 /* True if this node's parameters are trainable. */
 bool memest_trainable(const struct memest_ictx *c);
 /* Whether autograd records this node: some input requires grad, or the node

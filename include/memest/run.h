@@ -117,6 +117,8 @@ struct memest_run_opts {
                                       the balanced share; 0 or 1: balanced */
     uint32_t fused;                /* MEMEST_FUSED_* bits: fused kernels */
     uint16_t torch;                /* PyTorch rules: 0 = 2.x, 113 = 1.13 */
+    uint8_t fp8;                   /* enum memest_fp8 (fp8.h): --fp8's recipe for the
+                                      linear layers */
     bool no_grad;                  /* under torch.no_grad() (--generate): no parameter
                                       requires grad, so no tensor does, and ops take
                                       their inference paths (bitsandbytes' gemv_4bit) */
@@ -187,6 +189,7 @@ struct memest_run {
 enum {
     MEMEST_USED_ATTENTION = 1u << 8,      /* --attention chose a kernel */
     MEMEST_USED_MOE_IMBALANCE = 1u << 9,  /* --moe-imbalance routed tokens */
+    MEMEST_USED_FP8 = 1u << 10,           /* --fp8 ran a linear layer in float8 */
 };
 
 /* Runs shape inference of the whole graph for opts. `r` may hold a previous

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "memest/app.h"
+#include "memest/fp8.h"
 
 int memest_app_overrides_note(const struct memest_app *a, struct memest_error *err)
 {
@@ -28,6 +29,12 @@ int memest_app_options_used(const struct memest_app *a, const struct memest_run 
                            "scaled_dot_product_attention (and multiheadattention's), which the "
                            "model has none of: it would change nothing",
                            memest_attention_name(a->o->run.attention));
+    if (unused & MEMEST_USED_FP8)
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL, "--fp8 %s runs linear layers in float8, "
+                           "and the model has none but its output head whose features are "
+                           "multiples of %d: it would change nothing",
+                           memest_fp8_name(a->o->run.fp8),
+                           a->o->run.fp8 == MEMEST_FP8_TE_MXFP8 ? 32 : 16);
     if (unused & MEMEST_USED_MOE_IMBALANCE)
         return memest_errf(err, MEMEST_ERR_USAGE, NULL, "--moe-imbalance routes the tokens of "
                            "MoE experts, which the model has none of: it would change nothing");

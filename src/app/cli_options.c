@@ -10,6 +10,7 @@
 
 #include "cli_internal.h"
 #include "memest/cuda_overhead.h"
+#include "memest/fp8.h"
 #include "memest/format.h"
 #include "memest/generate.h"
 #include "memest/optim.h"
@@ -97,6 +98,7 @@ VOCAB_FNS(amp, enum memest_amp, memest_amp_name, memest_amp_parse)
 VOCAB_FNS(loss, enum memest_loss, memest_loss_name, memest_loss_parse)
 VOCAB_FNS(dtype, enum memest_dtype, memest_dtype_name, memest_dtype_parse)
 VOCAB_FNS(attention, uint8_t, memest_attention_name, memest_attention_parse)
+VOCAB_FNS(fp8, uint8_t, memest_fp8_name, memest_fp8_parse)
 VOCAB_FNS(schedule, enum memest_schedule, memest_schedule_name, memest_schedule_parse)
 VOCAB_FNS(strategy, enum memest_strategy, memest_strategy_name, memest_strategy_parse)
 VOCAB_FNS(offload, enum memest_offload, memest_offload_name, memest_offload_parse)
@@ -195,6 +197,7 @@ static const struct memest_vocab vocab_dtype = {dtype_name, dtype_parse, 0, MEME
 static const struct memest_vocab vocab_amp = {amp_name, amp_parse, MEMEST_AMP_NONE + 1,
                                               MEMEST_AMP_COUNT, NULL};
 static const struct memest_vocab vocab_loss = {loss_name, loss_parse, 0, MEMEST_LOSS_COUNT, NULL};
+static const struct memest_vocab vocab_fp8 = {fp8_name, fp8_parse, 0, MEMEST_FP8_COUNT, NULL};
 static const struct memest_vocab vocab_attention = {attention_name, attention_parse, 0,
                                                     MEMEST_ATTN_COUNT, NULL};
 const struct memest_vocab memest_vocab_fused = {fused_name, NULL, 0, MEMEST_FUSED_COUNT, NULL};
@@ -356,6 +359,27 @@ const struct memest_opt memest_opts[] = {
      .help = "autocast mixed precision",
      .doc = "autocast mixed precision, `fp16` or `bf16`, with float32 parameters, gradients "
              "and optimizer state"},
+    {.name = "fp8",
+     .arg = MEMEST_ARG_REQUIRED,
+     .metavar = "R",
+     .group = MEMEST_GROUP_STEP,
+     .modes = MEMEST_MODES_ALL,
+     .needs = MEMEST_NEED_TRAINING,
+     .verb = -1,
+     .kind = MEMEST_K_VOCAB,
+     FIELD(run.fp8),
+     .vocab = &vocab_fp8,
+     .parse = memest_optp_after_fp8,
+     .help = "float8 training of the linear layers",
+     .doc = "float8 training of the linear layers but the output head (those whose features "
+             "are multiples of 16; 32 for `te-mxfp8`): `ao-tensorwise` (torchao.float8 "
+             "`convert_to_float8_training`, its default recipe, eager: the layer saves what "
+             "nn.Linear saves and casts each GEMM operand), `te-delayed`, `te-current` "
+             "(Transformer Engine `te.Linear` under `fp8_autocast` with `DelayedScaling` or "
+             "`Float8CurrentScaling`, Hopper: saves the float8 input's transpose and the float8 "
+             "weight with its transpose; DelayedScaling keeps a 1024-step amax history), "
+             "`te-mxfp8` (`MXFP8BlockScaling`, Blackwell: E8M0 scales per 32 elements); "
+             "with a model in --dtype bf16 or fp32 (not --amp), without --lora"},
     {.name = "grad-accum",
      .arg = MEMEST_ARG_REQUIRED,
      .metavar = "N",

@@ -5,6 +5,7 @@
 
 #include "cli_internal.h"
 #include "memest/format.h"
+#include "memest/fp8.h"
 #include "memest/sweep.h"
 
 /* The row's "expected ..." words for a bad arg. */
@@ -97,6 +98,18 @@ int memest_optp_fused(const struct memest_opt *row, char *arg, struct memest_cli
     o->fused_ce_named = strcmp(arg, "all") != 0 && (o->run.fused & (uint32_t)MEMEST_FUSED_LINEAR_CE);
     o->run_named = (o->run_named & ~((1u << MEMEST_FUSED_COUNT) - 1)) |
                    (strcmp(arg, "all") != 0 ? o->run.fused : 0);
+    return 0;
+}
+
+/* --fp8 R: refused where no linear layer runs it (none named "none") */
+int memest_optp_after_fp8(const struct memest_opt *row, char *arg, struct memest_cli *o,
+                          struct memest_error *err)
+{
+    (void)row, (void)arg, (void)err;
+    if (o->run.fp8 != MEMEST_FP8_NONE)
+        o->run_named |= MEMEST_USED_FP8;
+    else
+        o->run_named &= ~(uint32_t)MEMEST_USED_FP8;
     return 0;
 }
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "memest/fp8.h"
 #include "memest/optim.h"
 #include "memest/options.h"
 
@@ -223,6 +224,12 @@ static int check_step(const struct memest_cli *o, struct memest_error *err)
         return -1;
     if (s->amp != MEMEST_AMP_NONE && o->dtype != MEMEST_F32)
         return usage(err, "--amp keeps fp32 parameters: it cannot be combined with --dtype fp16/bf16");
+    if (o->run.fp8 != MEMEST_FP8_NONE && s->amp != MEMEST_AMP_NONE)
+        return usage(err, "--fp8 trains a model held in --dtype bf16 or fp32 (torchao's and "
+                          "Transformer Engine's float8 linears cast their own operands): drop "
+                          "--amp");
+    if (o->run.fp8 != MEMEST_FP8_NONE && o->lora.r > 0)
+        return usage(err, "--fp8 with --lora is not modelled (a frozen float8 base layer)");
     if (o->fused_ce_named && (o->inference || o->generate))
         return memest_errf(err, MEMEST_ERR_USAGE, NULL,
                            "--fused linear-ce is the training step's: %s runs no training step "

@@ -142,6 +142,14 @@ enum memest_dtype memest_param_dtype(const struct memest_ictx *c)
 }
 const struct memest_run_opts *memest_run_options(const struct memest_ictx *c) { return &c->r->opts; }
 void memest_run_option_used(const struct memest_ictx *c, uint32_t what) { c->r->used |= what; }
+bool memest_run_option_was_used(const struct memest_ictx *c, uint32_t what)
+{
+    return (c->r->used & what) != 0;
+}
+bool memest_node_is_output_head(const struct memest_ictx *c)
+{
+    return memest_graph_output_head(c->r->g) == (int64_t)c->id;
+}
 bool memest_trainable(const struct memest_ictx *c) { return c->node->trainable; }
 
 bool memest_needs_grad(const struct memest_ictx *c)

@@ -13,7 +13,9 @@
  * quant.c lays it out (a frozen packed parameter with its quantisation
  * state, or buffers), and its forward and backward make the transient
  * dequantised copies and save the tensors quant.c describes. */
+#include "memest/fp8.h"
 #include "memest/quant.h"
+#include "memest/run.h"
 #include "ops_common.h"
 
 /* ---- linear ---- */
@@ -26,6 +28,63 @@ static const struct memest_argspec linear_args[] = {
     [LIN_OUT] = {"out_features", MEMEST_ARG_INT, .required = true, .lo = 1, .hi = ARG_MAX},
     [LIN_BIAS] = {"bias", MEMEST_ARG_BOOL, .idef = 1},
 };
+
+/* --fp8: the recipe this linear layer runs (MEMEST_FP8_NONE: nn.Linear's
+ * own): every one but the model's output head, of features the recipe's
+ * GEMMs take (fp8.h). */
+static enum memest_fp8 fp8_recipe(const struct memest_ictx *c, int64_t in, int64_t out)
+{
+    enum memest_fp8 r = (enum memest_fp8)memest_run_options(c)->fp8;
+    if (r == MEMEST_FP8_NONE || !memest_fp8_eligible(r, in, out) ||
+        memest_node_is_output_head(c))
+        return MEMEST_FP8_NONE;
+    return r;
+}
+
+/* A float8-trained linear (fp8.c): what it saves instead of nn.Linear's
+ * input, its casts, its recipe state and, the first time, the library's
+ * device workspace. */
+static int linear_fp8(struct memest_ictx *c, enum memest_fp8 r, const struct memest_shape *s,
+                      int64_t rows, int64_t in, int64_t out)
+{
+    int64_t m = memest_fp8_rows_multiple(r);
+    if (rows % m != 0)
+        return memest_fail(c, "--fp8 %s needs the input's rows (its leading dims, %lld) to be a "
+                           "multiple of %lld, as its float8 GEMMs do", memest_fp8_name(r),
+                           (long long)rows, (long long)m);
+    enum memest_dtype x = memest_in_dtype(c, 0), pd = memest_param_dtype(c);
+    struct memest_fp8_shape sh = {(uint64_t)rows, (uint64_t)in, (uint64_t)out,
+                                  memest_dtype_size(x), memest_dtype_size(pd),
+                                  memest_dtype_size(x), memest_arg_bool(c, LIN_BIAS)};
+    struct memest_fp8_linear p;
+    memest_fp8_linear(r, &sh, &p);
+    int64_t folded[2] = {rows, in};
+    if (save_geom_reshaped(c, 0, s, 2, folded, p.saves_input) != 0)
+        return -1;
+    int64_t xi[1] = {(int64_t)p.saved_input}, xs[1] = {(int64_t)p.saved_input_scale};
+    int64_t wi[1] = {(int64_t)p.saved_weight}, ws[1] = {(int64_t)p.saved_weight_scale};
+    if (memest_in_requires_grad(c, 0) || memest_param_trainable(c, "weight")) {
+        if ((p.saved_input && memest_save_new(c, 1, xi, MEMEST_U8) < 0) ||
+            (p.saved_input_scale && memest_save_new(c, 1, xs, MEMEST_U8) < 0) ||
+            (p.saved_weight && memest_save_new(c, 1, wi, MEMEST_U8) < 0) ||
+            (p.saved_weight_scale && memest_save_new(c, 1, ws, MEMEST_U8) < 0))
+            return -1;
+    }
+    memest_workspace(c, p.fwd_work);
+    memest_bwd_workspace(c, p.bwd_work);
+    struct memest_fp8_state st[MEMEST_FP8_MAX_STATE];
+    for (int i = 0, k = memest_fp8_state(r, st); i < k; i++)
+        if (memest_buffer(c, st[i].name, 2, st[i].size, MEMEST_F32) != 0)
+            return -1;
+    uint64_t dev = memest_fp8_device_bytes(r);
+    if (dev && !memest_run_option_was_used(c, MEMEST_USED_FP8)) {
+        int64_t d[1] = {(int64_t)dev};
+        if (memest_buffer(c, "fp8_cublas_workspace", 1, d, MEMEST_U8) != 0)
+            return -1;
+    }
+    memest_run_option_used(c, MEMEST_USED_FP8);
+    return 0;
+}
 
 /* The weight (and bias) of a quantised layer and what its forward and
  * backward allocate (quant.c). */
@@ -131,10 +190,15 @@ static int infer_linear(struct memest_ictx *c)
 
     bool w_tr = memest_param_trainable(c, "weight");
     int64_t folded[2] = {rows, in};
-    if (save_geom_reshaped(c, 0, s, 2, folded, w_tr) != 0)
+    enum memest_fp8 r8 = fp8_recipe(c, in, out);
+    if (r8 != MEMEST_FP8_NONE) {
+        if (linear_fp8(c, r8, s, rows, in, out) != 0)
+            return -1;
+    } else if (save_geom_reshaped(c, 0, s, 2, folded, w_tr) != 0) {
         return -1;
+    }
     /* under autocast the fp16/bf16 weight copy is addmm's mat2, saved for the
-     * input's gradient */
+     * input's gradient (--fp8 is refused with --amp) */
     if (memest_in_requires_grad(c, 0) && memest_save_param(c, "weight") != 0)
         return -1;
     if (s->ndim >= 3)

@@ -1,0 +1,154 @@
+/* fp8.c - what a float8-trained linear layer allocates, recipe by recipe
+ * (fp8.h), read from the libraries' code:
+ *
+ * - torchao (pytorch/ao v0.13.0 to v0.18.0, identical there):
+ *   torchao/float8/float8_linear.py matmul_with_hp_or_float8_args saves
+ *   input_hp and weight_hp_t (the high-precision input and a view of the
+ *   weight: what nn.Linear saves; v0.12 and older saved the float8 weight
+ *   instead) and casts each operand per GEMM with hp_tensor_to_float8_dynamic
+ *   (float8_scaling_utils.py): tensor_to_amax's torch.abs copy, then
+ *   _ToFloat8ConstrFunc's tensor.to(float32) * scale and to_fp8_saturated's
+ *   clamp (float32 copies) and .to(float8): 9 bytes per element at its
+ *   height, 1 byte and a float32 scale after. Forward: the input, then the
+ *   weight, then torch._scaled_mm (reciprocal scales, float8_ops.py
+ *   addmm_float8_unwrapped), then + bias.to(dtype). Backward: grad_output
+ *   (dim 0), the weight again, grad_input (preprocess_addmm copies the
+ *   row-major weight operand: b.t().contiguous().t()), the input (dim 1),
+ *   grad_output again (dim 1), grad_weight (both operands copied to the
+ *   layouts _scaled_mm takes), the casts held as locals until it returns.
+ * - Transformer Engine (NVIDIA/TransformerEngine v2.18):
+ *   transformer_engine/pytorch/module/linear.py _linear_forward quantises
+ *   the input rowwise and columnwise, keeps only the columnwise copy for
+ *   backward ("Discard row-wise data since it is not needed"), quantises the
+ *   weight with both usages and saves it (wt_save = weightmat); backward
+ *   quantises grad_output with both usages. Float8Tensor on Hopper keeps the
+ *   columnwise data as a transpose (1 byte per element) and one float32
+ *   scale_inv; MXFP8Tensor keeps E8M0 scales per 32 elements, padded
+ *   (mxfp8_tensor.py get_scale_shape: rowwise [ru(R, 128), ru(C / 32, 4)],
+ *   columnwise [ru(R / 32, 4), ru(C, 128)]). DelayedScaling's recipe state
+ *   (quantization.py DelayedScalingRecipeState) per module: amax_history
+ *   [amax_history_len = 1024, 3] and scale [3] for the forward's input,
+ *   weight and output, [1024, 2] and [2] for the backward's; current
+ *   scaling and MXFP8 keep none. Its cuBLAS workspace (cpp_extensions/
+ *   gemm.py get_cublas_workspace_size_bytes): 32 MiB + 1024 on sm90 and
+ *   newer, once per device. */
+#include "memest/fp8.h"
+
+#include <string.h>
+
+#include "memest/checked.h"
+
+static const char *const names[MEMEST_FP8_COUNT] = {"none", "ao-tensorwise", "te-delayed",
+                                                    "te-current", "te-mxfp8"};
+
+const char *memest_fp8_name(int r) { return r >= 0 && r < MEMEST_FP8_COUNT ? names[r] : "?"; }
+
+int memest_fp8_parse(const char *s, uint8_t *out)
+{
+    for (int r = 0; r < MEMEST_FP8_COUNT; r++)
+        if (strcmp(s, names[r]) == 0) {
+            *out = (uint8_t)r;
+            return 0;
+        }
+    return -1;
+}
+
+bool memest_fp8_eligible(enum memest_fp8 r, int64_t in, int64_t out)
+{
+    int64_t m = r == MEMEST_FP8_TE_MXFP8 ? 32 : 16;
+    return r != MEMEST_FP8_NONE && in % m == 0 && out % m == 0;
+}
+
+int64_t memest_fp8_rows_multiple(enum memest_fp8 r)
+{
+    return r == MEMEST_FP8_TE_MXFP8 ? 32 : r == MEMEST_FP8_AO_TENSORWISE ? 16 : 8;
+}
+
+uint64_t memest_fp8_device_bytes(enum memest_fp8 r)
+{
+    return r == MEMEST_FP8_TE_DELAYED || r == MEMEST_FP8_TE_CURRENT || r == MEMEST_FP8_TE_MXFP8
+               ? 32u * 1024 * 1024 + 1024
+               : 0;
+}
+
+#define SCALE 4u   /* a float32 scale (torchao's 0-d, TE's [1] scale_inv) */
+
+static uint64_t max2(uint64_t a, uint64_t b) { return a > b ? a : b; }
+static uint64_t add(uint64_t a, uint64_t b) { return memest_sat_add(a, b); }
+static uint64_t mul(uint64_t a, uint64_t b) { return memest_sat_mul(a, b); }
+static uint64_t sub0(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
+
+/* hp_tensor_to_float8_dynamic of m elements: the float32 product and its
+ * clamp (8 bytes an element) while the float8 result (1) is made, and the
+ * scale; the abs copy before is at most 4 */
+static uint64_t ao_cast_peak(uint64_t m) { return add(mul(m, 9), SCALE); }
+static uint64_t ao_cast_kept(uint64_t m) { return add(m, SCALE); }
+
+static void ao_tensorwise(const struct memest_fp8_shape *s, struct memest_fp8_linear *p)
+{
+    uint64_t n = mul(s->rows, s->in), w = mul(s->out, s->in), g = mul(s->rows, s->out);
+    uint64_t G = mul(g, s->out_b), gi = mul(n, s->in_b), GW = mul(w, s->w_b), GWo = mul(w, s->out_b);
+    p->saves_input = true;
+    /* forward: input cast, weight cast, the GEMM (2 reciprocal scales), bias add */
+    uint64_t kept = add(ao_cast_kept(n), ao_cast_kept(w));
+    uint64_t f = max2(ao_cast_peak(n), add(ao_cast_kept(n), ao_cast_peak(w)));
+    f = max2(f, add(add(kept, 2 * SCALE), G));
+    if (s->bias)
+        f = max2(f, add(add(kept, mul(G, 2)), s->w_b != s->out_b ? mul(s->out, s->out_b) : 0));
+    p->fwd_work = sub0(f, G);
+    /* backward, in order; gi from the first GEMM on, GWo from the second */
+    uint64_t go = ao_cast_kept(g), wt = ao_cast_kept(w), x = ao_cast_kept(n);
+    uint64_t b = ao_cast_peak(g);
+    b = max2(b, add(go, ao_cast_peak(w)));
+    b = max2(b, add(add(add(go, wt), add(w, 2 * SCALE)), gi));             /* the weight's copy */
+    b = max2(b, add(add(add(go, wt), ao_cast_peak(n)), gi));
+    b = max2(b, add(add(add(add(go, wt), x), ao_cast_peak(g)), gi));
+    b = max2(b, add(add(add(add(mul(go, 2), wt), x), add(add(g, n), 2 * SCALE)), add(gi, GWo)));
+    if (s->w_b != s->out_b)   /* the engine casts grad_weight to the weight's dtype */
+        b = max2(b, add(add(gi, GWo), GW));
+    p->bwd_work = sub0(b, add(gi, GW));
+}
+
+static uint64_t ru(uint64_t v, uint64_t m) { return (v + m - 1) / m * m; }
+/* MXFP8's E8M0 scales of an R x C tensor, rowwise and columnwise */
+static uint64_t mx_rows(uint64_t R, uint64_t C) { return mul(ru(R, 128), ru(C / 32, 4)); }
+static uint64_t mx_cols(uint64_t R, uint64_t C) { return mul(ru(R / 32, 4), ru(C, 128)); }
+
+static void te(enum memest_fp8 r, const struct memest_fp8_shape *s, struct memest_fp8_linear *p)
+{
+    uint64_t n = mul(s->rows, s->in), w = mul(s->out, s->in), g = mul(s->rows, s->out);
+    bool mx = r == MEMEST_FP8_TE_MXFP8;
+    p->saves_input = false;
+    p->saved_input = n;   /* the columnwise copy */
+    p->saved_input_scale = mx ? mx_cols(s->rows, s->in) : SCALE;
+    p->saved_weight = mul(w, 2);   /* rowwise and columnwise */
+    p->saved_weight_scale = mx ? add(mx_rows(s->out, s->in), mx_cols(s->out, s->in)) : SCALE;
+    /* the rowwise input, freed when the forward returns */
+    p->fwd_work = add(n, mx ? mx_rows(s->rows, s->in) : 0);
+    uint64_t b = add(mul(g, 2), mx ? add(mx_rows(s->rows, s->out), mx_cols(s->rows, s->out)) : SCALE);
+    if (s->w_b != s->out_b)
+        b = add(b, mul(w, s->out_b));
+    p->bwd_work = b;
+}
+
+int memest_fp8_state(enum memest_fp8 r, struct memest_fp8_state *out)
+{
+    if (r != MEMEST_FP8_TE_DELAYED)
+        return 0;
+    /* float32, named as the module's fp8_meta holds them */
+    out[0] = (struct memest_fp8_state){"fp8_meta.scaling_fwd.amax_history", {1024, 3}};
+    out[1] = (struct memest_fp8_state){"fp8_meta.scaling_fwd.scale", {3, 1}};
+    out[2] = (struct memest_fp8_state){"fp8_meta.scaling_bwd.amax_history", {1024, 2}};
+    out[3] = (struct memest_fp8_state){"fp8_meta.scaling_bwd.scale", {2, 1}};
+    return 4;
+}
+
+void memest_fp8_linear(enum memest_fp8 r, const struct memest_fp8_shape *s,
+                       struct memest_fp8_linear *p)
+{
+    *p = (struct memest_fp8_linear){0};
+    if (r == MEMEST_FP8_AO_TENSORWISE)
+        ao_tensorwise(s, p);
+    else if (r != MEMEST_FP8_NONE)
+        te(r, s, p);
+}
