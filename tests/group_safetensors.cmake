@@ -35,6 +35,26 @@
 #   nf4 (bitsandbytes Params4bit, blocksize 64): 73728 weights of the 14 layers: 36864
 #     bytes packed, absmax 1152 x 4 = 4608, quant_map 14 x 64 = 896: 42368 bytes (41.38
 #     KiB); with quant_state's 14 x 103 bytes and the BF16 rest.
+#   gpt_oss (tests/hf/tiny/gpt_oss.json: H 64, I 32, E 4 experts, 2 layers, 4 heads of 16, 2
+#     key/value heads, vocabulary 128, untied head; the experts stacked over E as the Hub
+#     stores them): embed_tokens and lm_head 128 x 64 = 8192 each, norm 64; a layer's rest:
+#     2 norms 128, q_proj and o_proj 64 x 64 + 64 = 4160 each, k_proj and v_proj 32 x 64 + 32
+#     = 2080 each, sinks 4, router 4 x 64 + 4 = 260: 12872; its experts: gate_up_proj
+#     [E, H, 2I] 4 x 64 x 64 = 16384 with gate_up_proj_bias [E, 2I] 256, down_proj [E, I, H]
+#     4 x 32 x 64 = 8192 with down_proj_bias [E, H] 256: 25088.
+#     gpt_oss_bf16: 8192 + 8192 + 64 + 2 x (12872 + 25088) = 92368 elements, x 2 = 184736
+#     bytes (180.41 KiB) in 3 + 2 x 17 = 37 tensors, 2 x 4 of them stacked.
+#     gpt_oss_mxfp4 (openai/gpt-oss-20b's layout): gate_up_proj_blocks U8 [E, 2I, H/32, 16]
+#     4 x 64 x 2 x 16 = 8192 bytes, gate_up_proj_scales U8 [E, 2I, H/32] 4 x 64 x 2 = 512,
+#     down_proj_blocks [E, H, I/32, 16] 4 x 64 x 1 x 16 = 4096, down_proj_scales [E, H, I/32]
+#     256: 13056 a layer, U8 26112 bytes (25.50 KiB, the mxfp4 layers'); BF16: the rest
+#     16448 + 2 x 12872 = 42192 elements and the biases 2 x 512: 43216 x 2 = 86432 bytes
+#     (84.41 KiB); 112544 bytes (109.91 KiB) in 3 + 2 x 19 = 41 tensors, 2 x 6 stacked.
+#   qwen3_moe (tests/hf/published/qwen3-30b-a3b.json shrunk in the generator: H 64, expert
+#     intermediate 32, E 4, 2 layers, 4 heads of 16, 2 key/value heads, vocabulary 128; the
+#     experts one by one): a layer 2 norms 128, q 4096, k 2048, v 2048, o 4096, q_norm and
+#     k_norm 16 each, gate 4 x 64 = 256, experts 4 x 3 x 32 x 64 = 24576: 37280; 16448 + 2 x
+#     37280 = 91008 elements, 182016 bytes (177.75 KiB) in 3 + 2 x (9 + 4 x 3) = 45 tensors.
 set(_st_gen ${CMAKE_CURRENT_SOURCE_DIR}/tools/safetensors_gen.py)
 find_program(MEMEST_ST_PYTHON NAMES python3 REQUIRED)
 # NAME | EXIT | stderr fragment (the error) | stdout fragments, '^'-separated | extra
@@ -72,7 +92,16 @@ set(_st_cases
   "fp8.json|3|has no quantization_config of quant_method||--json"
   "fp8_config|0||Checkpoint  1 file, 35 tensors, 104.68 KiB (F8_E4M3 72.00 KiB, BF16 32.62 KiB, F32 56 B), matches the model^fp8 layers 72.05 KiB, as memest lays them out^weights fp8 in 14 linear layers|"
   "fp8_config.json|0||\"format\": \"fp8\",^\"quantized_bytes\": 73784,^\"quantized_model_bytes\": 73784,|--json"
-  "mxfp4|3|model.layers.0.self_attn.q_proj.weight_blocks: MXFP4 weights (U8, with its _scales): memest does not match MXFP4||")
+  "mxfp4|3|model.layers.0.self_attn.q_proj.weight_blocks: MXFP4 weights (U8, with its _scales), but||"
+  "gpt_oss_mxfp4|0||Checkpoint  1 file, 41 tensors, 109.91 KiB (U8 25.50 KiB, BF16 84.41 KiB), matches the model^mxfp4 layers 25.50 KiB, as memest lays them out^12 tensors stacked over the experts^weights mxfp4 in 16 linear layers|"
+  "gpt_oss_mxfp4.json|0||\"bytes\": 112544,^\"U8\": 26112,^\"BF16\": 86432^\"format\": \"mxfp4\",^\"quantized_bytes\": 26112,^\"quantized_model_bytes\": 26112,^\"matched\": 41,^\"stacked\": 12,|--json"
+  "gpt_oss_bf16|0||Checkpoint  1 file, 37 tensors, 180.41 KiB (BF16 180.41 KiB), matches the model^8 tensors stacked over the experts|"
+  "gpt_oss_bf16.json|0||\"tensors\": 37,^\"bytes\": 184736,^\"matched\": 37,^\"stacked\": 8,|--json"
+  "gpt_oss_mxfp4_wrong_e|3|model.safetensors: model.layers.1.mlp.experts.down_proj_blocks: shape [3, 64, 1, 16] in the checkpoint stacks 3 tensors along its first dimension, the template has 4 (model.layers.1.mlp.experts.{0..3}.down_proj.blocks)||"
+  "gpt_oss_bf16_out_in|3|model.layers.0.mlp.experts.down_proj: shape [4, 64, 32] in the checkpoint stacks 4 tensors of [64, 32], the template gives [32, 64] (model.layers.0.mlp.experts.0.down_proj.weight)||"
+  "gpt_oss_mxfp4_dtype|3|model.layers.0.mlp.experts.gate_up_proj_scales: BF16 (16 bits) in the checkpoint, memest's layout of the quantised layer stores 8 bits an element||"
+  "gpt_oss_mxfp4_no_config|3|model.layers.0.mlp.experts.gate_up_proj_blocks: MXFP4 weights (U8, with its _scales), but||"
+  "qwen3_moe|0||Checkpoint  1 file, 45 tensors, 177.75 KiB (BF16 177.75 KiB), matches the model^Parameters  91,008 (91,008 trainable, 0 frozen) in 45 tensors|")
 foreach(c IN LISTS _st_cases)
   string(REPLACE "|" ";" f "${c}")
   list(GET f 0 name)
@@ -95,9 +124,10 @@ foreach(c IN LISTS _st_cases)
 endforeach()
 
 # Every allocation failing in turn (tests/group_oom.cmake's oom_test, built without
-# sanitizers): a sharded checkpoint with its index, a GPTQ one, and a refused extra tensor.
+# sanitizers): a sharded checkpoint with its index, a GPTQ one, a refused extra tensor, and
+# gpt-oss's MXFP4 experts stacked over E.
 if(TARGET oom_test)
-  foreach(c sharded:0 gptq:0 extra:3)
+  foreach(c sharded:0 gptq:0 extra:3 gpt_oss_mxfp4:0)
     string(REPLACE ":" ";" c "${c}")
     list(GET c 0 name)
     list(GET c 1 code)

@@ -63,8 +63,8 @@ bool memest_wformat_bnb4(enum memest_wformat f);
 struct memest_quant_tensor {
     const char *name;       /* bitsandbytes' state_dict suffix or the module's
                                buffer name: "weight", "weight.absmax", "qweight" */
-    int ndim;               /* 0 (a 0-d tensor), 1 or 2 */
-    int64_t size[2];
+    int ndim;               /* 0 (a 0-d tensor), 1, 2 or 3 (MXFP4's blocks) */
+    int64_t size[3];
     enum memest_dtype dtype;
 };
 

@@ -62,6 +62,8 @@ struct memest_ckpt_match {
     uint8_t format;              /* enum memest_wformat of the quantised layers; DENSE: none */
     uint64_t matched;            /* tensors that are a parameter or buffer of the model */
     uint64_t ignored;            /* tensors the model does not load (an old rotary inv_freq) */
+    uint64_t stacked;            /* of the matched: tensors stacking the experts' tensors of
+                                    the model over a first dimension (fused experts) */
     char prefix[64];             /* the base model's prefix ("model.") added to the
                                     checkpoint's names (a base model's checkpoint); "": none */
     uint64_t quant_bytes;        /* the quantised layers' tensors: their bytes in the headers */
@@ -102,8 +104,10 @@ int memest_ckpt_read(const char *dir, struct memest_arena *a, struct memest_ckpt
  * not), every tensor of the checkpoint a parameter or buffer of the model
  * (or a tensor transformers does not load: an old checkpoint's rotary
  * inv_freq), a quantised layer stored in the layout memest gives its format
- * (quant.h), its tensors' bytes as memest counts them. Formats memest does
- * not model (FP8, MXFP4 and the other sub-byte float types) are refused.
+ * (quant.h), its tensors' bytes as memest counts them; a tensor stacking
+ * the experts the template writes one by one (fused experts: [E, ...])
+ * matches each of them. FP8 and MXFP4 weights without a quantization_config
+ * of their method, and the other sub-byte float types, are refused.
  * Fills c->match. 0 / -1 (err names the file and the tensor). */
 struct memest_override;
 int memest_ckpt_check(struct memest_ckpt *c, const struct memest_model *m,

@@ -501,10 +501,31 @@ static int check_key_sets(struct hf *h)
     return 0;
 }
 
+/* "hf_config.checkpoint" (optional): {"transposed": [pattern, ...],
+ * "comment"}, the module names (fnmatch patterns) of the linear layers
+ * whose weight the checkpoint stores [in, out] (safetensors_check.c). */
+static int check_checkpoint(struct hf *h, const cJSON *ck)
+{
+    if (!ck)
+        return 0;
+    if (!cJSON_IsObject(ck))
+        return tmpl_err(h, "hf_config.checkpoint", "must be an object of transposed and comment");
+    for (const cJSON *c = ck->child; c; c = c->next) {
+        bool ok = strcmp(c->string, "comment") == 0 ? cJSON_IsString(c)
+                  : strcmp(c->string, "transposed") == 0 && cJSON_IsArray(c);
+        for (const cJSON *e = ok && cJSON_IsArray(c) ? c->child : NULL; e; e = e->next)
+            ok = ok && cJSON_IsString(e) && e->valuestring[0];
+        if (!ok)
+            return tmpl_err(h, "hf_config.checkpoint", "\"%s\": expected transposed (a list of "
+                            "module name patterns) or comment (a string)", c->string);
+    }
+    return 0;
+}
+
 /* The template's "hf_config": {"model_type", "follows", "keys", "top",
- * "key_sets", "domains", "comment"}; *keys gets the specs of the config's top
- * level: "top" when given (a composite config: LlavaConfig, whose
- * text_config is read by "keys"), else "keys". */
+ * "key_sets", "domains", "checkpoint", "comment"}; *keys gets the specs of
+ * the config's top level: "top" when given (a composite config:
+ * LlavaConfig, whose text_config is read by "keys"), else "keys". */
 static int check_hf_section(struct hf *h, const cJSON *root, const cJSON **keys)
 {
     const cJSON *sec = cJSON_GetObjectItemCaseSensitive(root, "hf_config");
@@ -515,9 +536,12 @@ static int check_hf_section(struct hf *h, const cJSON *root, const cJSON **keys)
         if (strcmp(c->string, "model_type") != 0 && strcmp(c->string, "follows") != 0 &&
             strcmp(c->string, "keys") != 0 && strcmp(c->string, "domains") != 0 &&
             strcmp(c->string, "comment") != 0 && strcmp(c->string, "top") != 0 &&
-            strcmp(c->string, "key_sets") != 0)
+            strcmp(c->string, "key_sets") != 0 && strcmp(c->string, "checkpoint") != 0)
             return tmpl_err(h, "hf_config", "unknown field \"%s\" (hf_config has model_type, "
-                            "follows, keys, top, key_sets, domains and comment)", c->string);
+                            "follows, keys, top, key_sets, domains, checkpoint and comment)",
+                            c->string);
+    if (check_checkpoint(h, cJSON_GetObjectItemCaseSensitive(sec, "checkpoint")) != 0)
+        return -1;
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(sec, "model_type");
     if (!cJSON_IsString(mt) || strcmp(mt->valuestring, h->model_type) != 0)
         return tmpl_err(h, "hf_config.model_type", "must be \"%s\", the model_type of the "

@@ -54,31 +54,44 @@ void memest_quant_cfg_merge(const struct memest_quant_cfg *config,
     out->kbit_prep = cli->kbit_prep;
 }
 
-/* Whether pattern matches name or a module name is inside (pattern.*;
- * without FNM_PATHNAME '*' matches dots too). Out of memory: no match. */
-static bool glob_prefix(const char *pattern, const char *name)
+static void free_patterns(char **in, int n)
 {
-    if (fnmatch(pattern, name, 0) == 0)
-        return true;
-    size_t n = strlen(pattern);
-    char *inside = malloc(n + 3);
-    if (!inside)
-        return false;
-    memcpy(inside, pattern, n);
-    memcpy(inside + n, ".*", 3);
-    bool m = fnmatch(inside, name, 0) == 0;
-    free(inside);
-    return m;
+    for (int i = 0; in && i < n; i++)
+        free(in[i]);
+    free(in);
+}
+
+/* The keys of modules_to_not_convert with '*' (fnmatch patterns) as the
+ * patterns of the modules inside ("pattern.*": without FNM_PATHNAME '*'
+ * matches dots too); NULL for the others. *out NULL: out of memory. */
+static void inside_patterns(const struct memest_quant_cfg *q, char ***out)
+{
+    char **in = calloc((size_t)q->nskip + 1, sizeof *in);
+    for (int i = 0; in && i < q->nskip; i++) {
+        if (!strchr(q->skip[i], '*'))
+            continue;
+        size_t n = strlen(q->skip[i]);
+        if (!(in[i] = malloc(n + 3))) {
+            free_patterns(in, i);
+            in = NULL;
+            break;
+        }
+        memcpy(in[i], q->skip[i], n);
+        memcpy(in[i] + n, ".*", 3);
+    }
+    *out = in;
 }
 
 /* transformers' test: a key of modules_to_not_convert occurs in the dotted
  * module name; a key with '*' (Mxfp4Config's "model.layers.*.self_attn")
- * is an fnmatch pattern of the module or of a module it is inside */
-static bool skipped(const struct memest_quant_cfg *q, const char *name)
+ * is an fnmatch pattern of the module or of a module it is inside
+ * (inside[i]) */
+static bool skipped(const struct memest_quant_cfg *q, char *const *inside, const char *name)
 {
     for (int i = 0; i < q->nskip; i++) {
         const char *k = q->skip[i];
-        if (!strchr(k, '*') ? strstr(name, k) != NULL : glob_prefix(k, name))
+        if (!strchr(k, '*') ? strstr(name, k) != NULL
+                            : fnmatch(k, name, 0) == 0 || fnmatch(inside[i], name, 0) == 0)
             return true;
     }
     return false;
@@ -152,14 +165,19 @@ int memest_quantize(struct memest_graph *g, const struct memest_quant_cfg *q,
     bool bnb = f == MEMEST_WF_INT8 || memest_wformat_bnb4(f);
     /* the nodes whose weight another node ties to itself */
     bool *tied = calloc(g->nnodes ? g->nnodes : 1, sizeof *tied);
-    if (!tied)
+    char **inside;
+    inside_patterns(q, &inside);
+    if (!tied || !inside) {
+        free(tied);
+        free_patterns(inside, q->nskip);
         return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+    }
     for (uint32_t n = 0; n < g->nnodes; n++)
         if (g->nodes[n].tie_node >= 0 && (uint64_t)g->nodes[n].tie_node < g->nnodes)
             tied[g->nodes[n].tie_node] = true;
     for (uint32_t n = 0; n < g->nnodes; n++) {
         struct memest_node *nd = &g->nodes[n];
-        if (!nd->op->ce_head || nd->tie_node >= 0 || tied[n] || skipped(q, nd->name))
+        if (!nd->op->ce_head || nd->tie_node >= 0 || tied[n] || skipped(q, inside, nd->name))
             continue;
         if ((int64_t)n == head && (!bnb || !q->skip_set))
             continue;
@@ -167,6 +185,7 @@ int memest_quantize(struct memest_graph *g, const struct memest_quant_cfg *q,
         k++;
     }
     free(tied);
+    free_patterns(inside, q->nskip);
     if (q->kbit_prep)
         kbit_prep(g, f, dtype);
     if (count)

@@ -19,10 +19,15 @@
  *     functional.py: absmax, quant_map, nested_absmax, nested_quant_map,
  *     and quant_state.bitsandbytes__<type>, the packed rest, nested_offset
  *     among it); bitsandbytes 8-bit's weight, SCB and weight_format
- *     (nn/modules.py Linear8bitLt._save_to_state_dict).
+ *     (nn/modules.py Linear8bitLt._save_to_state_dict); MXFP4's
+ *     (Mxfp4GptOssExperts) blocks and scales, its bias a parameter;
+ *   - the experts a template writes one by one ("experts.<e>.gate_up_proj"),
+ *     which transformers' fused experts modules keep as one tensor [E, ...]
+ *     per projection: a checkpoint tensor stacking them (fused_names).
  * A template's buffer and parameter nodes (op module_state) are named as
- * their tensor; transformers' Conv1D (GPT-2's c_attn, c_proj, c_fc), which
- * the templates write as linear, stores its weight transposed, [in, out].
+ * their tensor; the linear layers its hf_config.checkpoint.transposed names
+ * (transformers' Conv1D: GPT-2's c_attn, c_proj, c_fc; GptOssExperts) store
+ * their weight transposed, [in, out].
  * A checkpoint tensor that is none of these is an error, but for an old
  * checkpoint's rotary inv_freq, which transformers no longer loads. A
  * checkpoint of the base model (LlamaModel: "layers.0...") has the
@@ -30,6 +35,8 @@
  * adds base_model_prefix. */
 #include "memest/safetensors.h"
 
+#include <cjson/cJSON.h>
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +79,7 @@ struct checker {
     struct memest_graph g;
     struct memest_run r;
     enum memest_wformat format;
+    const cJSON *transposed;      /* the template's hf_config.checkpoint.transposed */
     struct want *w;
     size_t n, cap;
     struct memest_strmap map;     /* want name -> index */
@@ -122,8 +130,8 @@ static const struct memest_ckpt_tensor *find_tensor(const struct checker *K, con
  * with weight_scale or weight_scale_inv) unless the config's
  * quantization_config is FP8's (FP8Linear's weight and weight_scale_inv are
  * then the layout's, matched as the others are), MXFP4 (gpt-oss: *_blocks
- * and *_scales, both U8; the experts fused over E, which memest writes per
- * expert) and the microscaling and sub-byte float types. */
+ * and *_scales, both U8) unless it is MXFP4's (Mxfp4GptOssExperts' layout,
+ * stacked over the experts), and the microscaling and sub-byte float types. */
 static int unmodelled(struct checker *K)
 {
     const struct memest_ckpt *c = K->c;
@@ -147,22 +155,23 @@ static int unmodelled(struct checker *K)
                    t->dtype == MEMEST_CK_F6_E2M3 || t->dtype == MEMEST_CK_F6_E3M2) {
             what = "microscaling or sub-byte float";
         } else if (t->dtype == MEMEST_CK_U8 && ends_with(t->name, "_blocks") &&
-                   strlen(t->name) < 400) {
+                   strlen(t->name) < 400 && K->format != MEMEST_WF_MXFP4) {
             snprintf(sib, sizeof sib, "%.*s_scales", (int)(strlen(t->name) - 7), t->name);
             const struct memest_ckpt_tensor *s = find_tensor(K, sib);
             if (s && s->dtype == MEMEST_CK_U8)
                 what = "MXFP4", with = ", with its _scales";
         }
         if (what) {
-            /* FP8: modelled from a config that says so; the others: not matched */
+            /* FP8, MXFP4: modelled from a config that says so; the others: not matched */
             char b[32], list[200], why[400];
-            if (strcmp(what, "FP8") == 0)
+            bool fp8 = strcmp(what, "FP8") == 0;
+            if (fp8 || strcmp(what, "MXFP4") == 0)
                 snprintf(why, sizeof why, ", but %s has no quantization_config of quant_method "
-                         "\"fp8\" (memest takes FP8Linear's layout from it;", K->m->file);
+                         "\"%s\" (memest takes %s layout from it;", K->m->file,
+                         fp8 ? "fp8" : "mxfp4", fp8 ? "FP8Linear's" : "Mxfp4GptOssExperts'");
             else
                 snprintf(why, sizeof why, ": memest does not match %s checkpoints' headers yet "
-                         "(give the folder's config.json itself: its quantization_config sizes "
-                         "MXFP4 weights;", what);
+                         "(give the folder's config.json itself;", what);
             return bad(K, c->files[t->file], t->name, MEMEST_ERR_SCHEMA,
                        "%s weights (%s%s)%s this checkpoint holds %s: %s)", what,
                        memest_ckpt_dtype_name((enum memest_ckpt_dtype)t->dtype), with, why,
@@ -262,6 +271,14 @@ static int want_quant(struct checker *K, uint32_t n, uint64_t *model_bytes, bool
             continue;   /* in the packed quant_state */
         const char *name = f == MEMEST_WF_INT8 && strcmp(t->name, "weight.SCB") == 0 ? "SCB"
                                                                                       : t->name;
+        if (!l.buffers && strcmp(t->name, "bias") == 0) {
+            /* a parameter (MXFP4's float32 bias): loading copies the checkpoint's
+             * tensor into it, of any floating type; its shape is checked */
+            uint64_t numel = (uint64_t)t->size[0];
+            if (add_want(K, nd->name, name, W_PARAM, t->ndim, t->size, numel, 0) != 0)
+                return -1;
+            continue;
+        }
         *model_bytes = memest_sat_add(*model_bytes, memest_quant_tensor_bytes(t));
         if (add_want(K, nd->name, name, W_QUANT, t->ndim, t->size, 0,
                      memest_dtype_size(t->dtype) * 8) != 0)
@@ -273,18 +290,15 @@ static int want_quant(struct checker *K, uint32_t n, uint64_t *model_bytes, bool
     return extra ? add_want(K, nd->name, extra, W_EXTRA, 0, NULL, 0, 0) : 0;
 }
 
-/* transformers' Conv1D (pytorch_utils.py: weight [nx, nf], in by out),
- * which the templates write as linear ([out, in]): the modules of the
- * model types that use it, whose weight the checkpoint stores transposed. */
-static bool conv1d(const struct checker *K, const char *node)
+/* A linear layer whose weight the checkpoint stores [in, out] where the
+ * template writes [out, in]: a module the template's
+ * hf_config.checkpoint.transposed names (fnmatch patterns, '*' matching
+ * dots too): transformers' Conv1D (GPT-2's c_attn, c_proj, c_fc: weight
+ * [nx, nf]), GptOssExperts' gate_up_proj [E, H, 2I] (x @ W). */
+static bool transposed(const struct checker *K, const char *node)
 {
-    static const char *const types[] = {"gpt2", "openai-gpt", "imagegpt"};
-    static const char *const modules[] = {".c_attn", ".q_attn", ".c_proj", ".c_fc"};
-    bool type = false;
-    for (size_t i = 0; i < sizeof types / sizeof *types; i++)
-        type = type || (K->m->model_type && strcmp(K->m->model_type, types[i]) == 0);
-    for (size_t i = 0; type && i < sizeof modules / sizeof *modules; i++)
-        if (ends_with(node, modules[i]))
+    for (const cJSON *p = K->transposed ? K->transposed->child : NULL; p; p = p->next)
+        if (cJSON_IsString(p) && fnmatch(p->valuestring, node, 0) == 0)
             return true;
     return false;
 }
@@ -296,7 +310,7 @@ static int want_param(struct checker *K, uint32_t n, const struct memest_param *
     int64_t size[MEMEST_MAX_DIMS];
     for (int d = 0; d < pr->shape.ndim; d++)
         size[d] = pr->shape.size[d];
-    if (pr->shape.ndim == 2 && strcmp(pr->name, "weight") == 0 && conv1d(K, nd->name)) {
+    if (pr->shape.ndim == 2 && strcmp(pr->name, "weight") == 0 && transposed(K, nd->name)) {
         size[0] = pr->shape.size[1];
         size[1] = pr->shape.size[0];
     }
@@ -416,6 +430,117 @@ static int compare(struct checker *K, const struct memest_ckpt_tensor *t, struct
     return 0;
 }
 
+/* How a module that fuses the experts names its parameters, each one
+ * tensor [E, ...] over them, for the template's per-expert "<linear>.<tensor>":
+ * by the linear layer alone (its weight) or joined to the tensor's name by
+ * '_' (transformers' GptOssExperts: gate_up_proj, gate_up_proj_bias;
+ * Mxfp4GptOssExperts: gate_up_proj_blocks, gate_up_proj_scales). The first
+ * entry: the template's own name ("experts.gate_up_proj.weight"). */
+static const struct {
+    const char *ckpt, *model;
+} fused_names[] = {
+    {NULL, NULL}, {"", ".weight"}, {"_bias", ".bias"}, {"_blocks", ".blocks"},
+    {"_scales", ".scales"},
+};
+
+#define STACK_NAME 1024
+
+/* The template's name of expert i of a stacked tensor: head, i, tail. */
+static bool stack_want(const struct checker *K, const char *head, uint64_t i, const char *tail,
+                       int64_t *k)
+{
+    char buf[STACK_NAME + 32];
+    int n = snprintf(buf, sizeof buf, "%s%llu%s", head, (unsigned long long)i, tail);
+    return n > 0 && (size_t)n < sizeof buf && memest_strmap_get(&K->map, buf, (size_t)n, k);
+}
+
+/* A checkpoint tensor "A.R" that stacks, along a first dimension of E, the
+ * tensors the template writes per expert as "A.<i>.R'" (R' is R, or R's
+ * fused name of fused_names): whether the template has "A.0.R'"; *head gets
+ * "A.", *tail ".R'" (in K->a). */
+static int stack_of(struct checker *K, const char *name, const char **head, const char **tail,
+                    bool *found)
+{
+    size_t len = strlen(name);
+    *found = false;
+    for (size_t p = len; p-- > 0 && len < STACK_NAME - 16;) {
+        if (name[p] != '.')
+            continue;
+        const char *b = name + p + 1;
+        size_t bl = len - p - 1;
+        for (size_t f = 0; f < sizeof fused_names / sizeof *fused_names; f++) {
+            char t[STACK_NAME];
+            if (!fused_names[f].ckpt) {
+                snprintf(t, sizeof t, ".%s", b);
+            } else {
+                size_t cl = strlen(fused_names[f].ckpt);
+                if (strchr(b, '.') || bl <= cl || !ends_with(b, fused_names[f].ckpt))
+                    continue;
+                snprintf(t, sizeof t, ".%.*s%s", (int)(bl - cl), b, fused_names[f].model);
+            }
+            char h[STACK_NAME];
+            snprintf(h, sizeof h, "%.*s.", (int)p, name);
+            int64_t k;
+            if (!stack_want(K, h, 0, t, &k))
+                continue;
+            if (!(*head = memest_arena_strdup(&K->a, h)) ||
+                !(*tail = memest_arena_strdup(&K->a, t)))
+                return nomem(K);
+            *found = true;
+            return 0;
+        }
+    }
+    return 0;
+}
+
+/* Checkpoint tensor t stacking the template's head<i>tail, i from 0 to
+ * E - 1: E as many as the template has, each of t's shape less its first
+ * dimension, each checked as its own tensor (its share of t's bytes). */
+static int match_stacked(struct checker *K, const struct memest_ckpt_tensor *t, const char *head,
+                         const char *tail)
+{
+    const char *file = K->c->files[t->file];
+    char a[160], b[160], c[160];
+    uint64_t n = 0;
+    int64_t k;
+    while (n < MEMEST_CKPT_MAX_TENSORS && stack_want(K, head, n, tail, &k))
+        n++;
+    if (t->ndim < 1 || (uint64_t)t->shape[0] != n)
+        return bad(K, file, t->name, MEMEST_ERR_SCHEMA, "shape %s in the checkpoint stacks %lld "
+                   "tensors along its first dimension, the template has %llu (%s{0..%llu}%s)",
+                   mb_st_dims(t->ndim, t->shape, a, sizeof a),
+                   t->ndim ? (long long)t->shape[0] : 0LL, (unsigned long long)n, head,
+                   (unsigned long long)n - 1, tail);
+    struct memest_ckpt_tensor one = *t;
+    one.ndim = t->ndim - 1;
+    for (int d = 0; d < one.ndim; d++)
+        one.shape[d] = t->shape[d + 1];
+    one.bytes = t->bytes / n;
+    for (uint64_t i = 0; i < n; i++) {
+        stack_want(K, head, i, tail, &k);
+        struct want *w = &K->w[k];
+        bool same = one.ndim == w->ndim;
+        for (int d = 0; same && d < one.ndim; d++)
+            same = one.shape[d] == w->size[d];
+        if (!same && w->kind != W_BUFFER && w->kind != W_EXTRA)
+            return bad(K, file, t->name, MEMEST_ERR_SCHEMA, "shape %s in the checkpoint stacks "
+                       "%llu tensors of %s, %s gives %s (%s)",
+                       mb_st_dims(t->ndim, t->shape, a, sizeof a), (unsigned long long)n,
+                       mb_st_dims(one.ndim, one.shape, b, sizeof b),
+                       w->kind == W_QUANT ? "memest's layout of the quantised layer"
+                                          : "the template", mb_st_dims(w->ndim, w->size, c,
+                                                                       sizeof c), w->name);
+        if (w->seen)
+            return bad(K, file, t->name, MEMEST_ERR_SCHEMA, "the same tensor of the model as "
+                       "another of the checkpoint (%s)", w->name);
+        if (compare(K, &one, w) != 0)
+            return -1;
+        w->seen = true;
+    }
+    K->c->match.stacked++;
+    return 0;
+}
+
 static int match_all(struct checker *K)
 {
     struct memest_ckpt *c = K->c;
@@ -431,8 +556,17 @@ static int match_all(struct checker *K)
             found = memest_strmap_get(&K->map, p, strlen(p), &k);
         }
         if (!found) {
-            if (unknown(K, t) != 0)
+            const char *head, *tail, *p = NULL;
+            bool stack = false;
+            if (stack_of(K, t->name, &head, &tail, &stack) != 0)
                 return -1;
+            if (!stack && prefix &&
+                (!(p = memest_arena_concat(&K->a, prefix, t->name, (char *)NULL)) ||
+                 stack_of(K, p, &head, &tail, &stack) != 0))
+                return p ? -1 : nomem(K);
+            if (stack ? match_stacked(K, t, head, tail) != 0 : unknown(K, t) != 0)
+                return -1;
+            c->match.matched += stack;
             continue;
         }
         struct want *w = &K->w[k];
@@ -465,6 +599,9 @@ static int check(struct checker *K)
 {
     const struct memest_model *m = K->m;
     K->format = (enum memest_wformat)m->quant.format;
+    const cJSON *hc = m->arch ? cJSON_GetObjectItemCaseSensitive(m->root, "hf_config") : NULL;
+    K->transposed = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(hc, "checkpoint"), "transposed");
     for (uint64_t i = 0; i < K->c->ntensors; i++)
         if (memest_strmap_put(&K->names, K->c->t[i].name, strlen(K->c->t[i].name), (int64_t)i))
             return nomem(K);

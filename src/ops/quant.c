@@ -45,7 +45,7 @@ bool memest_wformat_bnb4(enum memest_wformat f)
 static void put(struct memest_quant_layout *l, const char *name, int ndim, int64_t a, int64_t b,
                 enum memest_dtype dt)
 {
-    l->t[l->n++] = (struct memest_quant_tensor){name, ndim, {a, b}, dt};
+    l->t[l->n++] = (struct memest_quant_tensor){name, ndim, {a, b, 0}, dt};
 }
 
 static int64_t ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0); }
@@ -152,13 +152,16 @@ int memest_quant_layout(enum memest_wformat f, const struct memest_quant_params 
          * values a byte) and <proj>_scales uint8 [out, in / 32] (one e8m0
          * exponent per 32), nn.Parameters with requires_grad False; the
          * bias a float32 parameter (requires_grad False). memest counts the
-         * weight as its out x in elements, in the blocks' and scales' bytes */
+         * weight as its out x in elements, in the blocks' and scales' bytes.
+         * The checkpoints (openai/gpt-oss-*) stack each over the experts:
+         * <proj>_blocks [E, out, in / 32, 16], <proj>_scales [E, out, in / 32] */
         if (in % 32 != 0) {
             snprintf(why, whylen, "MXFP4 packs the weight in blocks of 32 along in_features "
                      "(%lld): it must be a multiple of 32", (long long)in);
             return -1;
         }
-        put(l, "blocks", 2, out, in / 2, MEMEST_U8);
+        put(l, "blocks", 3, out, in / 32, MEMEST_U8);
+        l->t[l->n - 1].size[2] = 16;   /* 32 e2m1 values in 16 bytes */
         put(l, "scales", 2, out, in / 32, MEMEST_U8);
         if (bias)
             put(l, "bias", 1, out, 0, MEMEST_F32);

@@ -75,6 +75,7 @@ static void checkpoint_obj(struct memest_jsonw *w, const struct memest_ckpt *c)
     memest_jsonw_u64(w, "quantized_bytes", m->quant_bytes);
     memest_jsonw_u64(w, "quantized_model_bytes", m->quant_model_bytes);
     memest_jsonw_u64(w, "matched", m->matched);
+    memest_jsonw_u64(w, "stacked", m->stacked);
     memest_jsonw_u64(w, "ignored", m->ignored);
     memest_jsonw_str(w, "prefix", m->prefix[0] ? m->prefix : NULL);
     memest_jsonw_bool(w, "matches", m->checked);

@@ -200,6 +200,9 @@ static void checkpoint_line(FILE *f, const struct memest_ckpt *c)
         char p[MEMEST_ESC_NAME];
         fprintf(f, "; its names without \"%s\"", memest_esc_text(m->prefix, p, sizeof p));
     }
+    if (m->stacked)
+        fprintf(f, "; %llu tensor%s stacked over the experts", (unsigned long long)m->stacked,
+                m->stacked == 1 ? "" : "s");
     if (m->ignored)
         fprintf(f, "; %llu tensor%s not loaded (rotary inv_freq)", (unsigned long long)m->ignored,
                 m->ignored == 1 ? "" : "s");

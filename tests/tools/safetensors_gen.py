@@ -23,6 +23,11 @@ BITS = {"BOOL": 8, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8, "I16": 16, "U16
 HERE = os.path.dirname(os.path.abspath(__file__))
 TINY = os.path.join(HERE, "..", "hf", "tiny", "llama.json")
 TINY_GPT2 = os.path.join(HERE, "..", "hf", "tiny_b", "gpt2.json")
+TINY_GPT_OSS = os.path.join(HERE, "..", "hf", "tiny", "gpt_oss.json")
+PUBLISHED_QWEN3_MOE = os.path.join(HERE, "..", "hf", "published", "qwen3-30b-a3b.json")
+# openai/gpt-oss-20b's config.json: the MXFP4 experts, the rest bf16
+MXFP4 = {"quant_method": "mxfp4", "modules_to_not_convert": [
+    "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]}
 
 
 def numel(shape):
@@ -134,6 +139,67 @@ def gpt2(cfg):
     return t + [("ln_f.weight", "F32", [E]), ("ln_f.bias", "F32", [E])]
 
 
+def decoder(cfg, bias, layer):
+    """A causal LM of the Hub's names in bf16: embed_tokens, per layer input_layernorm, the
+    q/k/v/o projections (with biases when bias) and layer(prefix, index)'s tensors, then
+    norm and an untied lm_head."""
+    H, L, V = cfg["hidden_size"], cfg["num_hidden_layers"], cfg["vocab_size"]
+    heads, kv, hd = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
+    t = [("model.embed_tokens.weight", "BF16", [V, H])]
+    for i in range(L):
+        p = "model.layers.%d." % i
+        t.append((p + "input_layernorm.weight", "BF16", [H]))
+        for name, o, n in (("q_proj", heads * hd, H), ("k_proj", kv * hd, H),
+                           ("v_proj", kv * hd, H), ("o_proj", H, heads * hd)):
+            t.append((p + "self_attn." + name + ".weight", "BF16", [o, n]))
+            if bias:
+                t.append((p + "self_attn." + name + ".bias", "BF16", [o]))
+        t += layer(p, i)
+    return t + [("model.norm.weight", "BF16", [H]), ("lm_head.weight", "BF16", [V, H])]
+
+
+def gpt_oss(cfg, mxfp4=False, experts=None):
+    """GptOssForCausalLM's state_dict as the Hub stores it: the experts fused over E,
+    GptOssExperts' gate_up_proj [E, H, 2I] (in by out), gate_up_proj_bias [E, 2I],
+    down_proj [E, I, H], down_proj_bias [E, H] (unsloth/gpt-oss-20b-BF16); with mxfp4,
+    Mxfp4GptOssExperts' as openai/gpt-oss-20b stores them: <proj>_blocks U8
+    [E, out, in / 32, 16] (32 e2m1 values in 16 bytes), <proj>_scales U8 [E, out, in / 32]
+    (an e8m0 exponent per 32) and the biases in bf16. experts(layer, tensors) may
+    change a layer's expert tensors."""
+    H, I, E = cfg["hidden_size"], cfg["intermediate_size"], cfg["num_local_experts"]
+
+    def layer(p, i):
+        t = [(p + "self_attn.sinks", "BF16", [cfg["num_attention_heads"]]),
+             (p + "post_attention_layernorm.weight", "BF16", [H]),
+             (p + "mlp.router.weight", "BF16", [E, H]), (p + "mlp.router.bias", "BF16", [E])]
+        x = []
+        for proj, o, n in (("gate_up_proj", 2 * I, H), ("down_proj", H, I)):
+            q = p + "mlp.experts." + proj
+            if mxfp4:
+                x += [(q + "_blocks", "U8", [E, o, n // 32, 16]), (q + "_scales", "U8", [E, o, n // 32])]
+            else:
+                x.append((q, "BF16", [E, n, o]))
+            x.append((q + "_bias", "BF16", [E, o]))
+        return t + (experts(i, x) if experts else x)
+    return decoder(cfg, True, layer)
+
+
+def qwen3_moe(cfg):
+    """Qwen3MoeForCausalLM's state_dict (transformers v4.51.0, Qwen/Qwen3-30B-A3B): the
+    experts one by one (mlp.experts.<e>.gate_proj.weight ...), the q/k RMSNorms per head."""
+    H, I, E, hd = cfg["hidden_size"], cfg["moe_intermediate_size"], cfg["num_experts"], cfg["head_dim"]
+
+    def layer(p, i):
+        t = [(p + "self_attn.q_norm.weight", "BF16", [hd]), (p + "self_attn.k_norm.weight", "BF16", [hd]),
+             (p + "post_attention_layernorm.weight", "BF16", [H]), (p + "mlp.gate.weight", "BF16", [E, H])]
+        for e in range(E):
+            q = "%smlp.experts.%d." % (p, e)
+            t += [(q + "gate_proj.weight", "BF16", [I, H]), (q + "up_proj.weight", "BF16", [I, H]),
+                  (q + "down_proj.weight", "BF16", [H, I])]
+        return t
+    return decoder(cfg, False, layer)
+
+
 def write_config(out, cfg):
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(cfg, f, indent=1)
@@ -240,6 +306,29 @@ def case(name, out):
         mx = lambda n, o, i: [(n + ".weight_blocks", "U8", [o, i // 32, 16]),
                               (n + ".weight_scales", "U8", [o, i // 32])]
         write_st(st, llama(cfg, linear=mx))
+    elif name.startswith("gpt_oss"):
+        with open(TINY_GPT_OSS) as f:
+            cfg = json.load(f)
+        mx = "mxfp4" in name
+        if mx and name != "gpt_oss_mxfp4_no_config":
+            cfg["quantization_config"] = MXFP4
+        change = None
+        if name == "gpt_oss_mxfp4_wrong_e":   # layer 1's down_proj_blocks of 3 experts, not 4
+            change = lambda i, x: [(n, d, [3] + s[1:]) if i == 1 and n.endswith("down_proj_blocks")
+                                   else (n, d, s) for n, d, s in x]
+        elif name == "gpt_oss_bf16_out_in":   # down_proj [E, H, I]: not GptOssExperts' [E, I, H]
+            change = lambda i, x: [(n, d, [s[0], s[2], s[1]]) if n.endswith("down_proj")
+                                   else (n, d, s) for n, d, s in x]
+        elif name == "gpt_oss_mxfp4_dtype":   # the scales in bf16
+            change = lambda i, x: [(n, "BF16" if n.endswith("_scales") else d, s) for n, d, s in x]
+        write_st(st, gpt_oss(cfg, mxfp4=mx, experts=change))
+    elif name == "qwen3_moe":   # Qwen3-30B-A3B's config, shrunk
+        with open(PUBLISHED_QWEN3_MOE) as f:
+            cfg = json.load(f)
+        cfg.update(hidden_size=64, intermediate_size=128, moe_intermediate_size=32, num_hidden_layers=2,
+                   num_attention_heads=4, num_key_value_heads=2, head_dim=16, num_experts=4,
+                   num_experts_per_tok=2, vocab_size=128, max_position_embeddings=64, max_window_layers=2)
+        write_st(st, qwen3_moe(cfg))
     else:
         sys.exit("safetensors_gen.py: unknown case " + name)
     write_config(out, cfg)

@@ -240,6 +240,12 @@ int main(void)
     CHECK_STR_EQ(b.err.path, "hf_config.top.text_config");
     CHECK_CONTAINS(b.err.msg, "\"rest\" must name \"keys\" or a member of hf_config.key_sets");
     unload(&b);
+    load(&b, "tests/hf/errors/ckpt_transposed.json", NULL, 0);
+    CHECK_EQ_INT(b.rc, -1);
+    CHECK_EQ_INT(b.err.code, MEMEST_ERR_SCHEMA);
+    CHECK_STR_EQ(b.err.path, "hf_config.checkpoint");
+    CHECK_CONTAINS(b.err.msg, "\"transposed\": expected transposed (a list of module name patterns)");
+    unload(&b);
 
     /* a composite config (models/arch/llava.json's top): LlavaConfig's keys at the top, text_config
      * by the keys of models/arch/llama.json, vision_config by lib/vision.json's key set clip_vision */
