@@ -65,3 +65,19 @@ foreach(f IN LISTS _forms)
                    -P ${CMAKE_CURRENT_SOURCE_DIR}/same_output.cmake)
   set_tests_properties(cli.subcommand_${name} PROPERTIES LABELS cli)
 endforeach()
+
+# "discarded": true silences the unused-node warning (tests/errors/
+# unused_node is the warning itself): a side branch marked so, and the
+# vision-language templates, whose modeling code computes and drops CLIP's
+# pooler output and the image-token shape check
+foreach(q "discarded;${CMAKE_CURRENT_SOURCE_DIR}/errors/discarded_ok.json|--batch|2"
+          "llava;${PROJECT_SOURCE_DIR}/models/hf/llava-1.5-7b-hf.json|--batch|1"
+          "llama4_vl;${CMAKE_CURRENT_SOURCE_DIR}/hf/published/llama-4-scout-17b-16e-vl.json|--batch|1|--inference")
+  list(GET q 0 name)
+  list(GET q 1 args)
+  string(REPLACE "|" ";" args "${args}")
+  add_test(NAME cli.quiet_${name}
+           COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> "-DARGS=${args}"
+                   -P ${CMAKE_CURRENT_SOURCE_DIR}/quiet.cmake)
+  set_tests_properties(cli.quiet_${name} PROPERTIES LABELS cli)
+endforeach()

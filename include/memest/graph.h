@@ -39,6 +39,8 @@ struct memest_node {
     uint32_t nin;
     struct memest_argval *args;   /* op->nargs entries */
     bool trainable;               /* false: "trainable": false here or above */
+    bool discarded;               /* "discarded": true: its output is dropped on
+                                     purpose (the unused-node warning skips it) */
     int64_t tie_node;             /* node whose weight this one shares, or -1 */
     bool tie_all;                 /* "tie_params": every parameter shared, by name */
     uint8_t param_dtype;          /* its parameters' element type: enum memest_dtype

@@ -380,7 +380,12 @@ static int add_op_node(struct builder *b, const struct memest_op_desc *op, const
     if (!n)
         return -1;
     uint32_t id = b->g->nnodes - 1;
+    const cJSON *jd = cJSON_GetObjectItemCaseSensitive(obj, "discarded");
+    if (jd && !cJSON_IsBool(jd))
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, npath, "discarded"),
+                           "\"discarded\" must be true or false");
     n->op = op;
+    n->discarded = cJSON_IsTrue(jd);
     n->trainable = trainable;
     n->tie_node = tie;
     n->tie_all = tie_all;
@@ -460,6 +465,9 @@ static int expand_node(struct builder *b, const cJSON *obj, const char *npath, c
         return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, npath, "flat"),
                            "\"flat\" is true or false, for a block called once (no \"repeat\"): "
                            "its nodes are named as the caller's own");
+    if (blockdef && cJSON_GetObjectItemCaseSensitive(obj, "discarded"))
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, npath, "discarded"),
+                           "\"discarded\" is for layers, not blocks: mark the block's last node");
     if (blockdef && (jtie || jtie_all)) {
         const char *tie_key = jtie_all ? "tie_params" : "tie_weight";
         return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, npath, tie_key),
