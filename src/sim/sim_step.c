@@ -281,12 +281,11 @@ int memest_sim_step(const struct memest_run *r, const struct memest_peak_opts *o
     }
     if (!S.inference && sim_analyze_reach(&S, vreach) != 0)
         goto end;
-    if (sim_analyze_checkpoint(&S) != 0 || sim_fused_ce_setup(&S) != 0 ||
-        sim_fused_grad_setup(&S) != 0)
+    if (sim_analyze_checkpoint(&S) != 0 || sim_fused_ce_setup(&S) != 0)
         goto end;
     sim_analyze_lastuse(&S);
     sim_analyze_release(&S);
-    if (sim_dist_analyze(&S) != 0)
+    if (sim_dist_analyze(&S) != 0 || sim_fused_grad_setup(&S) != 0)
         goto end;
 
     /* the events are stored only for the timeline exported; then room for
