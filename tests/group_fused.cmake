@@ -15,10 +15,14 @@ foreach(e 1 0)
   list(APPEND _one "experts.${e} alloc 64" "experts.${e} alloc 192" "experts.${e} free 64" "experts.${e} free 192")
 endforeach()
 set(_accum ${_one} "experts.0 free 192")
-foreach(c "step;--batch;1;${_one}" "accum;--batch;2;--grad-accum;2;${_accum}")
+# named: the same chain written flat, each layer naming the group
+# (tests/fused/chain_named.json), the same events.
+foreach(c "step;chain;--batch;1;${_one}" "accum;chain;--batch;2;--grad-accum;2;${_accum}"
+          "named;chain_named;--batch;1;${_one}")
   list(GET c 0 name)
-  list(SUBLIST c 1 -1 rest)
-  set(args tests/fused/chain.json --optim sgd)
+  list(GET c 1 model)
+  list(SUBLIST c 2 -1 rest)
+  set(args tests/fused/${model}.json --optim sgd)
   set(want "")
   foreach(x IN LISTS rest)
     if(x MATCHES "^experts")
