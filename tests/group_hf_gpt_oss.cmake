@@ -9,14 +9,17 @@
 #    tests/tools/hf_figures_gpt_oss.py (tests/reference/hf_figures_gpt_oss.json),
 #    CUDA-corrected, exactly;
 #  - step peaks (tests/tools/hf_peak_gpt_oss.py, tests/reference/
-#    hf_peaks_gpt_oss.json), Adam (foreach) cases: exact (their peak is in the
-#    optimizer). Not checked: the SGD cases, whose peak is in the backward,
-#    where PyTorch is 13.8 % (float32) and 8.2 % (bfloat16) higher than memest:
-#    the experts' [E, H, 2I] and [E, I, H] parameters are read through
-#    gate_up_proj[expert_idx] per expert, whose backward makes a zero-filled
-#    gradient of the whole parameter for each expert (as glm4_moe's and
-#    granitemoe's, tests/group_hf_moe2.cmake); memest writes the experts as
-#    separate linears;
+#    hf_peaks_gpt_oss.json), within 1 %: Adam (foreach), whose peak is in the
+#    optimizer, exactly; SGD, whose peak is in the backward: float32 memest
+#    971,044, PyTorch 970,728 (+0.03 %), bfloat16 529,444 and 529,288
+#    (+0.03 %). The experts' [E, H, 2I] and [E, I, H] parameters and their
+#    biases are read through gate_up_proj[expert_idx] per expert, whose
+#    backward makes a zero-filled gradient of the whole parameter for each
+#    expert, summed in the parameter's AccumulateGrad input buffer: the
+#    template marks the experts "fused_params" (src/sim/sim_fused_grad.c). The
+#    generator counts that sum in place, as PyTorch runs it without its
+#    TorchDispatchMode (tests/tools/hf_peak.py, "CPU versus CUDA"); before
+#    the experts were marked, memest was 13.8 % and 8.2 % low;
 #  - the parameters of openai/gpt-oss-20b and gpt-oss-120b from their hub
 #    configs, dequantised (--weights dense, Mxfp4Config(dequantize=True)):
 #    OpenAI's model card gives 20.91B total and 3.61B active, 116.83B and 5.13B
@@ -41,10 +44,10 @@ foreach(dtype float32 bfloat16)
                    -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/tiny_exact.cmake)
   set_tests_properties(hf_gpt_oss.tiny_exact.${dtype}.eager PROPERTIES LABELS hf)
 endforeach()
-foreach(case 1 3)
+foreach(case 0 1 2 3)
   add_test(NAME hf_gpt_oss.peaks.${case}
            COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR} -DCASE=${case}
-                   -DREF=hf_peaks_gpt_oss.json -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/peaks.cmake)
+                   -DREF=hf_peaks_gpt_oss.json -DTOL=1 -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/peaks.cmake)
   set_tests_properties(hf_gpt_oss.peaks.${case} PROPERTIES LABELS hf)
 endforeach()
 

@@ -30,22 +30,31 @@ endforeach()
 
 # Step peaks (memory.peak_tensors) of the tiny configs against PyTorch 2.6
 # (tests/tools/hf_peak_moe2.py: hf_peak.py's step and measurement on the
-# replicas, tests/reference/hf_peaks_moe2.json), Adam (foreach) cases: exact
-# (their peak is in the optimizer). Not checked: the SGD cases, whose peak is
-# in the backward, where PyTorch is 15-21 % (float32) and 2.1-3.9 %
-# (bfloat16) higher than memest: the experts' fused [E, 2I, H] and [E, H, I]
-# parameters are read through a select per expert (gate_up_proj[expert_idx],
+# replicas, tests/reference/hf_peaks_moe2.json), within 1 %. Cases 0-5:
+# glm4_moe eager/sdpa float32, sdpa bfloat16, SGD then Adam (foreach);
+# 6-11: granitemoe. Adam's peak is in the optimizer: exact. SGD's is in the
+# backward, where the experts' fused [E, 2I, H] and [E, H, I] parameters are
+# read through a select per expert (gate_up_proj[expert_idx],
 # GraniteMoeParallelExperts' weight[i]), whose backward (SelectBackward0)
-# makes a zero-filled gradient of the whole parameter for each expert, added
-# into the parameter's gradient buffer; memest writes the experts as separate
-# linears (their own gradients, no such full-size temporaries). Checked: the
-# glm4_moe replica with one parameter per expert peaks at 1,481,112 bytes
-# (float32 eager SGD), memest 1,477,460 (-0.25 %), the fused one 1,745,720.
-# Cases 1, 3, 5:
-# glm4_moe eager/sdpa float32, sdpa bfloat16; 7, 9, 11: granitemoe.
-foreach(case 1 3 5 7 9 11)
+# makes a zero-filled gradient of the whole parameter for each expert,
+# summed in the parameter's AccumulateGrad input buffer: the templates mark
+# the experts "fused_params" (src/sim/sim_fused_grad.c); the generator counts
+# that sum in place, as PyTorch runs it without its TorchDispatchMode
+# (tests/tools/hf_peak.py, "CPU versus CUDA"). memest vs PyTorch: glm4_moe
+# float32 eager 1,659,748 / 1,659,704, sdpa 1,638,244 / 1,638,200 (+0.003 %),
+# bfloat16 928,404 / 928,408; granitemoe bfloat16 720,164 / 720,168 (before
+# the experts were marked: 15.4, 15.6, 2.1 and 3.9 % low against the mode's
+# figures). Not checked: granitemoe's float32 SGD cases 6 and 8, memest
+# 1,387,444 and 1,380,276 against 1,346,344 and 1,339,176 (+3.05 %, +3.07 %;
+# 20.6 % low before): GraniteMoeMoE runs input_linear for every expert, then
+# output_linear for every expert, so its backward finishes every expert's
+# output half (freeing what those save) before any input half, where
+# memest's per-expert form (FusedGateUpExpert) runs each expert's two halves
+# in turn, keeping the other experts' output-half tensors through the first
+# input halves.
+foreach(case 0 1 2 3 4 5 7 9 10 11)
   add_test(NAME hf_moe2.peaks.${case}
            COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR} -DCASE=${case}
-                   -DREF=hf_peaks_moe2.json -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/peaks.cmake)
+                   -DREF=hf_peaks_moe2.json -DTOL=1 -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/peaks.cmake)
   set_tests_properties(hf_moe2.peaks.${case} PROPERTIES LABELS hf)
 endforeach()

@@ -43,6 +43,13 @@ struct memest_node {
                                      purpose (the unused-node warning skips it) */
     int64_t tie_node;             /* node whose weight this one shares, or -1 */
     bool tie_all;                 /* "tie_params": every parameter shared, by name */
+    const char *fused;            /* "fused_params": the name of the fused parameters
+                                     its parameters are slices of, or NULL */
+    uint32_t fuse_group;          /* ... their group: 1, 2, ... in the order the names
+                                     first appear (the nodes of one name share it); 0:
+                                     none. Parameter k of each node of a group is one
+                                     slice of the same fused parameter (the sim's
+                                     SelectBackward, sim_fused_grad.c) */
     uint8_t param_dtype;          /* its parameters' element type: enum memest_dtype
                                      + 1, or 0 for the run's (--dtype); set by graph
                                      passes (LoRA adapters kept in float32) */

@@ -44,7 +44,9 @@
  *       gradient unless it is a view (grad_allocates), a conversion for an
  *       autocast copy, and per value that receives more than one gradient
  *       (the loss's included), one sum;
- *       per trainable parameter its gradient; per autocast parameter copy,
+ *       per trainable parameter its gradient, and for a slice of a fused
+ *       parameter (graph.h: fuse_group) its select gradient [fused_accumulate];
+ *       per autocast parameter copy,
  *       the conversion of its gradient;
  *   optimizer [optimizer], per step: the temporaries (lists of one tensor
  *     per trainable parameter: foreach Adam/AdamW/RMSprop 1, Adagrad 2;
@@ -60,6 +62,7 @@ struct tally {
     uint64_t work_nodes, contig_nodes, scratch_nodes;
     uint64_t grad_inputs, cast_inputs, sums;
     uint64_t trainable, untied;      /* trainable parameters; of them, not tied */
+    uint64_t fused;                  /* trainable slices of fused parameters */
 };
 
 static bool persistent(uint8_t kind)
@@ -152,6 +155,7 @@ static int tally(const struct memest_run *r, struct tally *t)
         if (!r->params[p].trainable)
             continue;
         t->trainable++;
+        t->fused += r->g->nodes[r->params[p].node].fuse_group != 0;
         t->untied += r->params[p].tied_to < 0;
     }
     return 0;
@@ -168,7 +172,7 @@ int memest_cost_count(const struct memest_run *r, const struct memest_step_cfg *
     uint64_t micro = cfg->grad_accum > 1 ? 2 : 1;
     uint64_t fwd = t.other + t.work_nodes;
     uint64_t bwd = t.contig_nodes + t.scratch_nodes + t.grad_inputs + t.cast_inputs + t.sums +
-                   t.trainable + t.param_casts;
+                   t.trainable + t.fused + t.param_casts;
     uint64_t batch = fwd + (cfg->checkpoint ? fwd : 0) + 8 + bwd;
     struct memest_fused_ce f;
     struct memest_error ignored = {0};   /* a step the simulator refuses: no events */

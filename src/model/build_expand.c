@@ -377,7 +377,7 @@ static int add_op_node(struct builder *b, const struct memest_op_desc *op, const
     if (check_arity(b, op, nin, npath) != 0)
         return -1;
     struct memest_node *n = mb_new_node(b, fname, npath);
-    if (!n)
+    if (!n || mb_fused_node(b, n, cJSON_GetObjectItemCaseSensitive(obj, "fused_params")) != 0)
         return -1;
     uint32_t id = b->g->nnodes - 1;
     const cJSON *jd = cJSON_GetObjectItemCaseSensitive(obj, "discarded");
@@ -475,6 +475,9 @@ static int expand_node(struct builder *b, const cJSON *obj, const char *npath, c
                            jtie_all ? "parameters" : "a weight");
     }
 
+    if (mb_fused_begin(b, cJSON_GetObjectItemCaseSensitive(obj, "fused_params"), jrep != NULL,
+                       blockdef != NULL, full, npath) != 0)
+        return -1;
     struct memest_ref cur = nin ? ins[0] : (struct memest_ref){UINT32_MAX, 0};
     struct var rv = {.name = "repeat_index", .kind = V_NUM};
     struct scope rsc = {.parent = sc, .vars = &rv, .nvars = jrep ? 1 : 0};
@@ -494,6 +497,7 @@ static int expand_node(struct builder *b, const cJSON *obj, const char *npath, c
         if (!fname)
             return mb_nomem(b);
         mb_set_ctx_node(b, fname);
+        mb_fused_copy(b, obj, fname);
         if (blockdef) {
             /* flat: the block's nodes are the caller's (prefix unchanged), and
              * no instance is recorded */
@@ -514,6 +518,7 @@ static int expand_node(struct builder *b, const cJSON *obj, const char *npath, c
         }
     }
     b->scale_ov = outer_scale;
+    mb_fused_end(b, obj);
     *out = cur;
     return mb_add_name(b, names, name, cur, npath);
 }

@@ -9,6 +9,8 @@
  *   build_args.c    argument values: numbers, integers, op arguments
  *   build_expand.c  nodes: names and references, "inputs", "if", "repeat"
  *   build_block.c   blocks: their definitions and their calls
+ *   build_fused.c   "fused_params": layers whose parameters are slices of
+ *                   fused parameters, read through a select per slice
  *   build_errors.c  JSON paths, the node named in errors, the blame of
  *                   overrides, the work budget, checks every object shares
  * and graph.c answers graph.h's questions about the result. The functions
@@ -73,6 +75,11 @@ struct builder {
     bool *ov_read;                  /* [nov]: the expansion read ov[i] */
     const struct memest_override *scale_ov; /* set the count of a "repeat" being expanded */
     bool flat;                    /* the block call being expanded is "flat" */
+    /* "fused_params": true on a repeat being expanded (build_fused.c): its
+     * full name and the copy's, NULL outside one */
+    const char *fuse_base, *fuse_copy;
+    struct memest_strmap fusemap;   /* fused name -> its first node */
+    uint32_t nfuse;                 /* fused groups so far */
 };
 
 /* A JSON path formatted only when an error needs it: base, then ".key"
@@ -139,6 +146,19 @@ struct memest_node *mb_new_node(struct builder *b, const char *fullname, const c
 int mb_expand_list(struct builder *b, const cJSON *layers, const char *path,
                    const char *prefix, const struct scope *sc, struct memest_strmap *names,
                    struct memest_ref first_in, bool trainable, struct memest_ref *out);
+
+/* ---- build_fused.c ---- */
+/* A node's "fused_params" (jf, may be NULL) checked: true on a repeated
+ * node, a name on a layer; refused inside a fused repeat. With true (node
+ * obj), its copy fname is expanded after mb_fused_copy, and mb_fused_end
+ * ends the fused repeat; both do nothing for another node. */
+int mb_fused_begin(struct builder *b, const cJSON *jf, bool repeated, bool block,
+                   const char *full, const char *npath);
+void mb_fused_copy(struct builder *b, const cJSON *obj, const char *fname);
+void mb_fused_end(struct builder *b, const cJSON *obj);
+/* Node n (a layer, just made) joins its fused group: the name jf gives,
+ * or, inside a fused repeat, the repeat's name with "*" for the copy. */
+int mb_fused_node(struct builder *b, struct memest_node *n, const cJSON *jf);
 
 /* ---- build_block.c ---- */
 int mb_expand_block(struct builder *b, const char *bname, const cJSON *def, const cJSON *call,

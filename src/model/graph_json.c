@@ -117,6 +117,8 @@ static cJSON *node_json(const struct memest_graph *g, const struct memest_node *
         if (ok && n->tie_node >= 0)
             ok = add(o, n->tie_all ? "tie_params" : "tie_weight",
                      cJSON_CreateString(g->nodes[n->tie_node].name));
+        if (ok && n->fused)
+            ok = add(o, "fused_params", cJSON_CreateString(n->fused));
     }
     for (int a = 0; ok && a < n->op->nargs; a++)
         if (n->args[a].given)

@@ -285,6 +285,7 @@ int memest_model_build(const struct memest_model *m, const struct memest_overrid
     g->max_cost = memest_cost_limit(b.max_nodes);
     g->build_work = b.work;
     memest_strmap_free(&b.fullnames);
+    memest_strmap_free(&b.fusemap);
     memest_strmap_free(&b.blockmap);
     if (rc != 0)
         memest_graph_free(g);

@@ -328,7 +328,9 @@ int sim_backward(struct sim *S)
     S->ph = (uint8_t)((S->ph & WARM) | MEMEST_PH_BACKWARD);
     if (S->nn == 0)
         return 0;
-    if (SIM_EXT(S, bwd_begin, S) != 0 || bwd_range(S, S->nn - 1, 0, NULL) != 0)
+    sim_fused_backward_begin(S);
+    if (SIM_EXT(S, bwd_begin, S) != 0 || bwd_range(S, S->nn - 1, 0, NULL) != 0 ||
+        sim_fused_backward_end(S) != 0)
         return -1;
     return SIM_EXT(S, bwd_end, S);
 }

@@ -323,11 +323,13 @@ static int reduce_unit(struct sim *S, uint32_t u, uint32_t node)
         for (uint32_t i = ni->param_first; i < ni->param_first + ni->nparam; i++) {
             const struct memest_param *p = &r->params[i];
             uint32_t ps = p->storage;
-            if (p->tied_to >= 0 || !p->trainable || S->pg[ps] == NONE)
+            /* a fused parameter's .grad (sim_fused_grad.c) goes with its first member */
+            uint32_t *gp = S->flead && S->flead[ps] != NONE ? &S->fg[S->flead[ps]] : &S->pg[ps];
+            if (p->tied_to >= 0 || !p->trainable || *gp == NONE)
                 continue;
-            if (sim_ev_free(S, node, S->pg[ps]) != 0)
+            if (sim_ev_free(S, node, *gp) != 0)
                 return -1;
-            S->pg[ps] = NONE;
+            *gp = NONE;
             S->pred[ps] = 1;
             any = true;
         }

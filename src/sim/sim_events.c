@@ -225,6 +225,8 @@ int sim_remember_held(struct sim *S, uint32_t id)
 /* AccumulateGrad: the parameter (storage ps) receives gradient allocation id. */
 int sim_accumulate_param(struct sim *S, uint32_t node, uint32_t ps, uint32_t id)
 {
+    if (S->flead && S->flead[ps] != NONE)   /* a slice of a fused parameter */
+        return sim_fused_accumulate(S, node, ps, id);
     int took = SIM_EXT(S, accumulate, S, node, ps, id);   /* DeepSpeed's buckets */
     if (took != 0)
         return took < 0 ? -1 : 0;

@@ -95,6 +95,7 @@
  *   sim_loss.c      the loss
  *   sim_fused_ce.c  --fused linear-ce: the head linear and the loss fused
  *   sim_backward.c  the backward pass and checkpointed recomputation
+ *   sim_fused_grad.c the gradients of fused parameters read per slice
  *   sim_optimizer.c the optimizer step
  *   sim_generate.c  --generate: the cache's and generate()'s own tensors
  *   sim_step.c      the step driver and the entry point, memest_sim_step()
@@ -152,6 +153,15 @@ struct sim {
     uint32_t *sid;        /* storage -> live allocation id */
     uint32_t *vg;         /* value -> gradient slot */
     uint32_t *pg;         /* parameter storage -> .grad allocation id */
+    /* fused parameters (graph.h: fuse_group; sim_fused_grad.c), NULL without */
+    uint32_t *flead;      /* parameter storage -> its group's storage (the first
+                             member's), NONE: not fused */
+    uint64_t *fgb;        /* group's storage -> the fused parameter's bytes (its
+                             trainable members') */
+    uint32_t *fg;         /* group's storage -> the fused parameter's .grad id, NONE */
+    uint32_t *fb;         /* ... the gradient its AccumulateGrad's input buffer holds, NONE */
+    uint32_t *fcnt;       /* ... its members the backward reaches */
+    uint32_t *fleft;      /* ... those not reached yet in this backward */
     uint32_t *cg;         /* cast storage -> accumulated low-precision gradient id */
     struct gbuf *gb;
     uint32_t ngb, capgb, *gbfree, ngbfree;
@@ -293,6 +303,27 @@ int sim_accumulate_param(struct sim *S, uint32_t node, uint32_t ps, uint32_t id)
  * own tensors): freed with the others then. */
 int sim_remember_held(struct sim *S, uint32_t id);
 
+/* ---- sim_fused_grad.c ---- */
+
+/* The fused groups of the run's parameters (S->flead, fgb, fg); 0 / -1. */
+int sim_fused_grad_setup(struct sim *S);
+void sim_fused_grad_free(struct sim *S);
+/* AccumulateGrad of a fused member's slice gradient (allocation id) into
+ * the fused parameter, through SelectBackward; 0 / -1. */
+int sim_fused_accumulate(struct sim *S, uint32_t node, uint32_t ps, uint32_t id);
+/* The fused .grad of parameter storage ps when it is a member, else NONE. */
+static inline uint32_t sim_fused_grad_of(const struct sim *S, uint32_t ps)
+{
+    return S->flead && S->flead[ps] != NONE ? S->fg[S->flead[ps]] : NONE;
+}
+/* zero_grad(set_to_none): the fused parameters' .grad go; 0 / -1. */
+int sim_fused_zero_grad(struct sim *S);
+/* A backward starts: no member reached yet. */
+void sim_fused_backward_begin(struct sim *S);
+/* The backward ends: a buffer left (a member counted but not reached) goes
+ * to AccumulateGrad; 0 / -1. */
+int sim_fused_backward_end(struct sim *S);
+
 /* ---- sim_analysis.c ---- */
 
 int sim_analyze_reach(struct sim *S, uint8_t *vreach);
@@ -378,7 +409,7 @@ void sim_dist_free(struct sim *S);
 /* Whether parameter storage ps has a gradient for the step. */
 static inline bool sim_has_grad(const struct sim *S, uint32_t ps)
 {
-    return S->pg[ps] != NONE || (S->pred && S->pred[ps]);
+    return S->pg[ps] != NONE || sim_fused_grad_of(S, ps) != NONE || (S->pred && S->pred[ps]);
 }
 /* The several-GPU accounting, as the step's extension (S->ext with a rank
  * view): the rank's parameters (shards), DDP's buckets, ZeRO-3's bucket at

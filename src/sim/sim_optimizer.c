@@ -94,7 +94,8 @@ int sim_optimizer(struct sim *S, bool first)
     int rc = 0;
     for (uint32_t p = 0; p < r->nparams && rc == 0; p++) {
         const struct memest_param *pp = &r->params[p];
-        if (pp->tied_to >= 0 || !pp->trainable || S->pg[pp->storage] == NONE)
+        if (pp->tied_to >= 0 || !pp->trainable ||
+            (S->pg[pp->storage] == NONE && sim_fused_grad_of(S, pp->storage) == NONE))
             continue;
         ps[np++] = p;
         if (lazy_clone)   /* momentum_buffer = clone(grad); bnb's init_state */

@@ -152,7 +152,7 @@ static int zero_grad(struct sim *S)
             S->pg[s] = NONE;
         }
     }
-    return 0;
+    return sim_fused_zero_grad(S);
 }
 
 static int teardown(struct sim *S)
@@ -196,6 +196,7 @@ static void sim_free(struct sim *S)
     free(S->alive);
     free(S->fused);
     free(S->gen_ids);
+    sim_fused_grad_free(S);
     sim_dist_free(S);
     sim_replay_free(S);
 }
@@ -284,7 +285,7 @@ int memest_sim_step(const struct memest_run *r, const struct memest_peak_opts *o
         goto end;
     sim_analyze_lastuse(&S);
     sim_analyze_release(&S);
-    if (sim_dist_analyze(&S) != 0)
+    if (sim_dist_analyze(&S) != 0 || sim_fused_grad_setup(&S) != 0)
         goto end;
 
     /* the events are stored only for the timeline exported; then room for

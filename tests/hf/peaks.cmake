@@ -7,13 +7,19 @@
 # With -DREF=FILE (under tests/reference/), another generator's cases of the
 # same layout.
 # With -DARGS="a;b", more arguments of memest (qwen2_5_vl's --set image_size=16).
-# With -DPERMILLE=N, within N per mille instead of 30 (the 3%).
-#   cmake -DMEMEST=... -DSRC=<source dir> -DCASE=<index into cases> [-DREF=FILE] [-DARGS=...] -P peaks.cmake
-if(NOT DEFINED PERMILLE)
+# With -DPERMILLE=N, within N per mille instead of 30 (the 3%); -DTOL=N: within N%.
+#   cmake -DMEMEST=... -DSRC=<source dir> -DCASE=<index into cases> [-DREF=FILE] [-DARGS=...]
+#         [-DPERMILLE=N | -DTOL=N] -P peaks.cmake
+if(DEFINED TOL)
+  math(EXPR PERMILLE "10 * ${TOL}")
+elseif(NOT DEFINED PERMILLE)
   set(PERMILLE 30)
 endif()
 if(NOT DEFINED REF)
   set(REF hf_peaks.json)
+endif()
+if(NOT DEFINED TOL)
+  set(TOL 3)
 endif()
 file(READ ${SRC}/tests/reference/${REF} text)
 string(JSON seq GET "${text}" seq)

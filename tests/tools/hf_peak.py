@@ -51,6 +51,15 @@ saves (q, k, v, out, a float32 logsumexp [B, H, L]); the corrections (cuda_effic
     memest --attention auto picks it there): log_sumexp [B, H, ceil(L/32)*32] instead of [B, H, L], and the
     output's transpose(1, 2).contiguous() in transformers copies nothing (0 bytes for the CPU's copy). Its
     backward's own buffers are not added (the float32 peaks lie in the MLP's backward, away from it).
+And one correction of the measurement itself (Recorder, Live.inplace_heir): the select gradients of a fused
+parameter read per slice (transformers' fused experts, self.gate_up_proj[expert_idx]: select_backward's
+zero-filled [E, ...] gradients, all feeding the parameter's one AccumulateGrad) are summed by
+InputBuffer::accumulate, which adds in place (old.add_(new)) when the buffer is the sole owner -- but never
+while a TorchDispatchMode is enabled: isTensorSubclassLike() is then true for every tensor
+(aten/src/ATen/TensorSubclassLikeUtils.h), and the mode's run computes old + new, a third whole-size tensor.
+torch.profiler's memory events without a mode show the in-place add_ (no allocation). The CUDA figure counts
+those sums as in place; the CPU figure is the mode's run. (Other InputBuffer sums are left as the mode runs
+them.)
 """
 import json
 import os
@@ -88,6 +97,7 @@ class Live:
         self.cuda_extra = 0  # CUDA-only scratch of the op being recorded (flash backward)
         self.next = 0
         self.phase = ""
+        self.heir = {}      # token -> the token that takes its CUDA bytes when it dies (inplace_heir)
 
     def _gone(self, token, ptr):
         n, nc = self.bytes.pop(token)
@@ -95,6 +105,19 @@ class Live:
         self.cur_cuda -= nc
         if self.by_ptr.get(ptr) == token:
             del self.by_ptr[ptr]
+        h = self.heir.pop(token, None)
+        if h in self.bytes:  # the storage an in-place op would have kept is the heir's now
+            self.bytes[h] = (self.bytes[h][0], self.bytes[h][1] + nc)
+            self.cur_cuda += nc
+
+    def inplace_heir(self, old, t):
+        """t (just made, not counted yet) is what CUDA would compute in place into old's storage: on CUDA
+        t counts nothing until old dies, then old's bytes (as if old's storage lived on as t)."""
+        tok = self.by_ptr.get(old.untyped_storage().data_ptr())
+        n0 = self.next
+        self.add(t, 0)
+        if tok is not None and self.next != n0:
+            self.heir[tok] = n0
 
     def add(self, t, cuda_bytes=None):
         """Counts t's storage unless it is live already (a view, an in-place result); cuda_bytes: its size
@@ -119,6 +142,8 @@ class Live:
             self.peak_cuda, self.peak_cuda_at = self.cur_cuda + self.cuda_extra, at
 
 
+SELECT_BWD = torch.ops.aten.select_backward.default
+ADD = torch.ops.aten.add.Tensor
 FLASH_FWD = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default
 FLASH_BWD = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward.default
 CLONE = torch.ops.aten.clone.default
@@ -149,6 +174,7 @@ class Recorder(TorchDispatchMode):
         super().__init__()
         self.live = live
         self.efficient_out = set()  # data_ptrs of SDPA outputs CUDA's memory-efficient kernel would make
+        self.select_grads = set()   # data_ptrs of select_backward's gradients (and of their sums)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -169,6 +195,20 @@ class Recorder(TorchDispatchMode):
             cuda[0] = 0
         elif func is FLASH_BWD and not cuda_efficient(args[1], kwargs):
             self.live.cuda_extra = flash_bwd_scratch(args[1])
+        if func is SELECT_BWD:
+            self.select_grads.add(outs[0].untyped_storage().data_ptr())
+        elif (func is ADD and self.live.phase == "backward" and len(args) == 2 and not kwargs
+              and all(isinstance(a, torch.Tensor) for a in args) and args[0].shape == args[1].shape
+              and args[0].untyped_storage().data_ptr() in self.select_grads):
+            # InputBuffer::accumulate of a fused parameter's select gradients (one AccumulateGrad for
+            # the parameter, fed by every select): CUDA without a dispatch mode runs old.add_(new) (the
+            # buffer holds the sole reference: can_accumulate_inplace); under any TorchDispatchMode it
+            # runs old + new, since isTensorSubclassLike() is true for every tensor while a mode is
+            # enabled (aten/src/ATen/TensorSubclassLikeUtils.h). Counted as in place.
+            self.select_grads.discard(args[0].untyped_storage().data_ptr())
+            self.select_grads.add(outs[0].untyped_storage().data_ptr())
+            self.live.inplace_heir(args[0], outs[0])
+            outs, cuda = outs[1:], cuda[1:]
         for t, c in zip(outs, cuda):
             self.live.add(t, c)
         self.live.check(where)

@@ -1,0 +1,42 @@
+# grad_events.cmake - the gradient events (category "gradients") of the last
+# backward of a step, from memest's --timeline, against a list written by hand.
+# With -DFORBID=BYTES instead of WANT: no gradient event of that size.
+#   cmake -DMEMEST=... -DSRC=<source dir> -DWORK=<dir> -DNAME=<tag> -DARGS="a;b"
+#         (-DWANT="node event bytes;..." | -DFORBID=BYTES) -P grad_events.cmake
+set(csv ${WORK}/fused_${NAME}.csv)
+execute_process(COMMAND ${MEMEST} ${ARGS} --timeline ${csv} WORKING_DIRECTORY ${SRC}
+                RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "memest ${ARGS}: exit ${rc}: ${err}")
+endif()
+file(STRINGS ${csv} lines)
+set(got "")
+foreach(line IN LISTS lines)
+  string(REPLACE "," ";" f "${line}")
+  list(GET f 1 phase)
+  list(GET f 4 cat)
+  if(phase STREQUAL "backward" AND cat STREQUAL "gradients")
+    list(GET f 2 node)
+    list(GET f 3 ev)
+    list(GET f 5 bytes)
+    list(APPEND got "${node} ${ev} ${bytes}")
+  elseif(NOT phase STREQUAL "backward" AND got)
+    set(last "${got}")   # a backward ended: keep it, the next one replaces it
+    set(got "")
+  endif()
+endforeach()
+if(got)
+  set(last "${got}")
+endif()
+if(DEFINED FORBID)
+  foreach(e IN LISTS last)
+    if(e MATCHES " ${FORBID}$")
+      message(FATAL_ERROR "a gradient of ${FORBID} bytes: ${e} (all: ${last})")
+    endif()
+  endforeach()
+  if(NOT last)
+    message(FATAL_ERROR "no gradient event at all")
+  endif()
+elseif(NOT "${last}" STREQUAL "${WANT}")
+  message(FATAL_ERROR "gradient events of the last backward:\n  got  ${last}\n  want ${WANT}")
+endif()
