@@ -50,7 +50,7 @@ _memest() {
         --zero-grad) _memest_words 'none zeros'; return 0 ;;
         --dtype) _memest_words 'fp32 fp16 bf16'; return 0 ;;
         --amp) _memest_words 'fp16 bf16'; return 0 ;;
-        --fp8) _memest_words 'none ao-tensorwise te-delayed te-current te-mxfp8'; return 0 ;;
+        --fp8) _memest_words 'none ao-tensorwise ao-rowwise te-delayed te-current te-mxfp8'; return 0 ;;
         --grad-accum) return 0 ;;  # N
         --checkpoint) if [ -n "$eq" ]; then return 0; fi ;;
         --loss) _memest_words 'crossentropyloss nllloss mseloss l1loss smoothl1loss huberloss bcewithlogitsloss none'; return 0 ;;

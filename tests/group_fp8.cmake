@@ -1,22 +1,27 @@
 # Float8 training of the linear layers (--fp8; include/memest/fp8.h, src/ops/fp8.c):
-#  - torchao's tensorwise recipe against real torchao v0.13.0 (whose float8
-#    training code is v0.18.0's) under PyTorch 2.6: the step peaks of the tiny
-#    Llama and Qwen2 (q/k/v biases) trained in bfloat16 and float32, SGD and
-#    Adam, eager and SDPA (tests/tools/fp8_peak.py, tests/reference/
-#    fp8_peaks.json; torch._scaled_mm replaced by an allocation of its CUDA
-#    outputs), within 1 per mille (measured: 4 bytes under PyTorch in the SGD
-#    cases, whose peak is a float8 cast in the backward, equal in the Adam
-#    ones). Without --fp8 memest is 8.2 % under the bfloat16 SGD case: the
-#    test sees the casts.
+#  - torchao's tensorwise and rowwise recipes against real torchao v0.13.0
+#    (whose float8 training code is v0.18.0's) under PyTorch 2.6: the step
+#    peaks of the tiny Llama and Qwen2 (q/k/v biases) trained in bfloat16 and
+#    float32, SGD and Adam, eager and SDPA (tests/tools/fp8_peak.py,
+#    tests/reference/fp8_peaks.json; torch._scaled_mm replaced by an
+#    allocation of its CUDA output), within 1 per mille (measured: 4 bytes
+#    under PyTorch in the 8 SGD cases, whose peak is in a float8 linear's
+#    backward, equal in the 8 Adam ones). Without --fp8 memest is 8.2 % under
+#    the tensorwise bfloat16 SGD case, and tensorwise is 4.2 % under rowwise in
+#    float32: the tests see the casts and the rowwise post-scales.
 #  - Transformer Engine's recipes cannot run here (no CUDA): the saved bytes
 #    and the state of tests' hand calculations from TE v2.18's linear.py
 #    (fp8.c cites the lines), on models/mlp-mnist.json (Linear 784 -> 512,
 #    ReLU, Linear 512 -> 512, ReLU, Linear 512 -> 10: the last is the output
 #    head and stays nn.Linear), float32.
-foreach(case RANGE 0 9)
+file(READ ${PROJECT_SOURCE_DIR}/tests/reference/fp8_peaks.json _fp8_ref)
+string(JSON _fp8_n LENGTH "${_fp8_ref}" cases)
+math(EXPR _fp8_last "${_fp8_n} - 1")
+foreach(case RANGE 0 ${_fp8_last})
+  string(JSON _recipe GET "${_fp8_ref}" cases ${case} recipe)
   add_test(NAME fp8.ao_peaks.${case}
            COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR} -DCASE=${case}
-                   -DREF=fp8_peaks.json "-DARGS=--fp8;ao-tensorwise" -DPERMILLE=1
+                   -DREF=fp8_peaks.json "-DARGS=--fp8;ao-${_recipe}" -DPERMILLE=1
                    -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/peaks.cmake)
   set_tests_properties(fp8.ao_peaks.${case} PROPERTIES LABELS "fp8;hf")
 endforeach()

@@ -14,6 +14,7 @@ enum memest_fp8 {
     MEMEST_FP8_NONE = 0,
     MEMEST_FP8_AO_TENSORWISE,  /* torchao.float8 convert_to_float8_training,
                                   the default "tensorwise" recipe, eager */
+    MEMEST_FP8_AO_ROWWISE,     /* ... its "rowwise" recipe (scales per row) */
     MEMEST_FP8_TE_DELAYED,     /* Transformer Engine te.Linear under
                                   fp8_autocast(DelayedScaling()), Hopper */
     MEMEST_FP8_TE_CURRENT,     /* ... Float8CurrentScaling(), Hopper */
@@ -21,7 +22,7 @@ enum memest_fp8 {
     MEMEST_FP8_COUNT
 };
 
-/* "none", "ao-tensorwise", "te-delayed", "te-current", "te-mxfp8". */
+/* "none", "ao-tensorwise", "ao-rowwise", "te-delayed", "te-current", "te-mxfp8". */
 const char *memest_fp8_name(int r);
 int memest_fp8_parse(const char *s, uint8_t *out);
 
@@ -31,6 +32,7 @@ struct memest_fp8_shape {
     uint64_t rows, in, out;
     uint64_t in_b, w_b, out_b;
     bool bias;
+    bool out_bf16;   /* the output is bfloat16 */
 };
 
 /* What the recipe's linear adds to (or takes from) nn.Linear's. Byte

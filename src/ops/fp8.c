@@ -16,6 +16,11 @@
  *   row-major weight operand: b.t().contiguous().t()), the input (dim 1),
  *   grad_output again (dim 1), grad_weight (both operands copied to the
  *   layouts _scaled_mm takes), the casts held as locals until it returns.
+ *   The "rowwise" recipe (config.py from_recipe_name) scales per row or
+ *   column (float32 scales of the axis kept), and addmm_float8_unwrapped
+ *   without fast accumulation (the backward's GEMMs) scales the output
+ *   after the GEMM by a float32 [M, N] post_inverse_scale; a float32 or
+ *   float16 output comes from a bfloat16 GEMM output.
  * - Transformer Engine (NVIDIA/TransformerEngine v2.18):
  *   transformer_engine/pytorch/module/linear.py _linear_forward quantises
  *   the input rowwise and columnwise, keeps only the columnwise copy for
@@ -38,8 +43,8 @@
 
 #include "memest/checked.h"
 
-static const char *const names[MEMEST_FP8_COUNT] = {"none", "ao-tensorwise", "te-delayed",
-                                                    "te-current", "te-mxfp8"};
+static const char *const names[MEMEST_FP8_COUNT] = {"none", "ao-tensorwise", "ao-rowwise",
+                                                    "te-delayed", "te-current", "te-mxfp8"};
 
 const char *memest_fp8_name(int r) { return r >= 0 && r < MEMEST_FP8_COUNT ? names[r] : "?"; }
 
@@ -61,7 +66,9 @@ bool memest_fp8_eligible(enum memest_fp8 r, int64_t in, int64_t out)
 
 int64_t memest_fp8_rows_multiple(enum memest_fp8 r)
 {
-    return r == MEMEST_FP8_TE_MXFP8 ? 32 : r == MEMEST_FP8_AO_TENSORWISE ? 16 : 8;
+    return r == MEMEST_FP8_TE_MXFP8                                    ? 32
+           : r == MEMEST_FP8_AO_TENSORWISE || r == MEMEST_FP8_AO_ROWWISE ? 16
+                                                                         : 8;
 }
 
 uint64_t memest_fp8_device_bytes(enum memest_fp8 r)
@@ -78,32 +85,61 @@ static uint64_t add(uint64_t a, uint64_t b) { return memest_sat_add(a, b); }
 static uint64_t mul(uint64_t a, uint64_t b) { return memest_sat_mul(a, b); }
 static uint64_t sub0(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
 
-/* hp_tensor_to_float8_dynamic of m elements: the float32 product and its
- * clamp (8 bytes an element) while the float8 result (1) is made, and the
- * scale; the abs copy before is at most 4 */
-static uint64_t ao_cast_peak(uint64_t m) { return add(mul(m, 9), SCALE); }
-static uint64_t ao_cast_kept(uint64_t m) { return add(m, SCALE); }
+/* hp_tensor_to_float8_dynamic of m elements with r float32 scales (1:
+ * tensorwise; rowwise: one per row or column): the float32 product and its
+ * clamp (8 bytes an element) while the float8 result (1) is made; the abs
+ * copy before is at most 4 */
+static uint64_t ao_cast_peak(uint64_t m, uint64_t r) { return add(mul(m, 9), mul(r, SCALE)); }
+static uint64_t ao_cast_kept(uint64_t m, uint64_t r) { return add(m, mul(r, SCALE)); }
 
-static void ao_tensorwise(const struct memest_fp8_shape *s, struct memest_fp8_linear *p)
+/* addmm_float8_unwrapped of an [M, N] product whose operands have ra and rb
+ * scales: the reciprocal scales (with rowwise scaling and no fast
+ * accumulation, the backward's GEMMs: their float32 [M, N] product
+ * post_inverse_scale instead, the reciprocals replaced by ones scalars),
+ * then torch._scaled_mm's output; rowwise for a float32 or float16 output
+ * the GEMM's is bfloat16, .to() the output dtype after. Returns what is
+ * live at its height besides the output of the output dtype (out). */
+static uint64_t ao_gemm(bool rowwise, bool post, bool via_bf16, uint64_t M, uint64_t N,
+                        uint64_t ra, uint64_t rb)
+{
+    uint64_t w = mul(add(ra, rb), SCALE);
+    if (rowwise && post)   /* the reciprocals' product replaces them, and two ones scalars */
+        w = add(mul(mul(M, N), 4), 2 * SCALE);
+    if (rowwise && via_bf16)
+        w = add(w, mul(mul(M, N), 2));
+    return w;
+}
+
+static void ao(bool rw, const struct memest_fp8_shape *s, struct memest_fp8_linear *p)
 {
     uint64_t n = mul(s->rows, s->in), w = mul(s->out, s->in), g = mul(s->rows, s->out);
     uint64_t G = mul(g, s->out_b), gi = mul(n, s->in_b), GW = mul(w, s->w_b), GWo = mul(w, s->out_b);
+    /* the scales of each cast (rowwise: the axis each keeps) */
+    uint64_t one = 1, r_rows = rw ? s->rows : one, r_in = rw ? s->in : one, r_out = rw ? s->out : one;
+    bool via = !s->out_bf16;
     p->saves_input = true;
-    /* forward: input cast, weight cast, the GEMM (2 reciprocal scales), bias add */
-    uint64_t kept = add(ao_cast_kept(n), ao_cast_kept(w));
-    uint64_t f = max2(ao_cast_peak(n), add(ao_cast_kept(n), ao_cast_peak(w)));
-    f = max2(f, add(add(kept, 2 * SCALE), G));
+    /* forward: the input (dim -1), the weight's transpose (dim 0), the GEMM
+     * (fast accumulation: no post scale), the bias add */
+    uint64_t kept = add(ao_cast_kept(n, r_rows), ao_cast_kept(w, r_out));
+    uint64_t f = max2(ao_cast_peak(n, r_rows), add(ao_cast_kept(n, r_rows), ao_cast_peak(w, r_out)));
+    f = max2(f, add(add(kept, ao_gemm(rw, false, via, s->rows, s->out, r_rows, r_out)), G));
     if (s->bias)
         f = max2(f, add(add(kept, mul(G, 2)), s->w_b != s->out_b ? mul(s->out, s->out_b) : 0));
     p->fwd_work = sub0(f, G);
-    /* backward, in order; gi from the first GEMM on, GWo from the second */
-    uint64_t go = ao_cast_kept(g), wt = ao_cast_kept(w), x = ao_cast_kept(n);
-    uint64_t b = ao_cast_peak(g);
-    b = max2(b, add(go, ao_cast_peak(w)));
-    b = max2(b, add(add(add(go, wt), add(w, 2 * SCALE)), gi));             /* the weight's copy */
-    b = max2(b, add(add(add(go, wt), ao_cast_peak(n)), gi));
-    b = max2(b, add(add(add(add(go, wt), x), ao_cast_peak(g)), gi));
-    b = max2(b, add(add(add(add(mul(go, 2), wt), x), add(add(g, n), 2 * SCALE)), add(gi, GWo)));
+    /* backward, in order; gi from the first GEMM on, GWo from the second:
+     * grad_output (dim -1), the weight again (dim -1), grad_input (the
+     * row-major weight operand copied), the input (dim 0), grad_output
+     * (dim 0), grad_weight (both operands copied) */
+    uint64_t go = ao_cast_kept(g, r_rows), wt = ao_cast_kept(w, r_in), x = ao_cast_kept(n, r_in);
+    uint64_t go1 = ao_cast_kept(g, r_out);
+    uint64_t b = ao_cast_peak(g, r_rows);
+    b = max2(b, add(go, ao_cast_peak(w, r_in)));
+    b = max2(b, add(add(add(go, wt), add(w, ao_gemm(rw, true, via, s->rows, s->in, r_rows, r_in))),
+                    gi));
+    b = max2(b, add(add(add(go, wt), ao_cast_peak(n, r_in)), gi));
+    b = max2(b, add(add(add(add(go, wt), x), ao_cast_peak(g, r_out)), gi));
+    b = max2(b, add(add(add(add(go, go1), add(wt, x)), add(add(g, n), add(gi, GWo))),
+                    ao_gemm(rw, true, via, s->out, s->in, r_out, r_in)));
     if (s->w_b != s->out_b)   /* the engine casts grad_weight to the weight's dtype */
         b = max2(b, add(add(gi, GWo), GW));
     p->bwd_work = sub0(b, add(gi, GW));
@@ -147,8 +183,8 @@ void memest_fp8_linear(enum memest_fp8 r, const struct memest_fp8_shape *s,
                        struct memest_fp8_linear *p)
 {
     *p = (struct memest_fp8_linear){0};
-    if (r == MEMEST_FP8_AO_TENSORWISE)
-        ao_tensorwise(s, p);
+    if (r == MEMEST_FP8_AO_TENSORWISE || r == MEMEST_FP8_AO_ROWWISE)
+        ao(r == MEMEST_FP8_AO_ROWWISE, s, p);
     else if (r != MEMEST_FP8_NONE)
         te(r, s, p);
 }

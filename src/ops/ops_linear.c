@@ -55,7 +55,8 @@ static int linear_fp8(struct memest_ictx *c, enum memest_fp8 r, const struct mem
     enum memest_dtype x = memest_in_dtype(c, 0), pd = memest_param_dtype(c);
     struct memest_fp8_shape sh = {(uint64_t)rows, (uint64_t)in, (uint64_t)out,
                                   memest_dtype_size(x), memest_dtype_size(pd),
-                                  memest_dtype_size(x), memest_arg_bool(c, LIN_BIAS)};
+                                  memest_dtype_size(x), memest_arg_bool(c, LIN_BIAS),
+                                  x == MEMEST_BF16};
     struct memest_fp8_linear p;
     memest_fp8_linear(r, &sh, &p);
     int64_t folded[2] = {rows, in};

@@ -17,13 +17,14 @@ batch 2, sequence 16, SGD for-loop and Adam foreach), with the model converted a
 (filter_fqns: the output head stays nn.Linear) after it is built and before the optimizer is made.
 
 CPU versus CUDA. torch._scaled_mm has no CPU kernel here, and torchao's emulate=True computes the GEMMs in
-float32 copies that CUDA never makes. So emulate stays False and float8_ops.addmm_float8_unwrapped, the
-function that calls torch._scaled_mm, is replaced by one that allocates what CUDA's does: the two reciprocal
-scales and the output of the output dtype (its values computed outside the count). Everything around it --
-the casts (abs, the float32 product and clamp, the float8 result), preprocess_addmm's layout copies, the bias
-add -- is torchao's own code, counted as it runs. The copies that torchao's Float8TrainingTensor makes inside
+float32 copies that CUDA never makes. So emulate stays False and torch._scaled_mm is replaced by a function that
+allocates what CUDA's does: its output of out_dtype (the values computed outside the count). Everything
+around it -- the casts (abs, the float32 product and clamp, the float8 result), addmm_float8_unwrapped's
+reciprocal scales and the rowwise recipe's float32 post_inverse_scale, preprocess_addmm's layout copies, the
+bias add -- is torchao's own code, counted as it runs. The copies that torchao's Float8TrainingTensor makes inside
 its own __torch_dispatch__ are counted too: the recorder runs a subclass's handler with itself re-entered.
 """
+import json
 import os
 import sys
 
@@ -36,23 +37,22 @@ import hf_peak  # noqa: E402
 
 def load_torchao(path):
     sys.path.insert(0, os.path.abspath(path))
-    import torchao.float8.float8_ops as ops
     from torchao.float8 import Float8LinearConfig, convert_to_float8_training
     from torchao.float8.float8_training_tensor import Float8TrainingTensor
 
-    def scaled_mm_as_cuda(a_data, a_scale, b_data, b_scale, output_dtype, output_scale=None, bias=None,
+    def scaled_mm_as_cuda(a, b, scale_a=None, scale_b=None, bias=None, scale_result=None, out_dtype=None,
                           use_fast_accum=False):
-        a_inv, b_inv = a_scale.reciprocal(), b_scale.reciprocal()
+        """torch._scaled_mm as CUDA allocates it: its [M, N] output of out_dtype, nothing else"""
         with _disable_current_modes():
-            val = (a_data.float() * a_inv) @ (b_data.float() * b_inv)
+            val = (a.float() * scale_a.float()) @ (b.float() * scale_b.float())
             if bias is not None:
                 val = val + bias.float()
-        out = torch.empty(val.shape, dtype=output_dtype)
+        out = torch.empty(val.shape, dtype=out_dtype)
         with _disable_current_modes():
             out.copy_(val)
         return out
 
-    ops.addmm_float8_unwrapped = scaled_mm_as_cuda
+    torch._scaled_mm = scaled_mm_as_cuda
     return Float8LinearConfig, convert_to_float8_training, Float8TrainingTensor
 
 
@@ -77,12 +77,16 @@ class SubclassRecorder(hf_peak.Recorder):
         return out
 
 
+# (config, attention, dtype, memest --attention, torchao recipe)
 CASES = [
-    ("llama", "eager", "bfloat16", "eager"),
-    ("llama", "eager", "float32", "eager"),
-    ("llama", "sdpa", "bfloat16", "flash"),
-    ("qwen2", "eager", "bfloat16", "eager"),  # q/k/v biases: Float8Linear adds them after the GEMM
-    ("qwen2", "eager", "float32", "eager"),
+    ("llama", "eager", "bfloat16", "eager", "tensorwise"),
+    ("llama", "eager", "float32", "eager", "tensorwise"),
+    ("llama", "sdpa", "bfloat16", "flash", "tensorwise"),
+    ("qwen2", "eager", "bfloat16", "eager", "tensorwise"),  # q/k/v biases: added after the GEMM
+    ("qwen2", "eager", "float32", "eager", "tensorwise"),
+    ("llama", "eager", "bfloat16", "eager", "rowwise"),
+    ("llama", "eager", "float32", "eager", "rowwise"),  # _scaled_mm's bfloat16 output, .to(float32)
+    ("qwen2", "eager", "bfloat16", "eager", "rowwise"),
 ]
 
 
@@ -92,18 +96,31 @@ def main(argv):
     Config, convert, Float8TrainingTensor = load_torchao(ao)
     SubclassRecorder.subclass = Float8TrainingTensor
     hf_peak.Recorder = SubclassRecorder
-
-    def prepare(model):
-        convert(model, config=Config(), module_filter_fn=lambda m, fqn: fqn != "lm_head")
-
     orig = hf_peak.measure
 
-    def measure(cfg, attn, dtype, optim, prepare_=None, builders=None, inputs=None):
-        return orig(cfg, attn, dtype, optim, prepare=prepare, builders=builders, inputs=inputs)
+    cases = []
+    for recipe in ("tensorwise", "rowwise"):
+        def prepare(model, recipe=recipe):
+            convert(model, config=Config.from_recipe_name(recipe),
+                    module_filter_fn=lambda m, fqn: fqn != "lm_head")
 
-    hf_peak.measure = measure
-    hf_peak.write_cases(path, CASES, "tests/tools/fp8_peak.py",
-                        "v4.48.0 (followed in plain PyTorch, not imported); torchao v0.13.0 (imported)")
+        def measure(cfg, attn, dtype, optim, builders=None, inputs=None, prepare=prepare):
+            return orig(cfg, attn, dtype, optim, prepare=prepare, builders=builders, inputs=inputs)
+
+        hf_peak.measure = measure
+        part = path + "." + recipe
+        hf_peak.write_cases(part, [c[:4] for c in CASES if c[4] == recipe], "tests/tools/fp8_peak.py",
+                            "v4.48.0 (followed in plain PyTorch, not imported); torchao v0.13.0 (imported)")
+        with open(part) as f:
+            res = json.load(f)
+        os.remove(part)
+        for c in res["cases"]:
+            c["recipe"] = recipe
+        cases += res["cases"]
+    res["cases"] = cases
+    with open(path, "w") as f:
+        json.dump(res, f, indent=1)
+        f.write("\n")
 
 
 if __name__ == "__main__":
