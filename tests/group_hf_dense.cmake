@@ -29,3 +29,26 @@ foreach(name starcoder2 glm4)
     endforeach()
   endforeach()
 endforeach()
+
+# Step peaks of the dense families of tests/tools/hf_peak_dense2.py (qwen3,
+# olmo2, smollm3, granite, gemma3_text, starcoder2, glm4; float32 eager and
+# bfloat16 SDPA, SGD and Adam; tests/reference/hf_peaks_dense2.json), within
+# 1 %. Measured, memest against PyTorch 2.6: 26 of the 28 within 0.04 % but
+# qwen3 float32 eager SGD, +0.79 %. The two starcoder2 SGD cases within 3 %:
+# float32 eager -1.20 %, bfloat16 SDPA +2.02 %, both peaks of the reference
+# at an out-of-place aten.add in the backward -- under the recorder's
+# TorchDispatchMode InputBuffer always adds out of place (isTensorSubclassLike
+# is true for every tensor while a mode is enabled; CUDA without one adds in
+# place, as memest does), and the bfloat16 case runs CUDA's memory-efficient
+# kernel (the window 8 is shorter than the sequence), whose backward scratch
+# memest counts and hf_peak.py's corrections leave out.
+foreach(case RANGE 0 27)
+  set(_tol 10)
+  if(case EQUAL 20 OR case EQUAL 22)
+    set(_tol 30)
+  endif()
+  add_test(NAME hf_dense.peaks.${case}
+           COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR} -DCASE=${case}
+                   -DREF=hf_peaks_dense2.json -DPERMILLE=${_tol} -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/peaks.cmake)
+  set_tests_properties(hf_dense.peaks.${case} PROPERTIES LABELS hf)
+endforeach()
