@@ -30,11 +30,12 @@ foreach(name starcoder2 glm4)
   endforeach()
 endforeach()
 
-# Step peaks of the dense families of tests/tools/hf_peak_dense2.py (qwen3,
-# olmo2, smollm3, granite, gemma3_text, starcoder2, glm4; float32 eager and
-# bfloat16 SDPA, SGD and Adam; tests/reference/hf_peaks_dense2.json), within
-# 1 %. Measured, memest against PyTorch 2.6: 26 of the 28 within 0.04 % but
-# qwen3 float32 eager SGD, +0.79 %. The two starcoder2 SGD cases within 3 %:
+# Step peaks of the families of tests/tools/hf_peak_dense2.py (qwen3, olmo2,
+# smollm3, granite, gemma3_text, starcoder2, glm4, and qwen3_moe with the
+# balanced routing; float32 eager and bfloat16 SDPA, SGD and Adam;
+# tests/reference/hf_peaks_dense2.json), within 1 %. Measured, memest against
+# PyTorch 2.6: 28 of the 32 within 0.04 %; qwen3 and qwen3_moe float32 eager
+# SGD +0.79 % and +0.77 % (their peak in layer 1's attention backward). The two starcoder2 SGD cases within 3 %:
 # float32 eager -1.20 %, bfloat16 SDPA +2.02 %, both peaks of the reference
 # at an out-of-place aten.add in the backward -- under the recorder's
 # TorchDispatchMode InputBuffer always adds out of place (isTensorSubclassLike
@@ -42,7 +43,7 @@ endforeach()
 # place, as memest does), and the bfloat16 case runs CUDA's memory-efficient
 # kernel (the window 8 is shorter than the sequence), whose backward scratch
 # memest counts and hf_peak.py's corrections leave out.
-foreach(case RANGE 0 27)
+foreach(case RANGE 0 31)
   set(_tol 10)
   if(case EQUAL 20 OR case EQUAL 22)
     set(_tol 30)

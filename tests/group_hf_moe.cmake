@@ -14,6 +14,9 @@
 #    (tiny deepseek_v3, whose v head dim differs from q's: PyTorch's CPU SDPA runs
 #    the math kernel, compared with memest's --attention math; its router is
 #    moe_router's scoring "sigmoid");
+#    (tiny qwen3_moe: Qwen3's attention with q/k norms, a dense layer 0 and a
+#    sparse layer 1, decoder_sparse_step 2, 4 experts, top 2, renormalised,
+#    no shared expert; transformers v4.51.0's per-expert loop);
 #  - MixtralSparseMoeBlock alone (tests/hf/moe_block.json): exactly;
 #  - DeepSeek-V3 (tests/hf/published/deepseek-v3.json): the parameters and
 #    buffer elements of the model built on torch.device("meta"), exactly (the
@@ -35,7 +38,7 @@ foreach(entry ${_hf_moe_params})
   set_tests_properties(hf_moe.params.${config} PROPERTIES LABELS hf)
 endforeach()
 
-foreach(config mixtral qwen2_moe deepseek_v3 deepseek_v3_lite)
+foreach(config mixtral qwen2_moe qwen3_moe deepseek_v3 deepseek_v3_lite)
   foreach(dtype float32 bfloat16)
     foreach(attn eager sdpa)
       add_test(NAME hf_moe.activations.${config}_${dtype}_${attn}

@@ -41,7 +41,7 @@ from provenance import stamp  # noqa: E402
 torch.set_num_threads(2)
 
 CONFIGS = ["mixtral-8x7b", "qwen1.5-moe-a2.7b"]
-TINY = ["mixtral", "qwen2_moe", "deepseek_v3", "deepseek_v3_lite"]
+TINY = ["mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "deepseek_v3_lite"]
 IMBALANCE = 1.5  # one more run of tiny mixtral (bfloat16, sdpa) with this --moe-imbalance split
 
 

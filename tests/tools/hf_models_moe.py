@@ -17,6 +17,12 @@ Followed, at tag v4.48.0 (src/transformers/...):
                                           decoder_sparse_step == 0, a dense Qwen2MoeMLP of intermediate_size
                                           elsewhere), Qwen2's attention (q/k/v biases) with its legacy per-layer
                                           Qwen2MoeRotaryEmbedding (an unused non-persistent inv_freq buffer)
+Followed at transformers v4.51.0 (the per-expert loop before v5 fused the experts' parameters):
+  models/qwen3_moe/modeling_qwen3_moe.py  Qwen3MoeSparseMoeBlock: Qwen2-MoE's loop without the shared expert
+                                          (experts the routing does not hit are skipped: with the balanced
+                                          routing below every expert is hit), Qwen3MoeMLP experts of
+                                          moe_intermediate_size, Qwen3's attention (q_norm/k_norm), the same
+                                          decoder_sparse_step / mlp_only_layers choice
 The router's auxiliary loss (output_router_logits) and router_jitter_noise are left out (both off by
 default, and the templates refuse them).
 
@@ -39,6 +45,7 @@ import hf_models as base
 MOE_ARCH = {
     "mixtral": dict(base.ARCH["mistral"]),
     "qwen2_moe": dict(base.ARCH["qwen2"]),
+    "qwen3_moe": dict(base.ARCH["qwen3"]),
 }
 
 
@@ -104,7 +111,8 @@ class SparseMoeBlock(nn.Module):
         self.top_k = cfg["num_experts_per_tok"]
         self.gate = nn.Linear(H, self.num_experts, bias=False)
         self.experts = nn.ModuleList(Expert(cfg, size, names) for _ in range(self.num_experts))
-        if qwen:
+        self.shared = qwen and cfg["model_type"] == "qwen2_moe"   # Qwen3-MoE has none
+        if self.shared:
             self.shared_expert = Expert(cfg, cfg["shared_expert_intermediate_size"], QWEN_NAMES)
             self.shared_expert_gate = nn.Linear(H, 1, bias=False)
 
@@ -131,7 +139,7 @@ class SparseMoeBlock(nn.Module):
             current_state = hidden_states[None, top_x].reshape(-1, hidden_dim)
             current_hidden_states = expert_layer(current_state) * routing_weights[top_x, idx, None]
             final_hidden_states.index_add_(0, top_x, current_hidden_states.to(hidden_states.dtype))
-        if self.qwen:
+        if self.shared:
             shared_expert_output = self.shared_expert(hidden_states)
             shared_expert_output = F.sigmoid(self.shared_expert_gate(hidden_states)) * shared_expert_output
             final_hidden_states = final_hidden_states + shared_expert_output
@@ -150,14 +158,14 @@ def sparse_layer(cfg, layer_idx):
 class MoeDecoderLayer(base.DecoderLayer):
     def __init__(self, cfg, arch, layer_idx, attn, balanced):
         super().__init__(cfg, arch, layer_idx, attn)
-        qwen = cfg["model_type"] == "qwen2_moe"
+        qwen = cfg["model_type"] in ("qwen2_moe", "qwen3_moe")
         self.moe_name = "mlp" if qwen else "block_sparse_moe"
         if sparse_layer(cfg, layer_idx):
             del self.mlp
             setattr(self, self.moe_name, SparseMoeBlock(cfg, qwen, balanced))
         else:
             self.moe_name = "mlp"  # Qwen2MoeMLP(config, intermediate_size=config.intermediate_size)
-        if qwen:  # Qwen2MoeAttention.__init__: self.rotary_emb = Qwen2MoeRotaryEmbedding(config=self.config)
+        if cfg["model_type"] == "qwen2_moe":  # Qwen2MoeAttention.__init__: its legacy Qwen2MoeRotaryEmbedding
             self.self_attn.rotary_emb = base.RotaryEmbedding(cfg, self.self_attn.head_dim)
 
     def forward(self, hidden_states, attention_mask, position_embeddings):
