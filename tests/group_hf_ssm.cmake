@@ -49,6 +49,26 @@ foreach(name bamba bamba_chunk6)
   endforeach()
 endforeach()
 
+# Step peaks (memory.peak_tensors) of tests/hf/tiny/bamba.json and
+# bamba_chunk6.json against PyTorch 2.6 (tests/tools/hf_peak_ssm.py on the
+# replica, tests/reference/hf_peaks_ssm.json; tests/hf/peaks.cmake), float32
+# and bfloat16, eager and SDPA, SGD and Adam (foreach), within 1 %
+# (PERMILLE 10). Cases 0-15: the mixers as mamba_ssm's fused kernel runs
+# them on CUDA; it has no CPU backward, so the generator emulates it with an
+# autograd.Function making, as aten ops, each tensor the CUDA code
+# (state-spaces/mamba@v2.2.4, causal-conv1d@v1.5.0.post8) allocates, in its
+# order and with its lifetimes (sm_count 132). memest: within 36 bytes of
+# each (0.01 %); the SGD peaks lie in the first Mamba layer's backward, at
+# _layer_norm_bwd's float32 partial dw [nrow_groups, dim] (132 * 4 / g
+# rows), the Adam ones in the optimizer. Cases 16-31: the slow path
+# (torch_forward, --set mamba_kernels=false), measured as it runs.
+foreach(case RANGE 0 15)
+  add_test(NAME hf_ssm.peaks.${case}
+           COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR} -DCASE=${case}
+                   -DREF=hf_peaks_ssm.json -DPERMILLE=10 -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/peaks.cmake)
+  set_tests_properties(hf_ssm.peaks.${case} PROPERTIES LABELS hf)
+endforeach()
+
 math(EXPR bamba_mixer "4096 * (8192 + 8448 + 128) + 8448 * 4 + 8448 + 3 * 128 + 8192 + 8192 * 4096")
 math(EXPR bamba_attn "4096 * 4096 + 2 * 4096 * 1024 + 4096 * 4096")
 math(EXPR bamba_common "3 * 4096 * 14336 + 2 * 4096")

@@ -25,17 +25,15 @@
  *         outproj_weight, outproj_bias)
  * so the activations are zxbcdt (the op's input), out_x, rstd and A, plus
  * exp's result (the parameters are not activations). The backward recomputes
- * xBC_conv and the normed output. The forward's temporaries, modelled as
- * workspace: xBC_conv [B, S, dim + 2 g n] (x's dtype), the chunk states
- * [B, nchunks, nh, head_dim, n] float32, dt and dA_cumsum [B, nh, nchunks,
- * chunk_size] float32, CB [B, nchunks, g, chunk_size, chunk_size] float32,
- * the normed output [B, S, dim]; nchunks = ceil(S / chunk_size).
+ * xBC_conv and the normed output. The forward's and backward's temporaries
+ * (the workspaces) follow mamba_ssm v2.2.4's code tensor by tensor:
+ * ops_ssm_kernel.c.
  *
  * Parameters as the module holds them: conv1d.weight [conv_dim, 1, d_conv],
  * conv1d.bias [conv_dim] (conv_bias), dt_bias, A_log, D [nh], norm.weight
  * [dim], out_proj.weight [hidden, dim], out_proj.bias [hidden] (out_bias);
  * conv_dim = dim + 2 g n. */
-#include "ops_common.h"
+#include "ops_ssm_kernel.h"
 
 enum { M2_HEADS, M2_HEAD_DIM, M2_GROUPS, M2_STATE, M2_CONV, M2_CONV_BIAS, M2_OUT, M2_OUT_BIAS,
        M2_CHUNK, M2_EPS, M2_FUSED };
@@ -62,10 +60,6 @@ static const struct memest_argspec mamba2_args[] = {
                   .doc = "mamba_ssm's kernel; false: BambaMixer.torch_forward, the eager chunked scan"},
 };
 
-struct m2 {
-    int64_t nh, hd, g, n, k, out, chunk, dim, conv_dim, proj;
-};
-
 static int m2_params(struct memest_ictx *c, const struct m2 *m)
 {
     int64_t cw[3] = {m->conv_dim, 1, m->k}, ow[2] = {m->out, m->dim};
@@ -79,34 +73,21 @@ static int m2_params(struct memest_ictx *c, const struct m2 *m)
     return 0;
 }
 
-/* The forward's temporaries (see the top of the file) and the MACs: the
- * conv, the scan's four contractions per chunk (C B^T, the chunk states,
- * the diagonal blocks' outputs, the states' outputs) and out_proj; the
- * backward about twice the forward. */
+/* The kernel's workspaces (ops_ssm_kernel.c: what its forward and
+ * backward allocate beyond the declared output, saved tensors and
+ * gradients, read from mamba_ssm's code) and the MACs: the conv, the scan's
+ * four contractions per chunk (C B^T, the chunk states, the diagonal
+ * blocks' outputs, the states' outputs) and out_proj; the backward about
+ * twice the forward. */
 static void m2_costs(struct memest_ictx *c, const struct m2 *m, int64_t rows, int64_t S,
                      enum memest_dtype dt, bool fused)
 {
-    int64_t B = S > 0 ? rows / S : 0, nchunks = (S + m->chunk - 1) / m->chunk;
-    uint64_t chunk_cells = memest_sat_mul((uint64_t)B, (uint64_t)nchunks);
-    uint64_t ws = memest_sat_mul(memest_sat_mul((uint64_t)rows, (uint64_t)(m->conv_dim + m->dim)),
-                                 memest_dtype_size(dt));
-    uint64_t states = memest_sat_mul(chunk_cells, (uint64_t)(m->nh * m->hd * m->n));
-    uint64_t cum = memest_sat_mul(memest_sat_mul(chunk_cells, (uint64_t)(m->nh * m->chunk)), 2);
-    uint64_t cb = memest_sat_mul(chunk_cells, (uint64_t)(m->g * m->chunk * m->chunk));
-    ws += memest_sat_mul(states + cum + cb, 4);
+    int64_t B = S > 0 ? rows / S : 0;
     if (fused)
-        memest_workspace(c, ws);
-    /* MambaSplitConv1dScanCombinedFn.backward, besides the gradients: the
-     * recomputed xBC_conv and dxBC [B, S, conv_dim], out_recompute, dout
-     * (out_proj's input gradient), dz's clone and _layer_norm_bwd's dx
-     * [B, S, dim] in x's dtype; _mamba_chunk_scan_combined_bwd's float32
-     * chunk states and their gradient, CB and dCB, dt / dA_cumsum and their
-     * gradients (read from the code, not measured) */
-    uint64_t bw = memest_sat_mul(memest_sat_mul((uint64_t)rows, (uint64_t)(2 * m->conv_dim + 4 * m->dim)),
-                                 memest_dtype_size(dt));
-    bw = memest_sat_add(bw, memest_sat_mul(memest_sat_mul(states + cum + cb, 2), 4));
+        memest_workspace(c, m2_kernel_fwd_workspace(m, B, S, dt));
     if (fused && memest_needs_grad(c))
-        memest_bwd_workspace(c, bw);
+        memest_bwd_workspace(c, m2_kernel_bwd_workspace(m, B, S, dt, memest_arg_bool(c, M2_CONV_BIAS),
+                                                        memest_arg_bool(c, M2_OUT_BIAS)));
     double r = (double)rows;
     double fwd = r * (double)(m->conv_dim * m->k) + r * (double)(m->chunk * m->g * m->n) +
                  2.0 * r * (double)(m->nh * m->hd * m->n) + r * (double)(m->chunk * m->dim) +
