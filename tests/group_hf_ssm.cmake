@@ -29,6 +29,18 @@
 #    kernel's. tests/hf/tiny/bamba_chunk6.json: chunks of 6 (the slow path
 #    pads 16 tokens to 18), 1 group, in_proj/out_proj biases, no conv bias,
 #    the attention layer first.
+#  - training-step peaks (memory.peak_tensors) of both tiny configs, float32
+#    and bfloat16, eager and SDPA, SGD and Adam: tests/tools/hf_peak_ssm.py
+#    (tests/reference/hf_peaks_ssm.json), within 1 %. The mixers as the fused
+#    kernel runs them: mamba_ssm has no CPU backward, so the generator's
+#    autograd.Function makes each tensor the CUDA code allocates (read from
+#    state-spaces/mamba@v2.2.4 and causal-conv1d@v1.5.0.post8, sm_count 132),
+#    forward and backward, in order and with its lifetime; memest's
+#    workspaces follow the same code (src/ops/ops_ssm_kernel.c). The slow
+#    path's peaks (cases 16-31, measured as it runs) are in the file but not
+#    tested: memest is 15-30 % low there, as it models no backward scratch for
+#    torch_forward (its first big backward op, C_times_states' MulBackward0,
+#    holds two float32 [B, nc, chunk, nh, head_dim, n] products at once).
 foreach(name bamba bamba_chunk6)
   foreach(path fused torch)
     set(_ref ${name})
