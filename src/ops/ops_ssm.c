@@ -96,6 +96,44 @@ static void m2_costs(struct memest_ictx *c, const struct m2 *m, int64_t rows, in
     memest_macs_bwd(c, memest_needs_grad(c) ? 2.0 * fwd : 0.0);
 }
 
+/* The slow path's backward at its first broadcast product's backward,
+ * C_times_states = C[..., None, :] * states[:, :, None, ...] (the last of
+ * ssd_naive's products, so the first in the backward): MulBackward0 returns
+ * grad * states and grad * C, both [B, Sp, nh, head_dim, n] float32, and
+ * validate_outputs sums the first to C's [B, Sp, nh, 1, n] while the second
+ * is alive. Also live then: the gradients in flight, of gate ([B, S, dim] e,
+ * waiting for the split's backward), of y (float32 [B, Sp, dim], for
+ * D_residual's branch), of C_times_states.sum(-1) ([B, Sp, dim], whose
+ * expand the product reads) and of exp(A_cumsum)'s permute ([B, Sp, nh]),
+ * all float32 but gate's; the parameter gradients of out_proj and the norm
+ * (declared). Already released: what out_proj, the gated norm and Y_off's
+ * product saved (out_proj's input [B, S, dim] e; silu(gate), y * silu, the
+ * normed [B, S, dim] and, unless e is float32, gate's float32 copy; rsqrt's
+ * [B, S, 1]; y and C_times_states.sum(-1) [B, Sp, dim], float32); not made
+ * yet: zxbcdt's gradient and conv1d's, dt_bias', A_log's and D's. The
+ * scratch is what is live beyond memest's node-level account (every saved
+ * tensor and gradient at once). Later products' backwards (G_intermediate's
+ * [B, Sp, chunk, nh, n], Y_diag's [B, Sp, chunk, nh, head_dim], new_states')
+ * are not modelled: the peak when their sizes, less what is released by
+ * then, pass this one's. */
+static uint64_t m2_torch_bwd_scratch(const struct m2 *m, int64_t B, int64_t S, enum memest_dtype e)
+{
+    const enum memest_dtype f = MEMEST_F32;
+    int64_t nc = (S + m->chunk - 1) / m->chunk, Sp = nc * m->chunk;
+    int64_t prod[5] = {B, Sp, m->nh, m->hd, m->n}, red[4] = {B, Sp, m->nh, m->n}, bsd[3] = {B, S, m->dim},
+            bpd[3] = {B, Sp, m->dim}, bph[3] = {B, Sp, m->nh}, bs[2] = {B, S}, bsp[3] = {B, S, m->proj},
+            conv[2] = {m->conv_dim, m->k + 1}, heads[2] = {3, m->nh};
+    uint64_t live = memest_sat_mul(sat_bytes(5, prod, f), 2);
+    live = memest_sat_add(live, sat_bytes(4, red, f));
+    live = memest_sat_add(live, memest_sat_add(sat_bytes(3, bsd, e), memest_sat_mul(sat_bytes(3, bpd, f), 2)));
+    live = memest_sat_add(live, sat_bytes(3, bph, f));
+    uint64_t gone = memest_sat_add(sat_bytes(3, bsd, e), memest_sat_mul(sat_bytes(3, bsd, f), e == f ? 3 : 4));
+    gone = memest_sat_add(gone, memest_sat_add(sat_bytes(2, bs, f), memest_sat_mul(sat_bytes(3, bpd, f), 2)));
+    gone = memest_sat_add(gone, memest_sat_add(sat_bytes(3, bsp, e), sat_bytes(2, conv, e)));
+    gone = memest_sat_add(gone, sat_bytes(2, heads, e));
+    return live > gone ? live - gone : 0;
+}
+
 /* BambaMixer.torch_forward (the slow path: no mamba_ssm / causal_conv1d, or
  * not CUDA) in training, line by line (tests/tools/hf_models_ssm.py runs it):
  * e is the input's dtype, Sp = nc * chunk the padded length, r = nh / g.
@@ -159,6 +197,8 @@ static int m2_torch_saves(struct memest_ictx *c, const struct m2 *m, int64_t B, 
     uint64_t w3 = memest_sat_mul((uint64_t)(B * nc1 * nc1), (uint64_t)(m->nh * m->hd * m->n));
     uint64_t w = w1 > w2 ? w1 : w2;
     memest_workspace(c, memest_sat_mul(w > w3 ? w : w3, 4));
+    if (memest_needs_grad(c))
+        memest_bwd_workspace(c, m2_torch_bwd_scratch(m, B, S, e));
     return 0;
 }
 
@@ -183,6 +223,7 @@ static int infer_mamba2_scan(struct memest_ictx *c)
     m.dim = (int64_t)dim;
     m.conv_dim = m.dim + 2 * (int64_t)gn;
     proj = (uint64_t)m.dim + (uint64_t)m.conv_dim + (uint64_t)m.nh;
+    m.proj = (int64_t)proj;
     if (s->size[2] != (int64_t)proj)
         return memest_fail(c, "the last dimension must be 2 dim + 2 n_groups state_size + num_heads "
                               "= %llu (dim = num_heads * head_dim = %lld), got %lld",

@@ -86,10 +86,22 @@ static void test_mamba2_scan_torch(void)
         "   'state_size': 16, 'conv_kernel': 4, 'out_features': 64, 'chunk_size': 8, 'fused': false}]}";
     LOAD(&t, json, 2);
     CHECK_EQ_U64(t_saved(&t, "ssd"), 404882);
-    CHECK_EQ_U64(t_info(&t, "ssd")->bwd_work_bytes, 0);
+    /* the backward at C_times_states' MulBackward0 (ops_ssm.c
+     * m2_torch_bwd_scratch): its two products 2 * 2*16*8*16*16*4 = 524,288,
+     * the first sum 2*16*8*16*4 = 16,384, the gradients in flight of gate, y
+     * and C_times_states.sum(-1) 3 * 16,384 and of exp(A_cumsum)'s permute
+     * 1,024: 590,848; less what is released by then (out_proj's input, silu,
+     * the product, the normed 4 * 16,384, rsqrt 128, y and C_times_states.
+     * sum(-1) 2 * 16,384: 98,432) and the gradients not made yet (zxbcdt's
+     * 41,984, conv1d's 192*5*4 = 3,840, dt_bias, A_log, D 96): 446,496.
+     * bfloat16: gate's gradient 8,192 and gate's float32 copy released
+     * 16,384 more, out_proj's input 8,192, zxbcdt's 20,992, conv1d's 1,920,
+     * the heads' 48: 582,656 - 129,584 = 453,072. */
+    CHECK_EQ_U64(t_info(&t, "ssd")->bwd_work_bytes, 446496);
     t_free(&t);
     LOAD_OPTS(&t, json, .batch = 2, .dtype = MEMEST_BF16);
     CHECK_EQ_U64(t_saved(&t, "ssd"), 367762);
+    CHECK_EQ_U64(t_info(&t, "ssd")->bwd_work_bytes, 453072);
     t_free(&t);
 }
 
