@@ -23,19 +23,20 @@ Two mixer paths, each case's "mixer":
 The source followed (line numbers of those files at those tags):
   state-spaces/mamba@v2.2.4:mamba_ssm/ops/triton/ssd_combined.py
       :758-834  MambaSplitConv1dScanCombinedFn.forward (rmsnorm_weight given, d_nonssm 0, no seq_idx or
-                initial_states): :775 split, :777 causal_conv1d_fwd, :793 _mamba_chunk_scan_combined_fwd
-                with z None, :804 _layer_norm_fwd (out None: a new [B S, dim]), :816 F.linear, :819 saves
+                initial_states): :776 split, :779 causal_conv1d_fwd, :795 _mamba_chunk_scan_combined_fwd
+                with z None, :806 _layer_norm_fwd (out None: a new [B S, dim]), :819 F.linear, :822 saves
                 zxbcdt, out_x, rstd (and the parameters)
-      :836-908  backward: :847 out_recompute [B, S, dim], :851 causal_conv1d_fwd again, :858 dzxbcdt
-                empty_like(zxbcdt), :860 dxBC empty_like(xBC), :867 dout = F.linear(dout, W.t()) (kept by
-                dy_rms, :878), :886 _layer_norm_bwd (dz into dzxbcdt, out into out_recompute), :889
-                _mamba_chunk_scan_combined_bwd (dx, ddt, dB, dC into dxBC / dzxbcdt), :895 einsum for
-                out_proj's weight, :896 its bias sum, :900 causal_conv1d_bwd (dx into dzxbcdt)
-      :281-331  _mamba_chunk_scan_combined_fwd; :334-451 _mamba_chunk_scan_combined_bwd (:370 dt.clone(),
-                :371 cumsum fwd, :373 CB, :374 chunk states, :375 state passing (its final states kept in
-                `_` to the return), :386 dstates, :390 _state_passing_bwd, :405 bwd_dx, :407 bwd_db, :409
-                bwd_dC, :411 bwd_dcb, :414-415 _bmm_chunk_bwd into dB, dC, :426 ddA_prev (flip, cumsum,
-                flip), :430 ddAcs_stable, :431 ddA +=, :433 _chunk_cumsum_bwd)
+      :836-908  backward: :848 out_recompute [B, S, dim], :853 causal_conv1d_fwd again, :861 dzxbcdt
+                empty_like(zxbcdt), :863 dxBC empty_like(xBC), :871 dout = F.linear(dout, W.t()) (kept by
+                dy_rms, :885), :890 _layer_norm_bwd (dz into dzxbcdt, out into out_recompute), :893
+                _mamba_chunk_scan_combined_bwd (dx, ddt, dB, dC into dxBC / dzxbcdt), :898 einsum for
+                out_proj's weight, :899 its bias sum, :903 causal_conv1d_bwd (dx into dzxbcdt)
+      :281-331  _mamba_chunk_scan_combined_fwd (:313 chunk states, :323 CB); :334-451
+                _mamba_chunk_scan_combined_bwd (:376 dt.clone(), :377 cumsum fwd, :379 CB, :380 chunk
+                states, :381 state passing (its final states kept in `_` to the return), :391 dstates, :396
+                _state_passing_bwd, :414 bwd_dx, :416 bwd_db, :418 bwd_dC, :420 bwd_dcb, :423-424
+                _bmm_chunk_bwd into dB, dC, :437 ddA_prev (flip, cumsum, flip), :441 ddAcs_stable, :442
+                ddA +=, :444 _chunk_cumsum_bwd)
       :219-278  _chunk_scan_chunk_state_bwd_dx: dD [cdiv(chunk, 32), B, nc, nh, 1] f32, ddt [B, nh, nc,
                 chunk] f32, dD.sum().to(D.dtype)
   state-spaces/mamba@v2.2.4:mamba_ssm/ops/triton/ssd_chunk_state.py
