@@ -29,6 +29,18 @@
 #    kernel's. tests/hf/tiny/bamba_chunk6.json: chunks of 6 (the slow path
 #    pads 16 tokens to 18), 1 group, in_proj/out_proj biases, no conv bias,
 #    the attention layer first.
+#  - training-step peaks (memory.peak_tensors) of both tiny configs, float32
+#    and bfloat16, eager and SDPA, SGD and Adam: tests/tools/hf_peak_ssm.py
+#    (tests/reference/hf_peaks_ssm.json), within 1 %. The mixers as the fused
+#    kernel runs them: mamba_ssm has no CPU backward, so the generator's
+#    autograd.Function makes each tensor the CUDA code allocates (read from
+#    state-spaces/mamba@v2.2.4 and causal-conv1d@v1.5.0.post8, sm_count 132),
+#    forward and backward, in order and with its lifetime; memest's
+#    workspaces follow the same code (src/ops/ops_ssm_kernel.c). And the
+#    slow path (--set mamba_kernels=false), measured as it runs: its peak is
+#    C_times_states' MulBackward0, the first big op of the backward, holding
+#    two float32 [B, nc, chunk, nh, head_dim, n] products at once
+#    (src/ops/ops_ssm.c m2_torch_bwd_scratch).
 foreach(name bamba bamba_chunk6)
   foreach(path fused torch)
     set(_ref ${name})
@@ -47,6 +59,32 @@ foreach(name bamba bamba_chunk6)
       endforeach()
     endforeach()
   endforeach()
+endforeach()
+
+# Step peaks (memory.peak_tensors) of tests/hf/tiny/bamba.json and
+# bamba_chunk6.json against PyTorch 2.6 (tests/tools/hf_peak_ssm.py on the
+# replica, tests/reference/hf_peaks_ssm.json; tests/hf/peaks.cmake), float32
+# and bfloat16, eager and SDPA, SGD and Adam (foreach), within 1 %
+# (PERMILLE 10). Cases 0-15: the mixers as mamba_ssm's fused kernel runs
+# them on CUDA; it has no CPU backward, so the generator emulates it with an
+# autograd.Function making, as aten ops, each tensor the CUDA code
+# (state-spaces/mamba@v2.2.4, causal-conv1d@v1.5.0.post8) allocates, in its
+# order and with its lifetimes (sm_count 132). memest: within 36 bytes of
+# each (0.01 %); the SGD peaks lie in the first Mamba layer's backward, at
+# _layer_norm_bwd's float32 partial dw [nrow_groups, dim] (132 * 4 / g
+# rows), the Adam ones in the optimizer. Cases 16-31: the slow path
+# (torch_forward, --set mamba_kernels=false), measured as it runs: every
+# peak at C_times_states' MulBackward0 in the first Mamba layer's backward;
+# memest within 0.04 % (bamba_chunk6, padded to 18 tokens: 324-644 bytes low).
+foreach(case RANGE 0 31)
+  set(_args "")
+  if(case GREATER 15)
+    set(_args "-DARGS=--set;mamba_kernels=false")
+  endif()
+  add_test(NAME hf_ssm.peaks.${case}
+           COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR} -DCASE=${case}
+                   "${_args}" -DREF=hf_peaks_ssm.json -DPERMILLE=10 -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/peaks.cmake)
+  set_tests_properties(hf_ssm.peaks.${case} PROPERTIES LABELS hf)
 endforeach()
 
 math(EXPR bamba_mixer "4096 * (8192 + 8448 + 128) + 8448 * 4 + 8448 + 3 * 128 + 8192 + 8192 * 4096")

@@ -235,6 +235,12 @@ static inline double dprod(int n, const int64_t *v)
     return p;
 }
 
+/* The GPU's multiprocessors, torch.cuda.get_device_properties()
+ * .multi_processor_count, for kernels whose partial sums have a row per SM
+ * (Liger's RMSNorm backward, mamba_ssm's scan and gated-norm backward): an
+ * H100 SXM's (an H200's too). */
+#define OPS_SM_COUNT 132
+
 /* The transient memory of a composite op's forward (or backward): the
  * intermediates that are neither its outputs nor saved, allocated and freed
  * in the order the eager code makes them; `peak` is what the op declares as

@@ -103,10 +103,6 @@ static const struct memest_argspec rmsnorm_args[] = {
                   .doc = "fused: Liger's kernel; auto: fused under --fused rmsnorm"},
 };
 
-/* Liger's backward partial weight-gradient rows: the SM count of the GPU
- * (torch.cuda.get_device_properties().multi_processor_count), here an
- * H100 SXM's. */
-#define LIGER_SM_COUNT 132
 
 struct rms {
     struct memest_shape s;
@@ -269,7 +265,7 @@ static int rms_fused(struct memest_ictx *c, const struct rms *m)
         return -1;
     memest_grad_same(c, 0, 0);
     if (m->affine && m->wtr)
-        memest_bwd_workspace(c, nbytes((uint64_t)LIGER_SM_COUNT * (uint64_t)view[1], MEMEST_F32));
+        memest_bwd_workspace(c, nbytes((uint64_t)OPS_SM_COUNT * (uint64_t)view[1], MEMEST_F32));
     return 0;
 }
 

@@ -25,17 +25,15 @@
  *         outproj_weight, outproj_bias)
  * so the activations are zxbcdt (the op's input), out_x, rstd and A, plus
  * exp's result (the parameters are not activations). The backward recomputes
- * xBC_conv and the normed output. The forward's temporaries, modelled as
- * workspace: xBC_conv [B, S, dim + 2 g n] (x's dtype), the chunk states
- * [B, nchunks, nh, head_dim, n] float32, dt and dA_cumsum [B, nh, nchunks,
- * chunk_size] float32, CB [B, nchunks, g, chunk_size, chunk_size] float32,
- * the normed output [B, S, dim]; nchunks = ceil(S / chunk_size).
+ * xBC_conv and the normed output. The forward's and backward's temporaries
+ * (the workspaces) follow mamba_ssm v2.2.4's code tensor by tensor:
+ * ops_ssm_kernel.c.
  *
  * Parameters as the module holds them: conv1d.weight [conv_dim, 1, d_conv],
  * conv1d.bias [conv_dim] (conv_bias), dt_bias, A_log, D [nh], norm.weight
  * [dim], out_proj.weight [hidden, dim], out_proj.bias [hidden] (out_bias);
  * conv_dim = dim + 2 g n. */
-#include "ops_common.h"
+#include "ops_ssm_kernel.h"
 
 enum { M2_HEADS, M2_HEAD_DIM, M2_GROUPS, M2_STATE, M2_CONV, M2_CONV_BIAS, M2_OUT, M2_OUT_BIAS,
        M2_CHUNK, M2_EPS, M2_FUSED };
@@ -62,10 +60,6 @@ static const struct memest_argspec mamba2_args[] = {
                   .doc = "mamba_ssm's kernel; false: BambaMixer.torch_forward, the eager chunked scan"},
 };
 
-struct m2 {
-    int64_t nh, hd, g, n, k, out, chunk, dim, conv_dim, proj;
-};
-
 static int m2_params(struct memest_ictx *c, const struct m2 *m)
 {
     int64_t cw[3] = {m->conv_dim, 1, m->k}, ow[2] = {m->out, m->dim};
@@ -79,40 +73,65 @@ static int m2_params(struct memest_ictx *c, const struct m2 *m)
     return 0;
 }
 
-/* The forward's temporaries (see the top of the file) and the MACs: the
- * conv, the scan's four contractions per chunk (C B^T, the chunk states,
- * the diagonal blocks' outputs, the states' outputs) and out_proj; the
- * backward about twice the forward. */
+/* The kernel's workspaces (ops_ssm_kernel.c: what its forward and
+ * backward allocate beyond the declared output, saved tensors and
+ * gradients, read from mamba_ssm's code) and the MACs: the conv, the scan's
+ * four contractions per chunk (C B^T, the chunk states, the diagonal
+ * blocks' outputs, the states' outputs) and out_proj; the backward about
+ * twice the forward. */
 static void m2_costs(struct memest_ictx *c, const struct m2 *m, int64_t rows, int64_t S,
                      enum memest_dtype dt, bool fused)
 {
-    int64_t B = S > 0 ? rows / S : 0, nchunks = (S + m->chunk - 1) / m->chunk;
-    uint64_t chunk_cells = memest_sat_mul((uint64_t)B, (uint64_t)nchunks);
-    uint64_t ws = memest_sat_mul(memest_sat_mul((uint64_t)rows, (uint64_t)(m->conv_dim + m->dim)),
-                                 memest_dtype_size(dt));
-    uint64_t states = memest_sat_mul(chunk_cells, (uint64_t)(m->nh * m->hd * m->n));
-    uint64_t cum = memest_sat_mul(memest_sat_mul(chunk_cells, (uint64_t)(m->nh * m->chunk)), 2);
-    uint64_t cb = memest_sat_mul(chunk_cells, (uint64_t)(m->g * m->chunk * m->chunk));
-    ws += memest_sat_mul(states + cum + cb, 4);
+    int64_t B = S > 0 ? rows / S : 0;
     if (fused)
-        memest_workspace(c, ws);
-    /* MambaSplitConv1dScanCombinedFn.backward, besides the gradients: the
-     * recomputed xBC_conv and dxBC [B, S, conv_dim], out_recompute, dout
-     * (out_proj's input gradient), dz's clone and _layer_norm_bwd's dx
-     * [B, S, dim] in x's dtype; _mamba_chunk_scan_combined_bwd's float32
-     * chunk states and their gradient, CB and dCB, dt / dA_cumsum and their
-     * gradients (read from the code, not measured) */
-    uint64_t bw = memest_sat_mul(memest_sat_mul((uint64_t)rows, (uint64_t)(2 * m->conv_dim + 4 * m->dim)),
-                                 memest_dtype_size(dt));
-    bw = memest_sat_add(bw, memest_sat_mul(memest_sat_mul(states + cum + cb, 2), 4));
+        memest_workspace(c, m2_kernel_fwd_workspace(m, B, S, dt));
     if (fused && memest_needs_grad(c))
-        memest_bwd_workspace(c, bw);
+        memest_bwd_workspace(c, m2_kernel_bwd_workspace(m, B, S, dt, memest_arg_bool(c, M2_CONV_BIAS),
+                                                        memest_arg_bool(c, M2_OUT_BIAS)));
     double r = (double)rows;
     double fwd = r * (double)(m->conv_dim * m->k) + r * (double)(m->chunk * m->g * m->n) +
                  2.0 * r * (double)(m->nh * m->hd * m->n) + r * (double)(m->chunk * m->dim) +
                  r * (double)m->dim * (double)m->out;
     memest_macs(c, fwd);
     memest_macs_bwd(c, memest_needs_grad(c) ? 2.0 * fwd : 0.0);
+}
+
+/* The slow path's backward at its first broadcast product's backward,
+ * C_times_states = C[..., None, :] * states[:, :, None, ...] (the last of
+ * ssd_naive's products, so the first in the backward): MulBackward0 returns
+ * grad * states and grad * C, both [B, Sp, nh, head_dim, n] float32, and
+ * validate_outputs sums the first to C's [B, Sp, nh, 1, n] while the second
+ * is alive. Also live then: the gradients in flight, of gate ([B, S, dim] e,
+ * waiting for the split's backward), of y (float32 [B, Sp, dim], for
+ * D_residual's branch), of C_times_states.sum(-1) ([B, Sp, dim], whose
+ * expand the product reads) and of exp(A_cumsum)'s permute ([B, Sp, nh]),
+ * all float32 but gate's; the parameter gradients of out_proj and the norm
+ * (declared). Already released: what out_proj, the gated norm and Y_off's
+ * product saved (out_proj's input [B, S, dim] e; silu(gate), y * silu, the
+ * normed [B, S, dim] and, unless e is float32, gate's float32 copy; rsqrt's
+ * [B, S, 1]; y and C_times_states.sum(-1) [B, Sp, dim], float32); not made
+ * yet: zxbcdt's gradient and conv1d's, dt_bias', A_log's and D's. The
+ * scratch is what is live beyond memest's node-level account (every saved
+ * tensor and gradient at once). Later products' backwards (G_intermediate's
+ * [B, Sp, chunk, nh, n], Y_diag's [B, Sp, chunk, nh, head_dim], new_states')
+ * are not modelled: the peak when their sizes, less what is released by
+ * then, pass this one's. */
+static uint64_t m2_torch_bwd_scratch(const struct m2 *m, int64_t B, int64_t S, enum memest_dtype e)
+{
+    const enum memest_dtype f = MEMEST_F32;
+    int64_t nc = (S + m->chunk - 1) / m->chunk, Sp = nc * m->chunk;
+    int64_t prod[5] = {B, Sp, m->nh, m->hd, m->n}, red[4] = {B, Sp, m->nh, m->n}, bsd[3] = {B, S, m->dim},
+            bpd[3] = {B, Sp, m->dim}, bph[3] = {B, Sp, m->nh}, bs[2] = {B, S}, bsp[3] = {B, S, m->proj},
+            conv[2] = {m->conv_dim, m->k + 1}, heads[2] = {3, m->nh};
+    uint64_t live = memest_sat_mul(sat_bytes(5, prod, f), 2);
+    live = memest_sat_add(live, sat_bytes(4, red, f));
+    live = memest_sat_add(live, memest_sat_add(sat_bytes(3, bsd, e), memest_sat_mul(sat_bytes(3, bpd, f), 2)));
+    live = memest_sat_add(live, sat_bytes(3, bph, f));
+    uint64_t gone = memest_sat_add(sat_bytes(3, bsd, e), memest_sat_mul(sat_bytes(3, bsd, f), e == f ? 3 : 4));
+    gone = memest_sat_add(gone, memest_sat_add(sat_bytes(2, bs, f), memest_sat_mul(sat_bytes(3, bpd, f), 2)));
+    gone = memest_sat_add(gone, memest_sat_add(sat_bytes(3, bsp, e), sat_bytes(2, conv, e)));
+    gone = memest_sat_add(gone, sat_bytes(2, heads, e));
+    return live > gone ? live - gone : 0;
 }
 
 /* BambaMixer.torch_forward (the slow path: no mamba_ssm / causal_conv1d, or
@@ -178,6 +197,8 @@ static int m2_torch_saves(struct memest_ictx *c, const struct m2 *m, int64_t B, 
     uint64_t w3 = memest_sat_mul((uint64_t)(B * nc1 * nc1), (uint64_t)(m->nh * m->hd * m->n));
     uint64_t w = w1 > w2 ? w1 : w2;
     memest_workspace(c, memest_sat_mul(w > w3 ? w : w3, 4));
+    if (memest_needs_grad(c))
+        memest_bwd_workspace(c, m2_torch_bwd_scratch(m, B, S, e));
     return 0;
 }
 
@@ -202,6 +223,7 @@ static int infer_mamba2_scan(struct memest_ictx *c)
     m.dim = (int64_t)dim;
     m.conv_dim = m.dim + 2 * (int64_t)gn;
     proj = (uint64_t)m.dim + (uint64_t)m.conv_dim + (uint64_t)m.nh;
+    m.proj = (int64_t)proj;
     if (s->size[2] != (int64_t)proj)
         return memest_fail(c, "the last dimension must be 2 dim + 2 n_groups state_size + num_heads "
                               "= %llu (dim = num_heads * head_dim = %lld), got %lld",

@@ -38,13 +38,21 @@ static void test_mamba2_scan(void)
     CHECK_EQ_U64(t_params_total(&t, "ssd"), 192 * 4 + 192 + 3 * 8 + 128 + 128 * 64);
     CHECK(t_fwd(&t, "ssd") == 458752.0);
     CHECK(t_bwd(&t, "ssd") == 2 * 458752.0);
-    /* workspace, 2 chunks of 8 per sequence: xBC_conv and the normed output
-     * 32*(192 + 128)*4 = 40,960, float32 chunk states 2*2*8*16*16 = 8,192
-     * elements, dt and dA_cumsum 2 * 2*2*8*8 = 512, CB 2*2*2*8*8 = 512:
-     * 40,960 + 9,216*4 = 77,824; backward 32*(2*192 + 4*128)*4 = 114,688
-     * + 2 * 9,216*4 = 188,416 */
-    CHECK_EQ_U64(t_info(&t, "ssd")->work_bytes, 77824);
-    CHECK_EQ_U64(t_info(&t, "ssd")->bwd_work_bytes, 188416);
+    /* workspaces (src/ops/ops_ssm_kernel.c, mamba_ssm v2.2.4's allocations),
+     * 2 chunks of 8 per sequence. Forward: xBC_conv 32*192*4 = 24,576, dt_out
+     * and dA_cumsum 2 * 2*8*2*8*4 = 2,048, float32 chunk states 2*2*8*16*16*4
+     * = 32,768, passed states 32,768 and final states 2*8*256*4 = 16,384
+     * (108,544, then the float32 states go: 75,776), CB 2*2*2*8*8*4 = 2,048,
+     * out_x 16,384 (CB goes), the normed 16,384, rstd 256, F.linear's output
+     * 8,192: 116,992 at the fullest, less out_x, rstd and the output (memest
+     * declares them): 92,160. Backward: out_recompute 16,384, xBC_conv 24,576,
+     * dzxbcdt 41,984, dxBC 24,576, F.linear's dout 16,384, _layer_norm_bwd's
+     * dx 16,384 and _dw [ceil(132 * 4 / 2) = 264, 128] float32 135,168 with
+     * its sum 512: 275,968 at the fullest (the scan's backward later reaches
+     * 243,424); what survives, the gradients: dzxbcdt, norm 512, dD, ddt_bias,
+     * dA 3 * 32, out_proj 32,768, conv1d 3,072 + 768 = 79,200: 196,768. */
+    CHECK_EQ_U64(t_info(&t, "ssd")->work_bytes, 92160);
+    CHECK_EQ_U64(t_info(&t, "ssd")->bwd_work_bytes, 196768);
     t_free(&t);
     LOAD_OPTS(&t, SSM_JSON(true), .batch = 2, .dtype = MEMEST_BF16);
     CHECK(t_out(&t, "ssd", 0)->dtype == MEMEST_BF16);
@@ -78,10 +86,22 @@ static void test_mamba2_scan_torch(void)
         "   'state_size': 16, 'conv_kernel': 4, 'out_features': 64, 'chunk_size': 8, 'fused': false}]}";
     LOAD(&t, json, 2);
     CHECK_EQ_U64(t_saved(&t, "ssd"), 404882);
-    CHECK_EQ_U64(t_info(&t, "ssd")->bwd_work_bytes, 0);
+    /* the backward at C_times_states' MulBackward0 (ops_ssm.c
+     * m2_torch_bwd_scratch): its two products 2 * 2*16*8*16*16*4 = 524,288,
+     * the first sum 2*16*8*16*4 = 16,384, the gradients in flight of gate, y
+     * and C_times_states.sum(-1) 3 * 16,384 and of exp(A_cumsum)'s permute
+     * 1,024: 590,848; less what is released by then (out_proj's input, silu,
+     * the product, the normed 4 * 16,384, rsqrt 128, y and C_times_states.
+     * sum(-1) 2 * 16,384: 98,432) and the gradients not made yet (zxbcdt's
+     * 41,984, conv1d's 192*5*4 = 3,840, dt_bias, A_log, D 96): 446,496.
+     * bfloat16: gate's gradient 8,192 and gate's float32 copy released
+     * 16,384 more, out_proj's input 8,192, zxbcdt's 20,992, conv1d's 1,920,
+     * the heads' 48: 582,656 - 129,584 = 453,072. */
+    CHECK_EQ_U64(t_info(&t, "ssd")->bwd_work_bytes, 446496);
     t_free(&t);
     LOAD_OPTS(&t, json, .batch = 2, .dtype = MEMEST_BF16);
     CHECK_EQ_U64(t_saved(&t, "ssd"), 367762);
+    CHECK_EQ_U64(t_info(&t, "ssd")->bwd_work_bytes, 453072);
     t_free(&t);
 }
 
