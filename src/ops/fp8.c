@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include "memest/checked.h"
+#include "ops_common.h"
 
 static const char *const names[MEMEST_FP8_COUNT] = {"none", "ao-tensorwise", "ao-rowwise",
                                                     "te-delayed", "te-current", "te-mxfp8"};
@@ -80,69 +81,93 @@ uint64_t memest_fp8_device_bytes(enum memest_fp8 r)
 
 #define SCALE 4u   /* a float32 scale (torchao's 0-d, TE's [1] scale_inv) */
 
-static uint64_t max2(uint64_t a, uint64_t b) { return a > b ? a : b; }
 static uint64_t add(uint64_t a, uint64_t b) { return memest_sat_add(a, b); }
 static uint64_t mul(uint64_t a, uint64_t b) { return memest_sat_mul(a, b); }
 static uint64_t sub0(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
 
-/* hp_tensor_to_float8_dynamic of m elements with r float32 scales (1:
- * tensorwise; rowwise: one per row or column): the float32 product and its
- * clamp (8 bytes an element) while the float8 result (1) is made; the abs
- * copy before is at most 4 */
-static uint64_t ao_cast_peak(uint64_t m, uint64_t r) { return add(mul(m, 9), mul(r, SCALE)); }
-static uint64_t ao_cast_kept(uint64_t m, uint64_t r) { return add(m, mul(r, SCALE)); }
-
-/* addmm_float8_unwrapped of an [M, N] product whose operands have ra and rb
- * scales: the reciprocal scales (with rowwise scaling and no fast
- * accumulation, the backward's GEMMs: their float32 [M, N] product
- * post_inverse_scale instead, the reciprocals replaced by ones scalars),
- * then torch._scaled_mm's output; rowwise for a float32 or float16 output
- * the GEMM's is bfloat16, .to() the output dtype after. Returns what is
- * live at its height besides the output of the output dtype (out). */
-static uint64_t ao_gemm(bool rowwise, bool post, bool via_bf16, uint64_t M, uint64_t N,
-                        uint64_t ra, uint64_t rb)
+/* hp_tensor_to_float8_dynamic of m elements of b bytes with r float32
+ * scales (1: tensorwise; rowwise: one per row or column), as eager runs it:
+ * tensor_to_amax's abs copy, the scale, .to(float32) (none for a float32
+ * tensor) and its product with the scale, the clamp, the float8 result.
+ * What stays: the float8 data and the scale. */
+static uint64_t ao_cast(struct transient *t, uint64_t m, uint64_t b, uint64_t r)
 {
-    uint64_t w = mul(add(ra, rb), SCALE);
-    if (rowwise && post)   /* the reciprocals' product replaces them, and two ones scalars */
-        w = add(mul(mul(M, N), 4), 2 * SCALE);
-    if (rowwise && via_bf16)
-        w = add(w, mul(mul(M, N), 2));
-    return w;
+    uint64_t f32 = mul(m, 4);
+    tr_alloc(t, mul(m, b));   /* torch.abs */
+    tr_free(t, mul(m, b));
+    tr_alloc(t, mul(r, SCALE));
+    if (b != 4)
+        tr_alloc(t, f32);     /* .to(torch.float32) */
+    tr_alloc(t, f32);         /* * scale */
+    if (b != 4)
+        tr_free(t, f32);
+    tr_alloc(t, f32);         /* clamp */
+    tr_alloc(t, m);           /* .to(float8) */
+    tr_free(t, mul(f32, 2));
+    return add(m, mul(r, SCALE));
+}
+
+/* addmm_float8_unwrapped of an [M, N] product of out_b-byte output whose
+ * operands have ra and rb scales: the reciprocal scales (with rowwise
+ * scaling and no fast accumulation, the backward's GEMMs: their float32
+ * [M, N] product post_inverse_scale, the reciprocals then replaced by ones
+ * scalars), torch._scaled_mm's output (rowwise for a float32 or float16
+ * output: bfloat16, then .to() the output dtype). The output stays. */
+static void ao_gemm(struct transient *t, bool rowwise, bool post, bool via_bf16, uint64_t M,
+                    uint64_t N, uint64_t out_b, uint64_t ra, uint64_t rb)
+{
+    uint64_t mn = mul(M, N), recips = mul(add(ra, rb), SCALE), scratch = recips;
+    tr_alloc(t, recips);
+    if (rowwise && post) {
+        tr_alloc(t, mul(mn, 4));
+        tr_free(t, recips);
+        tr_alloc(t, 2 * SCALE);
+        scratch = add(mul(mn, 4), 2 * SCALE);
+    }
+    bool via = rowwise && via_bf16;
+    if (via)
+        tr_alloc(t, mul(mn, 2));
+    tr_alloc(t, mul(mn, out_b));
+    tr_free(t, add(scratch, via ? mul(mn, 2) : 0));
 }
 
 static void ao(bool rw, const struct memest_fp8_shape *s, struct memest_fp8_linear *p)
 {
     uint64_t n = mul(s->rows, s->in), w = mul(s->out, s->in), g = mul(s->rows, s->out);
-    uint64_t G = mul(g, s->out_b), gi = mul(n, s->in_b), GW = mul(w, s->w_b), GWo = mul(w, s->out_b);
+    uint64_t G = mul(g, s->out_b), gi = mul(n, s->in_b), GW = mul(w, s->w_b);
     /* the scales of each cast (rowwise: the axis each keeps) */
     uint64_t one = 1, r_rows = rw ? s->rows : one, r_in = rw ? s->in : one, r_out = rw ? s->out : one;
     bool via = !s->out_bf16;
     p->saves_input = true;
     /* forward: the input (dim -1), the weight's transpose (dim 0), the GEMM
-     * (fast accumulation: no post scale), the bias add */
-    uint64_t kept = add(ao_cast_kept(n, r_rows), ao_cast_kept(w, r_out));
-    uint64_t f = max2(ao_cast_peak(n, r_rows), add(ao_cast_kept(n, r_rows), ao_cast_peak(w, r_out)));
-    f = max2(f, add(add(kept, ao_gemm(rw, false, via, s->rows, s->out, r_rows, r_out)), G));
+     * (fast accumulation: no post scale), the bias add (the GEMM's result
+     * and the bias cast go) */
+    struct transient f = {0, 0};
+    ao_cast(&f, n, s->in_b, r_rows);
+    ao_cast(&f, w, s->w_b, r_out);
+    ao_gemm(&f, rw, false, via, s->rows, s->out, s->out_b, r_rows, r_out);
     if (s->bias)
-        f = max2(f, add(add(kept, mul(G, 2)), s->w_b != s->out_b ? mul(s->out, s->out_b) : 0));
-    p->fwd_work = sub0(f, G);
-    /* backward, in order; gi from the first GEMM on, GWo from the second:
-     * grad_output (dim -1), the weight again (dim -1), grad_input (the
-     * row-major weight operand copied), the input (dim 0), grad_output
-     * (dim 0), grad_weight (both operands copied) */
-    uint64_t go = ao_cast_kept(g, r_rows), wt = ao_cast_kept(w, r_in), x = ao_cast_kept(n, r_in);
-    uint64_t go1 = ao_cast_kept(g, r_out);
-    uint64_t b = ao_cast_peak(g, r_rows);
-    b = max2(b, add(go, ao_cast_peak(w, r_in)));
-    b = max2(b, add(add(add(go, wt), add(w, ao_gemm(rw, true, via, s->rows, s->in, r_rows, r_in))),
-                    gi));
-    b = max2(b, add(add(add(go, wt), ao_cast_peak(n, r_in)), gi));
-    b = max2(b, add(add(add(add(go, wt), x), ao_cast_peak(g, r_out)), gi));
-    b = max2(b, add(add(add(add(go, go1), add(wt, x)), add(add(g, n), add(gi, GWo))),
-                    ao_gemm(rw, true, via, s->out, s->in, r_out, r_in)));
-    if (s->w_b != s->out_b)   /* the engine casts grad_weight to the weight's dtype */
-        b = max2(b, add(add(gi, GWo), GW));
-    p->bwd_work = sub0(b, add(gi, GW));
+        tr_alloc(&f, add(G, s->w_b != s->out_b ? mul(s->out, s->out_b) : 0));
+    p->fwd_work = sub0(f.peak, G);
+    /* backward: grad_output (dim -1), the weight again (dim -1), grad_input
+     * (preprocess_addmm copies the row-major weight operand), the input
+     * (dim 0), grad_output (dim 0), grad_weight (both operands copied), the
+     * casts held until it returns; the engine casts grad_weight to the
+     * weight's dtype */
+    struct transient b = {0, 0};
+    uint64_t held = ao_cast(&b, g, s->out_b, r_rows);   /* one cast after the other */
+    held = add(held, ao_cast(&b, w, s->w_b, r_in));
+    tr_alloc(&b, w);
+    ao_gemm(&b, rw, true, via, s->rows, s->in, s->in_b, r_rows, r_in);
+    tr_free(&b, w);
+    held = add(held, ao_cast(&b, n, s->in_b, r_in));
+    held = add(held, ao_cast(&b, g, s->out_b, r_out));
+    tr_alloc(&b, add(g, n));
+    ao_gemm(&b, rw, true, via, s->out, s->in, s->out_b, r_out, r_in);
+    tr_free(&b, add(held, add(g, n)));
+    if (s->w_b != s->out_b)
+        tr_alloc(&b, GW);
+    p->bwd_work = sub0(b.peak, add(gi, GW));
 }
 
 static uint64_t ru(uint64_t v, uint64_t m) { return (v + m - 1) / m * m; }

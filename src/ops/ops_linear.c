@@ -64,13 +64,11 @@ static int linear_fp8(struct memest_ictx *c, enum memest_fp8 r, const struct mem
         return -1;
     int64_t xi[1] = {(int64_t)p.saved_input}, xs[1] = {(int64_t)p.saved_input_scale};
     int64_t wi[1] = {(int64_t)p.saved_weight}, ws[1] = {(int64_t)p.saved_weight_scale};
-    if (memest_in_requires_grad(c, 0) || memest_param_trainable(c, "weight")) {
-        if ((p.saved_input && memest_save_new(c, 1, xi, MEMEST_U8) < 0) ||
-            (p.saved_input_scale && memest_save_new(c, 1, xs, MEMEST_U8) < 0) ||
-            (p.saved_weight && memest_save_new(c, 1, wi, MEMEST_U8) < 0) ||
-            (p.saved_weight_scale && memest_save_new(c, 1, ws, MEMEST_U8) < 0))
-            return -1;
-    }
+    if ((p.saved_input && memest_save_new(c, 1, xi, MEMEST_U8) < 0) ||
+        (p.saved_input_scale && memest_save_new(c, 1, xs, MEMEST_U8) < 0) ||
+        (p.saved_weight && memest_save_new(c, 1, wi, MEMEST_U8) < 0) ||
+        (p.saved_weight_scale && memest_save_new(c, 1, ws, MEMEST_U8) < 0))
+        return -1;
     memest_workspace(c, p.fwd_work);
     memest_bwd_workspace(c, p.bwd_work);
     struct memest_fp8_state st[MEMEST_FP8_MAX_STATE];

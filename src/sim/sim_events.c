@@ -222,17 +222,22 @@ int sim_remember_held(struct sim *S, uint32_t id)
     return 0;
 }
 
+int sim_accumulate_into(struct sim *S, uint32_t node, uint32_t ps, uint32_t id, uint32_t *grad)
+{
+    int took = SIM_EXT(S, accumulate, S, node, ps, id);   /* DeepSpeed's buckets */
+    if (took != 0)
+        return took < 0 ? -1 : 0;
+    if (*grad == NONE) {
+        *grad = id;                /* .grad is None: the gradient is stolen */
+        return 0;
+    }
+    return sim_ev_free(S, node, id);   /* .grad += new_grad, in place */
+}
+
 /* AccumulateGrad: the parameter (storage ps) receives gradient allocation id. */
 int sim_accumulate_param(struct sim *S, uint32_t node, uint32_t ps, uint32_t id)
 {
     if (S->flead && S->flead[ps] != NONE)   /* a slice of a fused parameter */
         return sim_fused_accumulate(S, node, ps, id);
-    int took = SIM_EXT(S, accumulate, S, node, ps, id);   /* DeepSpeed's buckets */
-    if (took != 0)
-        return took < 0 ? -1 : 0;
-    if (S->pg[ps] == NONE) {
-        S->pg[ps] = id;            /* .grad is None: the gradient is stolen */
-        return 0;
-    }
-    return sim_ev_free(S, node, id);   /* .grad += new_grad, in place */
+    return sim_accumulate_into(S, node, ps, id, &S->pg[ps]);
 }

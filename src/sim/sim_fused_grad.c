@@ -102,14 +102,7 @@ static int accumulate_group(struct sim *S, uint32_t node, uint32_t ls)
 {
     uint32_t buf = S->fb[ls];
     S->fb[ls] = NONE;
-    int took = SIM_EXT(S, accumulate, S, node, ls, buf);   /* DeepSpeed's buckets */
-    if (took != 0)
-        return took < 0 ? -1 : 0;
-    if (S->fg[ls] == NONE) {
-        S->fg[ls] = buf;            /* .grad is None: stolen */
-        return 0;
-    }
-    return sim_ev_free(S, node, buf);   /* .grad += buffer, in place */
+    return sim_accumulate_into(S, node, ls, buf, &S->fg[ls]);
 }
 
 int sim_fused_accumulate(struct sim *S, uint32_t node, uint32_t ps, uint32_t id)

@@ -299,6 +299,10 @@ int sim_drop_slot(struct sim *S, uint32_t node, uint32_t k);
 int sim_deliver(struct sim *S, uint32_t node, uint32_t v, uint32_t slot);
 /* AccumulateGrad: the parameter (storage ps) receives gradient allocation id. */
 int sim_accumulate_param(struct sim *S, uint32_t node, uint32_t ps, uint32_t id);
+/* AccumulateGrad's step with gradient id for storage ps into the slot
+ * *grad (.grad: stolen when NONE, else added in place and freed), after
+ * DeepSpeed's buckets (SIM_EXT accumulate) had their say. */
+int sim_accumulate_into(struct sim *S, uint32_t node, uint32_t ps, uint32_t id, uint32_t *grad);
 /* Allocation id is held until the step ends (the loss scalar, the step's
  * own tensors): freed with the others then. */
 int sim_remember_held(struct sim *S, uint32_t id);

@@ -506,6 +506,29 @@ class Model(nn.Module):
         return self.norm(hidden_states)
 
 
+class CausalLM(nn.Module):
+    """<Family>ForCausalLM: lm_head on the base model's output (tied to its embeddings with tie), then
+    ForCausalLMLoss's logits.float().view(-1, V). hidden and vocab: the head's sizes (the config's
+    hidden_size and vocab_size unless given); keep_all: the head reads hidden_states[:, slice(0, None), :]
+    (transformers' slice(-logits_to_keep, None) with logits_to_keep 0) as the newer modeling code writes it."""
+
+    def __init__(self, cfg, prefix, base_model, embed_name, bias, tie, hidden=None, vocab=None,
+                 keep_all=False):
+        super().__init__()
+        self.cfg, self.prefix, self.keep_all = cfg, prefix, keep_all
+        self.vocab = cfg["vocab_size"] if vocab is None else vocab
+        setattr(self, prefix, base_model)
+        self.lm_head = nn.Linear(cfg["hidden_size"] if hidden is None else hidden, self.vocab, bias=bias)
+        if tie:
+            self.lm_head.weight = getattr(base_model, embed_name).weight
+
+    def forward(self, input_ids):
+        hidden_states = getattr(self, self.prefix)(input_ids)
+        if self.keep_all:
+            hidden_states = hidden_states[:, slice(0, None), :]
+        return self.lm_head(hidden_states).float().view(-1, self.vocab)
+
+
 class ForCausalLM(nn.Module):
     def __init__(self, cfg, attn="eager"):
         super().__init__()

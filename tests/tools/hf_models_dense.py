@@ -195,19 +195,11 @@ class Model(nn.Module):
         return self.norm(hidden_states)
 
 
-class ForCausalLM(nn.Module):
+class ForCausalLM(base.CausalLM):
     def __init__(self, cfg, attn="eager"):
-        super().__init__()
-        self.cfg = cfg
-        self.model = Model(cfg, attn)
-        self.lm_head = nn.Linear(cfg["hidden_size"], cfg["vocab_size"], bias=False)
         tie_default = cfg["model_type"] == "starcoder2"  # Starcoder2Config keeps PretrainedConfig's True
-        if cfg.get("tie_word_embeddings", tie_default):
-            self.lm_head.weight = self.model.embed_tokens.weight
-
-    def forward(self, input_ids):
-        logits = self.lm_head(self.model(input_ids))
-        return logits.float().view(-1, self.cfg["vocab_size"])
+        super().__init__(cfg, "model", Model(cfg, attn), "embed_tokens", False,
+                         cfg.get("tie_word_embeddings", tie_default))
 
 
 def build(cfg, attn="eager"):

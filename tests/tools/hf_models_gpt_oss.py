@@ -279,21 +279,12 @@ class GptOssModel(nn.Module):
         return self.norm(hidden_states)
 
 
-class GptOssForCausalLM(nn.Module):
+class GptOssForCausalLM(base.CausalLM):
     def __init__(self, cfg, attn="eager", balanced=False):
-        super().__init__()
         if attn != "eager":
             raise ValueError("GptOss runs eager attention only (_supports_sdpa = False)")
-        self.cfg = cfg
-        self.model = GptOssModel(cfg, balanced)
-        self.lm_head = nn.Linear(g(cfg, "hidden_size"), g(cfg, "vocab_size"), bias=False)
-        if g(cfg, "tie_word_embeddings"):
-            self.lm_head.weight = self.model.embed_tokens.weight
-
-    def forward(self, input_ids):
-        hidden_states = self.model(input_ids)
-        logits = self.lm_head(hidden_states[:, slice(0, None), :])
-        return logits.float().view(-1, g(self.cfg, "vocab_size"))
+        super().__init__(cfg, "model", GptOssModel(cfg, balanced), "embed_tokens", False,
+                         g(cfg, "tie_word_embeddings"), g(cfg, "hidden_size"), g(cfg, "vocab_size"), True)
 
 
 BUILDERS = {"gpt_oss": lambda cfg, attn="eager", balanced=False: GptOssForCausalLM(cfg, attn, balanced)}

@@ -294,19 +294,10 @@ class Llama4TextModel(nn.Module):
         return self.norm(hidden_states)
 
 
-class Llama4ForCausalLM(nn.Module):
+class Llama4ForCausalLM(base.CausalLM):
     def __init__(self, cfg, attn="eager"):
-        super().__init__()
-        self.cfg = cfg
-        self.model = Llama4TextModel(cfg, attn)
-        self.lm_head = nn.Linear(g(cfg, "hidden_size"), g(cfg, "vocab_size"), bias=False)
-        if g(cfg, "tie_word_embeddings"):
-            self.lm_head.weight = self.model.embed_tokens.weight
-
-    def forward(self, input_ids):
-        hidden_states = self.model(input_ids)
-        logits = self.lm_head(hidden_states[:, slice(0, None), :])
-        return logits.float().view(-1, g(self.cfg, "vocab_size"))
+        super().__init__(cfg, "model", Llama4TextModel(cfg, attn), "embed_tokens", False,
+                         g(cfg, "tie_word_embeddings"), g(cfg, "hidden_size"), g(cfg, "vocab_size"), True)
 
 
 def build(cfg, attn="eager"):

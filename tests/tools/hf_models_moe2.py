@@ -285,19 +285,10 @@ class Glm4MoeModel(nn.Module):
         return self.norm(hidden_states)
 
 
-class Glm4MoeForCausalLM(nn.Module):
+class Glm4MoeForCausalLM(base.CausalLM):
     def __init__(self, cfg, attn="eager", balanced=False):
-        super().__init__()
-        self.cfg = cfg
-        self.model = Glm4MoeModel(cfg, attn, balanced)
-        self.lm_head = nn.Linear(g(cfg, "hidden_size"), g(cfg, "vocab_size"), bias=False)
-        if g(cfg, "tie_word_embeddings"):
-            self.lm_head.weight = self.model.embed_tokens.weight
-
-    def forward(self, input_ids):
-        hidden_states = self.model(input_ids)
-        logits = self.lm_head(hidden_states[:, slice(0, None), :])
-        return logits.float().view(-1, g(self.cfg, "vocab_size"))
+        super().__init__(cfg, "model", Glm4MoeModel(cfg, attn, balanced), "embed_tokens", False,
+                         g(cfg, "tie_word_embeddings"), g(cfg, "hidden_size"), g(cfg, "vocab_size"), True)
 
 
 BUILDERS = {"glm4_moe": lambda cfg, attn="eager", balanced=False: Glm4MoeForCausalLM(cfg, attn, balanced)}

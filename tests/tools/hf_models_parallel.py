@@ -64,23 +64,6 @@ def run_decoder(model, input_ids, embed, dropout, layers, norm):
     return norm(hidden_states)
 
 
-class CausalLM(nn.Module):
-    """<Family>ForCausalLM: lm_head on the base model's output (tied to its embeddings with tie), then
-    ForCausalLMLoss's logits.float().view(-1, V)."""
-
-    def __init__(self, cfg, prefix, base_model, embed_name, bias, tie):
-        super().__init__()
-        self.cfg, self.prefix = cfg, prefix
-        setattr(self, prefix, base_model)
-        self.lm_head = nn.Linear(cfg["hidden_size"], cfg["vocab_size"], bias=bias)
-        if tie:
-            self.lm_head.weight = getattr(base_model, embed_name).weight
-
-    def forward(self, input_ids):
-        logits = self.lm_head(getattr(self, self.prefix)(input_ids))
-        return logits.float().view(-1, self.cfg["vocab_size"])
-
-
 class PhiAttention(nn.Module):
     def __init__(self, cfg, attn):
         super().__init__()
@@ -170,7 +153,7 @@ class PhiModel(nn.Module):
 
 
 def PhiForCausalLM(cfg, attn="eager"):
-    return CausalLM(cfg, "model", PhiModel(cfg, attn), "embed_tokens", True, cfg.get("tie_word_embeddings", False))
+    return base.CausalLM(cfg, "model", PhiModel(cfg, attn), "embed_tokens", True, cfg.get("tie_word_embeddings", False))
 
 
 class FalconLinear(nn.Linear):
@@ -334,7 +317,7 @@ class FalconModel(nn.Module):
 
 def FalconForCausalLM(cfg, attn="eager"):
     assert not cfg.get("alibi", False), "alibi is not followed here (models/arch/falcon.json refuses it)"
-    return CausalLM(cfg, "transformer", FalconModel(cfg, attn), "word_embeddings", False,
+    return base.CausalLM(cfg, "transformer", FalconModel(cfg, attn), "word_embeddings", False,
                     cfg.get("tie_word_embeddings", True))
 
 

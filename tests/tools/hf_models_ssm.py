@@ -307,18 +307,10 @@ class BambaModel(nn.Module):
         return self.final_layernorm(hidden_states)
 
 
-class BambaForCausalLM(nn.Module):
+class BambaForCausalLM(base.CausalLM):
     def __init__(self, cfg, attn="eager", path="fused"):
-        super().__init__()
-        self.cfg = cfg
-        self.model = BambaModel(cfg, attn, path)
-        self.lm_head = nn.Linear(cfg["hidden_size"], cfg["vocab_size"], bias=False)
-        if cfg.get("tie_word_embeddings", False):
-            self.lm_head.weight = self.model.embed_tokens.weight
-
-    def forward(self, input_ids):
-        logits = self.lm_head(self.model(input_ids))
-        return logits.float().view(-1, self.cfg["vocab_size"])
+        super().__init__(cfg, "model", BambaModel(cfg, attn, path), "embed_tokens", False,
+                         cfg.get("tie_word_embeddings", False))
 
 
 def build(cfg, attn="eager", path="fused"):
