@@ -42,6 +42,9 @@ struct memest_cli {
     /* --attention, --moe-imbalance, --fused, --torch: the fields of the run
      * options (run.h) besides batch and dtypes */
     struct memest_run_opts run;
+    uint16_t transformers;         /* the transformers release a template's rules follow:
+                                      400 + minor for 4.x, 0 for 5.x (the default; no
+                                      option sets it yet: issue 33) */
     bool fused_ce_named;           /* --fused names linear-ce (not through "all") */
     uint32_t run_named;            /* the run options asked for by name (memest_run.used's
                                       bits: --fused's kernels but through "all", --attention
@@ -131,6 +134,20 @@ struct memest_dist_vars {
 };
 int memest_cli_dist_sets(const struct memest_cli *o, struct memest_override *sets, int n,
                          struct memest_dist_vars *buf, struct memest_error *err);
+
+/* The variables of the stack a model may declare (cli_stack.c):
+ * transformers (400 + minor, 500 for 5.x), labels (the model computes its
+ * loss: a training step whose loop passes labels) and forward_cache (its
+ * forward may build a DynamicCache: not under checkpointing, nor in
+ * generation). Appends those m declares to sets[n..], at most
+ * MEMEST_STACK_VARS, their text kept in *buf; returns the new count. */
+#define MEMEST_STACK_VARS 3
+struct memest_stack_vars {
+    char transformers[8];
+};
+int memest_cli_stack_sets(const struct memest_cli *o, const struct memest_model *m,
+                          enum memest_loop loop, struct memest_override *sets, int n,
+                          struct memest_stack_vars *buf);
 
 /* The overrides of --set, --seq, --context and --sweep-var: none set
  * twice, none a variable a several-GPU option sets (cli_dist.c). 0 / -1. */

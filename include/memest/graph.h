@@ -41,6 +41,11 @@ struct memest_node {
     bool trainable;               /* false: "trainable": false here or above */
     bool discarded;               /* "discarded": true: its output is dropped on
                                      purpose (the unused-node warning skips it) */
+    bool held_output;             /* "held_until": "output": its outputs are part of
+                                     what the model returns (a ModelOutput's logits, its
+                                     past_key_values): alive while the training loop
+                                     keeps the outputs (sim: --loop), not only until
+                                     their last reader */
     int64_t tie_node;             /* node whose weight this one shares, or -1 */
     bool tie_all;                 /* "tie_params": every parameter shared, by name */
     const char *fused;            /* "fused_params": the name of the fused parameters

@@ -112,6 +112,32 @@ int memest_loss_shapes(enum memest_loss l, int class_dim, const struct memest_sh
 
 struct memest_rank_view;   /* dist.h */
 
+/* --loop: the training loop around the model (doc/memory-model.md, "The
+ * training loop"). DEFAULT resolves once the model is read: TRAINER for a
+ * Hugging Face config, PLAIN for a model file. */
+enum memest_loop {
+    MEMEST_LOOP_DEFAULT = 0,
+    MEMEST_LOOP_PLAIN,      /* out = model(x); loss = loss_fn(out, y); loss.backward():
+                               `out` lives to the end of the step */
+    MEMEST_LOOP_TRAINER,    /* transformers' Trainer: the loss inside the model
+                               (labels), the outputs dropped before backward */
+    MEMEST_LOOP_TORCHTUNE,  /* torchtune's full_finetune recipe: del logits before
+                               backward, CEWithChunkedOutputLoss (8 chunks) */
+    MEMEST_LOOP_TORCHTITAN, /* torchtitan's train_step: del pred before backward,
+                               cross_entropy(pred.flatten(0, 1).float(), ...) */
+    MEMEST_LOOP_COUNT
+};
+const char *memest_loop_name(enum memest_loop l);
+int memest_loop_parse(const char *s, enum memest_loop *l);
+/* Whether the loop drops the model's outputs once the loss is computed. */
+bool memest_loop_drops_outputs(enum memest_loop l);
+/* Whether the model computes its own loss (transformers' labels= path:
+ * ForCausalLMLoss's float32 upcast inside the model's forward). */
+bool memest_loop_labels(enum memest_loop l);
+/* The chunks the loop's loss upcasts the logits in, one at a time (0: the
+ * loss reads the model's output as it is). */
+unsigned memest_loop_upcast_chunks(enum memest_loop l);
+
 struct memest_step_cfg {
     struct memest_optim_cfg optim;
     enum memest_optim_impl impl;
@@ -139,6 +165,7 @@ struct memest_step_cfg {
                                overhead and cuBLAS workspace of pre-Hopper cards */
     const struct memest_rank_view *rank;  /* several GPUs (dist.h): the rank the step
                                              simulates; NULL: one GPU */
+    uint8_t loop;           /* enum memest_loop, resolved (never DEFAULT in a run) */
 };
 
 /* Defaults: adam, foreach, steady state, set_to_none, no accumulation,

@@ -84,14 +84,18 @@ int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct mem
     }
     /* --tp, --sequence-parallel, --ep and --cp through the model's own
      * variables (doc/several-gpus.md), as every graph built is given them */
-    struct memest_override sets[MEMEST_MAX_SETS + 3];
+    struct memest_override sets[MEMEST_MAX_SETS + MEMEST_DIST_VARS + MEMEST_STACK_VARS];
     struct memest_dist_vars dv;
+    struct memest_stack_vars sv;
     memcpy(sets, o->sets, sizeof *sets * (size_t)o->nsets);
     int nsets = memest_cli_dist_sets(o, sets, o->nsets, &dv, err);
     if (nsets < 0)
         return memest_error_exit(err);
     if (memest_model_read_file(o->model, &a->m, err) != 0)
         return memest_error_exit(err);
+    if (a->step.loop == MEMEST_LOOP_DEFAULT)   /* a config: the Trainer; a model file: plain */
+        a->step.loop = MEMEST_LOOP_PLAIN;   /* the Trainer for configs: not yet (issue 33) */
+    nsets = memest_cli_stack_sets(o, &a->m, (enum memest_loop)a->step.loop, sets, nsets, &sv);
     if (o->strict_config && !a->m.arch) {   /* a model file's unknown fields are errors */
         memest_errf(err, MEMEST_ERR_USAGE, NULL, "--strict-config: the model is a model file, "
                     "not a Hugging Face config: it would change nothing");

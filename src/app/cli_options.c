@@ -170,6 +170,20 @@ static int torch_parse(const char *s, int *v)
     return 0;
 }
 
+static const char *loop_name(int v)
+{
+    return memest_loop_name((enum memest_loop)v);
+}
+
+static int loop_parse(const char *s, int *v)
+{
+    enum memest_loop l;
+    if (memest_loop_parse(s, &l) != 0)
+        return -1;
+    *v = (int)l;
+    return 0;
+}
+
 static const char *cache_name(int v)
 {
     return v == MEMEST_CACHE_DYNAMIC ? "dynamic" : v == MEMEST_CACHE_STATIC ? "static" : NULL;
@@ -202,6 +216,8 @@ static const struct memest_vocab vocab_attention = {attention_name, attention_pa
                                                     MEMEST_ATTN_COUNT, NULL};
 const struct memest_vocab memest_vocab_fused = {fused_name, NULL, 0, MEMEST_FUSED_COUNT, NULL};
 static const struct memest_vocab vocab_torch = {torch_name, torch_parse, 0, 114, NULL};
+static const struct memest_vocab vocab_loop = {loop_name, loop_parse, MEMEST_LOOP_PLAIN,
+                                               MEMEST_LOOP_COUNT, NULL};
 const struct memest_vocab memest_vocab_weights = {weights_name, NULL, 0, MEMEST_WEIGHTS_NAMES,
                                                   NULL};
 const struct memest_vocab memest_vocab_compute_dtype = {dtype_name, dtype_parse, 0,
@@ -518,6 +534,25 @@ const struct memest_opt memest_opts[] = {
      FIELD(run.torch),
      .vocab = &vocab_torch,
      .help = "the PyTorch release whose autograd rules apply (2: 2.x)"},
+    {.name = "loop",
+     .arg = MEMEST_ARG_REQUIRED,
+     .metavar = "NAME",
+     .group = MEMEST_GROUP_STEP,
+     .modes = MEMEST_MODES_STEP,
+     .needs = MEMEST_NEED_TRAINING,
+     .verb = -1,
+     .kind = MEMEST_K_VOCAB,
+     FIELD(step.loop),
+     .vocab = &vocab_loop,
+     .dflt = "trainer for a config, plain for a model file",
+     .help = "the training loop around the model: plain, trainer, torchtune, torchtitan",
+     .doc = "`plain`: `out = model(x); loss = loss_fn(out, y); loss.backward()`, `out` "
+             "alive to the end of the step; `trainer`: transformers' Trainer (the loss "
+             "inside the model from labels, the outputs dropped before backward); "
+             "`torchtune`: `del logits` before backward, CEWithChunkedOutputLoss's 8 "
+             "chunks each upcast alone; `torchtitan`: `del pred` before backward, "
+             "`cross_entropy(pred.flatten(0, 1).float(), ...)` "
+             "(doc/memory-model.md, \"The training loop\")"},
     {.name = "weights",
      .arg = MEMEST_ARG_REQUIRED,
      .metavar = "W",

@@ -36,7 +36,8 @@ static int graph_at(struct memest_app *a, int64_t seq, struct memest_graph *g,
                     struct memest_error *err)
 {
     const struct memest_cli *o = a->o;
-    struct memest_override sets[MEMEST_MAX_SETS];
+    struct memest_override sets[MEMEST_MAX_SETS + MEMEST_STACK_VARS];
+    struct memest_stack_vars sv;
     char value[24];
     snprintf(value, sizeof value, "%lld", (long long)seq);
     int n = 0;
@@ -47,6 +48,7 @@ static int graph_at(struct memest_app *a, int64_t seq, struct memest_graph *g,
         return memest_errf(err, MEMEST_ERR_USAGE, NULL, "--set: at most %d overrides",
                            MEMEST_MAX_SETS - 1);
     sets[n++] = (struct memest_override){"seq_len", value, "--context"};
+    n = memest_cli_stack_sets(o, &a->m, (enum memest_loop)a->step.loop, sets, n, &sv);
     if (memest_model_build(&a->m, sets, n, g, err) != 0)
         return -1;
     return memest_app_graph_passes(a, g, err);   /* the same model: LoRA, quantisation */

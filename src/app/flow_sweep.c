@@ -281,8 +281,9 @@ static int rebuild(struct memest_app *a, const char *name, int64_t value,
                    struct memest_error *err)
 {
     const struct memest_cli *o = a->o;
-    struct memest_override ov[MEMEST_MAX_SETS + 1 + MEMEST_DIST_VARS];
+    struct memest_override ov[MEMEST_MAX_SETS + 1 + MEMEST_DIST_VARS + MEMEST_STACK_VARS];
     struct memest_dist_vars dv;
+    struct memest_stack_vars sv;
     char text[32];
     int n = 0;
     for (int i = 0; i < o->nsets; i++)
@@ -292,6 +293,7 @@ static int rebuild(struct memest_app *a, const char *name, int64_t value,
     ov[n++] = (struct memest_override){name, text, "--sweep-var"};
     if ((n = memest_cli_dist_sets(o, ov, n, &dv, err)) < 0)
         return -1;
+    n = memest_cli_stack_sets(o, &a->m, (enum memest_loop)a->step.loop, ov, n, &sv);
     memest_run_free(&a->est.run); /* its node array is sized for the old graph */
     memest_app_stages_free(a);   /* the old stages (the whole graph back in g) */
     memest_graph_free(&a->g);

@@ -13,7 +13,7 @@
 
 static const char *const node_keys[] = {"name", "type", "inputs", "repeat", "if",
                                         "trainable", "tie_weight", "tie_params", "comment",
-                                        "flat", "discarded", "fused_params"};
+                                        "flat", "discarded", "fused_params", "held_until"};
 #define N_NODE_KEYS ((int)(sizeof node_keys / sizeof *node_keys))
 
 bool mb_is_node_key(const char *k)

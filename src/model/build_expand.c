@@ -367,6 +367,18 @@ static int check_arity(struct builder *b, const struct memest_op_desc *op, int n
                        op->name, op->min_in, op->max_in, nin);
 }
 
+/* The node keys a block call cannot take: they mark one node's outputs. */
+static int layer_only_keys(struct builder *b, const cJSON *obj, const char *npath)
+{
+    if (cJSON_GetObjectItemCaseSensitive(obj, "held_until"))
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, npath, "held_until"),
+                           "\"held_until\" is for layers, not blocks: mark the block's node");
+    if (cJSON_GetObjectItemCaseSensitive(obj, "discarded"))
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, npath, "discarded"),
+                           "\"discarded\" is for layers, not blocks: mark the block's last node");
+    return 0;
+}
+
 /* One copy of an op's node, called fname, reading ins[0..nin) and with the
  * arguments obj gives it in scope rsc: *cur gets its first output. */
 static int add_op_node(struct builder *b, const struct memest_op_desc *op, const cJSON *obj,
@@ -384,8 +396,14 @@ static int add_op_node(struct builder *b, const struct memest_op_desc *op, const
     if (jd && !cJSON_IsBool(jd))
         return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, npath, "discarded"),
                            "\"discarded\" must be true or false");
+    const cJSON *jh = cJSON_GetObjectItemCaseSensitive(obj, "held_until");
+    if (jh && !(cJSON_IsString(jh) && strcmp(jh->valuestring, "output") == 0))
+        return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, npath, "held_until"),
+                           "\"held_until\" must be \"output\" (held while the training "
+                           "loop keeps the model's outputs)");
     n->op = op;
     n->discarded = cJSON_IsTrue(jd);
+    n->held_output = jh != NULL;
     n->trainable = trainable;
     n->tie_node = tie;
     n->tie_all = tie_all;
@@ -465,9 +483,8 @@ static int expand_node(struct builder *b, const cJSON *obj, const char *npath, c
         return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, npath, "flat"),
                            "\"flat\" is true or false, for a block called once (no \"repeat\"): "
                            "its nodes are named as the caller's own");
-    if (blockdef && cJSON_GetObjectItemCaseSensitive(obj, "discarded"))
-        return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, npath, "discarded"),
-                           "\"discarded\" is for layers, not blocks: mark the block's last node");
+    if (blockdef && layer_only_keys(b, obj, npath) != 0)
+        return -1;
     if (blockdef && (jtie || jtie_all)) {
         const char *tie_key = jtie_all ? "tie_params" : "tie_weight";
         return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, npath, tie_key),

@@ -45,7 +45,8 @@ static int unused(const struct memest_graph *g, bool inputs, uint32_t *count, ui
     *count = 0;
     uint32_t lo = inputs ? 0 : ninputs, hi = inputs ? ninputs : g->nnodes;
     for (uint32_t i = hi; i-- > lo;)
-        if (!used[i] && !g->nodes[i].op->module_state && !g->nodes[i].discarded) {
+        if (!used[i] && !g->nodes[i].op->module_state && !g->nodes[i].discarded &&
+            !g->nodes[i].held_output) {
             ++*count;
             *first = i;
         }

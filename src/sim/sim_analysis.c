@@ -170,8 +170,26 @@ void sim_analyze_lastuse(struct sim *S)
     uint32_t s = r->values[root_value(S)].storage;
     while (S->inference && S->alias[s] != NONE)
         s = S->alias[s];
-    S->held[s] = 1;
+    S->held[s] = HELD_STEP;
     S->lastuse[s] = S->nn;
+    /* "held_until": "output": what the model returns besides (a ModelOutput's
+     * logits, its past_key_values), where the caller gets a ModelOutput: the
+     * Trainer's compute_loss, and inference; --loop plain, torchtune and
+     * torchtitan get the last output alone */
+    bool returns = S->inference || S->cfg->loop == MEMEST_LOOP_TRAINER;
+    for (uint32_t n = 0; returns && n < S->nn; n++) {
+        if (!S->g->nodes[n].held_output)
+            continue;
+        for (uint32_t o = 0; o < r->nodes[n].nout; o++) {
+            uint32_t t = r->values[r->nodes[n].out_first + o].storage;
+            while (S->alias[t] != NONE)
+                t = S->alias[t];
+            if (S->held[t] == HELD_NONE && !persistent_kind(r->storages[t].kind)) {
+                S->held[t] = HELD_OUTPUT;
+                S->lastuse[t] = S->nn;
+            }
+        }
+    }
     /* --generate: what the KV cache keeps outlives the forward too */
     for (uint32_t t = 0; S->gen && S->gen->keep && t < S->ns; t++) {
         if (!S->gen->keep[t])
@@ -179,7 +197,7 @@ void sim_analyze_lastuse(struct sim *S)
         uint32_t u = t;
         while (S->alias[u] != NONE)
             u = S->alias[u];
-        S->held[u] = 1;
+        S->held[u] = HELD_STEP;
         S->lastuse[u] = S->nn;
     }
 }

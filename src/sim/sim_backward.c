@@ -70,11 +70,11 @@ static bool uses_param_casts(const struct memest_run *r, uint32_t n)
 static int release_node(struct sim *S, uint32_t n, const struct ckpt *inner)
 {
     for (uint32_t s = S->rhead[n]; s != NONE; s = S->rnext[s])
-        if (!S->held[s] && sim_free_storage(S, s, n) != 0)
+        if (!sim_held(S, s) && sim_free_storage(S, s, n) != 0)
             return -1;
     if (inner)
         for (uint32_t s = S->ihead[n]; s != NONE; s = S->inext[s])
-            if (!S->held[s] && S->lastuse[s] <= inner->last &&
+            if (!sim_held(S, s) && S->lastuse[s] <= inner->last &&
                 sim_free_storage(S, s, n) != 0)
                 return -1;
     return 0;

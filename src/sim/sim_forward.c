@@ -9,7 +9,7 @@
 /* Whether storage s, made by the current pass, outlives its forward use. */
 static bool kept(const struct sim *S, uint32_t s, enum fmode m, const struct ckpt *k)
 {
-    if (S->held[s])
+    if (sim_held(S, s))
         return true;
     switch (m) {
     case FM_TRAIN:

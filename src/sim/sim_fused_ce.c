@@ -314,6 +314,8 @@ int sim_fused_ce_loss(struct sim *S)
 {
     S->ph = (uint8_t)((S->ph & WARM) | MEMEST_PH_LOSS);
     S->fce_seed = NONE;
+    if (sim_drop_outputs(S) != 0)
+        return -1;
     if (!S->r->values[root_value(S)].requires_grad)
         return 0;
     return sim_ev_alloc(S, MEMEST_CAT_ACTGRADS, NONE, 4, &S->fce_seed);

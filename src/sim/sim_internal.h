@@ -143,7 +143,12 @@ struct sim {
     uint32_t *alias;      /* inference: storage -> the storage it is in eval() (dropout) */
     uint32_t *sfirst;     /* node -> its first storage (nn + 1 entries: storages are in
                              node order, so node n's are sfirst[n] .. sfirst[n + 1] - 1) */
-    uint8_t *held;        /* storage held by the caller (model outputs) */
+    uint8_t *held;        /* storage held by the caller: HELD_STEP (the model's last
+                             output, --generate's cache) to the end of the step,
+                             HELD_OUTPUT (a "held_until": "output" node's) while the
+                             loop keeps the outputs (sim_drop_outputs) */
+    bool outs_dropped;    /* the loop dropped the outputs (--loop trainer, ...) */
+    uint32_t out_id;      /* the caller's `out` (take_outputs), NONE */
     uint8_t *reach;       /* node: a gradient reaches it */
     uint32_t *ck_of;      /* node -> index into ck, or NONE */
     struct ckpt *ck;
@@ -266,6 +271,21 @@ static inline const struct memest_nodein *node_in(const struct memest_run *r, ui
 }
 
 /* The value that receives the loss's gradient: the last model output. */
+enum { HELD_NONE = 0, HELD_STEP = 1, HELD_OUTPUT = 2 };
+
+/* Whether storage s is the caller's now (not freed by its last reader nor
+ * by its backward release). */
+static inline bool sim_held(const struct sim *S, uint32_t s)
+{
+    return S->held[s] == HELD_STEP || (S->held[s] == HELD_OUTPUT && !S->outs_dropped);
+}
+
+/* The loop drops the model's outputs once the loss is computed (--loop
+ * trainer, torchtune, torchtitan; sim_step.c): the caller's `out` and every
+ * HELD_OUTPUT storage no backward keeps are freed; the saved ones die at
+ * their release. No-op under --loop plain. */
+int sim_drop_outputs(struct sim *S);
+
 static inline uint32_t root_value(const struct sim *S)
 {
     const struct memest_ref o = S->g->outputs[S->g->noutputs - 1];

@@ -28,8 +28,12 @@ static int log_softmax_forward(struct sim *S, uint32_t v, const struct memest_lo
                     : !memest_shape_is_contiguous(&o->shape);
     if (copy && sim_ev_alloc(S, MEMEST_CAT_TRANSIENT, NONE, value_bytes(r, v), &cp) != 0)
         return -1;
-    if (r->opts.amp && dt == MEMEST_BF16 &&
-        sim_ev_alloc(S, MEMEST_CAT_TRANSIENT, NONE, lbytes, &cv) != 0)
+    /* autocast converts a bf16 input first; torchtitan's and torchtune's
+     * losses upcast the half logits (.float()), torchtune one chunk at a time */
+    unsigned chunks = memest_loop_upcast_chunks((enum memest_loop)S->cfg->loop);
+    uint64_t cvb = r->opts.amp && dt == MEMEST_BF16 ? lbytes
+                   : chunks && memest_dtype_is_half(dt) ? (lbytes + chunks - 1) / chunks : 0;
+    if (cvb && sim_ev_alloc(S, MEMEST_CAT_TRANSIENT, NONE, cvb, &cv) != 0)
         return -1;
     if (sim_ev_alloc(S, MEMEST_CAT_SAVED, NONE, lbytes, L) != 0)
         return -1;
@@ -49,7 +53,9 @@ static int class_index_loss(struct sim *S, uint32_t v, const struct memest_loss_
     enum memest_dtype dt = (enum memest_dtype)o->dtype;
     uint64_t obytes = value_bytes(r, v);
     bool ce = S->loss == MEMEST_LOSS_CROSSENTROPY;
-    enum memest_dtype ldt = r->opts.amp && ce ? MEMEST_F32 : dt;
+    bool upcast = memest_loop_upcast_chunks((enum memest_loop)S->cfg->loop) > 0 &&
+                  memest_dtype_is_half(dt);
+    enum memest_dtype ldt = (r->opts.amp || upcast) && ce ? MEMEST_F32 : dt;
     uint64_t lbytes =
         memest_sat_mul(memest_sat_mul(ls->rows, (uint64_t)ls->classes), memest_dtype_size(ldt));
     uint32_t L = NONE, tw, loss_id;
@@ -57,7 +63,7 @@ static int class_index_loss(struct sim *S, uint32_t v, const struct memest_loss_
         return -1;
     if (sim_ev_alloc(S, MEMEST_CAT_TRANSIENT, NONE, lsize, &loss_id) != 0 ||
         sim_ev_alloc(S, MEMEST_CAT_SAVED, NONE, lsize, &tw) != 0 ||
-        sim_remember_held(S, loss_id) != 0)
+        sim_remember_held(S, loss_id) != 0 || sim_drop_outputs(S) != 0)
         return -1;
     if (!o->requires_grad)
         return sim_ev_free(S, NONE, tw) || (L != NONE && sim_ev_free(S, NONE, L)) ? -1 : 0;
@@ -77,6 +83,17 @@ static int class_index_loss(struct sim *S, uint32_t v, const struct memest_loss_
             return -1;
         S->vg[v] = slot;
         return 0;
+    }
+    if (upcast) {   /* log_softmax_backward's float32 gradient (one chunk's), then
+                       ToCopyBackward's conversion to the logits' dtype */
+        unsigned chunks = memest_loop_upcast_chunks((enum memest_loop)S->cfg->loop);
+        uint32_t gi;
+        if (sim_ev_alloc(S, MEMEST_CAT_ACTGRADS, NONE, (lbytes + chunks - 1) / chunks, &gi) != 0 ||
+            sim_ev_free(S, NONE, gnll) != 0 || sim_ev_free(S, NONE, L) != 0 ||
+            sim_new_grad(S, NONE, v, MEMEST_CAT_ACTGRADS, &slot) != 0)
+            return -1;
+        S->vg[v] = slot;
+        return sim_ev_free(S, NONE, gi);
     }
     if (sim_new_grad(S, NONE, v, MEMEST_CAT_ACTGRADS, &slot) != 0)
         return -1;
@@ -109,7 +126,7 @@ static int elementwise_loss(struct sim *S, uint32_t v, unsigned lsize)
         sim_remember_held(S, loss_id) != 0)
         return -1;
     if (!o->requires_grad)
-        return cast != NONE ? sim_ev_free(S, NONE, cast) : 0;
+        return (cast != NONE && sim_ev_free(S, NONE, cast) != 0) || sim_drop_outputs(S) ? -1 : 0;
     uint32_t seed;
     if (sim_ev_alloc(S, MEMEST_CAT_ACTGRADS, NONE, lsize, &seed) != 0)
         return -1;
@@ -121,11 +138,11 @@ static int elementwise_loss(struct sim *S, uint32_t v, unsigned lsize)
         return -1;
     if (sim_ev_free(S, NONE, seed) != 0 || (cast != NONE && sim_ev_free(S, NONE, cast) != 0))
         return -1;
-    uint32_t slot;
+    uint32_t slot;   /* the loss saved the output: the loop drops it now */
     if (sim_new_grad(S, NONE, v, MEMEST_CAT_ACTGRADS, &slot) != 0)
         return -1;
     S->vg[v] = slot;
-    return gfp != NONE ? sim_ev_free(S, NONE, gfp) : 0;
+    return (gfp != NONE && sim_ev_free(S, NONE, gfp) != 0) || sim_drop_outputs(S) ? -1 : 0;
 }
 
 /* The loss forward and backward; leaves the gradient of the root value in
@@ -141,6 +158,8 @@ int sim_loss_step(struct sim *S)
     const struct memest_value *o = &r->values[v];
     enum memest_dtype dt = (enum memest_dtype)o->dtype;
     if (S->loss == MEMEST_LOSS_NONE) {
+        if (sim_drop_outputs(S) != 0)
+            return -1;
         if (!o->requires_grad)
             return 0;
         uint32_t slot;   /* out.backward(torch.ones_like(out)) */

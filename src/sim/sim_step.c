@@ -9,14 +9,47 @@
 
 /* ---- the step ---- */
 
-/* Frees what the caller held (`out`, `loss`) from index `from` on. */
+/* Frees the HELD_OUTPUT storages still alive; with `saved_too` false,
+ * those a backward release still waits for are left to it. */
+static int free_held_outputs(struct sim *S, bool saved_too)
+{
+    for (uint32_t s = 0; s < S->ns; s++)
+        if (S->held[s] == HELD_OUTPUT && S->sid[s] != NONE &&
+            (saved_too || S->inference || S->release[s] == NONE) &&
+            sim_free_storage(S, s, NONE) != 0)
+            return -1;
+    return 0;
+}
+
+/* Frees what the caller held (`out`, `loss`, the outputs the model
+ * returned) from index `from` on. */
 static int drop_held(struct sim *S, uint32_t from)
 {
     for (uint32_t i = from; i < S->nheld; i++)
         if (sim_ev_free(S, NONE, S->held_ids[i]) != 0)
             return -1;
     S->nheld = from;
-    return 0;
+    S->out_id = NONE;
+    return free_held_outputs(S, true);
+}
+
+int sim_drop_outputs(struct sim *S)
+{
+    if (S->inference || !memest_loop_drops_outputs((enum memest_loop)S->cfg->loop) ||
+        S->outs_dropped)
+        return 0;
+    S->outs_dropped = true;
+    uint32_t s = S->r->values[root_value(S)].storage;
+    for (uint32_t i = 0; S->out_id != NONE && S->release[s] == NONE && i < S->nheld; i++)
+        if (S->held_ids[i] == S->out_id) {   /* `del logits`: no backward keeps it */
+            if (sim_ev_free(S, NONE, S->out_id) != 0)
+                return -1;
+            memmove(S->held_ids + i, S->held_ids + i + 1, sizeof *S->held_ids * (S->nheld - i - 1));
+            S->nheld--;
+            S->out_id = NONE;
+            break;
+        }
+    return free_held_outputs(S, false);
 }
 
 /* Moves the last output's storage into the caller's hands (its id goes
@@ -31,6 +64,7 @@ static int take_outputs(struct sim *S)
         return 0;
     if (sim_remember_held(S, S->sid[s]) != 0)
         return -1;
+    S->out_id = S->sid[s];
     S->sid[s] = NONE;
     return 0;
 }
@@ -51,6 +85,11 @@ static uint64_t saved_now(const struct sim *S)
 static int micro_batch(struct sim *S, uint32_t mb)
 {
     uint32_t old = S->nheld;
+    /* the previous micro-batch's returned outputs (a storage is made once
+     * at a time: they go as the forward starts, not as `out` is rebound) */
+    if (mb > 0 && free_held_outputs(S, true) != 0)
+        return -1;
+    S->outs_dropped = false;
     if (sim_forward(S, FM_TRAIN) != 0 || take_outputs(S) != 0)
         return -1;
     if (!(S->ph & WARM) && dist_on(S))   /* a pipeline stage's in-flight share */
@@ -236,7 +275,7 @@ int memest_sim_step(const struct memest_run *r, const struct memest_peak_opts *o
                     .gen = o->gen, .rv = o->step ? o->step->rank : NULL,
                     .ext = o->step && o->step->rank ? &sim_dist_ext : NULL,
                     .nn = r->g->nnodes, .ns = r->nstorages, .nv = r->nvalues, .cublas = NONE,
-                    .cublas_bwd = NONE};
+                    .cublas_bwd = NONE, .out_id = NONE};
     int rc = -1;
     memset(out, 0, sizeof *out);
     out->node = NONE;
