@@ -15,3 +15,18 @@ add_test(NAME loop.trainer_drops_float_logits
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/json_diff.cmake)
 set_tests_properties(loop.trainer_drops_float_logits
                      PROPERTIES LABELS loop)
+
+# The step peaks of tests/tools/loop_peak.py (PyTorch 2.6 CPU, the loops
+# written from the Trainer's and torchtitan's code over the tiny Llama and
+# Qwen2 replicas; tests/reference/loop_peaks.json): cases in the order
+# config x loop (trainer, torchtitan) x optimizer, within 1 per mille.
+set(_loops trainer torchtitan)
+foreach(i RANGE 11)
+  math(EXPR li "(${i} / 2) % 2")
+  list(GET _loops ${li} _loop)
+  add_test(NAME loop.peaks_${i}
+           COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR} -DCASE=${i}
+                   -DREF=loop_peaks.json "-DARGS=--loop;${_loop}" -DPERMILLE=1
+                   -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/peaks.cmake)
+  set_tests_properties(loop.peaks_${i} PROPERTIES LABELS loop)
+endforeach()

@@ -551,8 +551,14 @@ class ForCausalLM(nn.Module):
             logits = logits * self.final_softcap
         if self.logits_scaling is not None:  # GraniteForCausalLM
             logits = logits / self.logits_scaling
-        # ForCausalLMLoss: logits.float(), then cross-entropy over logits.view(-1, vocab_size)
-        return logits.float().view(-1, self.cfg["vocab_size"])
+        # ForCausalLMLoss: logits.float(), then cross-entropy over logits.view(-1, vocab_size); called
+        # without labels (LABELS False: torchtitan's loop upcasts in its loss) the logits as they are
+        return (logits.float() if LABELS else logits).view(-1, self.cfg["vocab_size"])
+
+
+# whether the model is called with labels (its forward ends in ForCausalLMLoss's logits.float());
+# tests/tools/loop_peak.py sets it False for torchtitan's loop
+LABELS = True
 
 
 def build(cfg, attn="eager"):

@@ -225,7 +225,15 @@ def state_tensors(opt):
                 yield v
 
 
-def measure(cfg, attn, dtype, optim, prepare=None, builders=None, inputs=None):
+def trainer_loss(model, x, target, live):
+    """transformers' Trainer.compute_loss (v4.48 to v5, return_outputs False): the outputs are its local and
+    die when it returns the loss; the model's logits.float() is ForCausalLMLoss's local."""
+    outputs = model(x)
+    live.phase = "loss"
+    return F.cross_entropy(outputs, target)
+
+
+def measure(cfg, attn, dtype, optim, prepare=None, builders=None, inputs=None, loop="plain"):
     """prepare(model), when given, changes the built model (tests/tools/lora_peak.py: PEFT's LoRA); the
     optimizer gets the parameters that require grad (all of them, without it), as transformers' Trainer
     hands them. optim: "sgd", "adam", or a function making the optimizer from those parameters
@@ -275,9 +283,18 @@ def measure(cfg, attn, dtype, optim, prepare=None, builders=None, inputs=None):
         live.phase = "zero_grad"
         opt.zero_grad(set_to_none=True)
         live.phase = "forward"
-        out = model(x)
-        live.phase = "loss"
-        loss = F.cross_entropy(out, target)
+        if loop == "trainer":
+            out, loss = None, trainer_loss(model, x, target, live)
+        elif loop == "torchtitan":   # the model returns the half logits (no labels): torchtitan/train.py
+            out = model(x)
+            live.phase = "loss"
+            loss = F.cross_entropy(out.float(), target)
+            del out
+            out = None
+        else:
+            out = model(x)
+            live.phase = "loss"
+            loss = F.cross_entropy(out, target)
         live.phase = "backward"
         loss.backward()
         live.phase = "optimizer"
