@@ -103,6 +103,8 @@ static void step_line(FILE *f, const struct memest_report *rep, bool inf)
         fprintf(f, ", autocast %s", memest_amp_name(s->amp));
     if (s->checkpoint)
         fputs(", activation checkpointing", f);
+    if (s->loop != MEMEST_LOOP_PLAIN && s->loop != MEMEST_LOOP_DEFAULT)   /* --loop */
+        fprintf(f, ", loop %s", memest_loop_name((enum memest_loop)s->loop));
     fputc('\n', f);
     if (s->grad_accum > 1)
         fprintf(f, "  gradient accumulation: %lld micro-batches of %lld (effective batch %lld): "
