@@ -95,6 +95,7 @@ static void step_obj(struct memest_jsonw *w, const struct memest_report *rep)
     memest_jsonw_str(w, "amp", memest_amp_name(s->amp));
     memest_jsonw_bool(w, "checkpoint", s->checkpoint);
     memest_jsonw_str(w, "loss", memest_loss_name(s->loss));
+    memest_jsonw_str(w, "loop", memest_loop_name((enum memest_loop)s->loop));
     memest_jsonw_obj_end(w);
 }
 
