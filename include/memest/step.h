@@ -113,8 +113,8 @@ int memest_loss_shapes(enum memest_loss l, int class_dim, const struct memest_sh
 struct memest_rank_view;   /* dist.h */
 
 /* --loop: the training loop around the model (doc/memory-model.md, "The
- * training loop"). DEFAULT resolves once the model is read: TRAINER for a
- * Hugging Face config, PLAIN for a model file. */
+ * training loop"). DEFAULT (no --loop) resolves to PLAIN once the model is
+ * read (app.c). */
 enum memest_loop {
     MEMEST_LOOP_DEFAULT = 0,
     MEMEST_LOOP_PLAIN,      /* out = model(x); loss = loss_fn(out, y); loss.backward():

@@ -544,8 +544,8 @@ const struct memest_opt memest_opts[] = {
      .kind = MEMEST_K_VOCAB,
      FIELD(step.loop),
      .vocab = &vocab_loop,
-     .dflt = "trainer for a config, plain for a model file",
-     .help = "the training loop around the model: plain, trainer, torchtune, torchtitan",
+     .dflt = "plain",
+     .help = "the training loop around the model",
      .doc = "`plain`: `out = model(x); loss = loss_fn(out, y); loss.backward()`, `out` "
              "alive to the end of the step; `trainer`: transformers' Trainer (the loss "
              "inside the model from labels, the outputs dropped before backward); "

@@ -1,6 +1,6 @@
 /* cli_stack.c - the variables a template reads about the stack around the
- * model (cli.h: memest_cli_stack_sets): the transformers release
- * (--transformers), whether the model computes its own loss from labels
+ * model (cli.h: memest_cli_stack_sets): the transformers release (5.x:
+ * no option chooses another yet), whether the model computes its own loss from labels
  * (--loop), and whether its forward builds a DynamicCache (use_cache, off
  * under gradient checkpointing and in generation, whose cache memest
  * replays itself). A model that declares none of them is built as before. */

@@ -187,6 +187,7 @@ void sim_analyze_lastuse(struct sim *S)
             if (S->held[t] == HELD_NONE && !persistent_kind(r->storages[t].kind)) {
                 S->held[t] = HELD_OUTPUT;
                 S->lastuse[t] = S->nn;
+                S->held_outputs = true;
             }
         }
     }

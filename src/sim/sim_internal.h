@@ -147,6 +147,7 @@ struct sim {
                              output, --generate's cache) to the end of the step,
                              HELD_OUTPUT (a "held_until": "output" node's) while the
                              loop keeps the outputs (sim_drop_outputs) */
+    bool held_outputs;    /* some storage is HELD_OUTPUT */
     bool outs_dropped;    /* the loop dropped the outputs (--loop trainer, ...) */
     uint32_t out_id;      /* the caller's `out` (take_outputs), NONE */
     uint8_t *reach;       /* node: a gradient reaches it */
@@ -270,7 +271,6 @@ static inline const struct memest_nodein *node_in(const struct memest_run *r, ui
     return &r->ins[r->nodes[n].in_first + i];
 }
 
-/* The value that receives the loss's gradient: the last model output. */
 enum { HELD_NONE = 0, HELD_STEP = 1, HELD_OUTPUT = 2 };
 
 /* Whether storage s is the caller's now (not freed by its last reader nor
@@ -286,6 +286,7 @@ static inline bool sim_held(const struct sim *S, uint32_t s)
  * their release. No-op under --loop plain. */
 int sim_drop_outputs(struct sim *S);
 
+/* The value that receives the loss's gradient: the last model output. */
 static inline uint32_t root_value(const struct sim *S)
 {
     const struct memest_ref o = S->g->outputs[S->g->noutputs - 1];

@@ -53,8 +53,8 @@ static int class_index_loss(struct sim *S, uint32_t v, const struct memest_loss_
     enum memest_dtype dt = (enum memest_dtype)o->dtype;
     uint64_t obytes = value_bytes(r, v);
     bool ce = S->loss == MEMEST_LOSS_CROSSENTROPY;
-    bool upcast = memest_loop_upcast_chunks((enum memest_loop)S->cfg->loop) > 0 &&
-                  memest_dtype_is_half(dt);
+    unsigned chunks = memest_loop_upcast_chunks((enum memest_loop)S->cfg->loop);
+    bool upcast = chunks > 0 && memest_dtype_is_half(dt);
     enum memest_dtype ldt = (r->opts.amp || upcast) && ce ? MEMEST_F32 : dt;
     uint64_t lbytes =
         memest_sat_mul(memest_sat_mul(ls->rows, (uint64_t)ls->classes), memest_dtype_size(ldt));
@@ -86,7 +86,6 @@ static int class_index_loss(struct sim *S, uint32_t v, const struct memest_loss_
     }
     if (upcast) {   /* log_softmax_backward's float32 gradient (one chunk's), then
                        ToCopyBackward's conversion to the logits' dtype */
-        unsigned chunks = memest_loop_upcast_chunks((enum memest_loop)S->cfg->loop);
         uint32_t gi;
         if (sim_ev_alloc(S, MEMEST_CAT_ACTGRADS, NONE, (lbytes + chunks - 1) / chunks, &gi) != 0 ||
             sim_ev_free(S, NONE, gnll) != 0 || sim_ev_free(S, NONE, L) != 0 ||

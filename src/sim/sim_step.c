@@ -13,7 +13,7 @@
  * those a backward release still waits for are left to it. */
 static int free_held_outputs(struct sim *S, bool saved_too)
 {
-    for (uint32_t s = 0; s < S->ns; s++)
+    for (uint32_t s = 0; S->held_outputs && s < S->ns; s++)
         if (S->held[s] == HELD_OUTPUT && S->sid[s] != NONE &&
             (saved_too || S->inference || S->release[s] == NONE) &&
             sim_free_storage(S, s, NONE) != 0)
