@@ -64,6 +64,7 @@ _memest() {
         --weights) _memest_words 'int8 nf4 fp4 int4 gptq awq mxfp4 fp8 nvfp4 dense'; return 0 ;;
         --group-size) return 0 ;;  # G
         --compute-dtype) _memest_words 'fp32 fp16 bf16'; return 0 ;;
+        --quant-storage) _memest_words 'fp32 fp16 bf16 uint8'; return 0 ;;
         --lora) return 0 ;;  # R
         --lora-alpha) return 0 ;;  # A
         --lora-dropout) return 0 ;;  # P
@@ -89,6 +90,7 @@ _memest() {
         --deepspeed) _memest_files ''; return 0 ;;
         --fsdp-config) _memest_files ''; return 0 ;;
         --fsdp-wrap) return 0 ;;  # B
+        --fsdp-policy) _memest_words 'layers peft'; return 0 ;;
         --gpu) _memest_gpu; return 0 ;;
         --gpus-file) _memest_files '*.json'; return 0 ;;
         --price) return 0 ;;  # C=P
@@ -104,7 +106,7 @@ _memest() {
     esac
     if [ -n "$eq" ]; then return 0; fi
     case $cur in
-        -*) _memest_words '-b --batch -o --optim --momentum --amsgrad --centered --optim-impl --first-step --zero-grad --dtype --amp --fp8 --grad-accum --checkpoint --loss --inference --set --seq --attention --fused --moe-imbalance --torch --loop --weights --group-size --double-quant --compute-dtype --kbit-prep --strict-config --lora --lora-alpha --lora-dropout --lora-targets --lora-rslora --generate --context --new-tokens --kv-dtype --cache --all-logits --max-context --sweep-context --kv-block --gpu-util --gpus --tp --pp --micro-batches --schedule --virtual-stages --cp --sequence-parallel --ep --gpus-per-node --strategy --offload --deepspeed --fsdp-config --fsdp-wrap --ddp-bucket-view --gpu --gpus-file --price --mem --overhead --fit --headroom --max-batch --sweep --sweep-var --mfu --advise --probe --device --layers --json --csv --timeline --plot --list-ops --list-gpus -h --help --version --dump-options'; return 0 ;;
+        -*) _memest_words '-b --batch -o --optim --momentum --amsgrad --centered --optim-impl --first-step --zero-grad --dtype --amp --fp8 --grad-accum --checkpoint --loss --inference --set --seq --attention --fused --moe-imbalance --torch --loop --weights --group-size --double-quant --compute-dtype --quant-storage --kbit-prep --strict-config --lora --lora-alpha --lora-dropout --lora-targets --lora-rslora --generate --context --new-tokens --kv-dtype --cache --all-logits --max-context --sweep-context --kv-block --gpu-util --gpus --tp --pp --micro-batches --schedule --virtual-stages --cp --sequence-parallel --ep --gpus-per-node --strategy --offload --deepspeed --fsdp-config --fsdp-wrap --fsdp-policy --fsdp-orig-params --fsdp-no-mixed-precision --ddp-bucket-view --gpu --gpus-file --price --mem --overhead --fit --headroom --max-batch --sweep --sweep-var --mfu --advise --probe --device --layers --json --csv --timeline --plot --list-ops --list-gpus -h --help --version --dump-options'; return 0 ;;
     esac
     if [ "$COMP_CWORD" -eq 1 ]; then  # a subcommand, or the model of memest MODEL ...
         _memest_files '*.json'

@@ -57,6 +57,17 @@ enum memest_offload {
 const char *memest_offload_name(enum memest_offload o);
 int memest_offload_parse(const char *s, enum memest_offload *out);
 
+/* FSDP's auto-wrap policy: which modules are units (FlatParameters). */
+enum memest_fsdp_policy {
+    MEMEST_FSDP_POLICY_AUTO = 0,  /* not given: peft under --lora (the Trainer's), else layers */
+    MEMEST_FSDP_POLICY_LAYERS,    /* transformer_auto_wrap_policy: the layer block's instances */
+    MEMEST_FSDP_POLICY_PEFT,      /* peft.utils.other.fsdp_auto_wrap_policy: those, and every
+                                     leaf module with a trainable weight a unit of its own */
+    MEMEST_FSDP_POLICY_COUNT
+};
+/* "layers", "peft"; NULL for AUTO and out of range. */
+const char *memest_fsdp_policy_name(int p);
+
 /* The engines' settings. memest_dist_default() gives each engine's own
  * default, cited in dist.c; a DeepSpeed or FSDP config file overrides them. */
 struct memest_engine_cfg {
@@ -83,6 +94,12 @@ struct memest_engine_cfg {
                                           backward */
     bool forward_prefetch;             /* False */
     bool limit_all_gathers;            /* True */
+    enum memest_fsdp_policy policy;    /* --fsdp-policy (AUTO until the flow resolves it) */
+    bool use_orig_params;              /* False (FSDP1's and accelerate's default) */
+    bool no_mixed_precision;           /* FSDP without MixedPrecision and without
+                                          accelerate's fp32 upcast (its mixed_precision:
+                                          no): 16-bit parameters stay 16-bit, the
+                                          optimizer's state too */
 };
 
 struct memest_dist_cfg {
@@ -154,8 +171,9 @@ struct memest_rank_view {
                                    of the shard group; ZeRO-3: each parameter padded */
     bool deepspeed;             /* a DeepSpeed engine (ZeRO 1-3): its reduce bucket */
     bool master_fp32;           /* 16-bit parameters under ZeRO or FSDP: fp32 master
-                                   (ZeRO: a copy of the partition; FSDP MixedPrecision:
-                                   the shard itself) and fp32 optimizer state */
+                                   (ZeRO: a copy of the partition; FSDP with mixed
+                                   precision: the shard itself, of the units that
+                                   require grad) and fp32 optimizer state */
     bool offload_optim;         /* optimizer state, master and gradient partition on
                                    the host (ZeRO-Offload) */
     bool offload_params;        /* + the parameter shards (ZeRO-Infinity, FSDP
@@ -182,18 +200,58 @@ static inline uint64_t memest_dist_part(uint64_t n, int64_t k)
     return n / d + (n % d != 0);
 }
 
-/* The unit (sharding granularity) of each node of r's graph under view v:
- * the top-level block instances, or the instances of the FSDP wrap block
- * (dist.h: wrap_block); unit_of[node] is the unit's index in graph order or
- * UINT32_MAX (the root: parameters outside every unit). Returns the number
- * of units; unit_of has nnodes entries. */
+/* The unit (sharding granularity) of each node of r's graph under view v
+ * (dist_units.c): the top-level block instances, or the instances of the
+ * FSDP wrap block (dist.h: wrap_block), and under FSDP's peft policy every
+ * node with a trainable weight a unit of its own (nested in its layer's:
+ * the layer's unit is its other nodes); unit_of[node] is the unit's index,
+ * in the order of the units' first nodes, or UINT32_MAX (the root:
+ * parameters outside every unit). Returns the number of units; unit_of has
+ * nnodes entries. */
 uint32_t memest_dist_units(const struct memest_run *r, const struct memest_rank_view *v,
                            uint32_t *unit_of);
 /* Whether parameter p stays whole on every rank under v (ZeRO-3's
  * stage3_param_persistence_threshold: numel at most the threshold). */
 bool memest_dist_persistent(const struct memest_rank_view *v, const struct memest_param *p);
-/* The bytes of one element of parameter p as the run stores it. */
+/* The bytes of one element of parameter p as the run stores it (its
+ * storage's dtype: a packed 4-bit weight's quant_storage, uint8 or a
+ * 16-bit type), and the elements so stored (a packed weight's are fewer
+ * than its logical numel). The engines flatten and partition these. */
 uint64_t memest_dist_param_elem(const struct memest_run *r, const struct memest_param *p);
+uint64_t memest_dist_param_numel(const struct memest_run *r, const struct memest_param *p);
+
+/* One FSDP FlatParameter (dist_units.c), from torch v2.6
+ * torch/distributed/fsdp/_flat_param.py and accelerate v1.14.0
+ * accelerator.py. */
+struct memest_flat_unit {
+    uint64_t numel;       /* its elements: the parameters' stored elements in order, with
+                             use_orig_params' 16-byte alignment padding before each
+                             (_init_flat_param_and_metadata); the shard is
+                             ceil(numel / shard group) of them */
+    uint64_t elem;        /* bytes of an element of the rank's shard: fp32 when accelerate
+                             upcasts it (mixed precision on and requires_grad), else the
+                             parameters' own */
+    uint64_t gathered;    /* bytes of the unsharded (padded) flat parameter in the
+                             parameters' own element: what an all-gather makes */
+    uint64_t trainable;   /* elements of its trainable parameters */
+    uint64_t state;       /* elements of the shard the optimizer updates on the rank that
+                             holds most: the whole shard without use_orig_params, else
+                             the trainable parameters' parts of it (the most any rank has) */
+    bool requires_grad;   /* any parameter trainable: the shard gets a gradient */
+    uint32_t mixed_node;  /* a node whose frozen parameters share the unit with trainable
+                             ones, UINT32_MAX when none */
+    uint8_t dtype;        /* the FlatParameter's type (enum memest_dtype), before an upcast */
+    uint32_t first_node;  /* the node of its first parameter */
+    uint32_t dtype_node;  /* a node whose parameters are of another type (FSDP refuses
+                             them: "Must flatten tensors with uniform dtype"), or
+                             UINT32_MAX */
+};
+/* The FlatParameters of units 0..nunits-1 and the root (index nunits)
+ * under view v, cut by unit_of (memest_dist_units), into fu[nunits + 1].
+ * 0, or -1 out of memory. */
+int memest_dist_flat_units(const struct memest_run *r, const struct memest_rank_view *v,
+                            const uint32_t *unit_of, uint32_t nunits,
+                            struct memest_flat_unit *fu);
 /* The element of the trainable parameters (the first one's; 2 when none):
  * DeepSpeed's 16-bit partitions and reduce buckets are in it. */
 uint64_t memest_dist_train_elem(const struct memest_run *r);

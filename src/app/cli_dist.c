@@ -34,6 +34,15 @@ int memest_cli_dist_check(struct memest_cli *o, struct memest_error *err)
         d->strategy != MEMEST_STRAT_FSDP_GRAD_OP && d->strategy != MEMEST_STRAT_HSDP)
         return memest_errf(err, MEMEST_ERR_USAGE, NULL, "--fsdp-wrap needs --strategy fsdp, "
                                                         "fsdp-grad-op or hsdp");
+    bool fsdp = d->strategy == MEMEST_STRAT_FSDP || d->strategy == MEMEST_STRAT_FSDP_GRAD_OP ||
+                d->strategy == MEMEST_STRAT_HSDP;
+    const char *fsdp_only = d->eng.policy != MEMEST_FSDP_POLICY_AUTO ? "--fsdp-policy"
+                            : d->eng.use_orig_params                ? "--fsdp-orig-params"
+                            : d->eng.no_mixed_precision             ? "--fsdp-no-mixed-precision"
+                                                                    : NULL;
+    if (fsdp_only && !fsdp)
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                           "%s needs --strategy fsdp, fsdp-grad-op or hsdp", fsdp_only);
     if (d->config_path)   /* the file may give the engine: checked once it is read */
         return 0;
     return memest_dist_check(d, err);

@@ -125,6 +125,12 @@ static bool takes_compute_dtype(int v)
     return v == MEMEST_F32 || v == MEMEST_F16 || v == MEMEST_BF16;
 }
 
+/* --quant-storage: the types bitsandbytes packs 4-bit values into */
+static bool takes_quant_storage(int v)
+{
+    return v == MEMEST_U8 || v == MEMEST_F32 || v == MEMEST_F16 || v == MEMEST_BF16;
+}
+
 static bool takes_not_none(int v)
 {
     return v != 0;   /* MEMEST_STRAT_NONE, MEMEST_OFFLOAD_NONE: the absence of the option */
@@ -229,11 +235,16 @@ static const struct memest_vocab vocab_schedule = {schedule_name, schedule_parse
                                                    MEMEST_SCHED_COUNT, NULL};
 static const struct memest_vocab vocab_strategy = {strategy_name, strategy_parse, 0,
                                                    MEMEST_STRAT_COUNT, takes_not_none};
+static const struct memest_vocab vocab_fsdp_policy = {memest_fsdp_policy_name, NULL,
+                                                      MEMEST_FSDP_POLICY_LAYERS,
+                                                      MEMEST_FSDP_POLICY_COUNT, NULL};
 static const struct memest_vocab vocab_offload = {offload_name, offload_parse, 0,
                                                   MEMEST_OFFLOAD_COUNT, takes_not_none};
 #define vocab_fused memest_vocab_fused
 #define vocab_weights memest_vocab_weights
 #define vocab_compute_dtype memest_vocab_compute_dtype
+static const struct memest_vocab vocab_quant_storage = {dtype_name, dtype_parse, 0,
+                                                        MEMEST_DTYPE_COUNT, takes_quant_storage};
 
 /* "426 MiB": one default for every card (cuda_overhead.c: no
  * per-generation figure is published) */
@@ -610,6 +621,20 @@ const struct memest_opt memest_opts[] = {
      .dflt_text = "fp32",
      .help = "bitsandbytes 4-bit: bnb_4bit_compute_dtype",
      .doc = "`fp32` is transformers' default, `bf16` the QLoRA recipe's; over the config's"},
+    {.name = "quant-storage",
+     .arg = MEMEST_ARG_REQUIRED,
+     .metavar = "T",
+     .group = MEMEST_GROUP_LLM,
+     .modes = MEMEST_MODES_ALL,
+     .verb = -1,
+     .kind = MEMEST_K_CUSTOM,
+     .vocab = &vocab_quant_storage,
+     .parse = memest_optp_quant_storage,
+     .dflt_text = "uint8",
+     .help = "bitsandbytes 4-bit: bnb_4bit_quant_storage",
+     .doc = "the type the packed 4-bit weights are stored in (two values per byte either "
+             "way): `uint8` is bitsandbytes' default; FSDP and ZeRO-3 QLoRA store them in "
+             "the model's 16-bit type, as FSDP flattens one type per unit; over the config's"},
     {.name = "kbit-prep",
      .group = MEMEST_GROUP_LLM,
      .modes = MEMEST_MODES_ALL,
@@ -1063,6 +1088,48 @@ const struct memest_opt memest_opts[] = {
      .doc = "FSDP's auto-wrap policy: every instance of block B (the transformer layer "
              "class, e.g. `LlamaDecoderLayer`) is a unit; default: the top-level block "
              "instances"},
+    {.name = "fsdp-policy",
+     .arg = MEMEST_ARG_REQUIRED,
+     .metavar = "P",
+     .group = MEMEST_GROUP_DIST,
+     .modes = MEMEST_MODES_STEP,
+     .needs = MEMEST_NEED_TRAINING,
+     .verb = -1,
+     .kind = MEMEST_K_VOCAB,
+     FIELD(dist.eng.policy),
+     .vocab = &vocab_fsdp_policy,
+     .dflt_text = "peft with --lora (what the Trainer sets for a PEFT model), else layers",
+     .help = "FSDP's auto-wrap policy",
+     .doc = "FSDP's auto-wrap policy: `layers` (transformer_auto_wrap_policy: the layer "
+             "block's instances, `--fsdp-wrap`) or `peft` (PEFT's fsdp_auto_wrap_policy: "
+             "those, and every leaf module with a trainable weight, each LoRA adapter, a "
+             "unit of its own; transformers' Trainer sets it for a LoRA model); a unit "
+             "holding trainable and frozen parameters needs `--fsdp-orig-params`"},
+    {.name = "fsdp-orig-params",
+     .group = MEMEST_GROUP_DIST,
+     .modes = MEMEST_MODES_STEP,
+     .needs = MEMEST_NEED_TRAINING,
+     .verb = -1,
+     .kind = MEMEST_K_FLAG,
+     FIELD(dist.eng.use_orig_params),
+     .help = "FSDP's use_orig_params=True",
+     .doc = "FSDP's `use_orig_params=True` (an FSDP config's `use_orig_params`): a unit may "
+             "mix trainable and frozen parameters; its shard's gradient is whole, the "
+             "optimizer's state covers the trainable parameters' parts of it, and each "
+             "parameter starts 16-byte aligned in the FlatParameter"},
+    {.name = "fsdp-no-mixed-precision",
+     .group = MEMEST_GROUP_DIST,
+     .modes = MEMEST_MODES_STEP,
+     .needs = MEMEST_NEED_TRAINING,
+     .verb = -1,
+     .kind = MEMEST_K_FLAG,
+     FIELD(dist.eng.no_mixed_precision),
+     .help = "pure 16-bit FSDP: no fp32 master shards",
+     .doc = "FSDP without MixedPrecision (accelerate's `mixed_precision: no`) over a model "
+             "loaded in the 16-bit `--dtype`: the shards, gradients and optimizer state stay "
+             "16-bit (8 bytes per parameter with Adam); by default a 16-bit `--dtype` under "
+             "FSDP means mixed precision, which upcasts every unit that requires grad to an "
+             "fp32 master shard (accelerate's prepare_model)"},
     {.name = "ddp-bucket-view",
      .group = MEMEST_GROUP_DIST,
      .modes = MEMEST_MODES_STEP,

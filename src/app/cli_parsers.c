@@ -163,6 +163,19 @@ int memest_optp_compute_dtype(const struct memest_opt *row, char *arg, struct me
     return 0;
 }
 
+/* --quant-storage: BitsAndBytesConfig(bnb_4bit_quant_storage=...), uint8
+ * unless given */
+int memest_optp_quant_storage(const struct memest_opt *row, char *arg, struct memest_cli *o,
+                              struct memest_error *err)
+{
+    int t = memest_vocab_find(row->vocab, arg);
+    if (t < 0)
+        return bad_row(row, arg, err);
+    o->quant.p.quant_storage = (uint8_t)(t + 1);
+    o->quant.storage_set = true;
+    return 0;
+}
+
 int memest_optp_lora_targets(const struct memest_opt *row, char *arg, struct memest_cli *o,
                              struct memest_error *err)
 {

@@ -243,6 +243,8 @@ static int check_step(const struct memest_cli *o, struct memest_error *err)
         return usage(err, "--double-quant is bitsandbytes' 4-bit option (--weights nf4 or fp4)");
     if (q->compute_cli && q->format != MEMEST_WF_DENSE && !memest_wformat_bnb4(q->format))
         return usage(err, "--compute-dtype is bitsandbytes' 4-bit option (--weights nf4 or fp4)");
+    if (q->storage_set && q->format != MEMEST_WF_DENSE && !memest_wformat_bnb4(q->format))
+        return usage(err, "--quant-storage is bitsandbytes' 4-bit option (--weights nf4 or fp4)");
     return 0;
 }
 

@@ -27,6 +27,7 @@
 #include "memest/calc.h"
 #include "memest/checked.h"
 #include "memest/dist.h"
+#include "memest/dtype.h"
 #include "memest/optim.h"
 
 #define NOUNIT UINT32_MAX
@@ -57,12 +58,13 @@ static void add_state(struct acc *a, const struct memest_optim_cfg *oc, uint64_t
 struct units {
     uint32_t n;
     uint32_t *of;
-    uint64_t *numel, *trainable, *elem, *gathered;
+    uint64_t *gathered;
+    struct memest_flat_unit *flat;   /* FSDP: the FlatParameters (dist.h) */
 };
 
 static void units_free(struct units *u)
 {
-    free(u->of), free(u->numel), free(u->trainable), free(u->elem), free(u->gathered);
+    free(u->of), free(u->gathered), free(u->flat);
 }
 
 static int units_make(const struct memest_run *r, const struct memest_rank_view *v,
@@ -79,18 +81,73 @@ static int units_make(const struct memest_run *r, const struct memest_rank_view 
         return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
     }
     size_t n = (size_t)u->n + 1;
-    u->numel = calloc(n, sizeof *u->numel), u->trainable = calloc(n, sizeof *u->trainable);
-    u->gathered = calloc(n, sizeof *u->gathered), u->elem = calloc(n, sizeof *u->elem);
-    if (!u->numel || !u->trainable || !u->gathered || !u->elem) {
+    u->gathered = calloc(n, sizeof *u->gathered);
+    u->flat = v->flat_units ? calloc(n, sizeof *u->flat) : NULL;
+    if (!u->gathered || (v->flat_units && (!u->flat ||
+                                           memest_dist_flat_units(r, v, u->of, u->n, u->flat) != 0))) {
         units_free(u);
         return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+    }
+    for (size_t i = 0; v->flat_units && i < n; i++)
+        u->gathered[i] = u->flat[i].gathered;
+    return 0;
+}
+
+/* What FSDP1 refuses to flatten into one FlatParameter
+ * (_flat_param.py _validate_tensors_to_flatten, v2.6): integer tensors
+ * ("Cannot flatten integer dtype tensors": bitsandbytes' default uint8
+ * packing), two types ("Must flatten tensors with uniform dtype"), and
+ * trainable with frozen parameters unless use_orig_params. */
+static int check_flat(const struct memest_run *r, const struct memest_rank_view *v,
+                      const struct units *u, struct memest_error *err)
+{
+    if (!v->flat_units)
+        return 0;
+    for (uint32_t i = 0; i <= u->n; i++) {
+        const struct memest_flat_unit *f = &u->flat[i];
+        uint32_t n = NOUNIT;
+        if (f->numel && !memest_dtype_is_float((enum memest_dtype)f->dtype)) {
+            n = f->first_node;
+            memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                        "FSDP cannot flatten this node's %s parameters into a FlatParameter "
+                        "(\"Cannot flatten integer dtype tensors\"): store bitsandbytes' 4-bit "
+                        "weights in the model's type, --quant-storage bf16 "
+                        "(bnb_4bit_quant_storage), as FSDP-QLoRA does",
+                        memest_dtype_name((enum memest_dtype)f->dtype));
+        } else if (f->dtype_node != NOUNIT) {
+            n = f->dtype_node;
+            const struct memest_nodeinfo *ni = &r->nodes[n];
+            enum memest_dtype other = ni->nparam ? (enum memest_dtype)r->storages[
+                                          r->params[ni->param_first].storage].dtype
+                                                 : (enum memest_dtype)f->dtype;
+            bool packed = !memest_dtype_is_float(other);
+            memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                        "FSDP flattens one type per unit (\"Must flatten tensors with uniform "
+                        "dtype\"): this node's parameters are %s, the unit's first %s; %s",
+                        memest_dtype_name(other), memest_dtype_name((enum memest_dtype)f->dtype),
+                        packed ? "store bitsandbytes' 4-bit weights in the model's type, "
+                                 "--quant-storage bf16 (bnb_4bit_quant_storage), as FSDP-QLoRA "
+                                 "does"
+                               : "--fsdp-policy peft gives each adapter a unit of its own");
+        } else if (f->mixed_node != NOUNIT && !v->cfg->eng.use_orig_params) {
+            n = f->mixed_node;
+            memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                        "FSDP flattens the frozen parameters of this node with trainable ones "
+                        "into one FlatParameter, which PyTorch refuses with "
+                        "use_orig_params=False (\"Must flatten tensors with uniform "
+                        "requires_grad\"): give --fsdp-orig-params, or --fsdp-policy peft "
+                        "(each adapter a unit of its own)");
+        }
+        if (n != NOUNIT)
+            return memest_err_node(err, r->g->nodes[n].name);
     }
     return 0;
 }
 
 /* Each parameter: kept whole, or its ZeRO-3 partition and gradient
- * partition, or (FSDP) counted into its unit's FlatParameter; *trainable
- * the trainable elements, *grad_full every gradient's bytes. */
+ * partition, or (FSDP) in its unit's FlatParameter (add_flat_shards); a
+ * quantised weight's state whole on every rank; *trainable the trainable
+ * elements, *grad_full every gradient's bytes. */
 static void add_params(struct acc *a, const struct memest_run *r,
                        const struct memest_rank_view *v, struct units *u, uint64_t *trainable,
                        uint64_t *grad_full)
@@ -102,6 +159,8 @@ static void add_params(struct acc *a, const struct memest_run *r,
         if (p->tied_to >= 0)
             continue;
         uint64_t full = r->storages[p->storage].bytes, e = memest_dist_param_elem(r, p);
+        uint64_t stored = memest_dist_param_numel(r, p);
+        add(a, &a->s.params, p->state_bytes);
         if (p->trainable) {
             *trainable += p->numel;
             add(a, grad_full, full);
@@ -112,22 +171,15 @@ static void add_params(struct acc *a, const struct memest_run *r,
                 /* a persistent parameter: whole here, its gradient reduced
                  * into the partition like the others, its state partitioned */
                 add(a, v->offload_optim ? &a->s.host : &a->s.grads,
-                    memest_sat_mul(memest_dist_part(p->numel, k), v->offload_optim ? 4 : e));
+                    memest_sat_mul(memest_dist_part(stored, k), v->offload_optim ? 4 : e));
             }
             continue;
         }
-        uint32_t un = u->of[p->node] == NOUNIT ? u->n : u->of[p->node];
-        if (v->flat_units) {
-            u->numel[un] += p->numel;
-            if (p->trainable)
-                u->trainable[un] += p->numel;
-            if (!u->elem[un])
-                u->elem[un] = e;
-            add(a, &u->gathered[un], full);
+        if (v->flat_units)
             continue;
-        }
+        uint32_t un = u->of[p->node] == NOUNIT ? u->n : u->of[p->node];
         /* ZeRO-3: the parameter padded to a multiple of the ranks and cut */
-        uint64_t part = memest_dist_part(p->numel, k);
+        uint64_t part = memest_dist_part(stored, k);
         add(a, v->offload_params ? &a->s.host : &a->s.params, memest_sat_mul(part, e));
         add(a, &u->gathered[un], full);
         if (p->trainable) {
@@ -137,22 +189,23 @@ static void add_params(struct acc *a, const struct memest_run *r,
     }
 }
 
-/* FSDP: one FlatParameter per unit and the root; its shard is the
- * optimizer's parameter. */
+/* FSDP: one FlatParameter per unit and the root: its shard, the shard's
+ * gradient when it requires grad, and the optimizer's state over the
+ * shard (or, with use_orig_params, over its trainable parameters' parts). */
 static void add_flat_shards(struct acc *a, const struct memest_optim_cfg *oc,
                             const struct memest_rank_view *v, const struct units *u)
 {
     for (uint32_t i = 0; i <= u->n; i++) {
-        if (!u->numel[i])
+        const struct memest_flat_unit *f = &u->flat[i];
+        if (!f->numel)
             continue;
-        uint64_t part = memest_dist_part(u->numel[i], v->shard);
-        uint64_t pe = v->master_fp32 ? 4 : u->elem[i];
-        add(a, v->offload_params ? &a->s.host : &a->s.params, memest_sat_mul(part, pe));
-        if (!u->trainable[i])
+        uint64_t part = memest_dist_part(f->numel, v->shard);
+        add(a, v->offload_params ? &a->s.host : &a->s.params, memest_sat_mul(part, f->elem));
+        if (!f->requires_grad)
             continue;
-        a->s.shard_elems += part;
-        add(a, v->offload_optim ? &a->s.host : &a->s.grads, memest_sat_mul(part, pe));
-        add_state(a, oc, part, memest_sat_mul(part, pe), v->offload_optim);
+        a->s.shard_elems += f->state;
+        add(a, v->offload_optim ? &a->s.host : &a->s.grads, memest_sat_mul(part, f->elem));
+        add_state(a, oc, f->state, memest_sat_mul(f->state, f->elem), v->offload_optim);
     }
 }
 
@@ -260,6 +313,10 @@ int memest_calc_dist_states(const struct memest_run *r, const struct memest_step
     if (units_make(r, v, &u, err) != 0)
         return -1;
     a.s.units = u.n;
+    if (check_flat(r, v, &u, err) != 0) {
+        units_free(&u);
+        return -1;
+    }
     uint64_t trainable, grad_full;
     add_params(&a, r, v, &u, &trainable, &grad_full);
     uint64_t e16 = memest_dist_train_elem(r);   /* DeepSpeed's 16-bit partitions */

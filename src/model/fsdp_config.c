@@ -115,7 +115,7 @@ static int whole(struct rd *r, const cJSON *v, const char *path, int64_t *out)
 }
 
 static const char *const fsdp_ignored[] = {
-    "use_orig_params", "cpu_ram_efficient_loading", "sync_module_states", "state_dict_type",
+    "cpu_ram_efficient_loading", "sync_module_states", "state_dict_type",
     "limit_all_gathers", "xla", "xla_fsdp_grad_ckpt", "xla_fsdp_settings",
 };
 
@@ -170,6 +170,9 @@ static int fsdp_keys(struct rd *r, const cJSON *o, const char *base, struct meme
             d->eng.backward_prefetch = i != 2;
         } else if (!strcmp(n, "forward_prefetch")) {
             if (boolean(r, k, path, &d->eng.forward_prefetch) != 0)
+                return -1;
+        } else if (!strcmp(n, "use_orig_params")) {
+            if (boolean(r, k, path, &d->eng.use_orig_params) != 0)
                 return -1;
         } else if (!strcmp(n, "activation_checkpointing")) {
             if (boolean(r, k, path, &r->s->checkpoint) != 0)
@@ -254,14 +257,18 @@ int memest_fsdp_config_read(const char *path, struct memest_dist_cfg *d,
         } else if (!strcmp(n, "mixed_precision")) {
             /* an unquoted no is YAML 1.1's false, which accelerate's
              * config classes take as "no" */
-            if (cJSON_IsFalse(k))
+            if (cJSON_IsFalse(k)) {
+                d->eng.no_mixed_precision = true;
                 continue;
+            }
             if (!cJSON_IsString(k) || (strcmp(k->valuestring, "no") &&
                                        strcmp(k->valuestring, "fp16") &&
                                        strcmp(k->valuestring, "bf16")))
                 rc = mb_cfg_bad_value(&r.c, n, k, "expected no, fp16 or bf16 (fp8 is not "
                                       "modelled)");
-            else if (strcmp(k->valuestring, "no")) {
+            else if (!strcmp(k->valuestring, "no"))
+                d->eng.no_mixed_precision = true;   /* no upcast (accelerator.py:1991) */
+            else {
                 s->half_set = true;
                 s->half = !strcmp(k->valuestring, "bf16") ? MEMEST_BF16 : MEMEST_F16;
             }

@@ -51,6 +51,10 @@ void memest_quant_cfg_merge(const struct memest_quant_cfg *config,
         out->compute_set = out->compute_cli = true;
         out->p.compute_dtype = cli->p.compute_dtype;
     }
+    if (cli->storage_set) {
+        out->storage_set = true;
+        out->p.quant_storage = cli->p.quant_storage;
+    }
     out->kbit_prep = cli->kbit_prep;
 }
 

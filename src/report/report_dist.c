@@ -83,8 +83,9 @@ void memest_dist_text(FILE *f, const struct memest_report *rep)
                                            : "Model states per GPU (at rest)\n",
             (long long)rep->binding);
     line(f, "parameters", d->params,
-         v->shard_params ? (v->master_fp32 && v->flat_units ? "(fp32 shards: FSDP MixedPrecision)"
-                                                            : "(shards)")
+         v->shard_params ? (v->master_fp32 && v->flat_units
+                                ? "(shards; fp32 where they require grad: mixed precision)"
+                                : "(shards)")
                          : "");
     line(f, "gradients", d->grads, v->shard_grads ? "(the rank's partition)" : "");
     line(f, "optimizer state", d->optim, v->shard_optim ? "(the rank's partition)" : "");

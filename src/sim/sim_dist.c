@@ -46,6 +46,24 @@ static uint32_t unit_index(const struct sim *S, uint32_t node)
     return S->unit_of[node] == NONE ? S->nunits : S->unit_of[node];
 }
 
+/* FSDP: each unit's FlatParameter (dist.h: memest_dist_flat_units) */
+static int flat_layout(struct sim *S, size_t k)
+{
+    struct memest_flat_unit *fu = malloc(sizeof *fu * k);
+    if (!fu || memest_dist_flat_units(S->r, S->rv, S->unit_of, S->nunits, fu) != 0) {
+        free(fu);
+        return sim_nomem(S);
+    }
+    for (size_t u = 0; u < k; u++) {
+        S->ugath[u] = fu[u].numel ? fu[u].gathered : 0;
+        S->ushard[u] = fu[u].numel;
+        S->ustate[u] = fu[u].state;
+        S->uelem[u] = fu[u].elem ? fu[u].elem : 4;
+    }
+    free(fu);
+    return 0;
+}
+
 int sim_dist_analyze(struct sim *S)
 {
     const struct memest_run *r = S->r;
@@ -66,13 +84,14 @@ int sim_dist_analyze(struct sim *S)
     S->ulast = malloc(sizeof *S->ulast * k);
     S->ugath = calloc(k, sizeof *S->ugath);
     S->ushard = calloc(k, sizeof *S->ushard);
+    S->ustate = calloc(k, sizeof *S->ustate);
     S->ugid = malloc(sizeof *S->ugid * k);
     S->ugid2 = malloc(sizeof *S->ugid2 * k);
     S->upre = calloc(k, sizeof *S->upre);
     S->uelem = calloc(k, sizeof *S->uelem);
     S->ugr = malloc(sizeof *S->ugr * k);
-    if (!S->ufirst || !S->ulast || !S->ugath || !S->ushard || !S->ugid || !S->ugid2 || !S->upre ||
-        !S->uelem || !S->ugr)
+    if (!S->ufirst || !S->ulast || !S->ugath || !S->ushard || !S->ustate || !S->ugid ||
+        !S->ugid2 || !S->upre || !S->uelem || !S->ugr)
         return sim_nomem(S);
     for (size_t u = 0; u < k; u++) {
         S->ufirst[u] = NONE;
@@ -87,26 +106,17 @@ int sim_dist_analyze(struct sim *S)
             S->ufirst[u] = n;
         S->ulast[u] = n;
     }
-    for (uint32_t i = 0; i < r->nparams; i++) {
+    if (S->rv->flat_units && flat_layout(S, k) != 0)
+        return -1;
+    for (uint32_t i = 0; !S->rv->flat_units && i < r->nparams; i++) {
         const struct memest_param *p = &r->params[i];
-        if (p->tied_to >= 0 || !sharded(S, p))
-            continue;
-        uint32_t u = unit_index(S, p->node);
-        S->ugath[u] = memest_sat_add(S->ugath[u], r->storages[p->storage].bytes);
-        S->ushard[u] = memest_sat_add(S->ushard[u], p->numel);
+        if (p->tied_to < 0 && sharded(S, p)) {
+            uint32_t u = unit_index(S, p->node);
+            S->ugath[u] = memest_sat_add(S->ugath[u], r->storages[p->storage].bytes);
+        }
     }
     for (size_t u = 0; u < k; u++)
         S->upre[u] = S->ugath[u];
-    /* the element of each unit's shard: fp32 under MixedPrecision (the
-     * master), else its parameters' own */
-    for (uint32_t i = r->nparams; i-- > 0;) {
-        const struct memest_param *p = &r->params[i];
-        if (p->tied_to < 0 && sharded(S, p))
-            S->uelem[unit_index(S, p->node)] = memest_dist_param_elem(r, p);
-    }
-    for (size_t u = 0; u < k; u++)
-        if (S->rv->master_fp32 || !S->uelem[u])
-            S->uelem[u] = 4;
     S->e16 = memest_dist_train_elem(r);
     S->zpart = memest_dist_zero_part(r, S->rv);
     return 0;
@@ -119,6 +129,7 @@ void sim_dist_free(struct sim *S)
     free(S->ulast);
     free(S->ugath);
     free(S->ushard);
+    free(S->ustate);
     free(S->ugid);
     free(S->ugid2);
     free(S->upre);
@@ -147,7 +158,8 @@ static int sim_dist_setup(struct sim *S)
             rc = sim_alloc_storage(S, p->storage, MEMEST_CAT_PARAMS, p->node);
         else if (!v->flat_units && !v->offload_params)   /* ZeRO-3: its partition */
             rc = sim_ev_alloc(S, MEMEST_CAT_PARAMS, p->node,
-                              memest_sat_mul(memest_dist_part(p->numel, v->shard), memest_dist_param_elem(r, p)),
+                              memest_sat_mul(memest_dist_part(memest_dist_param_numel(r, p), v->shard),
+                                             memest_dist_param_elem(r, p)),
                               &id);
     }
     /* other parameter-kind storages (a quantised weight's state) stay whole */
@@ -299,9 +311,7 @@ static int sim_dist_bwd_enter(struct sim *S, uint32_t lo, uint32_t hi)
             continue;
         if (gather(S, u, n) != 0)
             return -1;
-        low = u;
-        if (S->ufirst[u] > lo && S->ufirst[u] <= n)
-            n = S->ufirst[u];   /* the rest of the unit is gathered */
+        low = u;   /* every node is looked at: a unit may hold another's (peft policy) */
     }
     if (low != NONE && low > 0 && (S->rv->cfg->eng.backward_prefetch || !S->rv->flat_units))
         return prefetch(S, low - 1, lo);
@@ -454,11 +464,11 @@ static int sim_dist_optimizer(struct sim *S, bool first)
         if (!fl)
             return sim_nomem(S);
         for (uint32_t u = 0; u <= S->nunits; u++) {
-            if (!S->ushard[u] || S->ugr[u] == NONE)
+            if (!S->ustate[u] || S->ugr[u] == NONE)
                 continue;
-            uint64_t part = memest_dist_part(S->ushard[u], v->shard);
-            fl[nf++] = (struct flat){u < S->nunits ? S->ufirst[u] : NONE, part,
-                                     memest_sat_mul(part, S->uelem[u])};
+            uint64_t st = S->ustate[u];
+            fl[nf++] = (struct flat){u < S->nunits ? S->ufirst[u] : NONE, st,
+                                     memest_sat_mul(st, S->uelem[u])};
         }
     } else {
         uint64_t part = S->zpart;

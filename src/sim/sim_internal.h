@@ -205,7 +205,9 @@ struct sim {
     uint32_t nunits;
     uint32_t *ufirst, *ulast;   /* per unit */
     uint64_t *ugath;      /* per unit and the root: gathered bytes */
-    uint64_t *ushard;     /* per unit and the root: the shard's elements (FSDP) */
+    uint64_t *ushard;     /* per unit and the root: the FlatParameter's elements (FSDP) */
+    uint64_t *ustate;     /* per unit and the root: the elements of the rank's shard the
+                             optimizer updates (FSDP: dist.h memest_flat_unit.state) */
     uint32_t *ugid;       /* per unit and the root: live gathered id, NONE */
     uint32_t *ugid2;      /* ... and the rest after a partial prefetch, NONE */
     uint64_t *upre;       /* per unit: the bytes its live ugid holds (a ZeRO-3

@@ -10,8 +10,6 @@
 
 #include "memest/graph.h"
 
-#define NOUNIT UINT32_MAX
-
 static const char *const strategy_names[] = {
     [MEMEST_STRAT_NONE] = "none",   [MEMEST_STRAT_DDP] = "ddp",
     [MEMEST_STRAT_ZERO1] = "zero1", [MEMEST_STRAT_ZERO2] = "zero2",
@@ -33,6 +31,18 @@ static const char *const offload_names[] = {
 };
 static_assert(sizeof offload_names / sizeof *offload_names == MEMEST_OFFLOAD_COUNT,
               "one name per offload setting");
+
+static const char *const policy_names[] = {
+    [MEMEST_FSDP_POLICY_AUTO] = NULL, [MEMEST_FSDP_POLICY_LAYERS] = "layers",
+    [MEMEST_FSDP_POLICY_PEFT] = "peft",
+};
+static_assert(sizeof policy_names / sizeof *policy_names == MEMEST_FSDP_POLICY_COUNT,
+              "one name per FSDP policy");
+
+const char *memest_fsdp_policy_name(int p)
+{
+    return p >= 0 && p < MEMEST_FSDP_POLICY_COUNT ? policy_names[p] : NULL;
+}
 
 static int parse_name(const char *const *names, int n, const char *s, int *out)
 {
@@ -115,6 +125,11 @@ void memest_dist_default(struct memest_dist_cfg *c)
     c->eng.backward_prefetch = true;
     c->eng.forward_prefetch = false;
     c->eng.limit_all_gathers = true;
+    /* use_orig_params=False (fully_sharded_data_parallel.py v2.6; accelerate
+     * v1.14.0 utils/dataclasses.py:1929 reads FSDP_USE_ORIG_PARAMS, default
+     * "False"); mixed precision as --dtype gives it */
+    c->eng.use_orig_params = false;
+    c->eng.no_mixed_precision = false;
 }
 
 int64_t memest_dist_dp(const struct memest_dist_cfg *c)
@@ -252,117 +267,9 @@ void memest_rank_view_init(const struct memest_dist_cfg *c, bool half_params,
                                s == MEMEST_STRAT_HSDP;
     v->flat_units = fsdp;
     v->deepspeed = zero;
-    v->master_fp32 = (zero || fsdp) && half_params;
+    v->master_fp32 = (zero || (fsdp && !c->eng.no_mixed_precision)) && half_params;
     v->offload_optim = c->offload != MEMEST_OFFLOAD_NONE;
     v->offload_params = c->offload == MEMEST_OFFLOAD_OPTIMIZER_PARAMS;
     v->ddp_buckets = s == MEMEST_STRAT_DDP && !c->eng.ddp_grad_as_bucket_view;
     v->in_flight = 1;
-}
-
-bool memest_dist_persistent(const struct memest_rank_view *v, const struct memest_param *p)
-{
-    return v->strategy == MEMEST_STRAT_ZERO3 &&
-           p->numel <= v->cfg->eng.param_persistence_threshold;
-}
-
-static bool selected_block(const struct memest_block_inst *b, const struct memest_rank_view *v)
-{
-    const char *want = v->cfg ? v->cfg->eng.wrap_block : NULL;
-    return want ? strcmp(b->type, want) == 0 : b->depth == 0;
-}
-
-static int by_first(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return (x > y) - (x < y);
-}
-
-uint32_t memest_dist_units(const struct memest_run *r, const struct memest_rank_view *v,
-                           uint32_t *unit_of)
-{
-    const struct memest_graph *g = r->g;
-    for (uint32_t n = 0; n < g->nnodes; n++)
-        unit_of[n] = NOUNIT;
-    /* the chosen block instances' first nodes, in graph order (an instance
-     * nested in a chosen one belongs to it) */
-    uint32_t nsel = 0;
-    for (uint32_t b = 0; b < g->nblocks; b++)
-        if (selected_block(&g->blocks[b], v))
-            nsel++;
-    uint32_t *firsts = malloc(sizeof *firsts * (nsel ? nsel : 1) * 2);
-    if (!firsts)
-        return UINT32_MAX;
-    nsel = 0;
-    for (uint32_t b = 0; b < g->nblocks; b++)
-        if (selected_block(&g->blocks[b], v)) {
-            firsts[2 * nsel] = g->blocks[b].first;
-            firsts[2 * nsel + 1] = g->blocks[b].last;
-            nsel++;
-        }
-    qsort(firsts, nsel, 2 * sizeof *firsts, by_first);
-    uint32_t nu = 0, end = 0;
-    bool any = false;
-    for (uint32_t i = 0; i < nsel; i++) {
-        uint32_t a = firsts[2 * i], z = firsts[2 * i + 1];
-        if (any && a <= end)
-            continue;   /* nested in the previous unit */
-        for (uint32_t n = a; n <= z; n++)
-            unit_of[n] = nu;
-        nu++;
-        end = z;
-        any = true;
-    }
-    free(firsts);
-    /* ZeRO-3 gathers a module's parameters when the module runs: a node with
-     * parameters outside every block is a unit of its own; FSDP's root unit
-     * keeps them together (unit_of NOUNIT) */
-    if (v->strategy == MEMEST_STRAT_ZERO3) {
-        /* renumber in graph order (new ids are never below old ones) */
-        uint32_t next = 0, prev = NOUNIT;
-        for (uint32_t n = 0; n < g->nnodes; n++) {
-            uint32_t old = unit_of[n];
-            if (old == NOUNIT) {
-                prev = NOUNIT;
-                if (r->nodes[n].nparam > 0)
-                    unit_of[n] = next++;
-                continue;
-            }
-            if (old != prev)
-                next++;
-            prev = old;
-            unit_of[n] = next - 1;
-        }
-        nu = next;
-    }
-    return nu;
-}
-
-
-uint64_t memest_dist_param_elem(const struct memest_run *r, const struct memest_param *p)
-{
-    uint64_t b = r->storages[p->storage].bytes;
-    return p->numel ? (b + p->numel - 1) / p->numel : 0;
-}
-
-uint64_t memest_dist_train_elem(const struct memest_run *r)
-{
-    for (uint32_t i = 0; i < r->nparams; i++)
-        if (r->params[i].tied_to < 0 && r->params[i].trainable)
-            return memest_dist_param_elem(r, &r->params[i]);
-    return 2;
-}
-
-uint64_t memest_dist_zero_part(const struct memest_run *r, const struct memest_rank_view *v)
-{
-    uint64_t all = 0, part3 = 0;
-    for (uint32_t i = 0; i < r->nparams; i++) {
-        const struct memest_param *p = &r->params[i];
-        if (p->tied_to >= 0 || !p->trainable)
-            continue;
-        all += p->numel;
-        part3 += memest_dist_part(p->numel, v->shard);
-    }
-    if (v->strategy == MEMEST_STRAT_ZERO3)
-        return part3;
-    return memest_dist_part(all, v->shard * 2) * 2;
 }

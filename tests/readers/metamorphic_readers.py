@@ -382,7 +382,11 @@ def define(c):
             "fsdp_state_dict_type": "SHARDED_STATE_DICT",
             "fsdp_transformer_layer_cls_to_wrap": WRAP, "fsdp_use_orig_params": "true"}
     y = lambda name, t=top, s=fsdp, **kw: r.file(name, yaml_block(t, s, **kw))
-    cli = fb + ["--gpus", "8", "--strategy", "fsdp", "--fsdp-wrap", WRAP]
+    # the file's mixed_precision 'no' over the config's bfloat16 weights is
+    # pure 16-bit FSDP, its fsdp_use_orig_params true --fsdp-orig-params
+    pure = ["--fsdp-orig-params", "--fsdp-no-mixed-precision"]
+    cli0 = fb + ["--gpus", "8", "--strategy", "fsdp", "--fsdp-wrap", WRAP, "--fsdp-orig-params"]
+    cli = cli0 + ["--fsdp-no-mixed-precision"]
     acc = y("acc.yaml")
     c.same("fsdp.full_shard_is_--strategy_fsdp", cli, fb + ["--fsdp-config", acc])
     c.same("fsdp.default_sharding_is_full_shard", cli,
@@ -391,11 +395,12 @@ def define(c):
     c.same("fsdp.sharding_strategy_number_is_its_name", cli,
            fb + ["--fsdp-config", y("strategy1.yaml", s=dict(fsdp, fsdp_sharding_strategy=1))])
     c.same("fsdp.shard_grad_op_is_--strategy_fsdp-grad-op",
-           fb + ["--gpus", "8", "--strategy", "fsdp-grad-op", "--fsdp-wrap", WRAP],
+           fb + ["--gpus", "8", "--strategy", "fsdp-grad-op", "--fsdp-wrap", WRAP] + pure,
            fb + ["--fsdp-config", y("gradop.yaml", s=dict(fsdp,
                                                         fsdp_sharding_strategy="SHARD_GRAD_OP"))])
     c.same("fsdp.hybrid_shard_is_--strategy_hsdp",
-           fb + ["--gpus", "16", "--gpus-per-node", "8", "--strategy", "hsdp", "--fsdp-wrap", WRAP],
+           fb + ["--gpus", "16", "--gpus-per-node", "8", "--strategy", "hsdp", "--fsdp-wrap", WRAP]
+           + pure,
            fb + ["--fsdp-config", y("hybrid.yaml", t=dict(top, num_machines=2, num_processes=16),
                                     s=dict(fsdp, fsdp_sharding_strategy="HYBRID_SHARD"))])
     c.same("fsdp.no_shard_is_--strategy_ddp", fb + ["--gpus", "8", "--strategy", "ddp"],
@@ -403,7 +408,7 @@ def define(c):
     c.same("fsdp.multi_gpu_is_--strategy_ddp", fb + ["--gpus", "4", "--strategy", "ddp"],
            fb + ["--fsdp-config", y("multigpu.yaml", t=dict(top, distributed_type="MULTI_GPU",
                                                           num_processes=4), s=None)])
-    c.same("fsdp.mixed_precision_fp16_is_--dtype_fp16", cli + ["--dtype", "fp16"],
+    c.same("fsdp.mixed_precision_fp16_is_--dtype_fp16", cli0 + ["--dtype", "fp16"],
            fb + ["--fsdp-config", y("fp16.yaml", t=dict(top, mixed_precision="fp16"))])
     c.same("fsdp.mixed_precision_bf16_is_--dtype_bf16",
            [GPT2, "--gpus", "4", "--strategy", "fsdp", "--dtype", "bf16"],
@@ -421,9 +426,10 @@ def define(c):
                "activation_checkpointing": True}
     c.same("fsdp.trainer_json_is_the_accelerate_yaml_and_the_options",
            fb + ["--gpus", "8", "--fsdp-config", r.file("trainer.json", json.dumps(trainer))],
-           fb + ["--gpus", "8", "--fsdp-config", y("trainer-like.yaml", s=dict(
+           fb + ["--gpus", "8", "--fsdp-config", y("trainer-like.yaml", t=dict(
+               top, mixed_precision="bf16"), s=dict(
                fsdp, fsdp_offload_params="true", fsdp_activation_checkpointing="true"))],
-           cli + ["--offload", "optimizer+params", "--checkpoint"])
+           cli0 + ["--offload", "optimizer+params", "--checkpoint"])
     c.same("fsdp.trainer_json_key_order_and_white_space_change_nothing",
            fb + ["--gpus", "8", "--fsdp-config", r.file("trainer2.json", json.dumps(trainer))],
            fb + ["--gpus", "8", "--fsdp-config",
