@@ -30,3 +30,26 @@ foreach(i RANGE 11)
                    -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/peaks.cmake)
   set_tests_properties(loop.peaks_${i} PROPERTIES LABELS loop)
 endforeach()
+
+# The report's "activations (saved)" line (memory.saved_at_backward) is
+# what autograd keeps as the backward starts, the loss's saved tensors
+# included (issue 33, item 6). mlp-mnist at batch 32, fp32: Linear 1 saves
+# the flattened x, 32 x 784 x 4 = 100,352; the two ReLU outputs (saved by
+# ReLU and by the next Linear) 2 x 32 x 512 x 4 = 131,072; the loss:
+# log_softmax's output, 32 x 10 x 4 = 1,280 (saved by it and by nll_loss)
+# and nll_loss's 0-d float32 total_weight, 4: 232,708 bytes, 1,284 more
+# than the graph's own figure (memory.activations), which is the
+# difference to --loss none (no loss saves anything).
+add_test(NAME loop.saved_line_holds_the_loss
+         COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest>
+                 "-DARGS_A=${PROJECT_SOURCE_DIR}/models/mlp-mnist.json;--batch;32"
+                 "-DARGS_B=${PROJECT_SOURCE_DIR}/models/mlp-mnist.json;--batch;32;--loss;none"
+                 "-DFIELD=memory;saved_at_backward" -DEXPECTED=1284
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/json_diff.cmake)
+add_test(NAME loop.saved_line_is_autograds
+         COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest>
+                 "-DARGS_A=${PROJECT_SOURCE_DIR}/models/mlp-mnist.json;--batch;32"
+                 "-DFIELD=memory;saved_at_backward" -DEXPECTED=232708
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/json_diff.cmake)
+set_tests_properties(loop.saved_line_holds_the_loss loop.saved_line_is_autograds
+                     PROPERTIES LABELS loop)

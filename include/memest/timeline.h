@@ -141,4 +141,10 @@ struct memest_peak {
                                  step's (last micro-batch's) forward ends: what a
                                  pipeline stage holds per micro-batch in flight
                                  (checkpointing included) */
+    uint64_t bwd_saved;       /* exact bytes of the tensors autograd keeps when the
+                                 (last micro-batch's) backward starts: the model's
+                                 saved activations (under checkpointing the segments'
+                                 inputs, not their insides) and the loss's; a pipeline
+                                 stage's other micro-batches left out; 0 for a no-grad
+                                 pass */
 };

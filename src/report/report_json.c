@@ -215,6 +215,7 @@ void memest_report_json(FILE *f, const struct memest_report *rep)
     if (memest_optim_desc(rep->step->optim.kind)->paged)
         memest_jsonw_u64(&w, "optimizer_state_paged", e->opt.paged_bytes);
     memest_jsonw_u64(&w, "activations", e->activations);
+    memest_jsonw_u64(&w, "saved_at_backward", e->train_peak.bwd_saved);
     /* the step reported (training, or inference with --inference): the
      * allocator's allocated peak, the exact tensor bytes, reserved, the
      * device overhead and what nvidia-smi would show */

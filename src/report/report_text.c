@@ -211,11 +211,57 @@ static void checkpoint_line(FILE *f, const struct memest_ckpt *c)
     fputc('\n', f);
 }
 
+/* The memory of a training step by kind. The saved line is what autograd
+ * keeps when the backward starts (the loss's included, as --checkpoint
+ * leaves it), the graph's own figure when no training step ran. Under
+ * several GPUs the model states are the rank's, above: the unsharded ones
+ * no rank holds are not drawn. */
+static void memory_section(FILE *f, const struct memest_report *rep)
+{
+    const struct memest_estimate *e = rep->e;
+    char a[32], note[160], sv[160];
+    bool dist = e->has_dist;
+    uint64_t saved = e->train_peak.bwd_saved ? e->train_peak.bwd_saved : e->activations;
+    uint64_t max = dist ? 0 : e->params.bytes;
+    uint64_t items[] = {e->params.buffer_bytes, dist ? 0 : e->gradients,
+                        dist ? 0 : e->opt.device_bytes, dist ? 0 : e->opt.paged_bytes, saved};
+    for (size_t i = 0; i < sizeof items / sizeof *items; i++)
+        if (items[i] > max)
+            max = items[i];
+    fprintf(f, dist ? "Memory of the rank's step besides its model states (above)\n"
+                    : "Memory of a training step\n");
+    if (!dist)
+        mem_line(f, "parameters", e->params.bytes, max, "");
+    mem_line(f, "buffers", e->params.buffer_bytes, max, "");
+    const struct memest_optim_desc *od = memest_optim_desc(rep->step->optim.kind);
+    if (!dist) {
+        mem_line(f, "gradients", e->gradients, max, "");
+        if (od->note)   /* state that is not copies of the parameters (bitsandbytes') */
+            snprintf(note, sizeof note, "(%s)", od->note);
+        else
+            snprintf(note, sizeof note, "(%u cop%s of the trainable parameters%s%s)",
+                     e->opt.copies, e->opt.copies == 1 ? "y" : "ies",
+                     e->opt.step_tensors ? "; step scalars on host: " : "",
+                     e->opt.step_tensors ? memest_fmt_bytes(e->opt.host_bytes, a, sizeof a) : "");
+        mem_line(f, "optimizer state", e->opt.device_bytes, max, note);
+    }
+    if (od->paged && !dist)   /* bitsandbytes' get_paged: cudaMallocManaged */
+        mem_line(f, "optimizer state, paged", e->opt.paged_bytes, max,
+                 "(unified memory: outside the allocator and the peak, evicted to the host when short)");
+    sv[0] = 0;
+    if (e->train_peak.bwd_saved)
+        snprintf(sv, sizeof sv, "(what autograd keeps as the backward starts, the loss's included%s)",
+                 rep->step->checkpoint || rep->step->ncheckpoint_names
+                     ? "; checkpointed: the segments' inputs" : "");
+    mem_line(f, "activations (saved)", saved, max, sv);
+    fputc('\n', f);
+}
+
 void memest_summary_text(FILE *f, const struct memest_report *rep)
 {
     const struct memest_estimate *e = rep->e;
     const struct memest_report_opts *o = &rep->opts;
-    char a[32], b[32], c[32], note[160], name[MEMEST_ESC_NAME], file[MEMEST_ESC_NAME];
+    char a[32], b[32], c[32], name[MEMEST_ESC_NAME], file[MEMEST_ESC_NAME];
     fprintf(f, "memest %s: %s (%s)\n", MEMEST_VERSION,
             memest_esc_text(rep->g->name, name, sizeof name),
             memest_esc_text(rep->g->file, file, sizeof file));
@@ -250,31 +296,7 @@ void memest_summary_text(FILE *f, const struct memest_report *rep)
     memest_dist_text(f, rep);
     bool inf = o->inference;
     const struct memest_peak *p = inf ? &e->infer_peak : &e->train_peak;
-    uint64_t max = e->params.bytes;
-    uint64_t items[] = {e->params.buffer_bytes, e->gradients, e->opt.device_bytes, e->opt.paged_bytes,
-                        e->activations};
-    for (size_t i = 0; i < sizeof items / sizeof *items; i++)
-        if (items[i] > max)
-            max = items[i];
-    fprintf(f, rep->e->has_dist ? "Memory of the rank's graph as one GPU would hold it (its states "
-                                  "are above)\n"
-                                : "Memory of a training step\n");
-    mem_line(f, "parameters", e->params.bytes, max, "");
-    mem_line(f, "buffers", e->params.buffer_bytes, max, "");
-    mem_line(f, "gradients", e->gradients, max, "");
-    const struct memest_optim_desc *od = memest_optim_desc(rep->step->optim.kind);
-    if (od->note)   /* state that is not copies of the parameters (bitsandbytes') */
-        snprintf(note, sizeof note, "(%s)", od->note);
-    else
-        snprintf(note, sizeof note, "(%u cop%s of the trainable parameters%s%s)", e->opt.copies,
-                 e->opt.copies == 1 ? "y" : "ies", e->opt.step_tensors ? "; step scalars on host: " : "",
-                 e->opt.step_tensors ? memest_fmt_bytes(e->opt.host_bytes, a, sizeof a) : "");
-    mem_line(f, "optimizer state", e->opt.device_bytes, max, note);
-    if (od->paged)   /* bitsandbytes' get_paged: cudaMallocManaged */
-        mem_line(f, "optimizer state, paged", e->opt.paged_bytes, max,
-                 "(unified memory: outside the allocator and the peak, evicted to the host when short)");
-    mem_line(f, "activations (saved)", e->activations, max, "");
-    fputc('\n', f);
+    memory_section(f, rep);
     peak_section(f, rep, p, inf);
     if (!inf) {
         const struct memest_peak *ip = &e->infer_peak;

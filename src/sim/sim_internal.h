@@ -221,6 +221,9 @@ struct sim {
     uint32_t ipg[2];      /* DeepSpeed's reduce buckets, NONE */
     uint32_t bcur;        /* backward: the highest unit not yet released, NONE */
     uint64_t fwd_saved;   /* the saved activations alive when the forward ended */
+    uint64_t bwd_saved;   /* the saved tensors alive when the backward starts */
+    uint64_t saved_inputs; /* the model inputs some node saves (the user's tensors,
+                              outside the saved category, kept by autograd too) */
 
     /* every allocation: alive, bytes, category (teardown, checks) */
     uint8_t *alive;
@@ -465,5 +468,8 @@ int sim_finish(struct sim *S, struct memest_timeline *out, struct memest_peak *p
 void sim_replay_free(struct sim *S);
 /* The exact bytes of the saved activations alive now. */
 uint64_t sim_replay_saved(const struct sim *S);
+/* The most the saved activations have been since the last call (which
+ * this one starts again from the bytes alive now). */
+uint64_t sim_replay_saved_mark(struct sim *S);
 /* The events replayed so far. */
 size_t sim_replay_events(const struct sim *S);

@@ -45,6 +45,7 @@ struct sim_replay {
     struct memest_segment *seg;
     size_t nseg, capseg;
     uint64_t live[MEMEST_CAT_COUNT], total, tensors, saved;
+    uint64_t saved_max;   /* the most `saved` has been since sim_replay_saved_mark */
     size_t nlive, nsetup, nev, start;
     bool started;
     struct memest_peak pk;
@@ -77,6 +78,13 @@ void sim_replay_free(struct sim *S)
 }
 
 uint64_t sim_replay_saved(const struct sim *S) { return S->rp->saved; }
+
+uint64_t sim_replay_saved_mark(struct sim *S)
+{
+    uint64_t m = S->rp->saved_max;
+    S->rp->saved_max = S->rp->saved;
+    return m;
+}
 
 size_t sim_replay_events(const struct sim *S) { return S->rp->nev; }
 
@@ -157,6 +165,8 @@ int sim_replay_event(struct sim *S, struct memest_event *ev)
             rp->tensors += ev->bytes;
         if (ev->category == MEMEST_CAT_SAVED)
             rp->saved += ev->bytes;
+        if (rp->saved > rp->saved_max)
+            rp->saved_max = rp->saved;
         rp->nlive++;
     } else {
         ev->bytes = in->bytes;

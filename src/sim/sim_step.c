@@ -103,8 +103,12 @@ static int micro_batch(struct sim *S, uint32_t mb)
         S->nheld = keep;
         old = 0;
     }
+    (void)sim_replay_saved_mark(S);
     if (sim_loss_step(S) != 0)
         return -1;
+    if (!(S->ph & WARM))   /* what autograd keeps, the loss's saved tensors at most */
+        S->bwd_saved = memest_sat_add(sim_replay_saved_mark(S), S->saved_inputs) -
+                       (S->rv ? S->rv->inflight_bytes : 0);
     if (sim_clear_cast_cache(S, 0, S->nn ? S->nn - 1 : 0, FM_TRAIN, NULL) != 0)
         return -1;
     return sim_backward(S);
@@ -126,11 +130,33 @@ static int infer_step(struct sim *S)
     return sim_clear_cast_cache(S, 0, S->nn ? S->nn - 1 : 0, FM_NOGRAD, NULL);
 }
 
+/* The model inputs some node saves for backward, once each. */
+static int count_saved_inputs(struct sim *S)
+{
+    const struct memest_run *r = S->r;
+    uint8_t *seen = calloc(S->ns ? S->ns : 1, 1);
+    if (!seen)
+        return sim_nomem(S);
+    S->saved_inputs = 0;
+    for (uint32_t n = 0; n < S->nn; n++)
+        for (uint32_t k = r->nodes[n].save_first; k < r->nodes[n].save_first + r->nodes[n].nsave; k++) {
+            uint32_t s = r->saves[k];
+            if (r->storages[s].kind == MEMEST_ST_INPUT && !seen[s]) {
+                seen[s] = 1;
+                S->saved_inputs = memest_sat_add(S->saved_inputs, r->storages[s].bytes);
+            }
+        }
+    free(seen);
+    return 0;
+}
+
 /* Parameters, buffers, the model inputs and the loss target. */
 static int setup(struct sim *S)
 {
     const struct memest_run *r = S->r;
     S->ph = MEMEST_PH_SETUP;
+    if (count_saved_inputs(S) != 0)
+        return -1;
     for (uint32_t s = 0; s < S->ns; s++) {
         uint8_t kind = r->storages[s].kind;
         uint8_t cat = kind == MEMEST_ST_PARAM ? MEMEST_CAT_PARAMS
@@ -376,7 +402,7 @@ int memest_sim_step(const struct memest_run *r, const struct memest_peak_opts *o
     if (sim_finish(&S, tl, out) != 0)   /* it hands the stored list over to tl */
         goto end;
     out->sim_events = sim_replay_events(&S);
-    out->fwd_saved = S.fwd_saved;
+    out->fwd_saved = S.fwd_saved, out->bwd_saved = S.bwd_saved;
     rc = 0;
 end:
     free(vreach);
