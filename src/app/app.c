@@ -61,6 +61,7 @@ int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct mem
     a->o = o;
     a->batch = o->batch;
     a->step = o->step;
+    a->step.torch_version = o->run.torch;   /* --torch: the step's rules too (step.h) */
     a->est.g = &a->g;   /* before the first estimate, the model's */
     a->est.r = &a->est.run;
     a->max_work = MEMEST_MAX_WORK;
