@@ -100,13 +100,15 @@ _memest() {
         --sweep) return 0 ;;  # LIST
         --sweep-var) return 0 ;;  # N=LIST
         --mfu) _memest_files ''; return 0 ;;
+        --offload-bw) return 0 ;;  # B
+        --cpu-optim-rate) return 0 ;;  # P
         --device) return 0 ;;  # N
         --timeline) _memest_files '*.csv'; return 0 ;;
         --plot) _memest_files '*.svg'; return 0 ;;
     esac
     if [ -n "$eq" ]; then return 0; fi
     case $cur in
-        -*) _memest_words '-b --batch -o --optim --momentum --amsgrad --centered --optim-impl --first-step --zero-grad --dtype --amp --fp8 --grad-accum --checkpoint --loss --inference --set --seq --attention --fused --moe-imbalance --torch --loop --weights --group-size --double-quant --compute-dtype --quant-storage --kbit-prep --strict-config --lora --lora-alpha --lora-dropout --lora-targets --lora-rslora --generate --context --new-tokens --kv-dtype --cache --all-logits --max-context --sweep-context --kv-block --gpu-util --gpus --tp --pp --micro-batches --schedule --virtual-stages --cp --sequence-parallel --ep --gpus-per-node --strategy --offload --deepspeed --fsdp-config --fsdp-wrap --fsdp-policy --fsdp-orig-params --fsdp-no-mixed-precision --ddp-bucket-view --gpu --gpus-file --price --mem --overhead --fit --headroom --max-batch --sweep --sweep-var --mfu --advise --probe --device --layers --json --csv --timeline --plot --list-ops --list-gpus -h --help --version --dump-options'; return 0 ;;
+        -*) _memest_words '-b --batch -o --optim --momentum --amsgrad --centered --optim-impl --first-step --zero-grad --dtype --amp --fp8 --grad-accum --checkpoint --loss --inference --set --seq --attention --fused --moe-imbalance --torch --loop --weights --group-size --double-quant --compute-dtype --quant-storage --kbit-prep --strict-config --lora --lora-alpha --lora-dropout --lora-targets --lora-rslora --generate --context --new-tokens --kv-dtype --cache --all-logits --max-context --sweep-context --kv-block --gpu-util --gpus --tp --pp --micro-batches --schedule --virtual-stages --cp --sequence-parallel --ep --gpus-per-node --strategy --offload --deepspeed --fsdp-config --fsdp-wrap --fsdp-policy --fsdp-orig-params --fsdp-no-mixed-precision --ddp-bucket-view --gpu --gpus-file --price --mem --overhead --fit --headroom --max-batch --sweep --sweep-var --mfu --offload-bw --cpu-optim-rate --advise --probe --device --layers --json --csv --timeline --plot --list-ops --list-gpus -h --help --version --dump-options'; return 0 ;;
     esac
     if [ "$COMP_CWORD" -eq 1 ]; then  # a subcommand, or the model of memest MODEL ...
         _memest_files '*.json'

@@ -86,6 +86,11 @@ struct memest_dist_states {
                                largest units (the one computing and the prefetched one) */
     uint64_t units;         /* units parameters are gathered by (ZeRO-3, FSDP) */
     uint64_t shard_elems;   /* the rank's partition of the trainable parameters */
+    uint64_t host_params;   /* of host: the parameter shards an offload keeps there
+                               (copied in for every forward and backward) */
+    uint64_t offload_moved; /* bytes an optimizer offload moves each step: the
+                               gradient partition to the host and the updated 16-bit
+                               parameters back */
 };
 int memest_calc_dist_states(const struct memest_run *r, const struct memest_step_cfg *cfg,
                             struct memest_dist_states *out, struct memest_error *err);

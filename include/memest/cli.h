@@ -82,6 +82,9 @@ struct memest_cli {
     const char *sweep_var;         /* --sweep-var NAME=LIST, as given */
     bool max_batch;
     double mfu;                    /* --mfu, default 0.4 */
+    double offload_bw;             /* --offload-bw: the host link, bytes/s */
+    double cpu_optim_rate;         /* --cpu-optim-rate: parameter updates/s on the host */
+    bool offload_bw_set, cpu_optim_rate_set;
     bool mfu_set;
     bool advise;
     /* LoRA (lora.h): --lora R, --lora-alpha, --lora-dropout, --lora-targets,

@@ -8,7 +8,13 @@
  * micro-batches) and the optimizer step. A pass is memory-bound when the
  * second term is the larger. It is an estimate from peak figures, not a
  * measurement: kernel launch overheads, fusion, caches and communication
- * are not modelled.
+ * between GPUs are not modelled. An offload (--offload) adds its host
+ * work, not overlapped with the GPU's (an upper bound: DeepSpeed overlaps
+ * the gradient copies with the backward): the CPU optimizer over the rank's
+ * partition at cpu_optim_rate parameters a second, and at host_bw bytes a
+ * second the 16-bit gradient partition out, the 16-bit parameters back, and
+ * with offloaded parameters their shards in for each forward and each
+ * backward (ZeRO-Infinity's and FSDP CPUOffload's gathers from the host).
  *
  * Bytes of a layer's forward pass: its inputs and parameters read, its new
  * outputs (and op-internal tensors it saves, such as dropout masks) written;
@@ -43,6 +49,11 @@ struct memest_time_opts {
      * `samples_k` micro-batches over all data-parallel ranks (M x DP) */
     double slots;
     double samples_k;
+    /* an offload (step->rank's): the host link's bytes per second and the
+     * CPU optimizer's parameter updates per second (--offload-bw,
+     * --cpu-optim-rate) */
+    double host_bw;
+    double cpu_optim_rate;
 };
 
 /* One pass of one layer. */
@@ -66,7 +77,12 @@ struct memest_slow_pass {
 struct memest_time {
     double fwd_s, bwd_s, opt_s;   /* one micro-batch's forward / backward; the optimizer step */
     double recompute_s;           /* one micro-batch's recomputed forward (checkpointing) */
-    double step_s;                /* grad_accum * (fwd_s + recompute_s + bwd_s) + opt_s */
+    double offload_s;             /* the step's offload: the CPU optimizer over the rank's
+                                     partition, the gradients and parameters over the host
+                                     link, and offloaded parameter shards copied in for
+                                     each forward and backward; not overlapped */
+    double step_s;                /* grad_accum * (fwd_s + recompute_s + bwd_s) + opt_s
+                                     + offload_s */
     double samples_per_s;         /* batch * grad_accum / step_s */
     double flops;                 /* of the whole step */
     double bytes;                 /* moved in the whole step */

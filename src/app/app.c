@@ -190,6 +190,8 @@ bool memest_app_time_opts(const struct memest_app *a, const struct memest_step_c
         .grad_accum = step->grad_accum > 0 ? step->grad_accum : 1,
         .inference = a->o->inference,
         .step = step,
+        .host_bw = a->o->offload_bw,
+        .cpu_optim_rate = a->o->cpu_optim_rate,
     };
     if (step->rank) {   /* the pipeline's slots, the samples of every data-parallel rank */
         const struct memest_dist_cfg *c = step->rank->cfg;

@@ -181,6 +181,8 @@ static void add_params(struct acc *a, const struct memest_run *r,
         /* ZeRO-3: the parameter padded to a multiple of the ranks and cut */
         uint64_t part = memest_dist_part(stored, k);
         add(a, v->offload_params ? &a->s.host : &a->s.params, memest_sat_mul(part, e));
+        if (v->offload_params)
+            add(a, &a->s.host_params, memest_sat_mul(part, e));
         add(a, &u->gathered[un], full);
         if (p->trainable) {
             add(a, v->offload_optim ? &a->s.host : &a->s.grads,
@@ -201,6 +203,8 @@ static void add_flat_shards(struct acc *a, const struct memest_optim_cfg *oc,
             continue;
         uint64_t part = memest_dist_part(f->numel, v->shard);
         add(a, v->offload_params ? &a->s.host : &a->s.params, memest_sat_mul(part, f->elem));
+        if (v->offload_params)
+            add(a, &a->s.host_params, memest_sat_mul(part, f->elem));
         if (!f->requires_grad)
             continue;
         a->s.shard_elems += f->state;
@@ -329,6 +333,8 @@ int memest_calc_dist_states(const struct memest_run *r, const struct memest_step
     if (v->shard_params)
         add_gathered(&a, v, &u, e16);
     units_free(&u);
+    if (v->offload_optim)   /* ZeRO-Offload: 16-bit gradients out, 16-bit parameters in */
+        add(&a, &a.s.offload_moved, memest_sat_mul(memest_sat_mul(a.s.shard_elems, e16), 2));
     add(&a, &a.s.total, a.s.params);
     add(&a, &a.s.total, a.s.grads);
     add(&a, &a.s.total, a.s.optim);

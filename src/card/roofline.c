@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "memest/dist.h"
 #include "memest/ops.h"
 
 static double value_bytes(const struct memest_value *v)
@@ -167,9 +168,20 @@ int memest_roofline(const struct memest_run *r, const struct memest_estimate *e,
         double opt_bytes = 2.0 * (double)e->params.trainable_bytes + (double)e->gradients +
                            2.0 * ((double)e->opt.device_bytes + (double)e->opt.paged_bytes);
         out->opt_s = opt_bytes / o->bandwidth;
+        const struct memest_rank_view *v = o->step ? o->step->rank : NULL;
+        if (v && v->offload_optim) {
+            opt_bytes = 0;   /* the update runs on the host */
+            out->opt_s = 0;
+            double link = o->host_bw > 0 ? o->host_bw : 1;
+            out->offload_s = (double)e->dist.shard_elems /
+                                 (o->cpu_optim_rate > 0 ? o->cpu_optim_rate : 1) +
+                             ((double)e->dist.offload_moved +
+                              k * 2.0 * (double)e->dist.host_params) / link;
+        }
         bytes = bytes * k + opt_bytes;
         flops *= k;
-        out->step_s = k * (out->fwd_s + out->recompute_s + out->bwd_s) + out->opt_s;
+        out->step_s = k * (out->fwd_s + out->recompute_s + out->bwd_s) + out->opt_s +
+                      out->offload_s;
         out->memory_bound_s = k * (mb_fwd + mb_re + mb_bwd) + out->opt_s;
     } else {
         out->step_s = out->fwd_s;

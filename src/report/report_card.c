@@ -49,6 +49,7 @@ void memest_time_json(struct memest_jsonw *w, const struct memest_time *t)
     memest_jsonw_f64(w, "backward_seconds", t->bwd_s);
     memest_jsonw_f64(w, "recompute_seconds", t->recompute_s);
     memest_jsonw_f64(w, "optimizer_seconds", t->opt_s);
+    memest_jsonw_f64(w, "offload_seconds", t->offload_s);
     memest_jsonw_f64(w, "step_seconds", t->step_s);
     memest_jsonw_f64(w, "samples_per_second", t->samples_per_s);
     memest_jsonw_count(w, "step_flops", t->flops);
@@ -156,6 +157,8 @@ void memest_card_text(FILE *f, const struct memest_card_report *c,
         fprintf(f, "  forward %s", memest_fmt_seconds(t->fwd_s, fw, sizeof fw));
     if (t->opt_s > 0)
         fprintf(f, " + optimizer %s", memest_fmt_seconds(t->opt_s, op, sizeof op));
+    if (t->offload_s > 0)   /* the host's optimizer and the copies over the host link */
+        fprintf(f, " + offload %s", memest_fmt_seconds(t->offload_s, op, sizeof op));
     if (c->samples_k > 0)
         fprintf(f, " = %s per step, %.4g samples/s (global batch %.0f, all GPUs)\n",
                 memest_fmt_seconds(t->step_s, st, sizeof st), t->samples_per_s,
