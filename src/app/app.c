@@ -95,7 +95,7 @@ int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct mem
     if (memest_model_read_file(o->model, &a->m, err) != 0)
         return memest_error_exit(err);
     if (a->step.loop == MEMEST_LOOP_DEFAULT)   /* a config: the Trainer; a model file: plain */
-        a->step.loop = MEMEST_LOOP_PLAIN;   /* the Trainer for configs: not yet (issue 33) */
+        a->step.loop = a->m.arch ? MEMEST_LOOP_TRAINER : MEMEST_LOOP_PLAIN;
     nsets = memest_cli_stack_sets(o, &a->m, (enum memest_loop)a->step.loop, sets, nsets, &sv);
     if (o->strict_config && !a->m.arch) {   /* a model file's unknown fields are errors */
         memest_errf(err, MEMEST_ERR_USAGE, NULL, "--strict-config: the model is a model file, "

@@ -555,7 +555,8 @@ const struct memest_opt memest_opts[] = {
      .kind = MEMEST_K_VOCAB,
      FIELD(step.loop),
      .vocab = &vocab_loop,
-     .dflt = "plain",
+     .dflt_text = "trainer for a Hugging Face config (what runs one: transformers' Trainer), "
+                  "plain for a model file",
      .help = "the training loop around the model",
      .doc = "`plain`: `out = model(x); loss = loss_fn(out, y); loss.backward()`, `out` "
              "alive to the end of the step; `trainer`: transformers' Trainer (the loss "

@@ -31,7 +31,11 @@ static int row_figures(const struct memest_app *a, const struct memest_run *r,
     row->peak = o->inference ? e->infer_peak.bytes : e->train_peak.bytes;
     row->reserved = o->inference ? e->infer_reserved_peak : e->reserved_peak;
     row->total_device = memest_fit_needs(e, o->inference);
-    row->lower = memest_sat_add(row->peak, e->overhead);
+    /* the exact tensor bytes at the peak grow steadily with the batch; the
+     * allocated peak (rounded blocks, unsplit remainders) may dip by the
+     * caching allocator's rounding */
+    row->lower = memest_sat_add(o->inference ? e->infer_peak.tensor_bytes
+                                             : e->train_peak.tensor_bytes, e->overhead);
     row->step_flops = (o->inference ? e->flops.fwd_flops : e->flops.step_flops) * (double)k;
     if (a->has_card) {
         struct memest_fit f;

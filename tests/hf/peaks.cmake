@@ -35,7 +35,7 @@ else()
   message(FATAL_ERROR "case ${CASE}: unknown dtype ${dtype}")
 endif()
 set(cmd ${MEMEST} tests/hf/tiny/${config}.json --json --batch ${batch} --seq ${seq} --dtype ${flag}
-        --attention ${memest_attention} --optim ${optim} --optim-impl ${impl} ${ARGS})
+        --attention ${memest_attention} --optim ${optim} --optim-impl ${impl} --loop plain ${ARGS})
 execute_process(COMMAND ${cmd} WORKING_DIRECTORY ${SRC} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "${cmd}: exit ${rc}: ${err}")

@@ -45,7 +45,7 @@ function(check json)
 endfunction()
 
 # memest(<out var> <file> <options>...): the recipe's --json on a model file
-set(recipe --dtype bf16 --kbit-prep --lora 16 --lora-alpha 32 --lora-dropout 0.05 --lora-targets all-linear
+set(recipe --loop plain --dtype bf16 --kbit-prep --lora 16 --lora-alpha 32 --lora-dropout 0.05 --lora-targets all-linear
            --optim paged_adamw8bit --checkpoint --seq 1024 --batch 1 --json)
 function(memest var file)
   execute_process(COMMAND ${MEMEST} ${file} ${recipe} ${ARGN}

@@ -94,7 +94,7 @@ elseif(CHECK STREQUAL "peak")
   endif()
   memest_json(json ${config} --batch ${batch} --seq ${seq} --dtype ${flag} --attention ${memest_attention}
               --optim adam --optim-impl foreach --lora ${r} --lora-alpha ${alpha} --lora-dropout ${dropout}
-              --lora-targets ${targets})
+              --lora-targets ${targets} --loop plain)   # the replica's loop
   string(JSON got GET "${json}" memory peak_tensors)
   # |got - want| <= 3% of want, in whole numbers
   math(EXPR off "100 * (${got} - ${peak_tensors})")
@@ -125,7 +125,8 @@ elseif(CHECK STREQUAL "qlora")
   set(qcfg ${CMAKE_CURRENT_BINARY_DIR}/qlora_${CASE}.json)
   file(WRITE ${qcfg} "${cfg}")
   set(args ${qcfg} --batch ${batch} --seq ${seq} --dtype bf16 --attention ${memest_attention} --optim ${optim}
-           --kbit-prep --lora ${r} --lora-alpha ${alpha} --lora-dropout ${dropout} --lora-targets ${targets})
+           --kbit-prep --lora ${r} --lora-alpha ${alpha} --lora-dropout ${dropout} --lora-targets ${targets}
+           --loop plain)   # the replica's loop
   if(checkpoint)
     list(APPEND args --checkpoint)
   endif()

@@ -512,12 +512,14 @@ def define(c):
                                                if k not in ("estimate", "mfu", "precision",
                                                             "peak_flops", "peak_fallback",
                                                             "bandwidth")}))
-    # the figures that grow: the allocated peak, the peak plus the CUDA
-    # context (the device total is never below it); the reserved memory and
-    # the device total may fall as the batch grows (the caching allocator's
-    # rounding: doc/cards-and-fit.md "--max-batch")
-    low = ("memory.peak + memory.overhead", lambda d: d["memory"]["peak"] + d["memory"]["overhead"])
-    grow = ["memory.peak", low]
+    # the figures that grow: the exact tensor bytes at the peak, those plus
+    # the CUDA context (the device total is never below it); the allocated
+    # peak (rounded blocks), the reserved memory and the device total may
+    # fall as the batch grows (the caching allocator's rounding:
+    # doc/cards-and-fit.md "--max-batch")
+    low = ("memory.peak_tensors + memory.overhead",
+           lambda d: d["memory"]["peak_tensors"] + d["memory"]["overhead"])
+    grow = ["memory.peak_tensors", low]
     above = ("memory.total_device", low)
     bs = [1, 2, 4, 8]
     for name, b in (("gpt2", [GPT2]), ("llama-3.1-8b", [LLAMA, "--seq", "256"]),
