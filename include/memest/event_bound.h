@@ -8,9 +8,7 @@
 #include "memest/step.h"
 
 /* Counts the cost of simulating the run r (shape inference done, with the
- * autocast setting cfg asks for) with step cfg; `copies` is the most
- * optimizer state tensors per parameter (optim.h: memest_optim_state_max,
- * the tensors made once counted with each). 0, or -1 when out of
+ * autocast setting cfg asks for) with step cfg. 0, or -1 when out of
  * memory. */
 int memest_cost_count(const struct memest_run *r, const struct memest_step_cfg *cfg,
-                      unsigned copies, struct memest_cost *c);
+                      struct memest_cost *c);

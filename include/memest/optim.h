@@ -32,6 +32,7 @@ enum memest_optim {
     MEMEST_OPT_PAGED_ADAMW8BIT,
     MEMEST_OPT_PAGED_ADAMW,
     MEMEST_OPT_PAGED_ADAMW32BIT,
+    MEMEST_OPT_ADAFACTOR,      /* torch.optim.Adafactor (PyTorch 2.5 on) */
     MEMEST_OPT_COUNT
 };
 struct memest_optim_cfg {
@@ -69,19 +70,34 @@ enum memest_optim_init {
 #define MEMEST_OPTIM_MAX_PROG 8
 #define MEMEST_OPTIM_MAX_LISTS 4
 
-/* A foreach update as whole-list allocations, each list one parameter-sized
- * tensor per updated parameter: +k makes list k (1..MEMEST_OPTIM_MAX_LISTS),
- * -k drops it (last tensor first); every list left is dropped when step()
+/* The size of one temporary of a foreach list, for a parameter of sizes
+ * [..., m, n] (a parameter of one dimension or none: FULL only). */
+enum memest_optim_tsize {
+    MEMEST_OTS_FULL = 0,   /* the parameter's */
+    MEMEST_OTS_ROWS,       /* reduced over the last dimension: numel / n */
+    MEMEST_OTS_COLS,       /* over the one before: numel / m */
+    MEMEST_OTS_CORNER,     /* over both: numel / (m n) */
+};
+
+/* A foreach update as whole-list allocations, each list one temporary per
+ * updated parameter (of size[k], the parameter's by default): +k makes
+ * list k (1..MEMEST_OPTIM_MAX_LISTS), -k drops it (last tensor first); a
+ * list made again (the next group's, memest_optim_desc.by_dim) replaces
+ * the one before once it is made; every list left is dropped when step()
  * returns. n = 0: no temporaries. */
 struct memest_optim_prog {
     int8_t op[MEMEST_OPTIM_MAX_PROG];
     uint8_t n;
+    uint8_t size[MEMEST_OPTIM_MAX_LISTS + 1];   /* enum memest_optim_tsize per list */
 };
 
 /* One trainable parameter as an optimizer's state function sees it. */
 struct memest_optim_param {
     uint64_t numel;
     uint64_t bytes;          /* its storage's */
+    uint64_t rows, cols;     /* of sizes [..., m, n]: numel / n and numel / m; both 0 for
+                                a parameter of one dimension or none (and for the flat
+                                shards ZeRO and FSDP hand the optimizer) */
 };
 
 /* The state tensors an optimizer keeps for one parameter. */
@@ -129,6 +145,13 @@ struct memest_optim_desc {
     unsigned forloop_temps;  /* _single_tensor_*: temporaries made per parameter,
                                 each dying when the next is made; the last lives
                                 until the next parameter's replaces it */
+    bool no_forloop;         /* the for-loop's temporaries are not modelled: refused */
+    unsigned since;          /* first PyTorch with it, major * 100 + minor; 0: any */
+    /* Adafactor's foreach groups the parameters by whether they have more
+     * than one dimension, in the order each group's first appears, and runs
+     * `foreach` over the matrices and `foreach_vec` over the others */
+    bool by_dim;
+    struct memest_optim_prog foreach_vec;
 };
 
 /* The descriptor of k (a valid kind). */
@@ -142,9 +165,17 @@ unsigned memest_optim_state_count(const struct memest_optim_cfg *cfg);
  * it makes once counted with each (an upper bound for the event count). */
 unsigned memest_optim_state_max(const struct memest_optim_cfg *cfg);
 
-/* The state of parameter p under cfg (memest_optim_desc.state). */
+/* The state of parameter p under cfg (memest_optim_desc.state); shape
+ * NULL: a flat tensor of one dimension. */
 void memest_optim_param_state(const struct memest_optim_cfg *cfg, uint64_t numel, uint64_t bytes,
                               struct memest_optim_state *s);
+void memest_optim_shaped_state(const struct memest_optim_cfg *cfg, const struct memest_optim_param *p,
+                               struct memest_optim_state *s);
+/* The parameter of the given sizes (rows and cols from its last two). */
+struct memest_optim_param memest_optim_param_of(uint64_t numel, uint64_t bytes, int ndim,
+                                                const int64_t *size);
+/* The bytes of one temporary of size class t for parameter p. */
+uint64_t memest_optim_temp_bytes(const struct memest_optim_param *p, enum memest_optim_tsize t);
 
 /* The foreach program of cfg's optimizer for the PyTorch torch_version
  * follows (step.h: 0 = 2.x, 113 = 1.13). */
@@ -153,6 +184,9 @@ const struct memest_optim_prog *memest_optim_foreach(enum memest_optim k, unsign
 /* Temporaries one update makes per updated parameter (lists made by the
  * foreach program, forloop_temps, none fused): the event bound's count. */
 unsigned memest_optim_temporaries(const struct memest_step_cfg *cfg);
+/* The same for a parameter of more than one dimension (matrix) or not:
+ * they differ for an optimizer with by_dim programs (Adafactor's). */
+unsigned memest_optim_temporaries_of(const struct memest_step_cfg *cfg, bool matrix);
 
 /* Whether the update keeps a `step` scalar per parameter on the device (a
  * fused update of an optimizer with step scalars: one 4-byte tensor each,

@@ -220,7 +220,9 @@ static int check_step(const struct memest_cli *o, struct memest_error *err)
     if (s->optim.centered && !(accepts & MEMEST_OPTF_CENTERED))
         return memest_errf(err, MEMEST_ERR_USAGE, NULL, "--centered applies to %s",
                            memest_optim_accepting(MEMEST_OPTF_CENTERED, names, sizeof names));
-    if (memest_step_cfg_check(s, err) != 0)   /* fused rmsprop, ... */
+    struct memest_step_cfg sc = *s;
+    sc.torch_version = o->run.torch;   /* as the app gives it (app.c) */
+    if (memest_step_cfg_check(&sc, err) != 0)   /* fused rmsprop, ... */
         return -1;
     if (s->amp != MEMEST_AMP_NONE && o->dtype != MEMEST_F32)
         return usage(err, "--amp keeps fp32 parameters: it cannot be combined with --dtype fp16/bf16");

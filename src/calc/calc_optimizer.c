@@ -24,7 +24,9 @@ int memest_calc_optimizer(const struct memest_run *r, const struct memest_optim_
         if (p->tied_to >= 0 || !p->trainable)
             continue;
         struct memest_optim_state st;
-        memest_optim_param_state(cfg, p->numel, r->storages[p->storage].bytes, &st);
+        struct memest_optim_param op = memest_optim_param_of(p->numel, r->storages[p->storage].bytes,
+                                                             p->shape.ndim, p->shape.size);
+        memest_optim_shaped_state(cfg, &op, &st);
         for (unsigned k = 0; k < st.n; k++) {
             uint64_t *to = st.paged & (1u << k) ? &s.paged_bytes : &s.device_bytes;
             ok &= memest_add(*to, st.bytes[k], to);

@@ -54,7 +54,7 @@ int memest_estimate_cost(struct memest_run *r, const struct memest_step_cfg *cfg
     if ((r->opts.amp != o.amp || (o.amp && r->opts.amp_dtype != o.amp_dtype)) &&
         memest_run_infer(r, r->g, &o, err) != 0)
         return -1;
-    if (memest_cost_count(r, cfg, memest_optim_state_max(&cfg->optim), c) != 0)
+    if (memest_cost_count(r, cfg, c) != 0)
         return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
     return memest_cost_check(r, c, err);
 }

@@ -51,9 +51,10 @@
  *   optimizer [optimizer], per step: the temporaries (lists of one tensor
  *     per trainable parameter: foreach Adam/AdamW/RMSprop 1, Adagrad 2;
  *     PyTorch 1.13's foreach Adam/AdamW 2, Adagrad 4; for-loop Adam/AdamW
- *     2, RMSprop and Adagrad 1; bitsandbytes' none), and once, the state
- *     (copies: the most per parameter, bitsandbytes' qmaps counted with
- *     each, plus the fused step counters);
+ *     2, RMSprop and Adagrad 1; bitsandbytes' none; Adafactor's per group),
+ *     and once, the state (each parameter's tensors as its shape gives
+ *     them, those in unified memory left out, bitsandbytes' qmaps once,
+ *     plus the fused step counters);
  * and the no-grad pass: its setup, and its forward twice (warm-up, step). */
 
 struct tally {
@@ -62,6 +63,7 @@ struct tally {
     uint64_t work_nodes, contig_nodes, scratch_nodes;
     uint64_t grad_inputs, cast_inputs, sums;
     uint64_t trainable, untied;      /* trainable parameters; of them, not tied */
+    uint64_t untied_matrices;        /* of those, with more than one dimension */
     uint64_t fused;                  /* trainable slices of fused parameters */
 };
 
@@ -157,12 +159,38 @@ static int tally(const struct memest_run *r, struct tally *t)
         t->trainable++;
         t->fused += r->g->nodes[r->params[p].node].fuse_group != 0;
         t->untied += r->params[p].tied_to < 0;
+        t->untied_matrices += r->params[p].tied_to < 0 && r->params[p].shape.ndim > 1;
     }
     return 0;
 }
 
+/* The optimizer state's allocations: each trainable parameter's device
+ * tensors as its shape gives them (paged ones are not the allocator's),
+ * its device step scalar when fused, the tensors made once. */
+static uint64_t optim_state_events(const struct memest_run *r, const struct memest_step_cfg *cfg,
+                                   bool fused_steps)
+{
+    const struct memest_optim_desc *d = memest_optim_desc(cfg->optim.kind);
+    uint64_t n = 0;
+    bool shared = false;
+    for (uint32_t p = 0; p < r->nparams; p++) {
+        const struct memest_param *pp = &r->params[p];
+        if (!pp->trainable || pp->tied_to >= 0)
+            continue;
+        struct memest_optim_param op = memest_optim_param_of(pp->numel, r->storages[pp->storage].bytes,
+                                                             pp->shape.ndim, pp->shape.size);
+        struct memest_optim_state st;
+        memest_optim_shaped_state(&cfg->optim, &op, &st);
+        for (unsigned k = 0; k < st.n; k++)
+            n += !(st.paged & (1u << k));
+        n += fused_steps;
+        shared |= st.shared;
+    }
+    return n + (shared ? d->nshared : 0);
+}
+
 int memest_cost_count(const struct memest_run *r, const struct memest_step_cfg *cfg,
-                      unsigned copies, struct memest_cost *c)
+                      struct memest_cost *c)
 {
     memest_cost_records(r, c);
     struct tally t = {0};
@@ -181,8 +209,10 @@ int memest_cost_count(const struct memest_run *r, const struct memest_step_cfg *
     /* the optimizer's (optim.h): its state and device step scalars, its
        temporaries per updated parameter */
     bool fused_steps = memest_optim_device_steps(cfg);
-    uint64_t state = (uint64_t)(copies + (fused_steps ? 1 : 0)) * t.untied;
-    uint64_t step = micro * batch + memest_optim_temporaries(cfg) * t.untied;
+    uint64_t state = optim_state_events(r, cfg, fused_steps);
+    uint64_t step = micro * batch +
+                    memest_optim_temporaries_of(cfg, true) * t.untied_matrices +
+                    memest_optim_temporaries_of(cfg, false) * (t.untied - t.untied_matrices);
     uint64_t ws = cfg->torch_version == 113 ? 0 : 1;   /* cuBLAS's, per thread (sim_cublas) */
     uint64_t train = t.persistent + 1 + 2 * ws + state + steps * step;   /* 1: the target */
     uint64_t nograd = t.persistent + ws + 2 * fwd;

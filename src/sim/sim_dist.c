@@ -494,6 +494,8 @@ static int sim_dist_optimizer(struct sim *S, bool first)
     /* temporaries: the foreach program's lists, one temporary per flat
      * tensor; the for-loop's, per tensor; none fused */
     const struct memest_optim_prog *prog = memest_optim_foreach(oc->kind, S->cfg->torch_version);
+    if (d->by_dim)   /* the flat tensors have one dimension: Adafactor's vector program */
+        prog = &d->foreach_vec;
     if (rc == 0 && S->cfg->impl == MEMEST_IMPL_FOREACH && nf) {
         uint32_t *ids = malloc(sizeof *ids * (MEMEST_OPTIM_MAX_LISTS + 1) * nf);
         uint8_t on[MEMEST_OPTIM_MAX_LISTS + 1] = {0};

@@ -47,7 +47,9 @@ int sim_optim_state(struct sim *S, const struct memest_param *pp, bool dev_step)
     const struct memest_optim_cfg *oc = &S->cfg->optim;
     const struct memest_optim_desc *d = memest_optim_desc(oc->kind);
     struct memest_optim_state st;
-    memest_optim_param_state(oc, pp->numel, S->r->storages[pp->storage].bytes, &st);
+    struct memest_optim_param op = memest_optim_param_of(pp->numel, S->r->storages[pp->storage].bytes,
+                                                         pp->shape.ndim, pp->shape.size);
+    memest_optim_shaped_state(oc, &op, &st);
     if (st.shared && !S->shared_state) {
         for (unsigned k = 0; k < d->nshared; k++)
             if (state_alloc(S, pp->node, d->shared_bytes) != 0)
@@ -58,6 +60,101 @@ int sim_optim_state(struct sim *S, const struct memest_param *pp, bool dev_step)
         if (!(st.paged & (1u << c)) && state_alloc(S, pp->node, st.bytes[c]) != 0)
             return -1;
     return dev_step ? state_alloc(S, pp->node, 4) : 0;
+}
+
+/* A foreach program's lists (optim.h: memest_optim_prog), one temporary
+ * per parameter of a group. */
+struct tlist {
+    uint32_t *ids;
+    uint32_t n;
+    const uint32_t *ps;   /* the group's parameters */
+};
+
+static int drop_list(struct sim *S, struct tlist *t, bool at_end)
+{
+    int rc = 0;
+    for (uint32_t i = t->n; t->ids && i-- > 0 && rc == 0;)   /* last item first */
+        rc = sim_ev_free(S, at_end ? NONE : S->r->params[t->ps[i]].node, t->ids[i]);
+    free(t->ids);
+    *t = (struct tlist){0};
+    return rc;
+}
+
+/* prog over the group ps[0..np): +l makes list l (each temporary of the
+ * program's size for its parameter), replacing once made a list l of the
+ * group before; -l drops it. */
+static int run_prog(struct sim *S, const struct memest_optim_prog *prog, const uint32_t *ps,
+                    uint32_t np, struct tlist *lists)
+{
+    const struct memest_run *r = S->r;
+    int rc = 0;
+    for (size_t k = 0; k < prog->n && rc == 0; k++) {
+        int l = prog->op[k] > 0 ? prog->op[k] : -prog->op[k];
+        if (prog->op[k] < 0) {
+            rc = drop_list(S, &lists[l], false);
+            continue;
+        }
+        struct tlist t = {malloc(sizeof *t.ids * (np ? np : 1)), 0, ps};
+        if (!t.ids)
+            return sim_nomem(S);
+        for (uint32_t i = 0; i < np && rc == 0; i++, t.n++) {
+            const struct memest_param *pp = &r->params[ps[i]];
+            struct memest_optim_param op = memest_optim_param_of(
+                pp->numel, r->storages[pp->storage].bytes, pp->shape.ndim, pp->shape.size);
+            rc = sim_ev_alloc(S, MEMEST_CAT_OPTTEMP, pp->node,
+                              memest_optim_temp_bytes(&op, (enum memest_optim_tsize)prog->size[l]),
+                              &t.ids[i]);
+        }
+        if (rc == 0)
+            rc = drop_list(S, &lists[l], false);   /* the name rebound: the old list goes */
+        lists[l] = t;
+    }
+    return rc;
+}
+
+/* The foreach update: one program over every updated parameter, or (by_dim:
+ * Adafactor's _group_tensors_by_device_dtype_and_is_multidim) one over the
+ * matrices and one over the others, the group whose first parameter comes
+ * first first. */
+static int foreach_update(struct sim *S, const struct memest_optim_desc *d,
+                          const struct memest_optim_prog *prog, const uint32_t *ps, uint32_t np)
+{
+    struct tlist lists[MEMEST_OPTIM_MAX_LISTS + 1] = {{0}};
+    uint32_t *grp = d->by_dim ? malloc(sizeof *grp * (np ? np : 1)) : NULL;
+    if (d->by_dim && !grp)
+        return sim_nomem(S);
+    int rc = 0;
+    if (!d->by_dim) {
+        rc = run_prog(S, prog, ps, np, lists);
+    } else {
+        /* the matrices at the front of grp, the others at its back */
+        uint32_t nm = 0, nv = 0;
+        for (uint32_t i = 0; i < np; i++) {
+            bool m = S->r->params[ps[i]].shape.ndim > 1;
+            if (m)
+                grp[nm++] = ps[i];
+            else
+                grp[np - 1 - nv++] = ps[i];
+        }
+        uint32_t *vec = grp + nm;
+        for (uint32_t a = 0; a < nv / 2; a++) {   /* back to the parameters' order */
+            uint32_t t = vec[a];
+            vec[a] = vec[nv - 1 - a];
+            vec[nv - 1 - a] = t;
+        }
+        bool mat_first = nm && (!nv || grp[0] < vec[0]);
+        for (int g = 0; g < 2 && rc == 0; g++) {
+            bool mat = (g == 0) == mat_first;
+            uint32_t n = mat ? nm : nv;
+            if (n)
+                rc = run_prog(S, mat ? prog : &d->foreach_vec, mat ? grp : vec, n, lists);
+        }
+    }
+    for (int l = MEMEST_OPTIM_MAX_LISTS; l > 0; l--)
+        if (drop_list(S, &lists[l], true) != 0 && rc == 0)
+            rc = -1;
+    free(grp);
+    return rc;
 }
 
 int sim_optimizer(struct sim *S, bool first)
@@ -101,34 +198,9 @@ int sim_optimizer(struct sim *S, bool first)
         if (lazy_clone)   /* momentum_buffer = clone(grad); bnb's init_state */
             rc = sim_optim_state(S, pp, false);
     }
-    if (rc == 0 && impl == MEMEST_IMPL_FOREACH && prog->n) {
-        uint32_t *lists[MEMEST_OPTIM_MAX_LISTS + 1] = {NULL};
-        for (size_t k = 0; k < prog->n && rc == 0; k++) {
-            int l = prog->op[k] > 0 ? prog->op[k] : -prog->op[k];
-            if (prog->op[k] > 0) {
-                lists[l] = malloc(sizeof *lists[l] * (np ? np : 1));
-                if (!lists[l]) {
-                    rc = sim_nomem(S);
-                    break;
-                }
-                for (uint32_t i = 0; i < np && rc == 0; i++) {
-                    const struct memest_param *pp = &r->params[ps[i]];
-                    rc = sim_ev_alloc(S, MEMEST_CAT_OPTTEMP, pp->node, r->storages[pp->storage].bytes,
-                                  &lists[l][i]);
-                }
-            } else {
-                for (uint32_t i = np; i-- > 0 && rc == 0;)   /* a list dies last item first */
-                    rc = sim_ev_free(S, r->params[ps[i]].node, lists[l][i]);
-                free(lists[l]);
-                lists[l] = NULL;
-            }
-        }
-        for (int l = MEMEST_OPTIM_MAX_LISTS; l > 0; l--) {
-            for (uint32_t i = np; lists[l] && i-- > 0 && rc == 0;)
-                rc = sim_ev_free(S, NONE, lists[l][i]);
-            free(lists[l]);
-        }
-    } else if (rc == 0 && impl == MEMEST_IMPL_FORLOOP && nt) {
+    if (rc == 0 && impl == MEMEST_IMPL_FOREACH && (prog->n || d->by_dim))
+        rc = foreach_update(S, d, prog, ps, np);
+    else if (rc == 0 && impl == MEMEST_IMPL_FORLOOP && nt) {
         uint32_t prev = NONE;
         for (uint32_t i = 0; i < np && rc == 0; i++) {
             const struct memest_param *pp = &r->params[ps[i]];

@@ -25,6 +25,11 @@
  *   RMSprop: square_avg (+ momentum_buffer with momentum, + grad_avg when
  *     centered), step; created in _init_group.
  *   Adagrad: sum, step; created in Adagrad.__init__.
+ *   Adafactor (torch/optim/_adafactor.py, PyTorch 2.5 on; read at 2.6):
+ *     for a gradient of more than one dimension, sizes [..., m, n],
+ *     row_var = grad.new_zeros([..., m, 1]) and col_var = [..., 1, n];
+ *     else variance = zeros_like(grad); step; created in _init_group, in
+ *     the gradient's dtype.
  * "step" is a 0-d float32 tensor, on the host unless capturable or fused.
  *
  * Temporaries of one update (see sim_optimizer.c for how they are laid out):
@@ -36,7 +41,16 @@
  *     rmsprop: avg = _foreach_sqrt(square_avgs) (centered: _foreach_addcmul):
  *       one list;
  *     adagrad: std = _foreach_sqrt(state_sums) and numerator =
- *       _foreach_mul(grads, minus_clr): two lists.
+ *       _foreach_mul(grads, minus_clr): two lists;
+ *     adafactor (_multi_tensor_adafactor): the parameters grouped by
+ *       dtype and by whether they have more than one dimension, each group
+ *       in turn; matrices: row_means = [norm(grad, dim=-1, keepdim=True)]
+ *       (numel / n each) made and deleted, col_means (numel / m) likewise,
+ *       var_estimates = [row_var @ col_var] (the parameter's size) and
+ *       row_var_means = [row_var.mean(dim=-2, keepdim=True)] (numel / m n,
+ *       deleted); vectors: grads_squared = _foreach_mul(grads, grads) made
+ *       and deleted, var_estimates = [v.clone()]; var_estimates (`updates`)
+ *       lives until the next group's replaces it, then to the end.
  *   PyTorch 1.13's foreach: Adam/AdamW keep exp_avg_sq_sqrt and denom =
  *     _foreach_add(exp_avg_sq_sqrt, eps) (two lists); Adagrad makes
  *     sqrt(state_sums), std = that + eps (sqrt dropped), then
@@ -89,6 +103,20 @@ static void rmsprop_state(const struct memest_optim_param *p, const struct memes
 {
     /* square_avg, momentum_buffer, grad_avg */
     copies(p->bytes, 1 + (c->momentum != 0 ? 1 : 0) + (c->centered ? 1 : 0), s);
+}
+
+static void adafactor_state(const struct memest_optim_param *p, const struct memest_optim_cfg *c,
+                            struct memest_optim_state *s)
+{
+    (void)c;
+    uint64_t elem = p->numel ? p->bytes / p->numel : 0;
+    if (p->rows && p->cols) {   /* row_var, col_var */
+        s->bytes[0] = memest_sat_mul(p->rows, elem);
+        s->bytes[1] = memest_sat_mul(p->cols, elem);
+        s->n = 2;
+    } else {
+        copies(p->bytes, 1, s);   /* variance */
+    }
 }
 
 static void adagrad_state(const struct memest_optim_param *p, const struct memest_optim_cfg *c,
@@ -162,6 +190,11 @@ static void paged32_state(const struct memest_optim_param *p, const struct memes
 /* ---- the table ---- */
 
 #define PROG(...) {.op = {__VA_ARGS__}, .n = sizeof((int8_t[]){__VA_ARGS__})}
+/* Adafactor's matrices: row_means (list 1), col_means (2), var_estimates
+ * (3), row_var_means (4); its vectors: grads_squared (1), var_estimates (3) */
+#define ADAFACTOR_MATRIX {.op = {1, -1, 2, -2, 3, 4, -4}, .n = 7, \
+                          .size = {0, MEMEST_OTS_ROWS, MEMEST_OTS_COLS, MEMEST_OTS_FULL, MEMEST_OTS_CORNER}}
+#define ADAFACTOR_VECTOR {.op = {1, -1, 3}, .n = 3}
 
 /* bitsandbytes' (bitsandbytes/optim/adam.py, adamw.py): Adam and AdamW
  * differ in weight decay only, inside the kernel; PagedAdamW and
@@ -209,6 +242,14 @@ static const struct memest_optim_desc table[] = {
     [MEMEST_OPT_PAGED_ADAMW8BIT] = BNB("paged_adamw8bit", paged8_state, true, BNB8_NOTE BNB_PAGED_NOTE),
     [MEMEST_OPT_PAGED_ADAMW] = BNB("paged_adamw", paged32_state, true, BNB32_NOTE BNB_PAGED_NOTE),
     [MEMEST_OPT_PAGED_ADAMW32BIT] = BNB("paged_adamw32bit", paged32_state, true, BNB32_NOTE BNB_PAGED_NOTE),
+    [MEMEST_OPT_ADAFACTOR] = {
+        .name = "adafactor", .accepts = 0,
+        .state = adafactor_state, .init = MEMEST_INIT_FIRST_STEP, .step_scalar = true,
+        .note = "factored second moments: a row and a column vector per matrix, a copy of "
+                "each other parameter",
+        .fused_since = 0, .foreach = ADAFACTOR_MATRIX, .foreach113 = ADAFACTOR_MATRIX,
+        .by_dim = true, .foreach_vec = ADAFACTOR_VECTOR, .no_forloop = true, .since = 205,
+    },
 };
 static_assert(sizeof table / sizeof *table == MEMEST_OPT_COUNT, "one descriptor per optimizer");
 
@@ -252,13 +293,46 @@ int memest_optim_parse(const char *s, enum memest_optim *out)
     return -1;
 }
 
+void memest_optim_shaped_state(const struct memest_optim_cfg *cfg, const struct memest_optim_param *p,
+                               struct memest_optim_state *s)
+{
+    memset(s, 0, sizeof *s);
+    table[cfg->kind].state(p, cfg, s);
+    assert(s->n <= MEMEST_OPTIM_MAX_STATE);
+}
+
 void memest_optim_param_state(const struct memest_optim_cfg *cfg, uint64_t numel, uint64_t bytes,
                               struct memest_optim_state *s)
 {
     const struct memest_optim_param p = {.numel = numel, .bytes = bytes};
-    memset(s, 0, sizeof *s);
-    table[cfg->kind].state(&p, cfg, s);
-    assert(s->n <= MEMEST_OPTIM_MAX_STATE);
+    memest_optim_shaped_state(cfg, &p, s);
+}
+
+struct memest_optim_param memest_optim_param_of(uint64_t numel, uint64_t bytes, int ndim,
+                                                const int64_t *size)
+{
+    struct memest_optim_param p = {.numel = numel, .bytes = bytes};
+    if (ndim > 1 && size[ndim - 1] > 0 && size[ndim - 2] > 0) {
+        p.rows = numel / (uint64_t)size[ndim - 1];
+        p.cols = numel / (uint64_t)size[ndim - 2];
+    }
+    return p;
+}
+
+uint64_t memest_optim_temp_bytes(const struct memest_optim_param *p, enum memest_optim_tsize t)
+{
+    uint64_t elem = p->numel ? p->bytes / p->numel : 0;
+    switch (t) {
+    case MEMEST_OTS_ROWS:
+        return p->rows ? memest_sat_mul(p->rows, elem) : p->bytes;
+    case MEMEST_OTS_COLS:
+        return p->cols ? memest_sat_mul(p->cols, elem) : p->bytes;
+    case MEMEST_OTS_CORNER:   /* numel / (m n) = rows * cols / numel */
+        return p->rows && p->cols ? memest_sat_mul(p->rows / (p->numel / p->cols), elem) : p->bytes;
+    case MEMEST_OTS_FULL:
+        break;
+    }
+    return p->bytes;
 }
 
 unsigned memest_optim_state_count(const struct memest_optim_cfg *cfg)
@@ -272,10 +346,14 @@ unsigned memest_optim_state_max(const struct memest_optim_cfg *cfg)
 {
     /* the state functions make no fewer tensors for a larger parameter:
        ask for an empty one and a very large one (2^40 elements) */
-    struct memest_optim_state s0, s1;
+    struct memest_optim_state s0, s1, s2;
     memest_optim_param_state(cfg, 0, 0, &s0);
     memest_optim_param_state(cfg, (uint64_t)1 << 40, (uint64_t)1 << 42, &s1);
-    return (s0.n > s1.n ? s0.n : s1.n) + table[cfg->kind].nshared;
+    const int64_t mat[2] = {(int64_t)1 << 20, (int64_t)1 << 20};   /* and a matrix */
+    struct memest_optim_param m = memest_optim_param_of((uint64_t)1 << 40, (uint64_t)1 << 42, 2, mat);
+    memest_optim_shaped_state(cfg, &m, &s2);
+    unsigned n = s0.n > s1.n ? s0.n : s1.n;
+    return (n > s2.n ? n : s2.n) + table[cfg->kind].nshared;
 }
 
 const struct memest_optim_prog *memest_optim_foreach(enum memest_optim k, unsigned torch_version)
@@ -293,6 +371,10 @@ unsigned memest_optim_temporaries(const struct memest_step_cfg *cfg)
                                                                  cfg->torch_version);
         for (unsigned i = 0; i < p->n; i++)
             n += p->op[i] > 0;
+        unsigned nv = 0;   /* a parameter is in one group: the larger program counts */
+        for (unsigned i = 0; d->by_dim && i < d->foreach_vec.n; i++)
+            nv += d->foreach_vec.op[i] > 0;
+        n = n > nv ? n : nv;
         break;
     }
     case MEMEST_IMPL_FORLOOP:
@@ -303,6 +385,23 @@ unsigned memest_optim_temporaries(const struct memest_step_cfg *cfg)
         break;
     }
     return n;
+}
+
+static unsigned prog_lists(const struct memest_optim_prog *p)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < p->n; i++)
+        n += p->op[i] > 0;
+    return n;
+}
+
+unsigned memest_optim_temporaries_of(const struct memest_step_cfg *cfg, bool matrix)
+{
+    const struct memest_optim_desc *d = &table[cfg->optim.kind];
+    if (cfg->impl != MEMEST_IMPL_FOREACH || !d->by_dim)
+        return memest_optim_temporaries(cfg);
+    return prog_lists(matrix ? memest_optim_foreach(cfg->optim.kind, cfg->torch_version)
+                             : &d->foreach_vec);
 }
 
 bool memest_optim_device_steps(const struct memest_step_cfg *cfg)

@@ -191,6 +191,16 @@ int memest_step_cfg_check(const struct memest_step_cfg *c, struct memest_error *
         return memest_errf(err, MEMEST_ERR_USAGE, NULL,
                            "--optim-impl fused: %s is %s' optimizer, one fused kernel of its own "
                            "(leave --optim-impl out)", memest_optim_name(c->optim.kind), kernel);
+    const struct memest_optim_desc *d = memest_optim_desc(c->optim.kind);
+    if (c->impl == MEMEST_IMPL_FORLOOP && d->no_forloop)
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                           "--optim-impl for-loop: the temporaries of %s's for-loop are not "
+                           "modelled (its foreach, CUDA's default, is)", d->name);
+    if (d->since && c->torch_version && c->torch_version < d->since)
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                           "--optim %s: torch.optim has it from PyTorch %u.%u on, not in --torch "
+                           "%u.%u", d->name, d->since / 100, d->since % 100,
+                           c->torch_version / 100, c->torch_version % 100);
     if (c->impl == MEMEST_IMPL_FUSED &&
         !(memest_optim_desc(c->optim.kind)->accepts & MEMEST_OPTF_FUSED))
         return memest_errf(err, MEMEST_ERR_USAGE, NULL,

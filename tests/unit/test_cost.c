@@ -178,6 +178,11 @@ static void test_bound_holds(void)
             CHECK(e.train_peak.sim_events <= e.cost.train_events);
             CHECK(made <= e.cost.events);
             CHECK(2 * e.cost.events <= 3 * made);
+            if (2 * e.cost.events > 3 * made)
+                fprintf(stderr, "  %s: optim %s impl %d torch %u accum %lld ckpt %d loss %d: %" PRIu64
+                        " events, bound %" PRIu64 "\n", files[f], memest_optim_name(cfg.optim.kind),
+                        (int)cfg.impl, cfg.torch_version, (long long)cfg.grad_accum, cfg.checkpoint,
+                        (int)cfg.loss, made, e.cost.events);
             CHECK_EQ_U64(e.cost.total, e.cost.records + e.cost.events);
             if (made > e.cost.events)
                 fprintf(stderr, "  %s: %" PRIu64 " events, bound %" PRIu64 "\n", files[f], made,

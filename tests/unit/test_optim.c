@@ -156,6 +156,35 @@ static void test_fused(void)
     CHECK(!memest_optim_device_steps(&c));
 }
 
+/* torch/optim/_adafactor.py (2.6) _init_group: a gradient of sizes
+ * [..., m, n] gets row_var [..., m, 1] and col_var [..., 1, n] in its
+ * dtype; one of a single dimension a variance like it. */
+static void test_adafactor(void)
+{
+    struct memest_optim_cfg c = {.kind = MEMEST_OPT_ADAFACTOR};
+    struct memest_optim_state st;
+    const int64_t w[2] = {512, 784};   /* nn.Linear(784, 512).weight, fp32 */
+    struct memest_optim_param p = memest_optim_param_of(512 * 784, 512 * 784 * 4, 2, w);
+    memest_optim_shaped_state(&c, &p, &st);
+    CHECK_EQ_INT(st.n, 2);
+    CHECK_EQ_U64(st.bytes[0], 512 * 4);   /* row_var [512, 1] */
+    CHECK_EQ_U64(st.bytes[1], 784 * 4);   /* col_var [1, 784] */
+    const int64_t conv[4] = {64, 3, 7, 7};   /* a conv weight, bf16: [64, 3, 7, 1], [64, 3, 1, 7] */
+    p = memest_optim_param_of(64 * 3 * 49, 64 * 3 * 49 * 2, 4, conv);
+    memest_optim_shaped_state(&c, &p, &st);
+    CHECK_EQ_U64(st.bytes[0], 64 * 3 * 7 * 2);
+    CHECK_EQ_U64(st.bytes[1], 64 * 3 * 7 * 2);
+    /* the foreach temporaries: row means [64, 3, 7, 1], column means
+     * [64, 3, 1, 7], the row variances' means [64, 3, 1, 1] */
+    CHECK_EQ_U64(memest_optim_temp_bytes(&p, MEMEST_OTS_ROWS), 64 * 3 * 7 * 2);
+    CHECK_EQ_U64(memest_optim_temp_bytes(&p, MEMEST_OTS_CORNER), 64 * 3 * 2);
+    CHECK_EQ_U64(memest_optim_temp_bytes(&p, MEMEST_OTS_FULL), 64 * 3 * 49 * 2);
+    memest_optim_param_state(&c, 512, 512 * 4, &st);   /* a bias: variance */
+    CHECK_EQ_INT(st.n, 1);
+    CHECK_EQ_U64(st.bytes[0], 512 * 4);
+    CHECK_EQ_INT(memest_optim_state_max(&c), 2);
+}
+
 static void test_accepting(void)
 {
     char b[80];
@@ -166,7 +195,7 @@ static void test_accepting(void)
     char all[160];
     CHECK_STR_EQ(memest_optim_names(all, sizeof all),
                  "sgd, adam, adamw, rmsprop, adagrad, adam8bit, adamw8bit, paged_adam8bit, "
-                 "paged_adamw8bit, paged_adamw, paged_adamw32bit");
+                 "paged_adamw8bit, paged_adamw, paged_adamw32bit, adafactor");
     char small[6];
     CHECK_STR_EQ(memest_optim_accepting(MEMEST_OPTF_FUSED, small, sizeof small), "sgd, ");
 
@@ -339,6 +368,7 @@ int main(void)
     test_temporaries();
     test_fused();
     test_accepting();
+    test_adafactor();
     test_bitsandbytes();
     test_bitsandbytes_replica();
     return CHECK_DONE();
