@@ -33,6 +33,12 @@ enum memest_optim {
     MEMEST_OPT_PAGED_ADAMW,
     MEMEST_OPT_PAGED_ADAMW32BIT,
     MEMEST_OPT_ADAFACTOR,      /* torch.optim.Adafactor (PyTorch 2.5 on) */
+    /* bitsandbytes' Lion (bnb.optim.Lion, Lion8bit, PagedLion, PagedLion8bit:
+     * the Trainer's lion_32bit, lion_8bit, paged_lion_32bit, paged_lion_8bit) */
+    MEMEST_OPT_LION,
+    MEMEST_OPT_LION8BIT,
+    MEMEST_OPT_PAGED_LION,
+    MEMEST_OPT_PAGED_LION8BIT,
     MEMEST_OPT_COUNT
 };
 struct memest_optim_cfg {
@@ -211,7 +217,8 @@ struct memest_optim_alt {
 extern const struct memest_optim_alt memest_optim_lean;
 
 /* The bitsandbytes 8-bit optimizer --advise proposes instead of cur (Adam,
- * AdamW and the paged 32-bit AdamW: the same update with 1-byte states,
+ * AdamW, the paged 32-bit AdamW, Lion and PagedLion: the same update with
+ * 1-byte states,
  * key "optim_8bit") in *out: 0, or -1 when there is none (other
  * optimizers, amsgrad, which bitsandbytes' 8-bit Adam lacks). */
 int memest_optim_8bit(const struct memest_optim_cfg *cur, struct memest_optim_cfg *out);

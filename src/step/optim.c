@@ -166,6 +166,41 @@ static void bnb_state(const struct memest_optim_param *p, unsigned bits, bool pa
     }
 }
 
+/* bitsandbytes' Optimizer1State.init_state (the same commit,
+ * bitsandbytes/optim/optimizer.py, class Optimizer1State): one state,
+ * state1, float32 with optim_bits 32 or below min_8bit_size, else uint8
+ * with absmax1 = zeros(ceil(numel / 256), float32) and qmap1, the signed
+ * dynamic map moved to the device once (fill_qmap, the .to(p.device) of
+ * name2qmap["dynamic"]): one shared tensor; get_state_buffer pages as for
+ * Optimizer2State. bnb.optim.Lion / PagedLion: optim_bits 32; Lion8bit /
+ * PagedLion8bit: 8 (bitsandbytes/optim/lion.py). */
+static void bnb1_state(const struct memest_optim_param *p, unsigned bits, bool paged,
+                       struct memest_optim_state *s)
+{
+    bool q8 = bits == 8 && p->numel >= BNB_MIN_8BIT_SIZE;
+    s->bytes[0] = q8 ? p->numel : memest_sat_mul(p->numel, 4);   /* state1 */
+    s->n = 1;
+    if (paged && p->numel >= BNB_PAGED_MIN_NUMEL)
+        s->paged = 1u;
+    if (q8) {
+        s->bytes[1] = (p->numel / BNB_BLOCKSIZE + (p->numel % BNB_BLOCKSIZE != 0)) * 4;  /* absmax1 */
+        s->n = 2;
+        s->shared = true;   /* qmap1 */
+    }
+}
+
+#define BNB1_FN(fn, bits, pg)                                                                   \
+    static void fn(const struct memest_optim_param *p, const struct memest_optim_cfg *c,      \
+                   struct memest_optim_state *s)                                             \
+    {                                                                                        \
+        (void)c;                                                                             \
+        bnb1_state(p, bits, pg, s);                                                          \
+    }
+BNB1_FN(lion32_state, 32, false)
+BNB1_FN(lion8_state, 8, false)
+BNB1_FN(paged_lion32_state, 32, true)
+BNB1_FN(paged_lion8_state, 8, true)
+
 static void bnb8_state(const struct memest_optim_param *p, const struct memest_optim_cfg *c,
                        struct memest_optim_state *s)
 {
@@ -204,6 +239,13 @@ static void paged32_state(const struct memest_optim_param *p, const struct memes
     {.name = nm, .accepts = 0, .state = fn, .nshared = 2, .shared_bytes = BNB_QMAP_BYTES,      \
      .paged = pg, .note = nt, .kernel = "bitsandbytes", .init = MEMEST_INIT_PER_PARAM, .step_scalar = false,             \
      .fused_since = 0, .forloop_temps = 0}
+/* Optimizer1State's: one map (qmap1) */
+#define BNB1(nm, fn, pg, nt)                                                                   \
+    {.name = nm, .accepts = 0, .state = fn, .nshared = 1, .shared_bytes = BNB_QMAP_BYTES,      \
+     .paged = pg, .note = nt, .kernel = "bitsandbytes", .init = MEMEST_INIT_PER_PARAM,         \
+     .step_scalar = false, .fused_since = 0, .forloop_temps = 0}
+#define LION8_NOTE "bitsandbytes: 1 uint8 copy + float32 absmax per 256 elements; float32 below 4096"
+#define LION32_NOTE "bitsandbytes: 1 float32 copy of the trainable parameters"
 #define BNB8_NOTE "bitsandbytes: 2 uint8 copies + float32 absmax per 256 elements; float32 below 4096"
 #define BNB32_NOTE "bitsandbytes: 2 float32 copies of the trainable parameters"
 #define BNB_PAGED_NOTE "; paged from 100000 elements"
@@ -250,6 +292,11 @@ static const struct memest_optim_desc table[] = {
         .fused_since = 0, .foreach = ADAFACTOR_MATRIX, .foreach113 = ADAFACTOR_MATRIX,
         .by_dim = true, .foreach_vec = ADAFACTOR_VECTOR, .no_forloop = true, .since = 205,
     },
+    [MEMEST_OPT_LION] = BNB1("lion", lion32_state, false, LION32_NOTE),
+    [MEMEST_OPT_LION8BIT] = BNB1("lion8bit", lion8_state, false, LION8_NOTE),
+    [MEMEST_OPT_PAGED_LION] = BNB1("paged_lion", paged_lion32_state, true, LION32_NOTE BNB_PAGED_NOTE),
+    [MEMEST_OPT_PAGED_LION8BIT] = BNB1("paged_lion8bit", paged_lion8_state, true,
+                                       LION8_NOTE BNB_PAGED_NOTE),
 };
 static_assert(sizeof table / sizeof *table == MEMEST_OPT_COUNT, "one descriptor per optimizer");
 
@@ -266,6 +313,8 @@ int memest_optim_8bit(const struct memest_optim_cfg *cur, struct memest_optim_cf
         {MEMEST_OPT_ADAMW, MEMEST_OPT_ADAMW8BIT},
         {MEMEST_OPT_PAGED_ADAMW, MEMEST_OPT_PAGED_ADAMW8BIT},
         {MEMEST_OPT_PAGED_ADAMW32BIT, MEMEST_OPT_PAGED_ADAMW8BIT},
+        {MEMEST_OPT_LION, MEMEST_OPT_LION8BIT},
+        {MEMEST_OPT_PAGED_LION, MEMEST_OPT_PAGED_LION8BIT},
     };
     for (size_t i = 0; i < sizeof map / sizeof *map && !cur->amsgrad; i++) {
         if (map[i].from == cur->kind) {

@@ -185,6 +185,33 @@ static void test_adafactor(void)
     CHECK_EQ_INT(memest_optim_state_max(&c), 2);
 }
 
+/* bitsandbytes' Optimizer1State.init_state (optim.c cites it): Lion's one
+ * state, uint8 from 4096 elements with absmax1 (one float32 per 256) and
+ * the one shared map, float32 below; paged from 1e5 elements. */
+static void test_lion(void)
+{
+    struct memest_optim_cfg c = {.kind = MEMEST_OPT_LION8BIT};
+    struct memest_optim_state st;
+    memest_optim_param_state(&c, 4096 * 4096, 4096 * 4096 * 2, &st);   /* a bf16 matrix */
+    CHECK_EQ_INT(st.n, 2);
+    CHECK_EQ_U64(st.bytes[0], 4096 * 4096);             /* state1, uint8 */
+    CHECK_EQ_U64(st.bytes[1], 4096 * 4096 / 256 * 4);   /* absmax1 */
+    CHECK(st.shared);
+    CHECK_EQ_INT(memest_optim_desc(c.kind)->nshared, 1);
+    memest_optim_param_state(&c, 4095, 4095 * 2, &st);  /* below min_8bit_size: float32 */
+    CHECK_EQ_INT(st.n, 1);
+    CHECK_EQ_U64(st.bytes[0], 4095 * 4);
+    c.kind = MEMEST_OPT_LION;
+    memest_optim_param_state(&c, 1000, 4000, &st);
+    CHECK_EQ_INT(st.n, 1);
+    CHECK_EQ_U64(st.bytes[0], 4000);
+    c.kind = MEMEST_OPT_PAGED_LION8BIT;
+    memest_optim_param_state(&c, 100000, 200000, &st);
+    CHECK_EQ_INT(st.paged, 1);    /* state1 in unified memory, absmax1 not */
+    memest_optim_param_state(&c, 99999, 199998, &st);
+    CHECK_EQ_INT(st.paged, 0);
+}
+
 static void test_accepting(void)
 {
     char b[80];
@@ -192,10 +219,11 @@ static void test_accepting(void)
     CHECK_STR_EQ(memest_optim_accepting(MEMEST_OPTF_AMSGRAD, b, sizeof b), "adam and adamw");
     CHECK_STR_EQ(memest_optim_accepting(MEMEST_OPTF_CENTERED, b, sizeof b), "rmsprop");
     CHECK_STR_EQ(memest_optim_accepting(MEMEST_OPTF_FUSED, b, sizeof b), "sgd, adam and adamw");
-    char all[160];
+    char all[320];
     CHECK_STR_EQ(memest_optim_names(all, sizeof all),
                  "sgd, adam, adamw, rmsprop, adagrad, adam8bit, adamw8bit, paged_adam8bit, "
-                 "paged_adamw8bit, paged_adamw, paged_adamw32bit, adafactor");
+                 "paged_adamw8bit, paged_adamw, paged_adamw32bit, adafactor, lion, lion8bit, "
+                 "paged_lion, paged_lion8bit");
     char small[6];
     CHECK_STR_EQ(memest_optim_accepting(MEMEST_OPTF_FUSED, small, sizeof small), "sgd, ");
 
@@ -369,6 +397,7 @@ int main(void)
     test_fused();
     test_accepting();
     test_adafactor();
+    test_lion();
     test_bitsandbytes();
     test_bitsandbytes_replica();
     return CHECK_DONE();

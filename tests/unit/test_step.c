@@ -24,7 +24,8 @@ static void test_names(void)
     static const char *const optims[] = {"sgd", "adam", "adamw", "rmsprop", "adagrad",
                                          "adam8bit", "adamw8bit", "paged_adam8bit",
                                          "paged_adamw8bit", "paged_adamw", "paged_adamw32bit",
-                                         "adafactor"};
+                                         "adafactor", "lion", "lion8bit", "paged_lion",
+                                         "paged_lion8bit"};
     for (int i = 0; i < MEMEST_OPT_COUNT; i++) {
         enum memest_optim v;
         CHECK_STR_EQ(memest_optim_name((enum memest_optim)i), optims[i]);
