@@ -96,6 +96,9 @@ struct memest_engine_cfg {
     bool limit_all_gathers;            /* True */
     enum memest_fsdp_policy policy;    /* --fsdp-policy (AUTO until the flow resolves it) */
     bool use_orig_params;              /* False (FSDP1's and accelerate's default) */
+    bool fsdp2;                        /* FSDP2 (fully_shard; --fsdp-version 2, accelerate's
+                                          fsdp_version: 2): each parameter its own DTensor
+                                          sharded on dim 0, not one FlatParameter */
     bool no_mixed_precision;           /* FSDP without MixedPrecision and without
                                           accelerate's fp32 upcast (its mixed_precision:
                                           no): 16-bit parameters stay 16-bit, the
@@ -238,6 +241,12 @@ struct memest_flat_unit {
                              holds most: the whole shard without use_orig_params, else
                              the trainable parameters' parts of it (the most any rank has) */
     bool requires_grad;   /* any parameter trainable: the shard gets a gradient */
+    uint64_t shard_bytes; /* the rank's shard at rest: ceil(numel / shard group) elements
+                             of `elem`; FSDP2: each parameter's dim-0 chunk, padded to
+                             ceil(dim0 / shard group) rows, in its own element */
+    uint64_t grad_bytes;  /* its gradient: the whole shard's (FSDP1, requires_grad), or the
+                             trainable parameters' chunks (FSDP2) */
+    uint64_t state_bytes; /* the bytes of `state` elements (the optimizer's view) */
     uint32_t mixed_node;  /* a node whose frozen parameters share the unit with trainable
                              ones, UINT32_MAX when none */
     uint8_t dtype;        /* the FlatParameter's type (enum memest_dtype), before an upcast */

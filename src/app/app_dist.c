@@ -173,6 +173,7 @@ static int fsdp_config(struct memest_app *a, struct memest_error *err)
     a->dist.eng.backward_prefetch = from.eng.backward_prefetch;
     a->dist.eng.forward_prefetch = from.eng.forward_prefetch;
     a->dist.eng.use_orig_params |= from.eng.use_orig_params;
+    a->dist.eng.fsdp2 |= from.eng.fsdp2;
     a->dist.eng.no_mixed_precision |= from.eng.no_mixed_precision;
     if (!o->dist.gpus_set && a->fsdp.processes)
         a->dist.gpus = a->fsdp.processes;
@@ -257,8 +258,9 @@ int memest_app_dist(struct memest_app *a, struct memest_error *err)
                            "--fsdp-no-mixed-precision keeps the shards in --dtype: it changes "
                            "nothing unless --dtype is fp16 or bf16");
     /* the Trainer wraps a LoRA model by PEFT's policy (dist_units.c) */
-    if (a->dist.eng.policy == MEMEST_FSDP_POLICY_AUTO)
-        a->dist.eng.policy = o->lora.r > 0 ? MEMEST_FSDP_POLICY_PEFT : MEMEST_FSDP_POLICY_LAYERS;
+    if (a->dist.eng.policy == MEMEST_FSDP_POLICY_AUTO)   /* FSDP2 needs no adapter units */
+        a->dist.eng.policy = o->lora.r > 0 && !a->dist.eng.fsdp2 ? MEMEST_FSDP_POLICY_PEFT
+                                                                 : MEMEST_FSDP_POLICY_LAYERS;
     memest_rank_view_init(&a->dist, half, &a->view);
     a->step.rank = &a->view;
     return 0;

@@ -38,6 +38,7 @@ int memest_cli_dist_check(struct memest_cli *o, struct memest_error *err)
                 d->strategy == MEMEST_STRAT_HSDP;
     const char *fsdp_only = d->eng.policy != MEMEST_FSDP_POLICY_AUTO ? "--fsdp-policy"
                             : d->eng.use_orig_params                ? "--fsdp-orig-params"
+                            : d->eng.fsdp2                          ? "--fsdp2"
                             : d->eng.no_mixed_precision             ? "--fsdp-no-mixed-precision"
                                                                     : NULL;
     if (fsdp_only && !fsdp)

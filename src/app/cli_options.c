@@ -1072,8 +1072,8 @@ const struct memest_opt memest_opts[] = {
              "`fsdp_offload_params`, the prefetches, `fsdp_activation_checkpointing`) or the "
              "Trainer's `fsdp_config` JSON (the same keys without `fsdp_`); options on the "
              "command line win; as `--deepspeed`, keys that change no memory are noted, "
-             "others memest does not model (a size-based wrap policy, `HYBRID_SHARD_ZERO2`, "
-             "FSDP2) and unknown keys are errors (exit 3)"},
+             "others memest does not model (a size-based wrap policy, `HYBRID_SHARD_ZERO2`) "
+             "and unknown keys are errors (exit 3); `fsdp_version: 2` is `--fsdp2`"},
     {.name = "fsdp-wrap",
      .arg = MEMEST_ARG_REQUIRED,
      .metavar = "B",
@@ -1118,6 +1118,19 @@ const struct memest_opt memest_opts[] = {
              "mix trainable and frozen parameters; its shard's gradient is whole, the "
              "optimizer's state covers the trainable parameters' parts of it, and each "
              "parameter starts 16-byte aligned in the FlatParameter"},
+    {.name = "fsdp2",
+     .group = MEMEST_GROUP_DIST,
+     .modes = MEMEST_MODES_STEP,
+     .needs = MEMEST_NEED_TRAINING,
+     .verb = -1,
+     .kind = MEMEST_K_FLAG,
+     FIELD(dist.eng.fsdp2),
+     .help = "FSDP2 (fully_shard): each parameter sharded on its own",
+     .doc = "FSDP2, `fully_shard` (torchtitan's, torchtune's, accelerate's `fsdp_version: 2`): "
+             "each parameter a DTensor chunked on dim 0 over the shard group, padded to "
+             "ceil(dim0 / N) rows on every rank; gradients and optimizer state only for the "
+             "parameters that require grad; a unit may mix types and frozen parameters; the "
+             "units are the layers (`--fsdp-policy layers` by default)"},
     {.name = "fsdp-no-mixed-precision",
      .group = MEMEST_GROUP_DIST,
      .modes = MEMEST_MODES_STEP,

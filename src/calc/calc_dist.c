@@ -101,7 +101,7 @@ static int units_make(const struct memest_run *r, const struct memest_rank_view 
 static int check_flat(const struct memest_run *r, const struct memest_rank_view *v,
                       const struct units *u, struct memest_error *err)
 {
-    if (!v->flat_units)
+    if (!v->flat_units || v->cfg->eng.fsdp2)   /* FSDP2 shards each parameter alone */
         return 0;
     for (uint32_t i = 0; i <= u->n; i++) {
         const struct memest_flat_unit *f = &u->flat[i];
@@ -201,15 +201,14 @@ static void add_flat_shards(struct acc *a, const struct memest_optim_cfg *oc,
         const struct memest_flat_unit *f = &u->flat[i];
         if (!f->numel)
             continue;
-        uint64_t part = memest_dist_part(f->numel, v->shard);
-        add(a, v->offload_params ? &a->s.host : &a->s.params, memest_sat_mul(part, f->elem));
+        add(a, v->offload_params ? &a->s.host : &a->s.params, f->shard_bytes);
         if (v->offload_params)
-            add(a, &a->s.host_params, memest_sat_mul(part, f->elem));
+            add(a, &a->s.host_params, f->shard_bytes);
         if (!f->requires_grad)
             continue;
         a->s.shard_elems += f->state;
-        add(a, v->offload_optim ? &a->s.host : &a->s.grads, memest_sat_mul(part, f->elem));
-        add_state(a, oc, f->state, memest_sat_mul(f->state, f->elem), v->offload_optim);
+        add(a, v->offload_optim ? &a->s.host : &a->s.grads, f->grad_bytes);
+        add_state(a, oc, f->state, f->state_bytes, v->offload_optim);
     }
 }
 

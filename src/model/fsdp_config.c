@@ -181,9 +181,7 @@ static int fsdp_keys(struct rd *r, const cJSON *o, const char *base, struct meme
             static const char *const versions[] = {"1", "2"};
             if (choice(r, k, path, versions, 2, &i) != 0)
                 return -1;
-            if (i != 0)
-                return bad(r, path, "FSDP2 (fsdp_version 2) is not modelled: FSDP1's flat "
-                                    "parameters are");
+            d->eng.fsdp2 = i == 1;   /* fully_shard: each parameter on its own */
         } else if (!strcmp(n, "min_num_params")) {
             return bad(r, path, "a size-based wrap policy is not modelled (units by the "
                                 "transformer layer class are)");

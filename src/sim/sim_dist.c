@@ -56,9 +56,10 @@ static int flat_layout(struct sim *S, size_t k)
     }
     for (size_t u = 0; u < k; u++) {
         S->ugath[u] = fu[u].numel ? fu[u].gathered : 0;
-        S->ushard[u] = fu[u].numel;
+        S->ushard[u] = fu[u].numel ? fu[u].shard_bytes : 0;
+        S->ugbytes[u] = fu[u].grad_bytes;
         S->ustate[u] = fu[u].state;
-        S->uelem[u] = fu[u].elem ? fu[u].elem : 4;
+        S->ustbytes[u] = fu[u].state_bytes;
     }
     free(fu);
     return 0;
@@ -85,13 +86,14 @@ int sim_dist_analyze(struct sim *S)
     S->ugath = calloc(k, sizeof *S->ugath);
     S->ushard = calloc(k, sizeof *S->ushard);
     S->ustate = calloc(k, sizeof *S->ustate);
+    S->ugbytes = calloc(k, sizeof *S->ugbytes);
+    S->ustbytes = calloc(k, sizeof *S->ustbytes);
     S->ugid = malloc(sizeof *S->ugid * k);
     S->ugid2 = malloc(sizeof *S->ugid2 * k);
     S->upre = calloc(k, sizeof *S->upre);
-    S->uelem = calloc(k, sizeof *S->uelem);
     S->ugr = malloc(sizeof *S->ugr * k);
     if (!S->ufirst || !S->ulast || !S->ugath || !S->ushard || !S->ustate || !S->ugid ||
-        !S->ugid2 || !S->upre || !S->uelem || !S->ugr)
+        !S->ugid2 || !S->upre || !S->ugbytes || !S->ustbytes || !S->ugr)
         return sim_nomem(S);
     for (size_t u = 0; u < k; u++) {
         S->ufirst[u] = NONE;
@@ -133,7 +135,8 @@ void sim_dist_free(struct sim *S)
     free(S->ugid);
     free(S->ugid2);
     free(S->upre);
-    free(S->uelem);
+    free(S->ugbytes);
+    free(S->ustbytes);
     free(S->ugr);
     free(S->pred);
 }
@@ -173,9 +176,7 @@ static int sim_dist_setup(struct sim *S)
         for (uint32_t u = 0; u <= S->nunits; u++)
             if (S->ushard[u] &&
                 sim_ev_alloc(S, MEMEST_CAT_PARAMS, u < S->nunits ? S->ufirst[u] : NONE,
-                             memest_sat_mul(memest_dist_part(S->ushard[u], v->shard),
-                                            S->uelem[u]),
-                             &id) != 0)
+                             S->ushard[u], &id) != 0)
                 return -1;
     if (v->ddp_buckets && !S->inference) {
         uint64_t b = 0;
@@ -344,12 +345,9 @@ static int reduce_unit(struct sim *S, uint32_t u, uint32_t node)
             any = true;
         }
     }
-    if (!any || S->ugr[u] != NONE || !S->ushard[u])
+    if (!any || S->ugr[u] != NONE || !S->ugbytes[u])
         return 0;
-    return sim_ev_alloc(S, MEMEST_CAT_GRADS, node,
-                        memest_sat_mul(memest_dist_part(S->ushard[u], S->rv->shard),
-                                       S->uelem[u]),
-                        &S->ugr[u]);
+    return sim_ev_alloc(S, MEMEST_CAT_GRADS, node, S->ugbytes[u], &S->ugr[u]);
 }
 
 static int sim_dist_bwd_leave(struct sim *S, uint32_t lo)
@@ -466,9 +464,8 @@ static int sim_dist_optimizer(struct sim *S, bool first)
         for (uint32_t u = 0; u <= S->nunits; u++) {
             if (!S->ustate[u] || S->ugr[u] == NONE)
                 continue;
-            uint64_t st = S->ustate[u];
-            fl[nf++] = (struct flat){u < S->nunits ? S->ufirst[u] : NONE, st,
-                                     memest_sat_mul(st, S->uelem[u])};
+            fl[nf++] = (struct flat){u < S->nunits ? S->ufirst[u] : NONE, S->ustate[u],
+                                     S->ustbytes[u]};
         }
     } else {
         uint64_t part = S->zpart;

@@ -205,16 +205,17 @@ struct sim {
     uint32_t nunits;
     uint32_t *ufirst, *ulast;   /* per unit */
     uint64_t *ugath;      /* per unit and the root: gathered bytes */
-    uint64_t *ushard;     /* per unit and the root: the FlatParameter's elements (FSDP) */
+    uint64_t *ushard;     /* per unit and the root: the rank's shard, bytes (FSDP) */
+    uint64_t *ugbytes;    /* its gradient's bytes (dist.h memest_flat_unit.grad_bytes) */
     uint64_t *ustate;     /* per unit and the root: the elements of the rank's shard the
                              optimizer updates (FSDP: dist.h memest_flat_unit.state) */
+    uint64_t *ustbytes;   /* their bytes */
     uint32_t *ugid;       /* per unit and the root: live gathered id, NONE */
     uint32_t *ugid2;      /* ... and the rest after a partial prefetch, NONE */
     uint64_t *upre;       /* per unit: the bytes its live ugid holds (a ZeRO-3
                              prefetch: at most stage3_prefetch_bucket_size) */
     uint32_t *ugr;        /* per unit and the root: its gradient shard id (FSDP) */
     uint8_t *pred;        /* parameter storage: its gradient went to the partition */
-    uint64_t *uelem;      /* per unit and the root: its shard's element (FSDP) */
     uint64_t e16;         /* the trainable parameters' element (DeepSpeed's 16-bit) */
     uint64_t zpart;       /* ZeRO: the rank's partition, in elements */
     uint32_t gpart;       /* DeepSpeed ZeRO-2/3: the gradient partition's id */

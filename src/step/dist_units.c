@@ -230,6 +230,9 @@ static uint64_t aligned(uint64_t numel, uint64_t elem)
     return numel % a ? numel + (a - numel % a) : numel;
 }
 
+static void fsdp2_units(const struct memest_run *r, const struct memest_rank_view *v,
+                        const uint32_t *unit_of, uint32_t nunits, struct memest_flat_unit *fu);
+
 int memest_dist_flat_units(const struct memest_run *r, const struct memest_rank_view *v,
                            const uint32_t *unit_of, uint32_t nunits,
                            struct memest_flat_unit *fu)
@@ -247,6 +250,11 @@ int memest_dist_flat_units(const struct memest_run *r, const struct memest_rank_
     for (size_t u = 0; u < n; u++) {
         fu[u].mixed_node = fu[u].dtype_node = NOUNIT;
         w[u].rank = UINT64_MAX;
+    }
+    if (v->cfg && v->cfg->eng.fsdp2) {
+        fsdp2_units(r, v, unit_of, nunits, fu);
+        free(off), free(raw), free(w);
+        return 0;
     }
     /* the layout: each parameter's stored elements in order */
     for (int pass = 0; pass < 2; pass++) {
@@ -296,7 +304,50 @@ int memest_dist_flat_units(const struct memest_run *r, const struct memest_rank_
             if (v->master_fp32 && f->elem < 4)
                 f->elem = 4;   /* accelerate's upcast: the shard is the fp32 master */
         }
+        f->shard_bytes = memest_sat_mul(part, f->elem);
+        f->grad_bytes = f->requires_grad ? f->shard_bytes : 0;
+        f->state_bytes = memest_sat_mul(f->state, f->elem);
     }
     free(off), free(raw), free(w);
     return 0;
+}
+
+/* FSDP2 (torch v2.6 torch/distributed/fsdp/_fully_shard/_fsdp_param.py,
+ * FSDPParam._init_sharded_param): each parameter chunked on dim 0 over the
+ * shard group (torch.chunk) and padded to the first chunk's size, so every
+ * rank holds ceil(dim0 / k) rows of numel / dim0 elements; a gradient only
+ * for a parameter that requires grad, reduce-scattered into its chunk; the
+ * unsharded parameters all-gathered per unit (the padded sizes). The fp32
+ * master of a trainable parameter under mixed precision as for FSDP1. */
+static void fsdp2_units(const struct memest_run *r, const struct memest_rank_view *v,
+                        const uint32_t *unit_of, uint32_t nunits, struct memest_flat_unit *fu)
+{
+    uint64_t k = v->shard > 0 ? (uint64_t)v->shard : 1;
+    for (uint32_t i = 0; i < r->nparams; i++) {
+        const struct memest_param *p = &r->params[i];
+        if (p->tied_to >= 0)
+            continue;
+        struct memest_flat_unit *f = &fu[unit_of[p->node] == NOUNIT ? nunits : unit_of[p->node]];
+        uint64_t e = memest_dist_param_elem(r, p), pn = memest_dist_param_numel(r, p);
+        uint64_t dim0 = p->shape.ndim > 0 && p->shape.size[0] > 0 ? (uint64_t)p->shape.size[0] : 1;
+        if (pn % dim0)   /* a packed weight's stored elements: [n, 1] */
+            dim0 = pn;
+        uint64_t rows = memest_dist_part(dim0, (int64_t)k), chunk = memest_sat_mul(rows, pn / dim0);
+        uint64_t se = p->trainable && v->master_fp32 && e < 4 ? 4 : e;
+        if (!f->elem) {
+            f->elem = e;
+            f->dtype = r->storages[p->storage].dtype;
+            f->first_node = p->node;
+        }
+        f->numel = memest_sat_add(f->numel, memest_sat_mul(chunk, k));
+        f->gathered = memest_sat_add(f->gathered, memest_sat_mul(memest_sat_mul(chunk, k), e));
+        f->shard_bytes = memest_sat_add(f->shard_bytes, memest_sat_mul(chunk, se));
+        if (p->trainable) {
+            f->requires_grad = true;
+            f->trainable = memest_sat_add(f->trainable, pn);
+            f->state = memest_sat_add(f->state, chunk);
+            f->grad_bytes = memest_sat_add(f->grad_bytes, memest_sat_mul(chunk, se));
+            f->state_bytes = memest_sat_add(f->state_bytes, memest_sat_mul(chunk, se));
+        }
+    }
 }

@@ -80,6 +80,28 @@ file(WRITE ${WORK}/fsdp_pure.yaml "distributed_type: FSDP\nmixed_precision: 'no'
 expect_json(pure_file ARGS --dtype bf16 --fsdp-config ${WORK}/fsdp_pure.yaml
     WANT parallel.model_states.total 6738415616)
 
+# 6. FSDP2 (fully_shard) on 3 GPUs, pure bf16: each parameter chunked on
+# dim 0 and padded to ceil(dim0 / 3) rows. A layer: q, k, v, o 4 x 1366 x
+# 4096 = 22,380,544; gate, up 2 x 3670 x 4096 = 30,064,640; down 1366 x
+# 11008 = 15,036,928; the norms 2 x 1366 = 2,732: 67,484,844 elements, x 32
+# = 2,159,515,008; embedding and head 2 x 10667 x 4096 = 87,384,064 and the
+# final norm 1366: 2,246,900,438 a rank, x 8 bytes = 17,975,203,504. FSDP1
+# cuts each FlatParameter instead: a layer's 202,383,360 / 3 = 67,461,120,
+# the root's ceil(262,148,096 / 3) = 87,382,699: 2,246,138,539 x 8 =
+# 17,969,108,312. An accelerate config's fsdp_version: 2 is --fsdp2.
+expect_json(fsdp2 ARGS --gpus 3 --strategy fsdp --dtype bf16 --fsdp-no-mixed-precision --fsdp2
+    WANT parallel.model_states.total 17975203504)
+expect_json(fsdp1_3 ARGS --gpus 3 --strategy fsdp --dtype bf16 --fsdp-no-mixed-precision
+    WANT parallel.model_states.total 17969108312)
+file(WRITE ${WORK}/fsdp2.yaml "distributed_type: FSDP\nmixed_precision: 'no'\nnum_processes: 3\n"
+     "fsdp_config:\n  fsdp_version: 2\n  fsdp_transformer_layer_cls_to_wrap: LlamaDecoderLayer\n")
+expect_json(fsdp2_file ARGS --dtype bf16 --fsdp-config ${WORK}/fsdp2.yaml
+    WANT parallel.model_states.total 17975203504)
+# FSDP2 takes LoRA in the layers' units (mixed requires_grad and types are
+# its to shard): the same states as 1 (every dimension divides by 8).
+expect_json(fsdp2_lora ARGS --gpus 8 --strategy fsdp --dtype bf16 --lora 16 --fsdp2
+    WANT parallel.engine_buffers.units 32 parallel.model_states.total 1701381120)
+
 # What PyTorch refuses is refused (exit 2), naming the node.
 function(expect_refused name want)
   execute_process(COMMAND ${MEMEST} models/hf/llama-2-7b.json --seq 128 ${ARGN}
