@@ -51,6 +51,13 @@ oom_case(oom resnet18_advise -- ${_m}/resnet18.json --advise --gpu a100-40gb)
 oom_case(oom gpt2_checkpoint_sweep -- ${_m}/gpt2.json --checkpoint --gpu a100-40gb --set n_layer=2
          --sweep 1:4:x2)
 oom_case(oom gpt2_checkpoint -- ${_m}/gpt2.json --checkpoint --gpu a100-40gb)
+# Adafactor's grouped foreach lists; FSDP's adapter units, LoRA and its
+# FlatParameters, and FSDP2's per-parameter shards
+oom_case(oom mlp_adafactor -- ${_m}/mlp-mnist.json --optim adafactor --batch 2)
+oom_case(oom gpt2_fsdp_lora -- ${_m}/gpt2.json --set n_layer=2 --gpus 4 --strategy fsdp --dtype bf16
+         --lora 8 --lora-targets c_attn)
+oom_case(oom gpt2_fsdp2_offload -- ${_m}/gpt2.json --set n_layer=2 --gpus 4 --strategy fsdp --fsdp2
+         --offload optimizer+params --gpu a100-40gb)
 oom_case(oom plot_timeline -- ${_m}/mlp-mnist.json --plot @TMP/step.svg --timeline @TMP/step.csv)
 oom_case(oom bad_shape --exit 3 -- ${_e}/shape_mismatch.json)
 oom_case(oom bad_json --exit 3 -- ${_e}/truncated.json --json)

@@ -70,10 +70,12 @@ struct tlist {
     const uint32_t *ps;   /* the group's parameters */
 };
 
-static int drop_list(struct sim *S, struct tlist *t, bool at_end)
+/* Frees list t's temporaries (last item first; none after a failure:
+ * failed set) and the list. */
+static int drop_list(struct sim *S, struct tlist *t, bool at_end, bool failed)
 {
     int rc = 0;
-    for (uint32_t i = t->n; t->ids && i-- > 0 && rc == 0;)   /* last item first */
+    for (uint32_t i = t->n; !failed && t->ids && i-- > 0 && rc == 0;)
         rc = sim_ev_free(S, at_end ? NONE : S->r->params[t->ps[i]].node, t->ids[i]);
     free(t->ids);
     *t = (struct tlist){0};
@@ -91,22 +93,25 @@ static int run_prog(struct sim *S, const struct memest_optim_prog *prog, const u
     for (size_t k = 0; k < prog->n && rc == 0; k++) {
         int l = prog->op[k] > 0 ? prog->op[k] : -prog->op[k];
         if (prog->op[k] < 0) {
-            rc = drop_list(S, &lists[l], false);
+            rc = drop_list(S, &lists[l], false, false);
             continue;
         }
         struct tlist t = {malloc(sizeof *t.ids * (np ? np : 1)), 0, ps};
         if (!t.ids)
             return sim_nomem(S);
-        for (uint32_t i = 0; i < np && rc == 0; i++, t.n++) {
+        for (uint32_t i = 0; i < np && rc == 0; i++) {
             const struct memest_param *pp = &r->params[ps[i]];
             struct memest_optim_param op = memest_optim_param_of(
                 pp->numel, r->storages[pp->storage].bytes, pp->shape.ndim, pp->shape.size);
             rc = sim_ev_alloc(S, MEMEST_CAT_OPTTEMP, pp->node,
                               memest_optim_temp_bytes(&op, (enum memest_optim_tsize)prog->size[l]),
                               &t.ids[i]);
+            t.n += rc == 0;
         }
-        if (rc == 0)
-            rc = drop_list(S, &lists[l], false);   /* the name rebound: the old list goes */
+        if (rc == 0)   /* the name rebound: the old list goes */
+            rc = drop_list(S, &lists[l], false, false);
+        else
+            drop_list(S, &lists[l], false, true);
         lists[l] = t;
     }
     return rc;
@@ -151,7 +156,7 @@ static int foreach_update(struct sim *S, const struct memest_optim_desc *d,
         }
     }
     for (int l = MEMEST_OPTIM_MAX_LISTS; l > 0; l--)
-        if (drop_list(S, &lists[l], true) != 0 && rc == 0)
+        if (drop_list(S, &lists[l], true, rc != 0) != 0)
             rc = -1;
     free(grp);
     return rc;
