@@ -40,11 +40,6 @@ bool memest_dist_persistent(const struct memest_rank_view *v, const struct memes
            p->numel <= v->cfg->eng.param_persistence_threshold;
 }
 
-static bool fsdp_view(const struct memest_rank_view *v)
-{
-    return v->flat_units;
-}
-
 /* PEFT's lambda policy: a leaf module whose weight requires grad (each
  * memest node is one module; its parameter called "weight", as getattr(
  * module, "weight") finds it). */
@@ -129,7 +124,7 @@ uint32_t memest_dist_units(const struct memest_run *r, const struct memest_rank_
         end = z;
         any = true;
     }
-    if (fsdp_view(v) && v->cfg && v->cfg->eng.policy == MEMEST_FSDP_POLICY_PEFT)
+    if (v->flat_units && v->cfg && v->cfg->eng.policy == MEMEST_FSDP_POLICY_PEFT)   /* FSDP */
         nu = split_leaves(r, unit_of, nu, firsts);   /* nsel >= nu entries */
     free(firsts);
     /* ZeRO-3 gathers a module's parameters when the module runs: a node with
