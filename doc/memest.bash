@@ -60,6 +60,7 @@ _memest() {
         --fused) _memest_words 'rmsnorm rotary swiglu linear-ce'; return 0 ;;
         --moe-imbalance) _memest_files ''; return 0 ;;
         --torch) _memest_words '2 1.13'; return 0 ;;
+        --transformers) return 0 ;;  # V
         --loop) _memest_words 'plain trainer torchtune torchtitan'; return 0 ;;
         --weights) _memest_words 'int8 nf4 fp4 int4 gptq awq mxfp4 fp8 nvfp4 dense'; return 0 ;;
         --group-size) return 0 ;;  # G
@@ -108,7 +109,7 @@ _memest() {
     esac
     if [ -n "$eq" ]; then return 0; fi
     case $cur in
-        -*) _memest_words '-b --batch -o --optim --momentum --amsgrad --centered --optim-impl --first-step --zero-grad --dtype --amp --fp8 --grad-accum --checkpoint --loss --inference --set --seq --attention --fused --moe-imbalance --torch --loop --weights --group-size --double-quant --compute-dtype --quant-storage --kbit-prep --strict-config --lora --lora-alpha --lora-dropout --lora-targets --lora-rslora --generate --context --new-tokens --kv-dtype --cache --all-logits --max-context --sweep-context --kv-block --gpu-util --gpus --tp --pp --micro-batches --schedule --virtual-stages --cp --sequence-parallel --ep --gpus-per-node --strategy --offload --deepspeed --fsdp-config --fsdp-wrap --fsdp-policy --fsdp-orig-params --fsdp2 --fsdp-no-mixed-precision --ddp-bucket-view --gpu --gpus-file --price --mem --overhead --fit --headroom --max-batch --sweep --sweep-var --mfu --offload-bw --cpu-optim-rate --advise --probe --device --layers --json --csv --timeline --plot --list-ops --list-gpus -h --help --version --dump-options'; return 0 ;;
+        -*) _memest_words '-b --batch -o --optim --momentum --amsgrad --centered --optim-impl --first-step --zero-grad --dtype --amp --fp8 --grad-accum --checkpoint --loss --inference --set --seq --attention --fused --moe-imbalance --torch --transformers --loop --weights --group-size --double-quant --compute-dtype --quant-storage --kbit-prep --strict-config --lora --lora-alpha --lora-dropout --lora-targets --lora-rslora --generate --context --new-tokens --kv-dtype --cache --all-logits --max-context --sweep-context --kv-block --gpu-util --gpus --tp --pp --micro-batches --schedule --virtual-stages --cp --sequence-parallel --ep --gpus-per-node --strategy --offload --deepspeed --fsdp-config --fsdp-wrap --fsdp-policy --fsdp-orig-params --fsdp2 --fsdp-no-mixed-precision --ddp-bucket-view --gpu --gpus-file --price --mem --overhead --fit --headroom --max-batch --sweep --sweep-var --mfu --offload-bw --cpu-optim-rate --advise --probe --device --layers --json --csv --timeline --plot --list-ops --list-gpus -h --help --version --dump-options'; return 0 ;;
     esac
     if [ "$COMP_CWORD" -eq 1 ]; then  # a subcommand, or the model of memest MODEL ...
         _memest_files '*.json'

@@ -31,6 +31,27 @@ foreach(i RANGE 11)
   set_tests_properties(loop.peaks_${i} PROPERTIES LABELS loop)
 endforeach()
 
+# The transformers releases (--transformers 4.48 / 4.55 / 5) under the
+# loops that pass labels (plain, trainer), against tests/tools/release_peak.py
+# (PyTorch 2.6 CPU; the tiny Llama and Qwen2 replicas with hf_models.py's
+# release rules, CUDA's kernels emulated where the CPU's differ;
+# tests/reference/release_peaks.json): 60 cases, the step peak within 1 %
+# and the saved activations within 0.5 % (issue 33's bounds). Each case
+# names its release and loop.
+file(READ ${PROJECT_SOURCE_DIR}/tests/reference/release_peaks.json _rel_text)
+foreach(i RANGE 59)
+  string(JSON _loop GET "${_rel_text}" cases ${i} loop)
+  add_test(NAME loop.release_peak_${i}
+           COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR} -DCASE=${i}
+                   -DREF=release_peaks.json "-DARGS=--loop;${_loop}" -DPERMILLE=10
+                   -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/peaks.cmake)
+  add_test(NAME loop.release_saved_${i}
+           COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR} -DCASE=${i}
+                   -DREF=release_peaks.json "-DARGS=--loop;${_loop}" -DPERMILLE=5 -DKEY=saved_at_backward
+                   -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/peaks.cmake)
+  set_tests_properties(loop.release_peak_${i} loop.release_saved_${i} PROPERTIES LABELS loop)
+endforeach()
+
 # The report's "activations (saved)" line (memory.saved_at_backward) is
 # what autograd keeps as the backward starts, the loss's saved tensors
 # included (issue 33, item 6). mlp-mnist at batch 32, fp32: Linear 1 saves

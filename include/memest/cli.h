@@ -42,9 +42,9 @@ struct memest_cli {
     /* --attention, --moe-imbalance, --fused, --torch: the fields of the run
      * options (run.h) besides batch and dtypes */
     struct memest_run_opts run;
-    uint16_t transformers;         /* the transformers release a template's rules follow:
-                                      400 + minor for 4.x, 0 for 5.x (the default; no
-                                      option sets it yet: issue 33) */
+    uint16_t transformers;         /* --transformers: the release a template's rules
+                                      follow, 400 + minor for 4.x, 500 for 5.x; 0: not
+                                      given (5.x) */
     bool fused_ce_named;           /* --fused names linear-ce (not through "all") */
     uint32_t run_named;            /* the run options asked for by name (memest_run.used's
                                       bits: --fused's kernels but through "all", --attention
@@ -139,18 +139,24 @@ int memest_cli_dist_sets(const struct memest_cli *o, struct memest_override *set
                          struct memest_dist_vars *buf, struct memest_error *err);
 
 /* The variables of the stack a model may declare (cli_stack.c):
- * transformers (400 + minor, 500 for 5.x), labels (the model computes its
+ * transformers (400 + minor, 500 for 5.x), torch (206 for 2.x, 113),
+ * labels (the model computes its
  * loss: a training step whose loop passes labels) and forward_cache (its
  * forward may build a DynamicCache: not under checkpointing, nor in
  * generation). Appends those m declares to sets[n..], at most
  * MEMEST_STACK_VARS, their text kept in *buf; returns the new count. */
-#define MEMEST_STACK_VARS 3
+#define MEMEST_STACK_VARS 4
 struct memest_stack_vars {
-    char transformers[8];
+    char transformers[8], torch[8];
+    int n;   /* how many sets it appended */
 };
 int memest_cli_stack_sets(const struct memest_cli *o, const struct memest_model *m,
-                          enum memest_loop loop, struct memest_override *sets, int n,
+                          const struct memest_step_cfg *step, struct memest_override *sets, int n,
                           struct memest_stack_vars *buf);
+/* --transformers for a model file (not a Hugging Face config): refused, it
+ * would change nothing. 0 / -1. */
+int memest_cli_stack_check(const struct memest_cli *o, const struct memest_model *m,
+                           struct memest_error *err);
 
 /* The overrides of --set, --seq, --context and --sweep-var: none set
  * twice, none a variable a several-GPU option sets (cli_dist.c). 0 / -1. */

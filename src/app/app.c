@@ -96,7 +96,9 @@ int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct mem
         return memest_error_exit(err);
     if (a->step.loop == MEMEST_LOOP_DEFAULT)   /* a config: the Trainer; a model file: plain */
         a->step.loop = a->m.arch ? MEMEST_LOOP_TRAINER : MEMEST_LOOP_PLAIN;
-    nsets = memest_cli_stack_sets(o, &a->m, (enum memest_loop)a->step.loop, sets, nsets, &sv);
+    if (memest_cli_stack_check(o, &a->m, err) != 0)
+        return memest_error_exit(err);
+    nsets = memest_cli_stack_sets(o, &a->m, &a->step, sets, nsets, &sv);
     if (o->strict_config && !a->m.arch) {   /* a model file's unknown fields are errors */
         memest_errf(err, MEMEST_ERR_USAGE, NULL, "--strict-config: the model is a model file, "
                     "not a Hugging Face config: it would change nothing");
@@ -121,8 +123,19 @@ int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct mem
     a->dtype = o->dtype;
     if (!o->dtype_set && o->step.amp == MEMEST_AMP_NONE && a->m.has_dtype)
         a->dtype = a->m.dtype;
-    if (memest_app_dist(a, err) != 0 || memest_app_graph_passes(a, &a->g, err) != 0 ||
-        memest_app_stages(a, err) != 0)
+    bool checkpoint = a->step.checkpoint;
+    if (memest_app_dist(a, err) != 0)
+        return memest_error_exit(err);
+    /* a config that turns checkpointing on (--fsdp-config) turns use_cache
+     * off (cli_stack.c): the graph is built again with the stack it sets */
+    if (a->step.checkpoint != checkpoint && memest_model_has_variable(&a->m, "forward_cache", NULL)) {
+        nsets = memest_cli_stack_sets(o, &a->m, &a->step, sets, nsets - (int)sv.n, &sv);
+        memest_graph_free(&a->g);
+        memset(&a->g, 0, sizeof a->g);
+        if (memest_model_build(&a->m, sets, nsets, &a->g, err) != 0)
+            return memest_error_exit(err);
+    }
+    if (memest_app_graph_passes(a, &a->g, err) != 0 || memest_app_stages(a, err) != 0)
         return memest_error_exit(err);
     config_unknown_keys(&a->m, false, err);
     uint32_t unused, unused_at;

@@ -102,7 +102,8 @@ static const struct {
     {"tp", "the tensor-parallel size, which --tp T (with --gpus N) sets"},
     {"sp", "the sequence-parallel size, which --sequence-parallel (with --tp T) sets"},
     {"ep", "the expert-parallel size, which --ep E (with --gpus N) sets"},
-    {"transformers", "the transformers release, which memest sets (5.x)"},
+    {"transformers", "the transformers release, which --transformers sets"},
+    {"torch", "the PyTorch release, which --torch sets"},
     {"labels", "whether the model computes its loss, which --loop (and --inference) sets"},
     {"forward_cache", "whether the forward builds a DynamicCache, which --checkpoint, "
                       "--inference and --generate set"},

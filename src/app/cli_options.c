@@ -545,6 +545,23 @@ const struct memest_opt memest_opts[] = {
      FIELD(run.torch),
      .vocab = &vocab_torch,
      .help = "the PyTorch release whose autograd rules apply (2: 2.x)"},
+    {.name = "transformers",
+     .arg = MEMEST_ARG_REQUIRED,
+     .metavar = "V",
+     .group = MEMEST_GROUP_LLM,
+     .modes = MEMEST_MODES_ALL,
+     .verb = -1,
+     .kind = MEMEST_K_CUSTOM,
+     .parse = memest_optp_transformers,
+     .dflt = "5",
+     .help = "the transformers release whose modeling code a Hugging Face config follows "
+             "(4.46 to 4.57, or 5)",
+     .doc = "the transformers release whose modeling code an architecture template follows "
+            "(models/arch/: SDPA's `.contiguous()` copies of q, k and v from 4.48 to 4.55, "
+            "`enable_gqa` instead of `repeat_kv` from 4.54 under PyTorch 2.x without a mask, "
+            "ForCausalLMLoss's float32 shift copy of the logits in 4.48, the DynamicCache's "
+            "references up to 4.55 and `torch.cat` copies from 4.56); refused for a model "
+            "file, which follows no transformers code"},
     {.name = "loop",
      .arg = MEMEST_ARG_REQUIRED,
      .metavar = "NAME",

@@ -1,6 +1,8 @@
 /* cli_parsers.c - the options whose argument is more than one generic
  * value (options.h: K_CUSTOM), and the steps a few generic ones take after
  * their value is stored. Each is a row's parse function (cli_options.c). */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli_internal.h"
@@ -69,6 +71,56 @@ int memest_optp_seq(const struct memest_opt *row, char *arg, struct memest_cli *
     if (memest_parse_u64(arg, 1, ((uint64_t)1 << 53) - 1, &u) != 0)
         return memest_opt_bad(err, "--seq", arg, "a whole number between 1 and 2^53-1");
     return add_override(o, (struct memest_override){"seq_len", arg, "--seq"}, err);
+}
+
+/* --transformers V: the release a template's rules follow, as
+ * major * 100 + minor (4.48 -> 448); every 5.x release is 500 (the rules
+ * memest writes do not part within 5.x). 4.46 is the first release whose
+ * causal LMs upcast the logits only inside the loss (ForCausalLMLoss), the
+ * oldest code the templates follow. */
+int memest_optp_transformers(const struct memest_opt *row, char *arg, struct memest_cli *o,
+                             struct memest_error *err)
+{
+    (void)row;
+    const char *want = "a release 4.46 to 4.57 (4.N or 4.N.P), or 5 (5, 5.x, 5.N or 5.N.P)";
+    char *end;
+    errno = 0;
+    unsigned long major = strtoul(arg, &end, 10);
+    if (errno || end == arg || (*end && *end != '.') || arg[0] == '-' || arg[0] == '+')
+        return memest_opt_bad(err, "--transformers", arg, want);
+    unsigned long minor = 0;
+    bool any = false;
+    if (*end == '.') {
+        const char *m = end + 1;
+        if (major == 5 && strcmp(m, "x") == 0) {
+            end = (char *)m + 1;
+            any = true;
+        } else {
+            errno = 0;
+            minor = strtoul(m, &end, 10);
+            if (errno || end == m || *m == '-' || *m == '+')
+                return memest_opt_bad(err, "--transformers", arg, want);
+            if (*end == '.') {   /* a patch release: the minor's rules */
+                const char *pt = end + 1;
+                errno = 0;
+                (void)strtoul(pt, &end, 10);
+                if (errno || end == pt || *pt == '-' || *pt == '+')
+                    return memest_opt_bad(err, "--transformers", arg, want);
+            }
+        }
+    } else if (major == 5) {
+        any = true;
+    }
+    if (*end)
+        return memest_opt_bad(err, "--transformers", arg, want);
+    (void)any;
+    if (major == 5 && minor < 100)
+        o->transformers = 500;
+    else if (major == 4 && minor >= 46 && minor <= 57)
+        o->transformers = (uint16_t)(400 + minor);
+    else
+        return memest_opt_bad(err, "--transformers", arg, want);
+    return 0;
 }
 
 /* --attention K: eager is what a model without SDPA runs anyway (T5's

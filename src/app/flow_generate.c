@@ -48,7 +48,7 @@ static int graph_at(struct memest_app *a, int64_t seq, struct memest_graph *g,
         return memest_errf(err, MEMEST_ERR_USAGE, NULL, "--set: at most %d overrides",
                            MEMEST_MAX_SETS - 1);
     sets[n++] = (struct memest_override){"seq_len", value, "--context"};
-    n = memest_cli_stack_sets(o, &a->m, (enum memest_loop)a->step.loop, sets, n, &sv);
+    n = memest_cli_stack_sets(o, &a->m, &a->step, sets, n, &sv);
     if (memest_model_build(&a->m, sets, n, g, err) != 0)
         return -1;
     return memest_app_graph_passes(a, g, err);   /* the same model: LoRA, quantisation */

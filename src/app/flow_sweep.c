@@ -297,7 +297,7 @@ static int rebuild(struct memest_app *a, const char *name, int64_t value,
     ov[n++] = (struct memest_override){name, text, "--sweep-var"};
     if ((n = memest_cli_dist_sets(o, ov, n, &dv, err)) < 0)
         return -1;
-    n = memest_cli_stack_sets(o, &a->m, (enum memest_loop)a->step.loop, ov, n, &sv);
+    n = memest_cli_stack_sets(o, &a->m, &a->step, ov, n, &sv);
     memest_run_free(&a->est.run); /* its node array is sized for the old graph */
     memest_app_stages_free(a);   /* the old stages (the whole graph back in g) */
     memest_graph_free(&a->g);

@@ -3,11 +3,32 @@
 # memest_run(OUT ARGS...): runs ${MEMEST} ARGS in ${SRC} and puts its standard
 # output in OUT; a non-zero exit fails the test. memest_json(OUT ARGS...): the
 # same with --json (the check scripts of tests/hf/ and tests/lora/ include this).
+#
+# The replicas these scripts compare with (tests/tools/hf_models.py and the
+# generators built on it) follow v4.48.0's attention with the caller's loss
+# over all B x S positions: transformers 4.49's code for what memest models.
+# So a Hugging Face config (a file with a "model_type") runs with
+# --transformers 4.49 unless the caller names a release; a model file takes
+# none.
 function(memest_run out_var)
-  execute_process(COMMAND ${MEMEST} ${ARGN} WORKING_DIRECTORY ${SRC} RESULT_VARIABLE rc
+  set(args ${ARGN})
+  list(GET args 0 first)
+  list(FIND args --transformers named)
+  if(named EQUAL -1 AND NOT first MATCHES "^-")
+    if(NOT IS_ABSOLUTE "${first}")
+      set(first "${SRC}/${first}")
+    endif()
+    if(EXISTS "${first}" AND NOT IS_DIRECTORY "${first}")
+      file(READ "${first}" head LIMIT 65536)
+      if(head MATCHES "\"model_type\"")
+        list(APPEND args --transformers 4.49)
+      endif()
+    endif()
+  endif()
+  execute_process(COMMAND ${MEMEST} ${args} WORKING_DIRECTORY ${SRC} RESULT_VARIABLE rc
                   OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
   if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "memest ${ARGN}: exit code ${rc}\n${out}\n${err}")
+    message(FATAL_ERROR "memest ${args}: exit code ${rc}\n${out}\n${err}")
   endif()
   set(${out_var} "${out}" PARENT_SCOPE)
 endfunction()

@@ -235,20 +235,74 @@ def eager_attention_forward(module, query, key, value, attention_mask, scaling, 
 
 SDPA_HOOKS = []  # fn(query, mask, sdpa output, its transpose(1, 2).contiguous()) after each SDPA call
 
+# The transformers release the replica follows (major * 100 + minor; 500: 5.x), which tests/tools/
+# release_peak.py and loop_peak.py set (memest --transformers); None, every other generator's: v4.48.0's
+# attention and the caller's loss over all B * S positions, which is 4.49's to 4.53's code for what memest
+# models (their tests pass --transformers 4.49):
+#   sdpa_attention_forward: q, k, v .contiguous() from 4.48 to 4.55 (up to 4.47 only on CUDA with a mask:
+#     LlamaSdpaAttention); none from 4.56 (transformers main integrations/sdpa_attention.py, 00c238bd);
+#     use_gqa_in_sdpa from 4.54: torch >= 2.5 and no mask -> enable_gqa=True instead of repeat_kv;
+#   ForCausalLMLoss up to 4.48: logits[..., :-1, :].contiguous() of the float32 logits; 4.49 on the labels
+#     are padded and the logits viewed whole;
+#   DynamicCache (use_cache in training without checkpointing): references to the post-RoPE key and the
+#     value up to 4.55, torch.cat([empty, key_states], dim=-2) copies from 4.56, which the attention reads.
+TRANSFORMERS = None  # None: the original replica (4.48's attention, the caller's loss over all B * S rows)
+# The forward's DynamicCache: None (no use_cache), "drop" (built, not kept: the caller keeps only the
+# last output, memest --loop plain), or a list the caller keeps (the Trainer's outputs)
+CACHE = None
+# fn(tensor) for each tensor autograd saves inside the GQA emulation below (whose saved_tensors_hooks
+# replace the caller's): tests/tools/release_peak.py's saved-bytes record
+SAVED_PACK = None
+
+
+def _gqa_flash_cuda(query, key, value, n_rep, scaling, is_causal):
+    """CUDA's flash kernel with native GQA (PyTorch 2.6 cuda/attention.cu; flash_api.cpp reads k, v at Hkv
+    heads and saves them so), which the CPU cannot run: it takes the math path for any enable_gqa=True call.
+    Emulated: repeat_kv copies for the CPU's flash kernel, and saved_tensors_hooks that save the Hkv key and
+    value in their place (the repeat made again in backward: a transient the size of CUDA's dk_expanded,
+    dv_expanded [B, S, Hq, D] of mha_bwd)."""
+    kr, vr = repeat_kv(key, n_rep), repeat_kv(value, n_rep)
+    src = {kr.untyped_storage().data_ptr(): key, vr.untyped_storage().data_ptr(): value}
+
+    def pack(t):
+        orig = src.get(t.untyped_storage().data_ptr())
+        if orig is not None and t.shape == (orig.shape[0], orig.shape[1] * n_rep) + tuple(orig.shape[2:]):
+            if SAVED_PACK:
+                SAVED_PACK(orig)
+            return ("repeat", orig)
+        if SAVED_PACK:
+            SAVED_PACK(t)
+        return t
+
+    def unpack(p):
+        if not isinstance(p, tuple):
+            return p
+        return repeat_kv(p[1], n_rep).contiguous()
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        return F.scaled_dot_product_attention(query, kr, vr, scale=scaling, is_causal=is_causal)
+
 
 def sdpa_attention_forward(module, query, key, value, attention_mask, scaling, dropout=0.0, softcap=None):
     # integrations/sdpa_attention.py: softcap (and sliding_window) arrive in **kwargs and are ignored
-    key = repeat_kv(key, module.num_key_value_groups)
-    value = repeat_kv(value, module.num_key_value_groups)
+    rel = 448 if TRANSFORMERS is None else TRANSFORMERS
+    gqa = rel >= 454 and attention_mask is None and module.num_key_value_groups > 1
+    if not gqa:
+        key = repeat_kv(key, module.num_key_value_groups)
+        value = repeat_kv(value, module.num_key_value_groups)
     causal_mask = attention_mask
     if attention_mask is not None:
         causal_mask = causal_mask[:, :, :, : key.shape[-2]]
-    query = query.contiguous()
-    key = key.contiguous()
-    value = value.contiguous()
+    if 448 <= rel < 456 or (rel < 448 and causal_mask is not None):
+        query = query.contiguous()
+        key = key.contiguous()
+        value = value.contiguous()
     is_causal = causal_mask is None and query.shape[2] > 1
-    attn_output = F.scaled_dot_product_attention(query, key, value, attn_mask=causal_mask, dropout_p=dropout,
-                                                 scale=scaling, is_causal=is_causal)
+    if gqa and query.dtype != torch.float32:  # CUDA flash with native GQA (float32: math on both)
+        attn_output = _gqa_flash_cuda(query, key, value, module.num_key_value_groups, scaling, is_causal)
+    else:
+        attn_output = F.scaled_dot_product_attention(query, key, value, attn_mask=causal_mask, dropout_p=dropout,
+                                                     scale=scaling, is_causal=is_causal, enable_gqa=gqa)
     out = attn_output
     attn_output = attn_output.transpose(1, 2).contiguous()
     for hook in SDPA_HOOKS:  # not transformers': lets the reference name the tensors (hf_figures.py)
@@ -330,6 +384,13 @@ class Attention(nn.Module):
             query_states, key_states = apply_rotary_pos_emb(query_states, key_states, cos, sin)
             if self.rope_cast:  # Olmo2's apply_rotary_pos_emb: q_embed.to(q_type), k_embed.to(k_type)
                 query_states, key_states = query_states.to(q_type), key_states.to(k_type)
+        if CACHE is not None:  # past_key_values.update(key_states, value_states, self.layer_idx, ...)
+            if TRANSFORMERS is not None and TRANSFORMERS >= 456:
+                empty = torch.tensor([], dtype=key_states.dtype)
+                key_states = torch.cat([empty, key_states], dim=-2)
+                value_states = torch.cat([empty, value_states], dim=-2)
+            if isinstance(CACHE, list):
+                CACHE.append((key_states, value_states))
         fn = eager_attention_forward if self.attn == "eager" else sdpa_attention_forward
         attn_output, _ = fn(self, query_states, key_states, value_states, attention_mask,
                             dropout=0.0 if not self.training else self.attention_dropout, scaling=self.scaling,
@@ -542,7 +603,11 @@ class ForCausalLM(nn.Module):
                               else None)
         self.logits_scaling = cfg.get("logits_scaling", 1.0) if arch.get("mup") else None
 
-    def forward(self, input_ids):
+    def loss_rows(self, b, s):
+        """The rows ForCausalLMLoss takes: B * (S - 1) after the shift copy up to 4.48, else B * S."""
+        return b * (s - 1) if LABELS and TRANSFORMERS is not None and TRANSFORMERS < 449 else b * s
+
+    def forward(self, input_ids, target=None):
         hidden_states = self.model(input_ids)
         logits = self.lm_head(hidden_states[:, slice(0, None), :])  # num_logits_to_keep = 0
         if self.final_softcap is not None:
@@ -553,7 +618,17 @@ class ForCausalLM(nn.Module):
             logits = logits / self.logits_scaling
         # ForCausalLMLoss: logits.float(), then cross-entropy over logits.view(-1, vocab_size); called
         # without labels (LABELS False: torchtitan's loop upcasts in its loss) the logits as they are
-        return (logits.float() if LABELS else logits).view(-1, self.cfg["vocab_size"])
+        if not LABELS:
+            return logits.view(-1, self.cfg["vocab_size"])
+        lf = logits.float()
+        shift_logits = lf  # 4.49 on: the labels padded instead (no copy)
+        if TRANSFORMERS is not None and TRANSFORMERS < 449:
+            shift_logits = lf[..., :-1, :].contiguous()  # lf stays ForCausalLMLoss's `logits`, alive
+        if target is None:  # the caller's loss (memest --loop plain): the float32 logits returned
+            return shift_logits.view(-1, self.cfg["vocab_size"])
+        # the loss inside the model, as transformers computes it with labels: the half logits are a local of
+        # the forward (then the outputs'), the float32 copies ForCausalLMLoss's locals until it returns
+        return F.cross_entropy(shift_logits.view(-1, self.cfg["vocab_size"]), target), logits
 
 
 # whether the model is called with labels (its forward ends in ForCausalLMLoss's logits.float());

@@ -227,10 +227,38 @@ def state_tensors(opt):
 
 def trainer_loss(model, x, target, live):
     """transformers' Trainer.compute_loss (v4.48 to v5, return_outputs False): the outputs are its local and
-    die when it returns the loss; the model's logits.float() is ForCausalLMLoss's local."""
+    die when it returns the loss; the model's logits.float() is ForCausalLMLoss's local. With a release set
+    (hf_models.TRANSFORMERS), the loss is computed inside the model as labels make transformers do, the
+    outputs (the loss, the half logits, the DynamicCache in hf_models.CACHE) alive until it returns."""
+    if hf_models.TRANSFORMERS is not None and isinstance(model, hf_models.ForCausalLM):
+        loss, _logits = model(x, target)
+        return loss
     outputs = model(x)
     live.phase = "loss"
     return F.cross_entropy(outputs, target)
+
+
+class SavedBytes:
+    """The bytes autograd keeps as the backward starts (memest's memory.saved_at_backward): every storage a
+    saved_tensors_hooks pack sees during the forward and the loss (hf_models' GQA emulation reports its own
+    through hf_models.SAVED_PACK), counted once, at its CUDA size, if still live then; parameters and buffers
+    are not activations."""
+
+    def __init__(self, live, model):
+        self.live, self.ptrs = live, set()
+        self.skip = {t.untyped_storage().data_ptr() for t in list(model.parameters()) + list(model.buffers())}
+
+    def pack(self, t):
+        self.ptrs.add(t.untyped_storage().data_ptr())
+        return t
+
+    def total(self):
+        n = 0
+        for p in self.ptrs - self.skip:
+            tok = self.live.by_ptr.get(p)
+            if tok is not None:
+                n += self.live.bytes[tok][1]
+        return n
 
 
 def measure(cfg, attn, dtype, optim, prepare=None, builders=None, inputs=None, loop="plain"):
@@ -283,6 +311,13 @@ def measure(cfg, attn, dtype, optim, prepare=None, builders=None, inputs=None, l
         live.phase = "zero_grad"
         opt.zero_grad(set_to_none=True)
         live.phase = "forward"
+        release = hf_models.TRANSFORMERS is not None and isinstance(model, hf_models.ForCausalLM)
+        if release:  # use_cache: the Trainer keeps the outputs until the loss returns; plain keeps `out` only
+            hf_models.CACHE = [] if loop == "trainer" else "drop" if loop == "plain" else None
+        saved = SavedBytes(live, model) if step == 2 else None
+        hooks = torch.autograd.graph.saved_tensors_hooks(saved.pack if saved else (lambda t: t), lambda t: t)
+        hf_models.SAVED_PACK = saved.pack if saved else None
+        hooks.__enter__()
         if loop == "trainer":
             out, loss = None, trainer_loss(model, x, target, live)
         elif loop == "torchtitan":   # the model returns the half logits (no labels): torchtitan/train.py
@@ -295,6 +330,12 @@ def measure(cfg, attn, dtype, optim, prepare=None, builders=None, inputs=None, l
             out = model(x)
             live.phase = "loss"
             loss = F.cross_entropy(out, target)
+        hooks.__exit__(None, None, None)
+        hf_models.SAVED_PACK = None
+        if release:
+            hf_models.CACHE = None   # the outputs dropped before backward (the Trainer), or never kept
+        if saved:
+            saved_bytes = saved.total()
         live.phase = "backward"
         loss.backward()
         live.phase = "optimizer"
@@ -303,7 +344,7 @@ def measure(cfg, attn, dtype, optim, prepare=None, builders=None, inputs=None, l
         if step == 2:
             mode.__exit__(None, None, None)
     return {"peak_tensors": live.peak_cuda, "peak_at": live.peak_cuda_at, "peak_tensors_cpu": live.peak,
-            "peak_cpu_at": live.peak_at, "setup_bytes": setup}
+            "peak_cpu_at": live.peak_at, "setup_bytes": setup, "saved_at_backward": saved_bytes}
 
 
 # tiny config, attention, dtype, memest --attention: the kernel CUDA would run (see "CPU versus CUDA": auto

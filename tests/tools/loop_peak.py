@@ -8,7 +8,8 @@ real PyTorch 2.6 (CPU) as tests/tools/hf_peak.py measures them (its Live/Recorde
 
 The loops, as hf_peak.measure runs them:
   plain       out = model(x); loss = F.cross_entropy(out, target); backward; `out` (the float32 logits) alive
-  trainer     transformers' Trainer.compute_loss: outputs = model(x) a local of the function, dead before backward
+  trainer     transformers' Trainer.compute_loss: outputs = model(x, labels) (the loss inside the model, the half
+              logits and the DynamicCache in the outputs) a local of the function, dead before backward
   torchtitan  torchtitan/train.py: pred = model(x) (the half logits, no labels); loss = cross_entropy(pred.float(),
               ...); del pred; loss.backward()
 Not measured here: torchtune (its model returns one lm_head output per chunk: the replica's one head does not)."""
@@ -37,15 +38,17 @@ def main(argv):
         for loop in LOOPS:
             for optim, impl in hf_peak.OPTIMS:
                 hf_models.LABELS = loop != "torchtitan"
+                hf_models.TRANSFORMERS = 449
                 r = measure(cfg, attn, getattr(torch, dtype), optim, loop=loop)
                 r.update(config=name, attn=attn, dtype=dtype, memest_attention=kernel, optim=optim, impl=impl,
-                         loop=loop)
+                         loop=loop, transformers="4.49")
                 res["cases"].append(r)
                 print("%-6s %-5s %-8s %-10s %-4s %9d (%s)" % (name, attn, dtype, loop, optim, r["peak_tensors"],
                                                               r["peak_at"]), file=sys.stderr)
     hf_models.LABELS = True
+    hf_models.TRANSFORMERS = None
     res = stamp(res, "tests/tools/loop_peak.py",
-                {"torch": torch.__version__, "transformers": "v4.48.0 (followed in plain PyTorch, not imported)"})
+                {"torch": torch.__version__, "transformers": "v4.49 (hf_models.TRANSFORMERS; followed in plain PyTorch, not imported)"})
     with open(path, "w") as f:
         json.dump(res, f, indent=1)
         f.write("\n")

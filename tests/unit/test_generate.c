@@ -43,6 +43,10 @@ struct gen {
     struct memest_run pr, dr;
 };
 
+/* The transformers release the graphs follow (the template variable
+ * "transformers": 449 is 4.49, 500 5.x). */
+static const char *release = "500";
+
 /* Generation of `path` at batch, context C + N new tokens, dtype. 0 / -1. */
 static int generate(const char *path, int64_t batch, struct memest_gen_cfg cfg, enum memest_dtype dt,
                     uint64_t overhead, struct gen *G, struct memest_gen_estimate *e)
@@ -50,7 +54,8 @@ static int generate(const char *path, int64_t batch, struct memest_gen_cfg cfg, 
     struct memest_error err = {0};
     char c[24];
     snprintf(c, sizeof c, "%lld", (long long)cfg.context);
-    struct memest_override pre = {"seq_len", c, NULL}, dec = {"seq_len", "1", NULL};
+    const struct memest_override pre[] = {{"seq_len", c, NULL}, {"transformers", release, NULL}},
+                                 dec[] = {{"seq_len", "1", NULL}, {"transformers", release, NULL}};
     struct memest_run_opts o = {.batch = batch, .dtype = dt};
     struct memest_step_cfg step;
     memest_step_cfg_default(&step);
@@ -58,8 +63,8 @@ static int generate(const char *path, int64_t batch, struct memest_gen_cfg cfg, 
     step.overhead = overhead;
     step.overhead_set = overhead != 0;
     memset(G, 0, sizeof *G);
-    if (memest_model_read_file(path, &G->m, &err) != 0 || memest_model_build(&G->m, &pre, 1, &G->pg, &err) != 0 ||
-        memest_model_build(&G->m, &dec, 1, &G->dg, &err) != 0 ||
+    if (memest_model_read_file(path, &G->m, &err) != 0 || memest_model_build(&G->m, pre, 2, &G->pg, &err) != 0 ||
+        memest_model_build(&G->m, dec, 2, &G->dg, &err) != 0 ||
         memest_run_infer(&G->pr, &G->pg, &o, &err) != 0 || memest_run_infer(&G->dr, &G->dg, &o, &err) != 0 ||
         memest_generate(&G->pr, &G->dr, &step, &cfg, e, &err) != 0) {
         report(&err);
@@ -179,20 +184,27 @@ static void prefill_all_logits(void)
     done(&G);
 }
 
-/* A decode step of Llama-3-8B (batch 1, bf16) peaks in the last layer's
- * attention: every layer's cache at T tokens (the torch.cat copies made,
- * the old tensors gone) and repeat_kv's copies of the cache's T - 1 earlier
- * tokens to 32 heads (the graph's node repeats the new token itself). What
- * else is live then (the token's activations) does not depend on T, so two
- * steps T = 3072 and T = 4096 differ by 1024 tokens of
+/* Two decode steps of Llama-3-8B (batch 1, bf16) at T = 3072 and T = 4096
+ * tokens. What is live besides the cache (the token's activations) does not
+ * depend on T.
+ * transformers 4.49 (repeat_kv before SDPA): the step peaks in the last
+ * layer's attention: every layer's cache at T tokens (the torch.cat copies
+ * made, the old tensors gone) and repeat_kv's copies of the cache's T - 1
+ * earlier tokens to 32 heads (the graph's node repeats the new token
+ * itself); 1024 tokens more are
  *   cache      2 * 32 layers * 8 heads * 128 * 2 B = 131,072 B
  *   repeat_kv  2 * 32 heads * 128 * 2 B             =  16,384 B
- * = 150,994,944 B; and the step's cache is T tokens. */
-static void decode_growth(void)
+ * = 150,994,944 B.
+ * transformers 5.x (enable_gqa, no repeat): the step peaks in the last
+ * layer's torch.cat of the values: the new [1, 8, T, 128] value exists
+ * beside the old [1, 8, T - 1, 128] one, 8 * 128 * 2 = 2,048 B a token more:
+ * 1024 * (131,072 + 2,048) = 136,314,880 B. */
+static void decode_growth_at(const char *rel, uint64_t extra_per_token)
 {
     struct gen G;
     struct memest_gen_estimate e1, e2;
     struct memest_gen_cfg cfg = {.context = 3071, .new_tokens = 1};
+    release = rel;
     if (generate("models/hf/llama-3-8b.json", 1, cfg, MEMEST_BF16, 0, &G, &e1) != 0) {
         CHECK(0);
         return;
@@ -204,13 +216,20 @@ static void decode_growth(void)
         return;
     }
     done(&G);
+    release = "500";
     CHECK_EQ_U64(e2.decode.kv_bytes, 4096ull * 131072);
     CHECK_EQ_U64(e2.decode.peak.tensor_bytes - e1.decode.peak.tensor_bytes,
-                 1024ull * (131072 + 16384));
-    /* the peak itself: weights + cache + the repeat copies + at most a few
-     * of the token's [1, 1, 4096] activations */
-    uint64_t floor = 8030261248ull * 2 + 4096ull * 131072 + 4095ull * 32 * 256 * 2;
+                 1024ull * (131072 + extra_per_token));
+    /* the peak itself: weights + cache + the T - 1 tokens' extra copies +
+     * at most a few of the token's [1, 1, 4096] activations */
+    uint64_t floor = 8030261248ull * 2 + 4096ull * 131072 + 4095ull * extra_per_token;
     CHECK(e2.decode.peak.tensor_bytes >= floor && e2.decode.peak.tensor_bytes < floor + 64 * 1024);
+}
+
+static void decode_growth(void)
+{
+    decode_growth_at("449", 16384);
+    decode_growth_at("500", 2048);
 }
 
 /* vLLM's formula: cache_block_size = block * 2 * layers * kv_heads *
@@ -296,6 +315,7 @@ static void against_torch(void)
         CHECK(0);
         return;
     }
+    release = "449"; /* generate_peak.py's replica */
     static const char *const kinds[] = {"dynamic", "static"};
     for (int k = 0; k < 2; k++) {
         const cJSON *c = cJSON_GetObjectItemCaseSensitive(ref, kinds[k]);
@@ -315,6 +335,7 @@ static void against_torch(void)
         CHECK(fabs((double)e.decode.peak.tensor_bytes - dec) / dec < 0.03);
         done(&G);
     }
+    release = "500";
     cJSON_Delete(ref);
 }
 

@@ -66,7 +66,9 @@ static void report(const struct memest_error *err)
     fprintf(stderr, "%s\n", msg);
 }
 
-/* Builds path with the overrides ov[0..nov) and runs it; 0 / -1. */
+/* Builds path with those of the overrides ov[0..nov) that it declares (a
+ * template of its own may have no "transformers" variable) and runs it;
+ * 0 / -1. */
 static int run_config(const char *path, const struct memest_override *ov, int nov,
                       const struct memest_run_opts *o, struct memest_model *m,
                       struct memest_graph *g, struct memest_run *r)
@@ -76,7 +78,12 @@ static int run_config(const char *path, const struct memest_override *ov, int no
         report(&err);
         return -1;
     }
-    if (memest_model_build(m, ov, nov, g, &err) != 0) {
+    struct memest_override use[8];
+    int n = 0;
+    for (int i = 0; i < nov && n < 8; i++)
+        if (memest_model_has_variable(m, ov[i].name, NULL))
+            use[n++] = ov[i];
+    if (memest_model_build(m, use, n, g, &err) != 0) {
         report(&err);
         memest_model_free(m);
         return -1;
@@ -140,11 +147,14 @@ static void check_run(const char *name, const char *key, const cJSON *run)
      * ignores (memest's SDPA kernels refuse it) */
     bool sdpa = strstr(key, "/sdpa") != NULL, gemma2 = strcmp(name, "gemma2") == 0;
     o.attention = !sdpa ? MEMEST_ATTN_EAGER : gemma2 ? MEMEST_ATTN_EFFICIENT : MEMEST_ATTN_AUTO;
-    const struct memest_override ov[] = {{"seq_len", "16", NULL}, {"attn_logit_softcapping", "0", NULL}};
+    /* the replica follows transformers 4.49's modeling code */
+    const struct memest_override ov[] = {{"seq_len", "16", NULL},
+                                         {"transformers", "449", NULL},
+                                         {"attn_logit_softcapping", "0", NULL}};
     struct memest_model m;
     struct memest_graph g;
     struct memest_run r = {0};
-    if (run_config(path, ov, sdpa && gemma2 ? 2 : 1, &o, &m, &g, &r) != 0) {
+    if (run_config(path, ov, sdpa && gemma2 ? 3 : 2, &o, &m, &g, &r) != 0) {
         CHECK(!"tiny config builds");
         return;
     }
