@@ -13,7 +13,7 @@ set(MEMEST_TORCH_PYTHON "${_memest_torch_python}" CACHE FILEPATH
 if(MEMEST_TORCH_PYTHON)
   foreach(_case batchexpr escape api resnet18 mobilenet_v3_small custom unsupported untraceable cli writes
                 shared progress
-                torchvision_names)
+                torchvision_names lifetimes)
     add_test(NAME export.${_case}
              COMMAND ${MEMEST_TORCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/export/test_export.py ${_case}
                      $<TARGET_FILE:memest>)

@@ -46,6 +46,13 @@ struct memest_node {
                                      past_key_values): alive while the training loop
                                      keeps the outputs (sim: --loop), not only until
                                      their last reader */
+    const char *held_name;        /* "held_until": "NAME": the full name of a later
+                                     layer NAME of the same list (a Python local
+                                     that dies when the code reaches it, as
+                                     memest-export observes), else NULL */
+    uint32_t held_to;             /* ... that layer's node: the outputs live at
+                                     least until it has run; 0: none (a later
+                                     node is never node 0) */
     int64_t tie_node;             /* node whose weight this one shares, or -1 */
     bool tie_all;                 /* "tie_params": every parameter shared, by name */
     const char *fused;            /* "fused_params": the name of the fused parameters

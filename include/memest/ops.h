@@ -293,6 +293,9 @@ void memest_macs(struct memest_ictx *c, double fwd);
 void memest_macs_bwd(struct memest_ictx *c, double bwd);
 /* Transient forward workspace in bytes (freed at the end of the op). */
 void memest_workspace(struct memest_ictx *c, uint64_t bytes);
+/* The op's first step on input 0 runs before its other inputs are made
+ * (memest_nodeinfo.in0_first). */
+void memest_in0_first(struct memest_ictx *c);
 
 /* Fails the inference with a message naming the node and its input shapes.
  * Returns -1. */

@@ -102,6 +102,11 @@ struct memest_nodeinfo {
     uint32_t in_first;             /* into run.ins, g->nodes[n].nin entries */
     uint8_t bwd_flags;             /* MEMEST_BWD_* */
     uint64_t bwd_work_bytes;       /* scratch the backward kernels allocate and free */
+    bool in0_first;                /* Python computes what the node does with input 0
+                                      before the producer of its other inputs runs
+                                      (act_fn(gate_proj(x)) * up_proj(x)): without
+                                      autograd, input 0 is gone before the node's
+                                      own tensors exist (sim_forward.c) */
 };
 
 struct memest_run_opts {

@@ -234,6 +234,10 @@ int mb_expand_block(struct builder *b, const char *bname, const cJSON *def, cons
     if (rc == 0 && b->g->nnodes > first && !flat &&
         !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(def, "inline")))
         rc = add_block_inst(b, fullname, bname, first);
+    /* "held_until" may name the call: until its last node */
+    if (rc == 0 && b->g->nnodes > first && !flat &&
+        memest_strmap_put(&b->callmap, fullname, strlen(fullname), b->g->nnodes - 1) != 0)
+        rc = mb_nomem(b);
     if (rc == 0 && output) {
         const struct jp op = {bpath, "output", -1};
         mb_set_ctx_node(b, fullname);

@@ -397,13 +397,16 @@ static int add_op_node(struct builder *b, const struct memest_op_desc *op, const
         return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, npath, "discarded"),
                            "\"discarded\" must be true or false");
     const cJSON *jh = cJSON_GetObjectItemCaseSensitive(obj, "held_until");
-    if (jh && !(cJSON_IsString(jh) && strcmp(jh->valuestring, "output") == 0))
+    if (jh && (!cJSON_IsString(jh) || mb_bad_name(jh->valuestring)))
         return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, npath, "held_until"),
                            "\"held_until\" must be \"output\" (held while the training "
-                           "loop keeps the model's outputs)");
+                           "loop keeps the model's outputs) or the name of a later layer");
     n->op = op;
     n->discarded = cJSON_IsTrue(jd);
-    n->held_output = jh != NULL;
+    n->held_output = jh && strcmp(jh->valuestring, "output") == 0;
+    if (jh && !n->held_output &&   /* resolved once every node is built */
+        !(n->held_name = memest_arena_strdup(&b->g->arena, jh->valuestring)))
+        return mb_nomem(b);
     n->trainable = trainable;
     n->tie_node = tie;
     n->tie_all = tie_all;
@@ -538,6 +541,52 @@ static int expand_node(struct builder *b, const cJSON *obj, const char *npath, c
     mb_fused_end(b, obj);
     *out = cur;
     return mb_add_name(b, names, name, cur, npath);
+}
+
+/* The node or block call `name` names from node nd: looked up in nd's own
+ * list, then in the lists around it (the prefixes of nd's full name, the
+ * longest first); -1 if none. */
+static int64_t held_target(struct builder *b, const struct memest_node *nd)
+{
+    size_t nlen = strlen(nd->held_name), at = strlen(nd->name);
+    char *full = malloc(at + 1 + nlen + 1);
+    if (!full)
+        return -2;
+    int64_t to = -1;
+    for (;;) {
+        while (at > 0 && nd->name[at - 1] != '.')
+            at--;   /* nd->name[0..at) is a prefix ending in '.', or empty */
+        memcpy(full, nd->name, at);
+        memcpy(full + at, nd->held_name, nlen + 1);
+        if (memest_strmap_get(&b->fullnames, full, at + nlen, &to) ||
+            memest_strmap_get(&b->callmap, full, at + nlen, &to) || at == 0)
+            break;
+        to = -1;
+        at--;
+    }
+    free(full);
+    return to;
+}
+
+int mb_resolve_held(struct builder *b)
+{
+    for (uint32_t n = 0; n < b->g->nnodes; n++) {
+        struct memest_node *nd = &b->g->nodes[n];
+        if (!nd->held_name)
+            continue;
+        int64_t to = held_target(b, nd);
+        if (to == -2)
+            return mb_nomem(b);
+        if (to <= (int64_t)n) {
+            mb_set_ctx_node(b, nd->name);
+            return memest_errf(b->err, MEMEST_ERR_SCHEMA, mb_path_join(b, nd->path, "held_until"),
+                               "\"held_until\": \"%s\" is no later node or block call of its "
+                               "list or the lists around it (not a repeated one; or \"output\")",
+                               nd->held_name);
+        }
+        nd->held_to = (uint32_t)to;
+    }
+    return 0;
 }
 
 /* Expands the nodes of `layers` in order, each reading the one before unless

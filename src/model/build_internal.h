@@ -68,6 +68,7 @@ struct builder {
     struct memest_strmap fullnames; /* full node name -> node index */
     const cJSON *blocks;
     struct memest_strmap blockmap;  /* block name -> its definition (a cJSON *) */
+    struct memest_strmap callmap;   /* a block call's full name -> its last node */
     const char *active[MEMEST_MAX_NESTING]; /* blocks being expanded */
     int depth;
     const struct memest_override *ov; /* the command-line overrides */
@@ -119,6 +120,9 @@ int mb_eval_number(struct builder *b, const cJSON *j, const struct scope *sc, co
 
 /* ---- build_vars.c ---- */
 int mb_check_held(struct builder *b, double d, const char *path);
+/* Each node's "held_until": "NAME" resolved to its layer (memest_node.held_to);
+ * an error unless NAME is a later layer. 0 / -1. */
+int mb_resolve_held(struct builder *b);
 int mb_load_variables(struct builder *b, const cJSON *jvars, const cJSON *jlet,
                       const struct memest_override *ov, int nov, struct scope *globals);
 /* "checks" at path ("checks", "blocks.X.checks") over the scope sc. */

@@ -119,6 +119,11 @@ static cJSON *node_json(const struct memest_graph *g, const struct memest_node *
                      cJSON_CreateString(g->nodes[n->tie_node].name));
         if (ok && n->fused)
             ok = add(o, "fused_params", cJSON_CreateString(n->fused));
+        if (ok && n->discarded)
+            ok = add(o, "discarded", cJSON_CreateTrue());
+        if (ok && (n->held_output || n->held_to))   /* the flat file's names are full names */
+            ok = add(o, "held_until", cJSON_CreateString(n->held_output ? "output"
+                                                         : g->nodes[n->held_to].name));
     }
     for (int a = 0; ok && a < n->op->nargs; a++)
         if (n->args[a].given)

@@ -398,6 +398,8 @@ static int rebuild(struct pass *ps, const struct plan *plans, uint64_t extra)
         d->trainable = false;   /* the base is frozen */
         if (d->tie_node >= 0)
             d->tie_node = map[d->tie_node];
+        if (d->held_to)   /* an adapted layer's last node: its adapter's */
+            d->held_to = REMAP(((struct memest_ref){d->held_to, 0})).node;
         if (d->nin) {
             struct memest_ref *in = memest_arena_alloc(&g->arena, sizeof *in * d->nin);
             if (!in) {

@@ -230,6 +230,8 @@ static int build(struct builder *b, const cJSON *root, const struct memest_overr
                                 : "the model has no \"layers\" list");
     if (rc == 0)
         rc = mb_expand_list(b, layers, "layers", "", &globals, &names, first, true, &last);
+    if (rc == 0)
+        rc = mb_resolve_held(b);
     mb_set_ctx_node(b, ""); /* errors after the nodes are about no node */
     const cJSON *outs = cJSON_GetObjectItemCaseSensitive(root, "outputs");
     if (rc == 0 && outs) {
@@ -287,6 +289,7 @@ int memest_model_build(const struct memest_model *m, const struct memest_overrid
     memest_strmap_free(&b.fullnames);
     memest_strmap_free(&b.fusemap);
     memest_strmap_free(&b.blockmap);
+    memest_strmap_free(&b.callmap);
     if (rc != 0)
         memest_graph_free(g);
     else

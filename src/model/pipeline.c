@@ -191,6 +191,8 @@ static int add_stage_nodes(struct memest_graph *out, const struct memest_graph *
         *d = g->nodes[i];
         if (d->tie_node >= 0)   /* a weight shared with another stage is its own here */
             d->tie_node = (uint32_t)d->tie_node >= c->lo ? (int64_t)c->map[d->tie_node] : -1;
+        if (d->held_to)    /* a local of the stage's code: no later than its end */
+            d->held_to = at + (d->held_to <= c->hi ? d->held_to - i : c->hi - i);
         if (d->nin) {
             struct memest_ref *in = memest_arena_alloc(&out->arena, sizeof *in * d->nin);
             if (!in)

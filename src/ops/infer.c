@@ -665,6 +665,11 @@ void memest_workspace(struct memest_ictx *c, uint64_t bytes)
     c->ni->work_bytes = memest_sat_add(c->ni->work_bytes, bytes);
 }
 
+void memest_in0_first(struct memest_ictx *c)
+{
+    c->ni->in0_first = true;
+}
+
 /* ---- the walk ---- */
 
 static void reset(struct memest_run *r)

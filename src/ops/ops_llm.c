@@ -375,6 +375,8 @@ static int infer_act_mul(struct memest_ictx *c)
         return -1;
     if (!keep_a)
         memest_workspace(c, nbytes(n, gdt));
+    /* Python evaluates act_fn(gate_proj(x)) whole before up_proj(x) */
+    memest_in0_first(c);
     size_t wa = memest_dtype_size(promote_dtypes(gdt, udt)), wg = memest_dtype_size(gdt);
     if (rg_g && wa > wg)
         memest_bwd_workspace(c, memest_sat_mul(n, wa - wg));

@@ -133,6 +133,16 @@ void sim_analyze_lastuse(struct sim *S)
                 S->lastuse[b] = n;
         }
     }
+    /* "held_until": "NAME": a Python local alive until the code reaches
+     * NAME (memest-export observes when its last reference dies) */
+    for (uint32_t n = 0; n < S->nn; n++) {
+        uint32_t to = S->g->nodes[n].held_to;
+        for (uint32_t o = 0; to && o < r->nodes[n].nout; o++) {
+            uint32_t t = r->values[r->nodes[n].out_first + o].storage;
+            if (S->lastuse[t] < to)
+                S->lastuse[t] = to;
+        }
+    }
     for (uint32_t b = 0; b < S->g->nblocks; b++) {
         const struct memest_block_inst *k = &S->g->blocks[b];
         for (uint32_t n = k->first; n <= k->last && n < S->nn; n++) {

@@ -43,6 +43,25 @@ int sim_cublas(struct sim *S, uint32_t n, bool backward)
     return sim_ev_alloc(S, MEMEST_CAT_WORKSPACE, n, memest_cublas_workspace(S->cfg->gpu_arch), id);
 }
 
+/* Node n's first step on input 0 ran before its other inputs were made
+ * (memest_nodeinfo.in0_first): without autograd, an input 0 that nothing
+ * else reads died then, and what that step made took its place; so n's
+ * own tensors are counted without it. (Its other inputs' producers, earlier
+ * nodes here, saw it alive in its stead: the same bytes where the step's
+ * result is as large, as an activation of it is.) */
+static int in0_first(struct sim *S, uint32_t n)
+{
+    const struct memest_run *r = S->r;
+    if (!S->g->nodes[n].nin)
+        return 0;
+    uint32_t s = r->values[node_in(r, n, 0)->src].storage;
+    while (S->alias[s] != NONE)
+        s = S->alias[s];
+    if (persistent_kind(r->storages[s].kind) || sim_held(S, s) || S->lastuse[s] != n)
+        return 0;
+    return sim_free_storage(S, s, n);
+}
+
 int sim_forward_node(struct sim *S, uint32_t n, enum fmode m, const struct ckpt *k,
                         uint32_t *sfirst)
 {
@@ -56,6 +75,8 @@ int sim_forward_node(struct sim *S, uint32_t n, enum fmode m, const struct ckpt 
      * fused function runs at the head */
     bool fused = fused_node(S, n);
     if (fused && n == S->fce.head && sim_fused_ce_forward(S, n) != 0)
+        return -1;
+    if (m == FM_NOGRAD && r->nodes[n].in0_first && in0_first(S, n) != 0)
         return -1;
     for (uint32_t s = *sfirst; !fused && s < S->ns && r->storages[s].node == n; s++) {
         const struct memest_storage *st = &r->storages[s];

@@ -119,3 +119,54 @@ class Quantized(nn.Module):
 
     def forward(self, x):
         return self.quant(self.lin(x))
+
+
+class DoubleConv(nn.Module):
+    def __init__(self, cin, cout):
+        super().__init__()
+        self.net = nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout),
+                                 nn.ReLU(inplace=True), nn.Conv2d(cout, cout, 3, padding=1, bias=False),
+                                 nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class Up(nn.Module):
+    def __init__(self, cin, cout):
+        super().__init__()
+        self.up = nn.ConvTranspose2d(cin, cin // 2, 2, stride=2)
+        self.conv = DoubleConv(cin, cout)
+
+    def forward(self, x1, x2):
+        x1 = self.up(x1)                  # a local until forward() returns: alive through self.conv
+        x = torch.cat([x2, x1], dim=1)
+        return self.conv(x)
+
+
+class UNet(nn.Module):
+    """A small U-Net in the layout of milesial/Pytorch-UNet's unet_model.py
+    (DoubleConv, Down = MaxPool2d + DoubleConv, Up = ConvTranspose2d, cat,
+    DoubleConv): its forward() keeps x1..x4 as locals until it returns, and
+    Up.forward() its upsampled x1 through the DoubleConv after the cat."""
+
+    def __init__(self, cin=3, classes=2, w=8):
+        super().__init__()
+        self.inc = DoubleConv(cin, w)
+        self.down1 = nn.Sequential(nn.MaxPool2d(2), DoubleConv(w, 2 * w))
+        self.down2 = nn.Sequential(nn.MaxPool2d(2), DoubleConv(2 * w, 4 * w))
+        self.down3 = nn.Sequential(nn.MaxPool2d(2), DoubleConv(4 * w, 8 * w))
+        self.up1 = Up(8 * w, 4 * w)
+        self.up2 = Up(4 * w, 2 * w)
+        self.up3 = Up(2 * w, w)
+        self.outc = nn.Conv2d(w, classes, 1)
+
+    def forward(self, x):
+        x1 = self.inc(x)
+        x2 = self.down1(x1)
+        x3 = self.down2(x2)
+        x4 = self.down3(x3)
+        x = self.up1(x4, x3)
+        x = self.up2(x, x2)
+        x = self.up3(x, x1)
+        return self.outc(x)

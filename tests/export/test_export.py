@@ -448,10 +448,71 @@ def case_torchvision_names(memest):
               % (b, res["layers"][-1]["output_shape"], want))
 
 
+def forward_peak(memest, path, *extra):
+    """memest's forward peak of the training step (or of --inference): the
+    largest live tensor bytes of its timeline's forward rows, without the
+    cuBLAS workspace (the reference counts tensors only)."""
+    import csv
+    fd, tl = tempfile.mkstemp(suffix=".csv")
+    os.close(fd)
+    try:
+        p = subprocess.run([memest, path, "--batch", "2", "--timeline", tl] + list(extra),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if p.returncode != 0:
+            raise AssertionError("memest %s: %s" % (path, p.stderr.decode()))
+        with open(tl) as f:
+            return max(int(r["live_tensors"]) - int(r["workspace"]) for r in csv.DictReader(f)
+                       if r["phase"] == "forward")
+    finally:
+        os.unlink(tl)
+
+
+def case_lifetimes(memest):
+    """Python's lifetimes (issue 33 item 3): the U-Net's forward() keeps its
+    locals until it returns. The exporter marks them "held_until"; memest's
+    forward peaks then equal PyTorch 2.6's (tests/tools/unet_peak.py,
+    tests/reference/unet_peaks.json: live storages counted op by op), and
+    without the marks they fall short (the check can fail)."""
+    import torch
+    import export_models
+    from memest_export import export_to_file
+    with open(os.path.join(ROOT, "tests", "reference", "unet_peaks.json")) as f:
+        ref = json.load(f)
+    torch.manual_seed(0)
+    model = export_models.UNet()
+    fd, path = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    bare = path[:-5] + "_bare.json"
+    try:
+        doc = export_to_file(model, [torch.randn(2, *ref["shape"])], path)
+        held = {n["name"]: n["held_until"] for n in doc["layers"] if "held_until" in n}
+        # Up.forward's upsampled x1 lives through self.conv(x) after the cat
+        check(held.get("up1.up") == "up1.conv.net.5", "lifetimes: up1.up held until %s" % held.get("up1.up"))
+        # UNet.forward's x1 (inc's output) until forward() returns, past up3's cat
+        check(held.get("inc.net.5") == "outc", "lifetimes: inc.net.5 held until %s" % held.get("inc.net.5"))
+        for n in doc["layers"]:
+            n.pop("held_until", None)
+        with open(bare, "w") as f:
+            json.dump(doc, f)
+        # SGD and no loss: no state and no target, as in the reference
+        for run, extra in (("train", ["--optim", "sgd", "--loss", "none"]), ("inference", ["--inference"])):
+            want = ref[run]["forward_peak"]
+            got, short = forward_peak(memest, path, *extra), forward_peak(memest, bare, *extra)
+            print("lifetimes %s: memest %d (without held_until %d), PyTorch %d" % (run, got, short, want))
+            check(abs(got - want) <= want // 1000, "lifetimes %s: memest %d, PyTorch %d" % (run, got, want))
+            check(short < want - want // 100, "lifetimes %s: without held_until memest %d, not short of %d"
+                  % (run, short, want))
+    finally:
+        for p in (path, bare):
+            if os.path.exists(p):
+                os.unlink(p)
+
+
 CASES = {"api": case_api, "escape": case_escape, "resnet18": case_resnet18, "mobilenet_v3_small": case_mobilenet_v3_small, "custom": case_custom,
          "unsupported": case_unsupported, "untraceable": case_untraceable, "cli": case_cli,
          "batchexpr": case_batchexpr, "writes": case_writes, "shared": case_shared,
-         "progress": case_progress, "torchvision_names": case_torchvision_names}
+         "progress": case_progress, "torchvision_names": case_torchvision_names,
+         "lifetimes": case_lifetimes}
 NEEDS_TORCHVISION = {"resnet18", "mobilenet_v3_small", "torchvision_names"}
 NO_TORCH = {"batchexpr", "escape"}
 

@@ -123,6 +123,13 @@ static int rename_refs(cJSON *doc, const struct renames *r, const struct renames
             if (nn && !cJSON_SetValuestring(tie, nn))
                 return -1;
         }
+        /* held_until names a node of the list (or "output") */
+        cJSON *held = cJSON_GetObjectItemCaseSensitive(n, "held_until");
+        if (cJSON_IsString(held)) {
+            const char *nn = renames_get(r, held->valuestring, strlen(held->valuestring));
+            if (nn && !cJSON_SetValuestring(held, nn))
+                return -1;
+        }
     }
     cJSON *e;
     cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(doc, "outputs"))
@@ -245,7 +252,8 @@ static int collect_refs(const cJSON *j, struct memest_strmap *refs)
         const char *key = c->string;
         bool is_ref = key && (strcmp(key, "inputs") == 0 || strcmp(key, "output") == 0 ||
                               strcmp(key, "outputs") == 0);
-        bool is_tie = key && (strcmp(key, "tie_weight") == 0 || strcmp(key, "tie_params") == 0);
+        bool is_tie = key && (strcmp(key, "tie_weight") == 0 || strcmp(key, "tie_params") == 0 ||
+                              strcmp(key, "held_until") == 0);   /* dotted names, each part */
         if (is_ref && cJSON_IsString(c)) {
             if (memest_strmap_put(refs, c->valuestring, ref_name_len(c->valuestring), 1) != 0)
                 return -1;

@@ -95,6 +95,18 @@ _QUANTIZED_MODULES = ("torch.ao.nn.quantized", "torch.nn.quantized", "torch.ao.n
 _FLOAT_THERE = ("FloatFunctional", "FXFloatFunctional")
 
 
+def _held_until(nodes, recorded, life):
+    """Each node's "held_until" from the lifetimes run, when that run recorded
+    the same nodes (code that branches on torch.is_grad_enabled() may not:
+    then none is written)."""
+    if [(n.name, n.type) for n in life] != [(n.name, n.type) for n in recorded]:
+        return
+    held = {n.name: n.args["held_until"] for n in life if "held_until" in n.args}
+    for n in nodes:
+        if n.name in held:
+            n.args["held_until"] = held[n.name]
+
+
 def refuse_quantized(model):
     """An ExportError when the model holds PyTorch's quantized modules or
     tensors (a converted model: torchvision's quantized_* built with
@@ -155,6 +167,15 @@ def export(model, inputs, *, name=None, batch_dim=0, train=True, progress=None):
             xs = _examples(inputs, batch_dim, b)
             torch.manual_seed(0)
             recs.append(recorder.record(model, xs, names, b))
+        # Python's lifetimes, seen without autograd (which keeps what it
+        # saves alive in C++, hiding when the code drops it): one more run
+        # at the first batch under no_grad
+        if progress:
+            progress("recording the tensors' lifetimes")
+        torch.manual_seed(0)
+        with torch.no_grad():
+            life, _ = recorder.record(model, _examples(inputs, batch_dim, BATCHES[0]), names, BATCHES[0],
+                                      lifetimes=True)
     finally:
         torch.set_rng_state(rng)
         _calling("train()", model.train, was_training)
@@ -171,6 +192,7 @@ def export(model, inputs, *, name=None, batch_dim=0, train=True, progress=None):
                           % (outs1, BATCHES[0], outs2, BATCHES[1]))
     if not nodes:
         raise ExportError("forward() records no node")
+    _held_until(nodes, rec1.nodes, life.nodes)
 
     doc = {"name": name or type(model).__name__}
     doc["description"] = ("exported by memest-export from %s (torch %s, %s mode, traced by %s)"

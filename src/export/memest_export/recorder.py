@@ -150,6 +150,9 @@ class Recorder:
         self.views = {}         # id(storage root, t._base) -> {id(view): view} bound views of it
         self.pending = {}       # id(tensor) -> [refs of in-place writes through another view of it]
         self.failure = None     # the recorder's first error (the model's code may catch it)
+        self.alive = {}         # reference -> how many live tensors are bound to it
+        self.died = {}          # reference -> index of the last node recorded when its last tensor died
+        self.recording = True   # deaths are noted while forward() runs
 
     def hook(self, fn, *args):
         """fn(*args), one of the recorder's hooks, run inside forward(): its
@@ -219,16 +222,65 @@ class Recorder:
         k = id(t)
         if k not in self.watch:
             self.watch[k] = weakref.ref(t, lambda _, k=k: self.forget(k))
-        self.refs[k] = ref
+        self.rebind(k, ref)
         self.pending.pop(k, None)
         base = self.base_of(t)
         if base is not None:
             self.views.setdefault(id(base), {})[k] = self.watch[k]
 
+    def rebind(self, k, ref):
+        """The tensor of id k reads as ref from now on."""
+        old = self.refs.get(k)
+        if old == ref:
+            return
+        if old is not None:
+            self.release(old)
+        self.refs[k] = ref
+        self.alive[ref] = self.alive.get(ref, 0) + 1
+        self.died.pop(ref, None)
+
+    def release(self, ref):
+        """A tensor bound to ref died or reads as another reference now: when
+        it was the last, ref's value is gone from Python after the node last
+        recorded (a local that outlived its last reader: held_until)."""
+        c = self.alive.get(ref, 0) - 1
+        if c > 0:
+            self.alive[ref] = c
+            return
+        self.alive.pop(ref, None)
+        if self.recording and self.nodes:
+            self.died[ref] = len(self.nodes) - 1
+
     def forget(self, k):
-        """A bound tensor died: its id may name another tensor from now on."""
+        """A bound tensor died: its id may name another tensor from now on.
+        (A tensor autograd saved for backward does not die here: PyTorch keeps
+        its Python object while C++ holds it; memest keeps what is saved.)"""
+        ref = self.refs.get(k)
+        if ref is not None:
+            self.release(ref)
         for d in (self.watch, self.refs, self.pending, self.views):
             d.pop(k, None)
+
+    def mark_held(self):
+        """Once forward() has returned: "held_until" on each node one of whose
+        values Python kept past its last reader (a module's forward() keeps its
+        locals until it returns), naming the node after which the last one
+        died. Values alive at the end (the outputs) are not marked."""
+        self.recording = False
+        index = {n.name: i for i, n in enumerate(self.nodes)}
+        last = {}
+        for i, n in enumerate(self.nodes):
+            for r in n.inputs:
+                last[r.split(":")[0]] = i
+        held = {}
+        for ref, d in self.died.items():
+            i = index.get(ref.split(":")[0])
+            if i is not None and ref not in self.alive:
+                held[i] = max(held.get(i, -1), d)
+        for i, d in held.items():
+            n = self.nodes[i]
+            if d > last.get(n.name, i) and n.type not in ("parameter", "buffer"):
+                n.args["held_until"] = self.nodes[d].name
 
     def base_of(self, t):
         """t._base (the tensor owning t's storage when t is a view), read
@@ -262,7 +314,7 @@ class Recorder:
                 stem = stem[:stem.rfind("_written")] if "_written" in stem else stem
                 base = self._add(Node(self.unique(stem + "_written"), "copyslices", [r, w], {}))
                 r = base.name
-                self.refs[id(t)] = r
+                self.rebind(id(t), r)
             return r
         pname = self.param_name(t)
         if pname is not None:
@@ -505,8 +557,9 @@ def _indexing(rec, which):
     return orig, wrapper
 
 
-def record(model, inputs, input_names, batch=None):
-    """Run model(*inputs) once and return (recorder, the output's tensors).
+def record(model, inputs, input_names, batch=None, lifetimes=False):
+    """Run model(*inputs) once and return (recorder, the output's tensors);
+    lifetimes: mark the nodes' "held_until" (Recorder.mark_held).
     Whatever forward() (the model's code, its hooks) raises is an ExportError
     "forward() raised ..."; the recorder's own first error wins, even when
     the model's code caught it."""
@@ -554,4 +607,6 @@ def record(model, inputs, input_names, batch=None):
         torch.Tensor.__setitem__ = patched[1][0]
     if rec.failure is not None:
         raise rec.failure
+    if lifetimes:
+        rec.mark_held()
     return rec, outs
