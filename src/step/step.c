@@ -187,6 +187,16 @@ int memest_step_cfg_check(const struct memest_step_cfg *c, struct memest_error *
 {
     char fused[160];
     const char *kernel = memest_optim_desc(c->optim.kind)->kernel;
+    if (memest_optim_desc(c->optim.kind)->single_gpu && c->rank)
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                           "--optim %s with several GPUs is not modelled (its update of whole "
+                           "matrices over DDP, ZeRO or FSDP is not); estimate one GPU",
+                           memest_optim_name(c->optim.kind));
+    if (c->impl == MEMEST_IMPL_FUSED && kernel && memest_optim_desc(c->optim.kind)->pprog)
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                           "--optim-impl fused: %s is %s' optimizer, a Python loop over the "
+                           "parameters of its own (leave --optim-impl out)",
+                           memest_optim_name(c->optim.kind), kernel);
     if (c->impl == MEMEST_IMPL_FUSED && kernel)
         return memest_errf(err, MEMEST_ERR_USAGE, NULL,
                            "--optim-impl fused: %s is %s' optimizer, one fused kernel of its own "
