@@ -196,6 +196,10 @@ struct memest_optim_desc {
     enum memest_optim aux;
     /* Several GPUs (ZeRO, FSDP) are not modelled: refused. */
     bool single_gpu;
+    /* The library of an optimizer outside torch.optim that is no kernel of
+     * its own ("transformers": a Python loop, pprog; the reports call its
+     * implementation for-loop whatever --optim-impl says), or NULL. */
+    const char *library;
 };
 
 /* The descriptor of k (a valid kind). */

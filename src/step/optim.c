@@ -469,7 +469,7 @@ static const struct memest_optim_desc table[] = {
         .state = hf_adafactor_state, .init = MEMEST_INIT_PER_PARAM, .step_scalar = false,
         .note = "float32 factored second moments: a row and a column vector per matrix, a "
                 "float32 copy of each other parameter, a 0-d RMS each",
-        .kernel = "transformers", .pprog = hf_adafactor_prog, .single_gpu = true,
+        .library = "transformers", .pprog = hf_adafactor_prog, .single_gpu = true,
     },
 };
 static_assert(sizeof table / sizeof *table == MEMEST_OPT_COUNT, "one descriptor per optimizer");

@@ -27,8 +27,10 @@ const char *memest_optim_impl_name(enum memest_optim_impl i)
 
 const char *memest_optim_impl_label(const struct memest_step_cfg *cfg)
 {
-    const char *k = memest_optim_desc(cfg->optim.kind)->kernel;
-    return k ? k : memest_optim_impl_name(cfg->impl);
+    const struct memest_optim_desc *d = memest_optim_desc(cfg->optim.kind);
+    if (d->library)   /* its own Python loop */
+        return memest_optim_impl_name(MEMEST_IMPL_FORLOOP);
+    return d->kernel ? d->kernel : memest_optim_impl_name(cfg->impl);
 }
 
 int memest_optim_impl_parse(const char *s, enum memest_optim_impl *out)
@@ -192,11 +194,12 @@ int memest_step_cfg_check(const struct memest_step_cfg *c, struct memest_error *
                            "--optim %s with several GPUs is not modelled (its update of whole "
                            "matrices over DDP, ZeRO or FSDP is not); estimate one GPU",
                            memest_optim_name(c->optim.kind));
-    if (c->impl == MEMEST_IMPL_FUSED && kernel && memest_optim_desc(c->optim.kind)->pprog)
+    const char *lib = memest_optim_desc(c->optim.kind)->library;
+    if (c->impl == MEMEST_IMPL_FUSED && lib)
         return memest_errf(err, MEMEST_ERR_USAGE, NULL,
                            "--optim-impl fused: %s is %s' optimizer, a Python loop over the "
                            "parameters of its own (leave --optim-impl out)",
-                           memest_optim_name(c->optim.kind), kernel);
+                           memest_optim_name(c->optim.kind), lib);
     if (c->impl == MEMEST_IMPL_FUSED && kernel)
         return memest_errf(err, MEMEST_ERR_USAGE, NULL,
                            "--optim-impl fused: %s is %s' optimizer, one fused kernel of its own "
