@@ -194,8 +194,10 @@ struct memest_optim_desc {
      * step() after this one's, following --optim-impl: with_aux. */
     bool with_aux;
     enum memest_optim aux;
-    /* Several GPUs (ZeRO, FSDP) are not modelled: refused. */
-    bool single_gpu;
+    /* The update is modelled on whole parameters only: ZeRO, FSDP and model
+     * parallelism (tensor, context, pipeline, expert) refused; one GPU and
+     * DDP (each rank updates every whole parameter) are. */
+    bool whole_params;
     /* The library of an optimizer outside torch.optim that is no kernel of
      * its own ("transformers": a Python loop, pprog; the reports call its
      * implementation for-loop whatever --optim-impl says), or NULL. */

@@ -296,7 +296,8 @@ const struct memest_opt memest_opts[] = {
              "transformers' Adafactor (the Trainer's optim=\"adafactor\": float32 state and "
              "temporaries per parameter); `muon` is torch.optim.Muon (PyTorch 2.9) over the "
              "2-D hidden matrices with torch.optim.AdamW over the embeddings, the output head "
-             "and the 1-D parameters, one GPU only"},
+             "and the 1-D parameters; both on one GPU or under DDP (ZeRO, FSDP and model "
+             "parallelism: an error)"},
     {.name = "momentum",
      .arg = MEMEST_ARG_REQUIRED,
      .metavar = "M",

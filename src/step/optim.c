@@ -90,7 +90,10 @@
  *   param.add_ work in place. Peak of one parameter (from the second
  *   iteration): the lerp tensor + two [m, n] and two [m, m] bf16 tensors.
  *   Under ZeRO or FSDP the distributed variants gather each full gradient
- *   matrix before Newton-Schulz: not modelled, refused (single_gpu).
+ *   matrix before Newton-Schulz: not modelled, refused (whole_params), as
+ *   are tensor, context, pipeline and expert parallelism; DDP, where every
+ *   rank updates every whole parameter as one GPU does, is modelled. The same
+ *   holds for transformers' Adafactor (ZeRO hands it flat partitions).
  * transformers' Adafactor (transformers.optimization.Adafactor, the
  *   Trainer's optim="adafactor" with scale_parameter=False,
  *   relative_step=False and its lr; read at huggingface/transformers commit
@@ -461,7 +464,7 @@ static const struct memest_optim_desc table[] = {
         .state = muon_state, .init = MEMEST_INIT_FIRST_STEP, .step_scalar = false,
         .note = "1 copy (momentum_buffer) of the 2-D hidden matrices; AdamW's 2 copies of "
                 "the others (embeddings, the head, 1-D)",
-        .pprog = muon_prog, .with_aux = true, .aux = MEMEST_OPT_ADAMW, .single_gpu = true,
+        .pprog = muon_prog, .with_aux = true, .aux = MEMEST_OPT_ADAMW, .whole_params = true,
         .since = 209,
     },
     [MEMEST_OPT_HF_ADAFACTOR] = {
@@ -469,7 +472,7 @@ static const struct memest_optim_desc table[] = {
         .state = hf_adafactor_state, .init = MEMEST_INIT_PER_PARAM, .step_scalar = false,
         .note = "float32 factored second moments: a row and a column vector per matrix, a "
                 "float32 copy of each other parameter, a 0-d RMS each",
-        .library = "transformers", .pprog = hf_adafactor_prog, .single_gpu = true,
+        .library = "transformers", .pprog = hf_adafactor_prog, .whole_params = true,
     },
 };
 static_assert(sizeof table / sizeof *table == MEMEST_OPT_COUNT, "one descriptor per optimizer");

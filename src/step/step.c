@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "memest/dist.h"
 #include "memest/optim.h"
 
 /* ---- optimizer implementations ---- */
@@ -189,10 +190,12 @@ int memest_step_cfg_check(const struct memest_step_cfg *c, struct memest_error *
 {
     char fused[160];
     const char *kernel = memest_optim_desc(c->optim.kind)->kernel;
-    if (memest_optim_desc(c->optim.kind)->single_gpu && c->rank)
+    const struct memest_rank_view *rv = c->rank;
+    if (memest_optim_desc(c->optim.kind)->whole_params && rv &&
+        (rv->shard_optim || rv->cfg->tp > 1 || rv->cfg->cp > 1 || rv->cfg->pp > 1 || rv->cfg->ep > 1))
         return memest_errf(err, MEMEST_ERR_USAGE, NULL,
-                           "--optim %s with several GPUs is not modelled (its update of whole "
-                           "matrices over DDP, ZeRO or FSDP is not); estimate one GPU",
+                           "--optim %s with ZeRO, FSDP or model parallelism is not modelled (its "
+                           "update of whole matrices on sharded ones is not); one GPU and DDP are",
                            memest_optim_name(c->optim.kind));
     const char *lib = memest_optim_desc(c->optim.kind)->library;
     if (c->impl == MEMEST_IMPL_FUSED && lib)

@@ -47,6 +47,10 @@ CASES = [
     # and the row and column factors: 4 * 4 * 525336576 + 4 * (128256 + 4096) = 8405914624.
     dict(optim="hf_adafactor", state=4 * ADAFACTOR_ELEMS + 4 * 291,
          temps=4 * 4 * EMBED + 4 * (128256 + H)),
+    # DDP over 2 GPUs: each rank updates every whole parameter, as one GPU does
+    dict(optim="muon", state=2 * MATRICES + 2 * 2 * OTHERS, temps=2 * OTHERS, extra=["--gpus", "2"]),
+    dict(optim="hf_adafactor", state=4 * ADAFACTOR_ELEMS + 4 * 291,
+         temps=4 * 4 * EMBED + 4 * (128256 + H), extra=["--gpus", "2"]),
 ]
 
 
@@ -54,7 +58,7 @@ def main():
     memest, src, case = sys.argv[1], sys.argv[2], int(sys.argv[3])
     c = CASES[case]
     args = [memest, os.path.join(src, "models/hf/llama-3-8b.json"), "--dtype", "bf16", "--batch", "1",
-            "--set", "seq_len=512", "--optim", c["optim"]]
+            "--set", "seq_len=512", "--optim", c["optim"]] + c.get("extra", [])
     state, peak = state_and_peak(args)
     print("case %d %s: state %d (by hand %d), temporaries %d (by hand %s)"
           % (case, c["optim"], state, c["state"], peak, c["temps"]))
