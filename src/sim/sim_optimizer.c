@@ -161,6 +161,32 @@ static int foreach_update(struct sim *S, const struct memest_optim_desc *d,
     return rc;
 }
 
+/* The state _init_group makes in the first step, for every trainable
+ * parameter (aux: only those of the auxiliary optimizer, memest_optim_state
+ * .aux; else, with one, only the others). */
+static int first_state(struct sim *S, bool aux)
+{
+    const struct memest_run *r = S->r;
+    const struct memest_optim_cfg *oc = &S->cfg->optim;
+    bool with_aux = memest_optim_desc(oc->kind)->with_aux;
+    bool dev_steps = memest_optim_device_steps(S->cfg);
+    for (uint32_t p = 0; p < r->nparams; p++) {
+        const struct memest_param *pp = &r->params[p];
+        if (pp->tied_to >= 0 || !pp->trainable)
+            continue;
+        if (with_aux) {
+            struct memest_optim_param op = memest_optim_param_run(r, p);
+            struct memest_optim_state st;
+            memest_optim_shaped_state(oc, &op, &st);
+            if (st.aux != aux)
+                continue;
+        }
+        if (sim_optim_state(S, pp, dev_steps) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* The for-loop update: per parameter, nt temporaries of its size each
  * dying when the next is made, the last until the next parameter's. */
 static int forloop_update(struct sim *S, unsigned nt, const uint32_t *ps, uint32_t np)
@@ -250,6 +276,8 @@ static int pprog_update(struct sim *S, const struct memest_optim_desc *d, const 
     }
     for (unsigned k = MEMEST_OPTIM_MAX_SLOTS; k > 0 && rc == 0; k--)   /* step() returns */
         rc = slot_free(S, &slots[k], NONE);
+    if (rc == 0 && first && d->with_aux && d->init == MEMEST_INIT_FIRST_STEP)
+        rc = first_state(S, true);   /* AdamW's _init_group */
     if (rc == 0 && na) {
         const struct memest_optim_desc *ad = memest_optim_desc(d->aux);
         const struct memest_optim_prog *prog = memest_optim_foreach(d->aux, S->cfg->torch_version);
@@ -272,17 +300,10 @@ int sim_optimizer(struct sim *S, bool first)
     if (took != 0)
         return took < 0 ? -1 : 0;
     S->ph = (uint8_t)((S->ph & WARM) | MEMEST_PH_OPTIMIZER);
-    /* state created at the start of this step (_init_group) */
-    if (first && d->init == MEMEST_INIT_FIRST_STEP) {
-        bool dev_steps = memest_optim_device_steps(S->cfg);
-        for (uint32_t p = 0; p < r->nparams; p++) {
-            const struct memest_param *pp = &r->params[p];
-            if (pp->tied_to >= 0 || !pp->trainable)
-                continue;
-            if (sim_optim_state(S, pp, dev_steps) != 0)
-                return -1;
-        }
-    }
+    /* state created at the start of this step (_init_group); the
+       auxiliary optimizer's at the start of its step, after this one's */
+    if (first && d->init == MEMEST_INIT_FIRST_STEP && first_state(S, false) != 0)
+        return -1;
     /* state made parameter by parameter during the update: SGD's lazy
        clone, bitsandbytes' init_state (its update makes no temporaries) */
     bool lazy_clone = first && !d->pprog &&
