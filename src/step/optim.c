@@ -78,7 +78,7 @@
  *   no step. The update (_single_tensor_muon, a Python loop: foreach raises)
  *   per parameter: update = grad.lerp(buf, momentum) (nesterov=True, the
  *   default: a new tensor of the parameter's), then
- *   _zeropower_via_newtonschulz (_muon.py:56-70): ortho_grad =
+ *   _zeropower_via_newtonschulz (_muon.py:56-71): ortho_grad =
  *   grad.bfloat16() (the same tensor when it is bf16, else a bf16 copy),
  *   transposed (a view) so that it is [m, n], m <= n; div_ by its norm (two
  *   0-d tensors, left out); ns_steps = 5 times gram_matrix = X @ X.T
@@ -87,7 +87,9 @@
  *   name rebound (the old tensor freed once the new one is made); the
  *   caller's `update` rebound to the result frees the lerp tensor, and the
  *   result stays bound until the next parameter's lerp; param.mul_ and
- *   param.add_ work in place. Peak of one parameter (from the second
+ *   param.add_ work in place. In the first step Muon's momentum buffers are
+ *   made before its update and AdamW's state at the start of AdamW's step
+ *   (sim_optimizer.c). Peak of one parameter (from the second
  *   iteration): the lerp tensor + two [m, n] and two [m, m] bf16 tensors.
  *   Under ZeRO or FSDP the distributed variants gather each full gradient
  *   matrix before Newton-Schulz: not modelled, refused (whole_params), as
