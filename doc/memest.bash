@@ -44,7 +44,7 @@ _memest() {
     fi
     case $prev in
         -b|--batch) return 0 ;;  # N
-        -o|--optim) _memest_words 'sgd adam adamw rmsprop adagrad adam8bit adamw8bit paged_adam8bit paged_adamw8bit paged_adamw paged_adamw32bit adafactor lion lion8bit paged_lion paged_lion8bit'; return 0 ;;
+        -o|--optim) _memest_words 'sgd adam adamw rmsprop adagrad adam8bit adamw8bit paged_adam8bit paged_adamw8bit paged_adamw paged_adamw32bit adafactor lion lion8bit paged_lion paged_lion8bit muon hf_adafactor'; return 0 ;;
         --momentum) return 0 ;;  # M
         --optim-impl) _memest_words 'foreach for-loop fused'; return 0 ;;
         --zero-grad) _memest_words 'none zeros'; return 0 ;;

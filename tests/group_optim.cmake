@@ -10,3 +10,23 @@ foreach(case RANGE 3)
                    $<TARGET_FILE:memest> ${PROJECT_SOURCE_DIR} ${case})
   set_tests_properties(optim.torch26_${case} PROPERTIES LABELS optim)
 endforeach()
+# Muon (torch.optim.Muon over the hidden matrices, AdamW over the rest) and
+# transformers' Adafactor, against PyTorch 2.6 running replicas of their
+# reference code (tests/tools/optim_2026.py, tests/reference/optim_2026.json):
+# mlp-mnist in fp32 and bf16, lstm-lm (an embedding, 2-D LSTM weights, a
+# head), resnet18's 4-D convolutions for Adafactor's factoring.
+foreach(case RANGE 6)
+  add_test(NAME optim.replica2026_${case}
+           COMMAND ${MEMEST_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/optim/check_temps.py
+                   $<TARGET_FILE:memest> ${PROJECT_SOURCE_DIR} ${case} optim_2026.json)
+  set_tests_properties(optim.replica2026_${case} PROPERTIES LABELS optim)
+endforeach()
+# Llama-3-8B in bf16: AdamW, Muon, torch's and transformers' Adafactor,
+# state and temporaries against figures worked out by hand in the script
+# (4, 5: Muon and transformers' Adafactor under DDP, as one GPU).
+foreach(case RANGE 5)
+  add_test(NAME optim.llama3_hand_${case}
+           COMMAND ${MEMEST_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/optim/check_hand.py
+                   $<TARGET_FILE:memest> ${PROJECT_SOURCE_DIR} ${case})
+  set_tests_properties(optim.llama3_hand_${case} PROPERTIES LABELS optim)
+endforeach()

@@ -104,6 +104,9 @@ struct memest_op_desc {
                                      same-size copy (contiguous, a dtype cast);
                                      --fused linear-ce looks through such ops
                                      between the head and the loss */
+    bool lookup_table;            /* a table of vectors read by index (nn.Embedding):
+                                     its weight is no hidden layer's matrix (Muon
+                                     leaves it to AdamW, optim.c) */
     bool ce_head;                 /* a linear layer (weight [V, H], optional
                                      bias [V]) that --fused linear-ce can fuse
                                      with the cross-entropy after it */

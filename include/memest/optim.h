@@ -39,6 +39,10 @@ enum memest_optim {
     MEMEST_OPT_LION8BIT,
     MEMEST_OPT_PAGED_LION,
     MEMEST_OPT_PAGED_LION8BIT,
+    MEMEST_OPT_MUON,           /* torch.optim.Muon (PyTorch 2.9 on) for the hidden
+                                  matrices, torch.optim.AdamW for the rest */
+    MEMEST_OPT_HF_ADAFACTOR,   /* transformers.optimization.Adafactor (the Trainer's
+                                  optim="adafactor") */
     MEMEST_OPT_COUNT
 };
 struct memest_optim_cfg {
@@ -104,6 +108,28 @@ struct memest_optim_param {
     uint64_t rows, cols;     /* of sizes [..., m, n]: numel / n and numel / m; both 0 for
                                 a parameter of one dimension or none (and for the flat
                                 shards ZeRO and FSDP hand the optimizer) */
+    uint8_t ndim;            /* its dimensions (0 for a flat shard or unknown) */
+    uint8_t dtype;           /* enum memest_dtype; MEMEST_F32 when unknown */
+    bool nonhidden;          /* an embedding table (op .lookup_table) or the model's
+                                output head (graph.h memest_graph_output_head): not a
+                                hidden layer's matrix (Muon leaves it to AdamW) */
+};
+
+/* The temporaries of one parameter's update in an optimizer that updates
+ * parameter by parameter with temporaries of several sizes (a Python loop:
+ * torch.optim.Muon's _single_tensor_muon, transformers' Adafactor.step), as
+ * named slots: op[k] = +s makes a temporary of bytes[s] for slot s, then
+ * frees the one slot s held before (a Python name rebound); -s frees slot
+ * s's (none: nothing). Slots left at the end stay (names still bound) into
+ * the next parameter's program; all are freed when step() returns. The
+ * parameter's state is made (init MEMEST_INIT_PER_PARAM) before op[state_at]. */
+#define MEMEST_OPTIM_MAX_PSTEP 48
+#define MEMEST_OPTIM_MAX_SLOTS 9
+struct memest_optim_pprog {
+    int8_t op[MEMEST_OPTIM_MAX_PSTEP];
+    uint8_t n;
+    uint8_t state_at;
+    uint64_t bytes[MEMEST_OPTIM_MAX_SLOTS + 1];
 };
 
 /* The state tensors an optimizer keeps for one parameter. */
@@ -115,6 +141,8 @@ struct memest_optim_state {
                                 outside PyTorch's caching allocator */
     bool shared;             /* it uses the tensors made once
                                 (memest_optim_desc.nshared) */
+    bool aux;                /* the parameter is the auxiliary optimizer's
+                                (memest_optim_desc.aux: Muon's AdamW) */
 };
 
 struct memest_optim_desc {
@@ -158,6 +186,22 @@ struct memest_optim_desc {
      * `foreach` over the matrices and `foreach_vec` over the others */
     bool by_dim;
     struct memest_optim_prog foreach_vec;
+    /* An update parameter by parameter (memest_optim_pprog), whatever
+     * --optim-impl says, or NULL; n = 0 for a parameter it leaves to the
+     * auxiliary optimizer. */
+    void (*pprog)(const struct memest_optim_param *p, struct memest_optim_pprog *out);
+    /* The optimizer the parameters pprog leaves (state .aux) go to, its
+     * step() after this one's, following --optim-impl: with_aux. */
+    bool with_aux;
+    enum memest_optim aux;
+    /* The update is modelled on whole parameters only: ZeRO, FSDP and model
+     * parallelism (tensor, context, pipeline, expert) refused; one GPU and
+     * DDP (each rank updates every whole parameter) are. */
+    bool whole_params;
+    /* The library of an optimizer outside torch.optim that is no kernel of
+     * its own ("transformers": a Python loop, pprog; the reports call its
+     * implementation for-loop whatever --optim-impl says), or NULL. */
+    const char *library;
 };
 
 /* The descriptor of k (a valid kind). */
@@ -180,6 +224,17 @@ void memest_optim_shaped_state(const struct memest_optim_cfg *cfg, const struct 
 /* The parameter of the given sizes (rows and cols from its last two). */
 struct memest_optim_param memest_optim_param_of(uint64_t numel, uint64_t bytes, int ndim,
                                                 const int64_t *size);
+/* Run r's parameter i (run.h), with its dtype and whether it is an
+ * embedding table or the output head. */
+struct memest_run;
+struct memest_optim_param memest_optim_param_run(const struct memest_run *r, uint32_t i);
+/* Whether parameter state st (of cfg) has a `step` scalar: the
+ * descriptor's, or its auxiliary optimizer's for an aux parameter. */
+bool memest_optim_state_steps(const struct memest_optim_cfg *cfg, const struct memest_optim_state *st);
+/* The per-parameter program of cfg's optimizer for p (n = 0: none, or
+ * the auxiliary optimizer's parameter). */
+void memest_optim_param_prog(const struct memest_optim_cfg *cfg, const struct memest_optim_param *p,
+                             struct memest_optim_pprog *out);
 /* The bytes of one temporary of size class t for parameter p. */
 uint64_t memest_optim_temp_bytes(const struct memest_optim_param *p, enum memest_optim_tsize t);
 
@@ -193,6 +248,12 @@ unsigned memest_optim_temporaries(const struct memest_step_cfg *cfg);
 /* The same for a parameter of more than one dimension (matrix) or not:
  * they differ for an optimizer with by_dim programs (Adafactor's). */
 unsigned memest_optim_temporaries_of(const struct memest_step_cfg *cfg, bool matrix);
+
+/* The temporaries one update makes for parameter p (the event bound's
+ * count): its per-parameter program's, its auxiliary optimizer's for a
+ * parameter that goes there, else memest_optim_temporaries_of. */
+unsigned memest_optim_param_temporaries(const struct memest_step_cfg *cfg,
+                                        const struct memest_optim_param *p);
 
 /* Whether the update keeps a `step` scalar per parameter on the device (a
  * fused update of an optimizer with step scalars: one 4-byte tensor each,

@@ -292,7 +292,12 @@ const struct memest_opt memest_opts[] = {
      .help = "the optimizer",
      .doc = "bitsandbytes' `adam8bit`, `adamw8bit`, `paged_adam8bit`, `paged_adamw8bit`, "
              "`paged_adamw`, `paged_adamw32bit` are its 8-bit and paged optimizers "
-             "(doc/fine-tuning.md)"},
+             "(doc/fine-tuning.md); `adafactor` is torch.optim.Adafactor, `hf_adafactor` "
+             "transformers' Adafactor (the Trainer's optim=\"adafactor\": float32 state and "
+             "temporaries per parameter); `muon` is torch.optim.Muon (PyTorch 2.9) over the "
+             "2-D hidden matrices with torch.optim.AdamW over the embeddings, the output head "
+             "and the 1-D parameters; both on one GPU or under DDP (ZeRO, FSDP and model "
+             "parallelism: an error)"},
     {.name = "momentum",
      .arg = MEMEST_ARG_REQUIRED,
      .metavar = "M",

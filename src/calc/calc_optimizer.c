@@ -24,15 +24,14 @@ int memest_calc_optimizer(const struct memest_run *r, const struct memest_optim_
         if (p->tied_to >= 0 || !p->trainable)
             continue;
         struct memest_optim_state st;
-        struct memest_optim_param op = memest_optim_param_of(p->numel, r->storages[p->storage].bytes,
-                                                             p->shape.ndim, p->shape.size);
+        struct memest_optim_param op = memest_optim_param_run(r, i);
         memest_optim_shaped_state(cfg, &op, &st);
         for (unsigned k = 0; k < st.n; k++) {
             uint64_t *to = st.paged & (1u << k) ? &s.paged_bytes : &s.device_bytes;
             ok &= memest_add(*to, st.bytes[k], to);
         }
         shared |= st.shared;
-        if (d->step_scalar)
+        if (memest_optim_state_steps(cfg, &st))
             s.step_tensors++;
     }
     if (shared)

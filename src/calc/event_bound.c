@@ -64,6 +64,7 @@ struct tally {
     uint64_t grad_inputs, cast_inputs, sums;
     uint64_t trainable, untied;      /* trainable parameters; of them, not tied */
     uint64_t untied_matrices;        /* of those, with more than one dimension */
+    uint64_t optim_temps;            /* the optimizer's temporaries over those (optim.h) */
     uint64_t fused;                  /* trainable slices of fused parameters */
 };
 
@@ -106,7 +107,7 @@ static bool grad_allocates(const struct memest_run *r, uint32_t n,
     }
 }
 
-static int tally(const struct memest_run *r, struct tally *t)
+static int tally(const struct memest_run *r, const struct memest_step_cfg *cfg, struct tally *t)
 {
     const struct memest_graph *g = r->g;
     bool odd = false;
@@ -160,6 +161,10 @@ static int tally(const struct memest_run *r, struct tally *t)
         t->fused += r->g->nodes[r->params[p].node].fuse_group != 0;
         t->untied += r->params[p].tied_to < 0;
         t->untied_matrices += r->params[p].tied_to < 0 && r->params[p].shape.ndim > 1;
+        if (r->params[p].tied_to < 0 && cfg) {
+            struct memest_optim_param op = memest_optim_param_run(r, p);
+            t->optim_temps = memest_sat_add(t->optim_temps, memest_optim_param_temporaries(cfg, &op));
+        }
     }
     return 0;
 }
@@ -177,8 +182,7 @@ static uint64_t optim_state_events(const struct memest_run *r, const struct meme
         const struct memest_param *pp = &r->params[p];
         if (!pp->trainable || pp->tied_to >= 0)
             continue;
-        struct memest_optim_param op = memest_optim_param_of(pp->numel, r->storages[pp->storage].bytes,
-                                                             pp->shape.ndim, pp->shape.size);
+        struct memest_optim_param op = memest_optim_param_run(r, p);
         struct memest_optim_state st;
         memest_optim_shaped_state(&cfg->optim, &op, &st);
         for (unsigned k = 0; k < st.n; k++)
@@ -194,7 +198,7 @@ int memest_cost_count(const struct memest_run *r, const struct memest_step_cfg *
 {
     memest_cost_records(r, c);
     struct tally t = {0};
-    if (tally(r, &t) != 0)
+    if (tally(r, cfg, &t) != 0)
         return -1;
     uint64_t steps = cfg->first_step ? 1 : 2;
     uint64_t micro = cfg->grad_accum > 1 ? 2 : 1;
@@ -210,9 +214,7 @@ int memest_cost_count(const struct memest_run *r, const struct memest_step_cfg *
        temporaries per updated parameter */
     bool fused_steps = memest_optim_device_steps(cfg);
     uint64_t state = optim_state_events(r, cfg, fused_steps);
-    uint64_t step = micro * batch +
-                    memest_optim_temporaries_of(cfg, true) * t.untied_matrices +
-                    memest_optim_temporaries_of(cfg, false) * (t.untied - t.untied_matrices);
+    uint64_t step = micro * batch + t.optim_temps;
     uint64_t ws = cfg->torch_version == 113 ? 0 : 1;   /* cuBLAS's, per thread (sim_cublas) */
     uint64_t train = t.persistent + 1 + 2 * ws + state + steps * step;   /* 1: the target */
     uint64_t nograd = t.persistent + ws + 2 * fwd;

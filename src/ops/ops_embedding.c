@@ -72,6 +72,7 @@ const struct memest_op_desc memest_ops_embedding[] = {
         .nargs = NARGS(embedding_args),
         .infer = infer_embedding,
         .doc = "nn.Embedding: integer indices (*) to vectors (*, embedding_dim)",
+        .lookup_table = true,
     },
 };
 const int memest_ops_embedding_count = NOPS(memest_ops_embedding);

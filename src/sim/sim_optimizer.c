@@ -47,8 +47,7 @@ int sim_optim_state(struct sim *S, const struct memest_param *pp, bool dev_step)
     const struct memest_optim_cfg *oc = &S->cfg->optim;
     const struct memest_optim_desc *d = memest_optim_desc(oc->kind);
     struct memest_optim_state st;
-    struct memest_optim_param op = memest_optim_param_of(pp->numel, S->r->storages[pp->storage].bytes,
-                                                         pp->shape.ndim, pp->shape.size);
+    struct memest_optim_param op = memest_optim_param_run(S->r, (uint32_t)(pp - S->r->params));
     memest_optim_shaped_state(oc, &op, &st);
     if (st.shared && !S->shared_state) {
         for (unsigned k = 0; k < d->nshared; k++)
@@ -162,6 +161,135 @@ static int foreach_update(struct sim *S, const struct memest_optim_desc *d,
     return rc;
 }
 
+/* The state _init_group makes in the first step, for every trainable
+ * parameter (aux: only those of the auxiliary optimizer, memest_optim_state
+ * .aux; else, with one, only the others). */
+static int first_state(struct sim *S, bool aux)
+{
+    const struct memest_run *r = S->r;
+    const struct memest_optim_cfg *oc = &S->cfg->optim;
+    bool with_aux = memest_optim_desc(oc->kind)->with_aux;
+    bool dev_steps = memest_optim_device_steps(S->cfg);
+    for (uint32_t p = 0; p < r->nparams; p++) {
+        const struct memest_param *pp = &r->params[p];
+        if (pp->tied_to >= 0 || !pp->trainable)
+            continue;
+        if (with_aux) {
+            struct memest_optim_param op = memest_optim_param_run(r, p);
+            struct memest_optim_state st;
+            memest_optim_shaped_state(oc, &op, &st);
+            if (st.aux != aux)
+                continue;
+        }
+        if (sim_optim_state(S, pp, dev_steps) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* The for-loop update: per parameter, nt temporaries of its size each
+ * dying when the next is made, the last until the next parameter's. */
+static int forloop_update(struct sim *S, unsigned nt, const uint32_t *ps, uint32_t np)
+{
+    const struct memest_run *r = S->r;
+    uint32_t prev = NONE;
+    int rc = 0;
+    for (uint32_t i = 0; i < np && rc == 0 && nt; i++) {
+        const struct memest_param *pp = &r->params[ps[i]];
+        uint64_t b = r->storages[pp->storage].bytes;
+        uint32_t t1, t2;
+        rc = sim_ev_alloc(S, MEMEST_CAT_OPTTEMP, pp->node, b, &t1);
+        for (unsigned k = 1; k < nt && rc == 0; k++) {
+            /* e.g. sqrt() then "/ bias_correction2_sqrt": t1 dies after the division */
+            rc = sim_ev_alloc(S, MEMEST_CAT_OPTTEMP, pp->node, b, &t2);
+            if (rc == 0)
+                rc = sim_ev_free(S, pp->node, t1);
+            t1 = t2;
+        }
+        if (rc == 0 && prev != NONE)   /* the previous denom/avg/std is rebound */
+            rc = sim_ev_free(S, pp->node, prev);
+        prev = t1;
+    }
+    if (rc == 0 && prev != NONE)
+        rc = sim_ev_free(S, NONE, prev);
+    return rc;
+}
+
+/* Frees slot k of a per-parameter program (none: nothing). */
+static int slot_free(struct sim *S, uint32_t *slot, uint32_t node)
+{
+    int rc = *slot != NONE ? sim_ev_free(S, node, *slot) : 0;
+    *slot = NONE;
+    return rc;
+}
+
+/* One parameter's program (optim.h: memest_optim_pprog) over the slots
+ * left by the one before; its state first made at state_at with
+ * make_state (the first step of a MEMEST_INIT_PER_PARAM optimizer). */
+static int pprog_run(struct sim *S, const struct memest_param *pp, const struct memest_optim_pprog *o,
+                     uint32_t *slots, bool make_state)
+{
+    int rc = 0;
+    for (unsigned k = 0; k <= o->n && rc == 0; k++) {
+        if (make_state && k == o->state_at)
+            rc = sim_optim_state(S, pp, false);
+        if (k == o->n || rc != 0)
+            break;
+        int s = o->op[k] > 0 ? o->op[k] : -o->op[k];
+        if (o->op[k] < 0) {
+            rc = slot_free(S, &slots[s], pp->node);
+            continue;
+        }
+        uint32_t id;
+        rc = sim_ev_alloc(S, MEMEST_CAT_OPTTEMP, pp->node, o->bytes[s], &id);
+        if (rc == 0)   /* the name rebound: the old tensor goes */
+            rc = slot_free(S, &slots[s], pp->node);
+        slots[s] = rc == 0 ? id : NONE;
+    }
+    return rc;
+}
+
+/* An optimizer updating parameter by parameter (memest_optim_desc.pprog):
+ * its programs in order, then its auxiliary optimizer's step over the
+ * parameters they leave (Muon's AdamW), under --optim-impl. */
+static int pprog_update(struct sim *S, const struct memest_optim_desc *d, const uint32_t *ps,
+                        uint32_t np, bool first)
+{
+    const struct memest_run *r = S->r;
+    uint32_t slots[MEMEST_OPTIM_MAX_SLOTS + 1];
+    for (unsigned k = 0; k <= MEMEST_OPTIM_MAX_SLOTS; k++)
+        slots[k] = NONE;
+    uint32_t *aux = malloc(sizeof *aux * (np ? np : 1));
+    if (!aux)
+        return sim_nomem(S);
+    uint32_t na = 0;
+    int rc = 0;
+    bool per_param = first && d->init == MEMEST_INIT_PER_PARAM;
+    for (uint32_t i = 0; i < np && rc == 0; i++) {
+        struct memest_optim_param op = memest_optim_param_run(r, ps[i]);
+        struct memest_optim_pprog o;
+        d->pprog(&op, &o);
+        if (o.n == 0 && d->with_aux)
+            aux[na++] = ps[i];
+        else
+            rc = pprog_run(S, &r->params[ps[i]], &o, slots, per_param);
+    }
+    for (unsigned k = MEMEST_OPTIM_MAX_SLOTS; k > 0 && rc == 0; k--)   /* step() returns */
+        rc = slot_free(S, &slots[k], NONE);
+    if (rc == 0 && first && d->with_aux && d->init == MEMEST_INIT_FIRST_STEP)
+        rc = first_state(S, true);   /* AdamW's _init_group */
+    if (rc == 0 && na) {
+        const struct memest_optim_desc *ad = memest_optim_desc(d->aux);
+        const struct memest_optim_prog *prog = memest_optim_foreach(d->aux, S->cfg->torch_version);
+        if (S->cfg->impl == MEMEST_IMPL_FOREACH && prog->n)
+            rc = foreach_update(S, ad, prog, aux, na);
+        else if (S->cfg->impl == MEMEST_IMPL_FORLOOP)
+            rc = forloop_update(S, ad->forloop_temps, aux, na);
+    }
+    free(aux);
+    return rc;
+}
+
 int sim_optimizer(struct sim *S, bool first)
 {
     const struct memest_run *r = S->r;
@@ -172,22 +300,15 @@ int sim_optimizer(struct sim *S, bool first)
     if (took != 0)
         return took < 0 ? -1 : 0;
     S->ph = (uint8_t)((S->ph & WARM) | MEMEST_PH_OPTIMIZER);
-    /* state created at the start of this step (_init_group) */
-    if (first && d->init == MEMEST_INIT_FIRST_STEP) {
-        bool dev_steps = memest_optim_device_steps(S->cfg);
-        for (uint32_t p = 0; p < r->nparams; p++) {
-            const struct memest_param *pp = &r->params[p];
-            if (pp->tied_to >= 0 || !pp->trainable)
-                continue;
-            if (sim_optim_state(S, pp, dev_steps) != 0)
-                return -1;
-        }
-    }
+    /* state created at the start of this step (_init_group); the
+       auxiliary optimizer's at the start of its step, after this one's */
+    if (first && d->init == MEMEST_INIT_FIRST_STEP && first_state(S, false) != 0)
+        return -1;
     /* state made parameter by parameter during the update: SGD's lazy
        clone, bitsandbytes' init_state (its update makes no temporaries) */
-    bool lazy_clone = first && (d->init == MEMEST_INIT_LAZY_CLONE || d->init == MEMEST_INIT_PER_PARAM);
+    bool lazy_clone = first && !d->pprog &&
+                      (d->init == MEMEST_INIT_LAZY_CLONE || d->init == MEMEST_INIT_PER_PARAM);
     const struct memest_optim_prog *prog = memest_optim_foreach(oc->kind, S->cfg->torch_version);
-    unsigned nt = d->forloop_temps;
     /* the parameters the step updates (those with a gradient), in order */
     uint32_t *ps = malloc(sizeof *ps * (r->nparams ? r->nparams : 1));
     if (!ps)
@@ -203,29 +324,12 @@ int sim_optimizer(struct sim *S, bool first)
         if (lazy_clone)   /* momentum_buffer = clone(grad); bnb's init_state */
             rc = sim_optim_state(S, pp, false);
     }
-    if (rc == 0 && impl == MEMEST_IMPL_FOREACH && (prog->n || d->by_dim))
+    if (rc == 0 && d->pprog)
+        rc = pprog_update(S, d, ps, np, first);
+    else if (rc == 0 && impl == MEMEST_IMPL_FOREACH && (prog->n || d->by_dim))
         rc = foreach_update(S, d, prog, ps, np);
-    else if (rc == 0 && impl == MEMEST_IMPL_FORLOOP && nt) {
-        uint32_t prev = NONE;
-        for (uint32_t i = 0; i < np && rc == 0; i++) {
-            const struct memest_param *pp = &r->params[ps[i]];
-            uint64_t b = r->storages[pp->storage].bytes;
-            uint32_t t1, t2;
-            rc = sim_ev_alloc(S, MEMEST_CAT_OPTTEMP, pp->node, b, &t1);
-            for (unsigned k = 1; k < nt && rc == 0; k++) {
-                /* e.g. sqrt() then "/ bias_correction2_sqrt": t1 dies after the division */
-                rc = sim_ev_alloc(S, MEMEST_CAT_OPTTEMP, pp->node, b, &t2);
-                if (rc == 0)
-                    rc = sim_ev_free(S, pp->node, t1);
-                t1 = t2;
-            }
-            if (rc == 0 && prev != NONE)   /* the previous denom/avg/std is rebound */
-                rc = sim_ev_free(S, pp->node, prev);
-            prev = t1;
-        }
-        if (rc == 0 && prev != NONE)
-            rc = sim_ev_free(S, NONE, prev);
-    }
+    else if (rc == 0 && impl == MEMEST_IMPL_FORLOOP)
+        rc = forloop_update(S, d->forloop_temps, ps, np);
     free(ps);
     return rc;
 }

@@ -63,6 +63,66 @@
  *       addcmul(...).sqrt_()): 1; adagrad: std = state_sum.sqrt().add_(eps):
  *       1; sgd: none.
  *   fused (_fused_adam_, _fused_adamw_, _fused_sgd_): none.
+ * Muon (torch/optim/_muon.py, PyTorch 2.9 on; read at pytorch/pytorch
+ *   commit b5ee4d7, the stored version, whose Muon has no use_addmm
+ *   argument, as 2.9.0's; the tag itself not checked here): Muon.__init__
+ *   raises ValueError for a parameter whose ndim != 2, and the docstring
+ *   says biases and embeddings "should be optimized by a standard method
+ *   such as AdamW". memest follows KellerJordan/Muon's README (MuonWithAuxAdam:
+ *   hidden matrices to Muon, embeddings, the head and the gains and biases
+ *   to Adam): `--optim muon` is torch.optim.Muon over every 2-D parameter
+ *   that is neither an embedding table (op .lookup_table) nor the output
+ *   head, and torch.optim.AdamW (its state, step scalars and --optim-impl's
+ *   temporaries) over the others, Muon.step() first. State: _init_group's
+ *   momentum_buffer = zeros_like(p.grad): one copy in the parameter's dtype,
+ *   no step. The update (_single_tensor_muon, a Python loop: foreach raises)
+ *   per parameter: update = grad.lerp(buf, momentum) (nesterov=True, the
+ *   default: a new tensor of the parameter's), then
+ *   _zeropower_via_newtonschulz (_muon.py:56-71): ortho_grad =
+ *   grad.bfloat16() (the same tensor when it is bf16, else a bf16 copy),
+ *   transposed (a view) so that it is [m, n], m <= n; div_ by its norm (two
+ *   0-d tensors, left out); ns_steps = 5 times gram_matrix = X @ X.T
+ *   ([m, m] bf16), gram_update = addmm(gram_matrix, gram_matrix,
+ *   gram_matrix) ([m, m]) and X = addmm(X, gram_update, X) ([m, n]), each
+ *   name rebound (the old tensor freed once the new one is made); the
+ *   caller's `update` rebound to the result frees the lerp tensor, and the
+ *   result stays bound until the next parameter's lerp; param.mul_ and
+ *   param.add_ work in place. In the first step Muon's momentum buffers are
+ *   made before its update and AdamW's state at the start of AdamW's step
+ *   (sim_optimizer.c). Peak of one parameter (from the second
+ *   iteration): the lerp tensor + two [m, n] and two [m, m] bf16 tensors.
+ *   Under ZeRO or FSDP the distributed variants gather each full gradient
+ *   matrix before Newton-Schulz: not modelled, refused (whole_params), as
+ *   are tensor, context, pipeline and expert parallelism; DDP, where every
+ *   rank updates every whole parameter as one GPU does, is modelled. The same
+ *   holds for transformers' Adafactor (ZeRO hands it flat partitions).
+ * transformers' Adafactor (transformers.optimization.Adafactor, the
+ *   Trainer's optim="adafactor" with scale_parameter=False,
+ *   relative_step=False and its lr; read at huggingface/transformers commit
+ *   005edac, src/transformers/optimization.py, class Adafactor, the stored
+ *   version; the class reads the same in the 4.4x and 4.5x releases): a
+ *   Python loop over the parameters, no foreach or fused variant (the
+ *   scale_parameter / relative_step options change the learning rate, not
+ *   the memory). grad = p.grad, .float() when it is 16-bit; the state,
+ *   made in the first step just before the parameter's update: for a
+ *   gradient of two dimensions or more (factored) exp_avg_sq_row =
+ *   zeros(grad_shape[:-1]).to(grad) and exp_avg_sq_col = zeros([..., n]),
+ *   else exp_avg_sq = zeros_like(grad), all float32 (grad's) whatever the
+ *   parameter's dtype, and exp_avg with beta1 (None by default: not
+ *   modelled); state["RMS"] = self._rms(p_data_fp32), a 0-d float32 device
+ *   tensor kept per parameter; state["step"] a Python int. Temporaries:
+ *   grad.float() and p_data_fp32 = p.float() (16-bit parameters),
+ *   update = (grad**2) + eps (grad**2 freed after the sum), factored:
+ *   update.mean(dim=-1) and .mean(dim=-2) (rows, then cols), then
+ *   _approx_sq_grad: exp_avg_sq_row.mean(dim=-1, keepdim=True) (one per
+ *   leading index), the quotient (rows, rsqrt_ in place), c_factor =
+ *   exp_avg_sq_col.unsqueeze(-2).rsqrt() (cols) and torch.mul(r_factor,
+ *   c_factor), a full float32 tensor that `update` is rebound to; not
+ *   factored: update = exp_avg_sq.rsqrt() (full); then p_data_fp32.add_(-update):
+ *   -update a full float32 tensor freed at once. grad, p_data_fp32 and
+ *   update stay bound into the next parameter (grad = p.grad and
+ *   p_data_fp32 = p free theirs first; update is rebound after its new
+ *   value is made). The 0-d norms of _rms are left out.
  * Fused CUDA kernels (versions from PyTorch's release notes, not checked
  * against each release's sources here): torch/optim/adam.py's fused= since 1.13, adamw.py's
  * since 2.0, sgd.py's since 2.3; rmsprop.py has none, adagrad.py's fused
@@ -74,6 +134,10 @@
 #include <string.h>
 
 #include "memest/checked.h"
+#include "memest/dtype.h"
+#include "memest/graph.h"
+#include "memest/ops.h"
+#include "memest/run.h"
 #include "memest/step.h"
 
 /* ---- state functions: the tensors each keeps per parameter ---- */
@@ -117,6 +181,35 @@ static void adafactor_state(const struct memest_optim_param *p, const struct mem
     } else {
         copies(p->bytes, 1, s);   /* variance */
     }
+}
+
+/* Muon's hidden matrices: momentum_buffer; the others AdamW's */
+static void muon_state(const struct memest_optim_param *p, const struct memest_optim_cfg *c,
+                       struct memest_optim_state *s)
+{
+    (void)c;
+    if (p->ndim == 2 && p->rows && p->cols && !p->nonhidden) {
+        copies(p->bytes, 1, s);   /* momentum_buffer */
+    } else {
+        copies(p->bytes, 2, s);   /* AdamW's exp_avg, exp_avg_sq */
+        s->aux = true;
+    }
+}
+
+/* transformers' Adafactor: float32 whatever the parameter's dtype */
+static void hf_adafactor_state(const struct memest_optim_param *p, const struct memest_optim_cfg *c,
+                               struct memest_optim_state *s)
+{
+    (void)c;
+    if (p->rows && p->cols) {   /* exp_avg_sq_row, exp_avg_sq_col */
+        s->bytes[0] = memest_sat_mul(p->rows, 4);
+        s->bytes[1] = memest_sat_mul(p->cols, 4);
+        s->n = 2;
+    } else {
+        s->bytes[0] = memest_sat_mul(p->numel, 4);   /* exp_avg_sq */
+        s->n = 1;
+    }
+    s->bytes[s->n++] = 4;   /* RMS, a 0-d float32 tensor */
 }
 
 static void adagrad_state(const struct memest_optim_param *p, const struct memest_optim_cfg *c,
@@ -222,6 +315,77 @@ static void paged32_state(const struct memest_optim_param *p, const struct memes
     bnb_state(p, 32, true, s);
 }
 
+/* ---- per-parameter programs (optim.h: memest_optim_pprog) ---- */
+
+static void pp_op(struct memest_optim_pprog *o, int slot)
+{
+    assert(o->n < MEMEST_OPTIM_MAX_PSTEP);
+    o->op[o->n++] = (int8_t)slot;
+}
+
+/* torch.optim.Muon's update of one hidden matrix [m, n] (slots: 1 the lerp
+ * tensor, 2 ortho_grad, 3 gram_matrix, 4 gram_update); nothing for the
+ * parameters AdamW updates. */
+#define MUON_NS_STEPS 5   /* DEFAULT_NS_STEPS */
+static void muon_prog(const struct memest_optim_param *p, struct memest_optim_pprog *o)
+{
+    memset(o, 0, sizeof *o);
+    if (p->ndim != 2 || !p->rows || !p->cols || p->nonhidden)
+        return;
+    uint64_t k = p->rows < p->cols ? p->rows : p->cols;   /* [m, n] with m <= n */
+    o->bytes[1] = p->bytes;                           /* grad.lerp(buf, momentum) */
+    o->bytes[2] = memest_sat_mul(p->numel, 2);         /* bf16 [m, n] */
+    o->bytes[3] = o->bytes[4] = memest_sat_mul(memest_sat_mul(k, k), 2);   /* bf16 [m, m] */
+    pp_op(o, 1);
+    pp_op(o, -2);   /* the previous parameter's result, rebound */
+    if (p->dtype != MEMEST_BF16)
+        pp_op(o, 2);   /* grad.bfloat16(): a copy */
+    for (int i = 0; i < MUON_NS_STEPS; i++) {
+        pp_op(o, 3);
+        pp_op(o, 4);
+        pp_op(o, 2);
+    }
+    pp_op(o, -3);   /* the function's locals */
+    pp_op(o, -4);
+    pp_op(o, -1);   /* update = the result */
+}
+
+/* transformers' Adafactor.step for one parameter (slots: 1 grad.float(),
+ * 2 p_data_fp32, 3 update, 4 grad**2, 5 a row-sized and 6 a column-sized
+ * float32 temporary, 7 the mean of exp_avg_sq_row, 8 -update) */
+static void hf_adafactor_prog(const struct memest_optim_param *p, struct memest_optim_pprog *o)
+{
+    memset(o, 0, sizeof *o);
+    bool half = p->dtype == MEMEST_F16 || p->dtype == MEMEST_BF16;
+    bool factored = p->rows && p->cols;
+    uint64_t full = memest_sat_mul(p->numel, 4);
+    o->bytes[1] = o->bytes[2] = o->bytes[3] = o->bytes[4] = o->bytes[8] = full;
+    o->bytes[5] = memest_sat_mul(p->rows, 4);
+    o->bytes[6] = memest_sat_mul(p->cols, 4);
+    o->bytes[7] = factored && p->numel / p->cols ? memest_sat_mul(p->rows / (p->numel / p->cols), 4) : 0;
+    pp_op(o, -1);   /* grad = p.grad */
+    if (half)
+        pp_op(o, 1);   /* grad.float() */
+    o->state_at = o->n;
+    pp_op(o, -2);   /* p_data_fp32 = p */
+    if (half)
+        pp_op(o, 2);   /* .float() */
+    pp_op(o, 4);    /* grad**2 */
+    pp_op(o, 3);    /* + eps */
+    pp_op(o, -4);
+    if (factored) {
+        static const int8_t f[] = {5, -5, 6, -6,    /* update.mean(dim=-1), (dim=-2) */
+                                   7, 5, -7, 6,     /* r_factor, c_factor */
+                                   3, -5, -6};      /* torch.mul(r_factor, c_factor) */
+        for (size_t i = 0; i < sizeof f; i++)
+            pp_op(o, f[i]);
+    } else {
+        pp_op(o, 3);   /* exp_avg_sq.rsqrt() */
+    }
+    pp_op(o, 8);    /* -update */
+    pp_op(o, -8);
+}
+
 /* ---- the table ---- */
 
 #define PROG(...) {.op = {__VA_ARGS__}, .n = sizeof((int8_t[]){__VA_ARGS__})}
@@ -297,6 +461,21 @@ static const struct memest_optim_desc table[] = {
     [MEMEST_OPT_PAGED_LION] = BNB1("paged_lion", paged_lion32_state, true, LION32_NOTE BNB_PAGED_NOTE),
     [MEMEST_OPT_PAGED_LION8BIT] = BNB1("paged_lion8bit", paged_lion8_state, true,
                                        LION8_NOTE BNB_PAGED_NOTE),
+    [MEMEST_OPT_MUON] = {
+        .name = "muon", .accepts = 0,
+        .state = muon_state, .init = MEMEST_INIT_FIRST_STEP, .step_scalar = false,
+        .note = "1 copy (momentum_buffer) of the 2-D hidden matrices; AdamW's 2 copies of "
+                "the others (embeddings, the head, 1-D)",
+        .pprog = muon_prog, .with_aux = true, .aux = MEMEST_OPT_ADAMW, .whole_params = true,
+        .since = 209,
+    },
+    [MEMEST_OPT_HF_ADAFACTOR] = {
+        .name = "hf_adafactor", .accepts = 0,
+        .state = hf_adafactor_state, .init = MEMEST_INIT_PER_PARAM, .step_scalar = false,
+        .note = "float32 factored second moments: a row and a column vector per matrix, a "
+                "float32 copy of each other parameter, a 0-d RMS each",
+        .library = "transformers", .pprog = hf_adafactor_prog, .whole_params = true,
+    },
 };
 static_assert(sizeof table / sizeof *table == MEMEST_OPT_COUNT, "one descriptor per optimizer");
 
@@ -360,12 +539,40 @@ void memest_optim_param_state(const struct memest_optim_cfg *cfg, uint64_t numel
 struct memest_optim_param memest_optim_param_of(uint64_t numel, uint64_t bytes, int ndim,
                                                 const int64_t *size)
 {
-    struct memest_optim_param p = {.numel = numel, .bytes = bytes};
+    struct memest_optim_param p = {.numel = numel, .bytes = bytes,
+                                   .ndim = (uint8_t)(ndim > 0 && ndim < 255 ? ndim : 0)};
     if (ndim > 1 && size[ndim - 1] > 0 && size[ndim - 2] > 0) {
         p.rows = numel / (uint64_t)size[ndim - 1];
         p.cols = numel / (uint64_t)size[ndim - 2];
     }
     return p;
+}
+
+struct memest_optim_param memest_optim_param_run(const struct memest_run *r, uint32_t i)
+{
+    const struct memest_param *pp = &r->params[i];
+    const struct memest_storage *st = &r->storages[pp->storage];
+    struct memest_optim_param p = memest_optim_param_of(pp->numel, st->bytes, pp->shape.ndim,
+                                                        pp->shape.size);
+    p.dtype = st->dtype;
+    if (r->g && pp->node < r->g->nnodes)
+        p.nonhidden = r->g->nodes[pp->node].op->lookup_table ||
+                      memest_graph_output_head(r->g) == (int64_t)pp->node;
+    return p;
+}
+
+bool memest_optim_state_steps(const struct memest_optim_cfg *cfg, const struct memest_optim_state *st)
+{
+    const struct memest_optim_desc *d = &table[cfg->kind];
+    return st->aux && d->with_aux ? table[d->aux].step_scalar : d->step_scalar;
+}
+
+void memest_optim_param_prog(const struct memest_optim_cfg *cfg, const struct memest_optim_param *p,
+                             struct memest_optim_pprog *out)
+{
+    memset(out, 0, sizeof *out);
+    if (table[cfg->kind].pprog)
+        table[cfg->kind].pprog(p, out);
 }
 
 uint64_t memest_optim_temp_bytes(const struct memest_optim_param *p, enum memest_optim_tsize t)
@@ -410,19 +617,30 @@ const struct memest_optim_prog *memest_optim_foreach(enum memest_optim k, unsign
     return torch_version == 113 ? &table[k].foreach113 : &table[k].foreach;
 }
 
+/* The temporaries a program makes: its positive entries. */
+static unsigned made(const int8_t *op, unsigned n)
+{
+    unsigned m = 0;
+    for (unsigned i = 0; i < n; i++)
+        m += op[i] > 0;
+    return m;
+}
+
 unsigned memest_optim_temporaries(const struct memest_step_cfg *cfg)
 {
     const struct memest_optim_desc *d = &table[cfg->optim.kind];
     unsigned n = 0;
+    if (d->pprog) {
+        unsigned a = memest_optim_temporaries_of(cfg, true), b = memest_optim_temporaries_of(cfg, false);
+        return a > b ? a : b;
+    }
     switch (cfg->impl) {
     case MEMEST_IMPL_FOREACH: {
         const struct memest_optim_prog *p = memest_optim_foreach(cfg->optim.kind,
                                                                  cfg->torch_version);
-        for (unsigned i = 0; i < p->n; i++)
-            n += p->op[i] > 0;
-        unsigned nv = 0;   /* a parameter is in one group: the larger program counts */
-        for (unsigned i = 0; d->by_dim && i < d->foreach_vec.n; i++)
-            nv += d->foreach_vec.op[i] > 0;
+        n = made(p->op, p->n);
+        /* a parameter is in one group: the larger program counts */
+        unsigned nv = d->by_dim ? made(d->foreach_vec.op, d->foreach_vec.n) : 0;
         n = n > nv ? n : nv;
         break;
     }
@@ -436,21 +654,52 @@ unsigned memest_optim_temporaries(const struct memest_step_cfg *cfg)
     return n;
 }
 
-static unsigned prog_lists(const struct memest_optim_prog *p)
+/* The temporaries a per-parameter program makes for the largest program
+ * of a parameter (matrix or not: an fp32 one, which copies most), and its
+ * auxiliary optimizer's under cfg's implementation. */
+static unsigned pprog_temporaries(const struct memest_step_cfg *cfg, bool matrix)
 {
-    unsigned n = 0;
-    for (unsigned i = 0; i < p->n; i++)
-        n += p->op[i] > 0;
+    const struct memest_optim_desc *d = &table[cfg->optim.kind];
+    const int64_t mat[2] = {64, 32};
+    struct memest_optim_param p = memest_optim_param_of(matrix ? 2048 : 64, matrix ? 8192 : 256,
+                                                        matrix ? 2 : 1, mat);
+    unsigned n = memest_optim_param_temporaries(cfg, &p);
+    if (d->with_aux) {
+        p.nonhidden = true;
+        unsigned na = memest_optim_param_temporaries(cfg, &p);
+        n = n > na ? n : na;
+    }
     return n;
 }
 
 unsigned memest_optim_temporaries_of(const struct memest_step_cfg *cfg, bool matrix)
 {
     const struct memest_optim_desc *d = &table[cfg->optim.kind];
+    if (d->pprog)
+        return pprog_temporaries(cfg, matrix);
     if (cfg->impl != MEMEST_IMPL_FOREACH || !d->by_dim)
         return memest_optim_temporaries(cfg);
-    return prog_lists(matrix ? memest_optim_foreach(cfg->optim.kind, cfg->torch_version)
-                             : &d->foreach_vec);
+    const struct memest_optim_prog *p = matrix ? memest_optim_foreach(cfg->optim.kind,
+                                                                      cfg->torch_version)
+                                               : &d->foreach_vec;
+    return made(p->op, p->n);
+}
+
+unsigned memest_optim_param_temporaries(const struct memest_step_cfg *cfg,
+                                        const struct memest_optim_param *p)
+{
+    const struct memest_optim_desc *d = &table[cfg->optim.kind];
+    bool matrix = p->ndim > 1;
+    if (!d->pprog)
+        return memest_optim_temporaries_of(cfg, matrix);
+    struct memest_optim_pprog o;
+    d->pprog(p, &o);
+    if (o.n == 0 && d->with_aux) {
+        struct memest_step_cfg a = *cfg;
+        a.optim = (struct memest_optim_cfg){.kind = d->aux};
+        return memest_optim_temporaries_of(&a, matrix);
+    }
+    return made(o.op, o.n);
 }
 
 bool memest_optim_device_steps(const struct memest_step_cfg *cfg)

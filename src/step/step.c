@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "memest/dist.h"
 #include "memest/optim.h"
 
 /* ---- optimizer implementations ---- */
@@ -27,8 +28,10 @@ const char *memest_optim_impl_name(enum memest_optim_impl i)
 
 const char *memest_optim_impl_label(const struct memest_step_cfg *cfg)
 {
-    const char *k = memest_optim_desc(cfg->optim.kind)->kernel;
-    return k ? k : memest_optim_impl_name(cfg->impl);
+    const struct memest_optim_desc *d = memest_optim_desc(cfg->optim.kind);
+    if (d->library)   /* its own Python loop */
+        return memest_optim_impl_name(MEMEST_IMPL_FORLOOP);
+    return d->kernel ? d->kernel : memest_optim_impl_name(cfg->impl);
 }
 
 int memest_optim_impl_parse(const char *s, enum memest_optim_impl *out)
@@ -187,6 +190,19 @@ int memest_step_cfg_check(const struct memest_step_cfg *c, struct memest_error *
 {
     char fused[160];
     const char *kernel = memest_optim_desc(c->optim.kind)->kernel;
+    const struct memest_rank_view *rv = c->rank;
+    if (memest_optim_desc(c->optim.kind)->whole_params && rv &&
+        (rv->shard_optim || rv->cfg->tp > 1 || rv->cfg->cp > 1 || rv->cfg->pp > 1 || rv->cfg->ep > 1))
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                           "--optim %s with ZeRO, FSDP or model parallelism is not modelled (its "
+                           "update of whole matrices on sharded ones is not); one GPU and DDP are",
+                           memest_optim_name(c->optim.kind));
+    const char *lib = memest_optim_desc(c->optim.kind)->library;
+    if (c->impl == MEMEST_IMPL_FUSED && lib)
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                           "--optim-impl fused: %s is %s' optimizer, a Python loop over the "
+                           "parameters of its own (leave --optim-impl out)",
+                           memest_optim_name(c->optim.kind), lib);
     if (c->impl == MEMEST_IMPL_FUSED && kernel)
         return memest_errf(err, MEMEST_ERR_USAGE, NULL,
                            "--optim-impl fused: %s is %s' optimizer, one fused kernel of its own "

@@ -72,6 +72,10 @@ COMMANDS = [
     ("paged_optimizer", "estimate", 0, ["models/gpt2.json", "--batch", "2", "--optim", "paged_adamw", "--json"],
      None),
     ("adam8bit", "estimate", 0, ["models/gpt2.json", "--batch", "2", "--optim", "adam8bit", "--json"], None),
+    ("paged_lion8bit", "estimate", 0, ["models/mlp-mnist.json", "--optim", "paged_lion8bit", "--json"], None),
+    ("adafactor", "estimate", 0, ["models/mlp-mnist.json", "--optim", "adafactor", "--json"], None),
+    ("muon", "estimate", 0, ["models/mlp-mnist.json", "--optim", "muon", "--json"], None),
+    ("hf_adafactor", "estimate", 0, ["models/mlp-mnist.json", "--optim", "hf_adafactor", "--json"], None),
     # several GPUs
     ("gpus_ddp", "estimate", 0, ["models/gpt2.json", "--batch", "4", "--gpus", "4", "--json"], None),
     ("gpus_zero3", "estimate", 0, L7 + ["--gpus", "8", "--strategy", "zero3", "--gpu", "a100-80gb", "--json"],

@@ -95,20 +95,22 @@ def ptrs(opt, model):
     return s
 
 
-def measure(name, optim):
+def measure_opt(name, make_opt, dtype=torch.float32):
+    """The peak of the second step's temporaries and the state bytes for model `name` in `dtype`,
+    the optimizer make_opt(model) (anything with zero_grad, step and a `state` dict)."""
     spec = tf.MODELS[name]
     torch.manual_seed(0)
-    model = spec["build"]()
+    model = spec["build"]().to(dtype)
     model.train()
-    x = spec["input"](1)
+    x = [t.to(dtype) if t.is_floating_point() else t for t in spec["input"](1)]
     torch.manual_seed(0)
-    opt = OPTIMS[optim](model.parameters())
+    opt = make_opt(model)
     peak = None
     for step in (1, 2):
         opt.zero_grad(set_to_none=True)
         out = model(*x)
         target = torch.zeros(out.shape[:-1], dtype=torch.long)
-        loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), target.reshape(-1))
+        loss = F.cross_entropy(out.reshape(-1, out.shape[-1]).float(), target.reshape(-1))
         loss.backward()
         del out, loss
         if step == 2:
@@ -122,6 +124,10 @@ def measure(name, optim):
     state = sum(v.untyped_storage().nbytes() for st in opt.state.values() for k, v in st.items()
                 if isinstance(v, torch.Tensor) and k != "step")
     return peak, state
+
+
+def measure(name, optim):
+    return measure_opt(name, lambda m: OPTIMS[optim](m.parameters()))
 
 
 def main():

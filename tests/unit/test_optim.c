@@ -21,6 +21,9 @@
 #include "reference_json.h"
 #include "memest/calc.h"
 #include "memest/optim.h"
+#include "memest/dtype.h"
+#include "memest/error.h"
+#include "memest/step.h"
 
 static unsigned state(enum memest_optim k, double momentum, bool amsgrad, bool centered,
                       uint64_t pb, uint64_t *total)
@@ -212,6 +215,133 @@ static void test_lion(void)
     CHECK_EQ_INT(st.paged, 0);
 }
 
+/* The most bytes a per-parameter program (optim.h) holds at once, its
+ * slots starting empty; in *left the bytes still held at its end. */
+static uint64_t pprog_peak(const struct memest_optim_pprog *o, uint64_t *left)
+{
+    uint64_t held[MEMEST_OPTIM_MAX_SLOTS + 1] = {0}, cur = 0, peak = 0;
+    for (unsigned k = 0; k < o->n; k++) {
+        int s = o->op[k] > 0 ? o->op[k] : -o->op[k];
+        if (o->op[k] > 0) {
+            cur += o->bytes[s];
+            peak = cur > peak ? cur : peak;
+        }
+        cur -= held[s];
+        held[s] = o->op[k] > 0 ? o->bytes[s] : 0;
+    }
+    *left = cur;
+    return peak;
+}
+
+/* A matrix [m, n] of elem-byte elements of dtype t. */
+static struct memest_optim_param matrix(int64_t m, int64_t n, unsigned elem, enum memest_dtype t)
+{
+    const int64_t size[2] = {m, n};
+    uint64_t numel = (uint64_t)m * (uint64_t)n;
+    struct memest_optim_param p = memest_optim_param_of(numel, numel * elem, 2, size);
+    p.dtype = (uint8_t)t;
+    return p;
+}
+
+/* torch.optim.Muon (torch/optim/_muon.py, PyTorch 2.9; optim.c cites it):
+ * momentum_buffer = zeros_like(p.grad) for a hidden matrix, AdamW's
+ * exp_avg and exp_avg_sq (and a step) for the rest. Newton-Schulz over
+ * [m, n] (m <= n, ortho_grad transposed): from its second iteration the
+ * lerp tensor U, the previous X and the new one (bf16 [m, n]),
+ * gram_matrix and gram_update (bf16 [m, m]) are alive together. */
+static void test_muon(void)
+{
+    struct memest_optim_cfg c = {.kind = MEMEST_OPT_MUON};
+    struct memest_optim_state st;
+    struct memest_optim_param p = matrix(14336, 4096, 2, MEMEST_BF16);   /* Llama-3-8B's gate_proj */
+    memest_optim_shaped_state(&c, &p, &st);
+    CHECK_EQ_INT(st.n, 1);
+    CHECK_EQ_U64(st.bytes[0], 117440512);   /* 14336 * 4096 * 2 */
+    CHECK(!st.aux);
+    CHECK(!memest_optim_state_steps(&c, &st));
+    struct memest_optim_pprog o;
+    uint64_t left;
+    memest_optim_param_prog(&c, &p, &o);
+    /* bf16: grad.bfloat16() is U itself; U 117440512 + 2 X 117440512 +
+     * 2 * 4096^2 * 2 = 3 * 117440512 + 67108864 = 419430400 (400 MiB) */
+    CHECK_EQ_U64(pprog_peak(&o, &left), 419430400);
+    CHECK_EQ_U64(left, 117440512);           /* the result, bound until the next lerp */
+    struct memest_step_cfg sc = {.optim = c, .impl = MEMEST_IMPL_FOREACH};
+    CHECK_EQ_INT(memest_optim_param_temporaries(&sc, &p), 16);   /* U, 5 x (gram, gram_update, X) */
+    /* nn.Linear(784, 512).weight, fp32 (mlp-mnist, tests/reference/optim_2026.json):
+     * U 1605632 + X0 802816 + ... from the second iteration U + 2 X +
+     * 2 * 512^2 * 2 = 1605632 + 1605632 + 1048576 = 4259840 */
+    p = matrix(512, 784, 4, MEMEST_F32);
+    memest_optim_param_prog(&c, &p, &o);
+    CHECK_EQ_U64(pprog_peak(&o, &left), 4259840);
+    CHECK_EQ_INT(memest_optim_param_temporaries(&sc, &p), 17);   /* and the bf16 copy */
+    /* the embedding table, the head, a norm's weight, a conv kernel: AdamW's */
+    p.nonhidden = true;
+    memest_optim_shaped_state(&c, &p, &st);
+    CHECK_EQ_INT(st.n, 2);
+    CHECK_EQ_U64(st.bytes[0] + st.bytes[1], 2 * 512 * 784 * 4);
+    CHECK(st.aux);
+    CHECK(memest_optim_state_steps(&c, &st));
+    memest_optim_param_prog(&c, &p, &o);
+    CHECK_EQ_INT(o.n, 0);
+    memest_optim_param_state(&c, 4096, 8192, &st);
+    CHECK(st.aux);
+    const int64_t conv[4] = {64, 3, 7, 7};
+    p = memest_optim_param_of(64 * 3 * 49, 64 * 3 * 49 * 4, 4, conv);
+    memest_optim_shaped_state(&c, &p, &st);
+    CHECK(st.aux);
+    CHECK_EQ_INT(memest_optim_param_temporaries(&sc, &p), 1);   /* AdamW's foreach list */
+    struct memest_error err = {0};
+    CHECK_EQ_INT(memest_step_cfg_check(&sc, &err), 0);
+    sc.torch_version = 113;
+    CHECK(memest_step_cfg_check(&sc, &err) != 0);   /* torch.optim.Muon is 2.9's, not 1.13's */
+}
+
+/* transformers' Adafactor (transformers/optimization.py; optim.c cites
+ * it): float32 state whatever the parameter's dtype (grad.float()),
+ * exp_avg_sq_row [..., m] and exp_avg_sq_col [..., n] for two dimensions
+ * or more, exp_avg_sq like the parameter otherwise, and RMS, a 0-d float32
+ * tensor. Per parameter (bf16): grad.float() G, p.float() P, grad**2 and
+ * update = it + eps, then the product of the factors A, with G, P and the
+ * old update alive, and the row and column factors: 4 float32 copies of
+ * the parameter and r + c. */
+static void test_hf_adafactor(void)
+{
+    struct memest_optim_cfg c = {.kind = MEMEST_OPT_HF_ADAFACTOR};
+    struct memest_optim_state st;
+    struct memest_optim_param p = matrix(128256, 4096, 2, MEMEST_BF16);   /* embed_tokens */
+    memest_optim_shaped_state(&c, &p, &st);
+    CHECK_EQ_INT(st.n, 3);
+    CHECK_EQ_U64(st.bytes[0], 128256 * 4);   /* exp_avg_sq_row, float32 */
+    CHECK_EQ_U64(st.bytes[1], 4096 * 4);     /* exp_avg_sq_col */
+    CHECK_EQ_U64(st.bytes[2], 4);            /* RMS */
+    CHECK(!memest_optim_state_steps(&c, &st));   /* step: a Python int */
+    struct memest_optim_pprog o;
+    uint64_t left;
+    memest_optim_param_prog(&c, &p, &o);
+    /* 4 * 128256 * 4096 * 4 + (128256 + 4096) * 4 = 8405385216 + 529408 */
+    CHECK_EQ_U64(pprog_peak(&o, &left), 8405914624ull);
+    CHECK_EQ_U64(left, 3ull * 2101346304);   /* G, P and update stay bound */
+    /* fp32 [512, 784] (mlp-mnist): no copies; grad**2 and update
+     * 2 * 1605632, then the product with update and r, c: 3211264 + 2048 + 3136 */
+    p = matrix(512, 784, 4, MEMEST_F32);
+    memest_optim_param_prog(&c, &p, &o);
+    CHECK_EQ_U64(pprog_peak(&o, &left), 3216448);
+    /* a bf16 bias of 4096: exp_avg_sq float32, RMS */
+    const int64_t bias[1] = {4096};
+    p = memest_optim_param_of(4096, 8192, 1, bias);
+    p.dtype = MEMEST_BF16;
+    memest_optim_shaped_state(&c, &p, &st);
+    CHECK_EQ_INT(st.n, 2);
+    CHECK_EQ_U64(st.bytes[0], 4096 * 4);
+    CHECK_EQ_U64(st.bytes[1], 4);
+    memest_optim_param_prog(&c, &p, &o);   /* G, P, grad**2 + update, rsqrt(), -update */
+    CHECK_EQ_U64(pprog_peak(&o, &left), 4 * 4096 * 4);
+    struct memest_step_cfg sc = {.optim = c, .impl = MEMEST_IMPL_FUSED};
+    struct memest_error err = {0};
+    CHECK(memest_step_cfg_check(&sc, &err) != 0);   /* no fused kernel */
+}
+
 static void test_accepting(void)
 {
     char b[80];
@@ -219,11 +349,11 @@ static void test_accepting(void)
     CHECK_STR_EQ(memest_optim_accepting(MEMEST_OPTF_AMSGRAD, b, sizeof b), "adam and adamw");
     CHECK_STR_EQ(memest_optim_accepting(MEMEST_OPTF_CENTERED, b, sizeof b), "rmsprop");
     CHECK_STR_EQ(memest_optim_accepting(MEMEST_OPTF_FUSED, b, sizeof b), "sgd, adam and adamw");
-    char all[320];
+    char all[400];
     CHECK_STR_EQ(memest_optim_names(all, sizeof all),
                  "sgd, adam, adamw, rmsprop, adagrad, adam8bit, adamw8bit, paged_adam8bit, "
                  "paged_adamw8bit, paged_adamw, paged_adamw32bit, adafactor, lion, lion8bit, "
-                 "paged_lion, paged_lion8bit");
+                 "paged_lion, paged_lion8bit, muon, hf_adafactor");
     char small[6];
     CHECK_STR_EQ(memest_optim_accepting(MEMEST_OPTF_FUSED, small, sizeof small), "sgd, ");
 
@@ -397,6 +527,8 @@ int main(void)
     test_fused();
     test_accepting();
     test_adafactor();
+    test_muon();
+    test_hf_adafactor();
     test_lion();
     test_bitsandbytes();
     test_bitsandbytes_replica();

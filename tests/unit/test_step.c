@@ -25,7 +25,7 @@ static void test_names(void)
                                          "adam8bit", "adamw8bit", "paged_adam8bit",
                                          "paged_adamw8bit", "paged_adamw", "paged_adamw32bit",
                                          "adafactor", "lion", "lion8bit", "paged_lion",
-                                         "paged_lion8bit"};
+                                         "paged_lion8bit", "muon", "hf_adafactor"};
     for (int i = 0; i < MEMEST_OPT_COUNT; i++) {
         enum memest_optim v;
         CHECK_STR_EQ(memest_optim_name((enum memest_optim)i), optims[i]);
