@@ -269,6 +269,9 @@ void memest_summary_text(FILE *f, const struct memest_report *rep)
     if (rep->step->optim.momentum != 0)
         fprintf(f, " (momentum %g)", rep->step->optim.momentum);
     fprintf(f, ", dtype %s", memest_dtype_name(o->dtype));
+    if (rep->r->used & MEMEST_USED_RNN)   /* the kernel of its lstm/gru/rnn nodes */
+        fprintf(f, ", rnn kernel %s%s", memest_rnn_kernel_name(rep->r->opts.rnn_kernel),
+                rep->r->opts.rnn_kernel == MEMEST_RNN_CUDNN ? " (reserve space estimated)" : "");
     enum memest_wformat wf;
     uint32_t nq = memest_graph_quantized(rep->g, &wf);
     if (nq) /* --weights or a config's quantization_config */
