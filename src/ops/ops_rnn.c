@@ -32,8 +32,8 @@
  * The per-step tensors of one kind are declared as one storage of T times
  * the step size (same bytes, all alive from forward to backward).
  * The CPU path (whole-sequence input projection, unfused cell ops; the
- * catalog's figures) is not modelled; its saved bytes match the native
- * CUDA path's for these shapes (tests/unit/test_ops_rnn.c).
+ * catalog's figures) is not modelled: the tests whose references ran on
+ * the CPU (corrected to CUDA's native path) use --rnn-kernel native.
  * MACs: the gate matmuls (and the projection), 0 for the cell math; the
  * same for both kernels but for cuDNN's backward, which always computes
  * the input's gradient (cudnnRNNBackwardData). */

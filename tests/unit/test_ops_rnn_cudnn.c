@@ -90,6 +90,20 @@ static void test_issue_2895_fit(void)
     t_free(&t);
 }
 
+/* Under autocast to fp16 (AutocastRNN.cpp casts the weights and
+ * re-flattens them into one buffer the op keeps): the LSTM of
+ * test_lstm_cudnn saves the weights' copies (256 + 256 + 32 + 32)*2 =
+ * 1152, x's fp16 copy 5*3*8*2 = 240, hx and cx 2 * 1*3*8*2 = 96, the
+ * output 240 and the reserve in fp16 15*40*2 = 1200: 2928. */
+static void test_lstm_cudnn_autocast(void)
+{
+    struct t_model t;
+    LOAD_OPTS(&t, SEQ "{'name': 'lstm', 'type': 'lstm', 'hidden_size': 8}]}", .batch = 3,
+              .dtype = MEMEST_F32, .amp = true, .amp_dtype = MEMEST_F16);
+    CHECK_EQ_U64(t_saved(&t, "lstm"), 1152 + 240 + 96 + 240 + 1200);
+    t_free(&t);
+}
+
 /* --rnn-kernel native keeps the native saved set (7296 for the LSTM of
  * test_lstm_cudnn, counted in test_ops_rnn.c). */
 static void test_native_option(void)
@@ -107,6 +121,7 @@ int main(void)
     test_gru_cudnn();
     test_lstm_cudnn_stacked();
     test_issue_2895_fit();
+    test_lstm_cudnn_autocast();
     test_native_option();
     return CHECK_DONE();
 }
