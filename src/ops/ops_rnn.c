@@ -306,7 +306,7 @@ static int infer_rnn_any(struct memest_ictx *c, enum rnn_cell cell)
     int64_t G = cell == RNN_CELL_LSTM ? 4 : cell == RNN_CELL_GRU ? 3 : 1;
     int D = memest_arg_bool(c, RNN_BIDIR) ? 2 : 1;
     struct rnn R = {.cell = cell, .T = T, .B = B, .in = in, .H = H, .L = L, .P = P, .Hr = Hr,
-                    .GH = G * H, .DHr = D * Hr, .D = D, .bias = memest_arg_bool(c, RNN_BIAS),
+                    .GH = G * H, .DHr = D * Hr, .D = D, .bias = memest_arg_bool(c, RNN_BIAS), .bf = batched && bf,
                     .p = memest_arg_float(c, RNN_DROPOUT), .dt = memest_in_dtype(c, 0)};
     /* parameters, in PyTorch's order; outputs: output, h_n (, c_n) */
     if (rnn_params(c, &R) != 0 || rnn_outputs(c, &R, batched, bf) != 0)

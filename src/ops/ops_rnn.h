@@ -15,7 +15,7 @@ struct rnn {
     enum rnn_cell cell;
     int64_t T, B, in, H, L, P, Hr, GH, DHr;
     int D;
-    bool bias;
+    bool bias, bf;   /* bf: batch_first, with a batched input */
     double p;
     enum memest_dtype dt;
 };

@@ -53,8 +53,20 @@
  *     without its B); _cudnn_rnn allocates it for the forward and
  *     _cudnn_rnn_backward_input again for the backward, freed at the end
  *     of each.
- * PyTorch sources read: pytorch/pytorch RNN.cpp and derivatives.yaml (the
- * stored snapshot available here; v2.6.0 keeps the same saved list). */
+ * Besides, the forward copies a batch_first input to [T, B, in]
+ * (input.transpose(0, 1).contiguous()), and _cudnn_rnn_backward_input
+ * makes dx always ("NB: unconditionally compute this gradient, because it
+ * mutates reserve": dx = at::empty(input.sizes()), a temporary when the
+ * input needs no gradient), dhx and dcx, zeros for the gradients of h_n
+ * and c_n (taken as unused, as `out, _ = lstm(x)` leaves them) and, with
+ * batch_first, contiguous copies of the transposed input and output
+ * gradient: all counted in the backward's workspace.
+ * PyTorch sources read: pytorch/pytorch aten/src/ATen/native/cudnn/RNN.cpp
+ * (_cudnn_rnn: "if (fn_train)" allocates the reserve, none in eval mode;
+ * _cudnn_rnn_backward, _cudnn_rnn_backward_input) and derivatives.yaml's
+ * _cudnn_rnn entry, as stored by this session's code index: a 2.x
+ * snapshot (c10::optional, USE_CUDNN_RNN_V8_API), not the v2.6.0 tag
+ * itself, so no line numbers are cited. */
 #include "ops_rnn.h"
 
 uint64_t memest_rnn_cudnn_reserve(const struct rnn *R)
@@ -79,6 +91,28 @@ uint64_t memest_rnn_cudnn_workspace(const struct rnn *R)
     return memest_sat_mul(n, memest_dtype_size(R->dt));
 }
 
+/* The forward's and the backward's temporaries besides cuDNN's workspace
+ * ws (the head of the file). */
+static void rnn_cudnn_temporaries(struct memest_ictx *c, const struct rnn *R, uint64_t ws)
+{
+    uint64_t sz = memest_dtype_size(R->dt);
+    uint64_t TB = memest_sat_mul((uint64_t)R->T, (uint64_t)R->B);
+    uint64_t x = memest_sat_mul(memest_sat_mul(TB, (uint64_t)R->in), sz);
+    uint64_t dy = memest_sat_mul(memest_sat_mul(TB, (uint64_t)R->DHr), sz);
+    uint64_t LDB = memest_sat_mul((uint64_t)(R->L * R->D), (uint64_t)R->B);
+    uint64_t h = memest_sat_mul(memest_sat_mul(LDB, (uint64_t)R->Hr), sz);
+    uint64_t cl = R->cell == RNN_CELL_LSTM ? memest_sat_mul(memest_sat_mul(LDB, (uint64_t)R->H), sz)
+                                           : 0;
+    memest_workspace(c, memest_sat_add(ws, R->bf ? x : 0));
+    /* dhx, dcx and the zero gradients of h_n, c_n */
+    uint64_t bw = memest_sat_add(ws, memest_sat_mul(2, memest_sat_add(h, cl)));
+    if (!memest_in_requires_grad(c, 0))
+        bw = memest_sat_add(bw, x);   /* dx */
+    if (R->bf)
+        bw = memest_sat_add(bw, memest_sat_add(x, dy));
+    memest_bwd_workspace(c, bw);
+}
+
 int memest_rnn_cudnn_saves(struct memest_ictx *c, const struct rnn *R)
 {
     int64_t LD = R->L * R->D;
@@ -97,7 +131,6 @@ int memest_rnn_cudnn_saves(struct memest_ictx *c, const struct rnn *R)
         if (reserve > 0)
             rc = rc ? rc : memest_save_new(c, 1, &rs, MEMEST_U8);
     }
-    memest_workspace(c, ws);
-    memest_bwd_workspace(c, ws);
+    rnn_cudnn_temporaries(c, R, ws);
     return rc != 0 ? -1 : 0;
 }
