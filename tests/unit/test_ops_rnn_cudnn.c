@@ -53,6 +53,26 @@ static void test_gru_cudnn(void)
     t_free(&t);
 }
 
+/* nn.LSTM(10, 20, proj_size=5) on [T=3, B=2, 10]: input 3*2*10*4 = 240,
+ * hx [1, 2, 5] 40, cx [1, 2, 20] 160, output [3, 2, 5] 120, reserve
+ * 6*(1*(1*6*20 + 0))*4 = 2880 (k = 6: the cell's h before W_hr): 3440.
+ * nn.RNN(8, 8) on [5, 3, 8], one layer: k = 0 and no inner layer, so no
+ * reserve: input 480, hx 96, output 480: 1056. */
+static void test_proj_and_rnn_cudnn(void)
+{
+    struct t_model t;
+    LOAD(&t,
+         "{'inputs': [{'name': 'x', 'shape': [3, 10], 'batch_dim': 1}],"
+         " 'layers': [{'name': 'lstm', 'type': 'lstm', 'hidden_size': 20, 'proj_size': 5}]}",
+         2);
+    CHECK_EQ_U64(t_saved(&t, "lstm"), 240 + 40 + 160 + 120 + 2880);
+    t_free(&t);
+    LOAD(&t, SEQ "{'name': 'rnn', 'type': 'rnn', 'hidden_size': 8}]}", 3);
+    CHECK_EQ_U64(t_saved(&t, "rnn"), 480 + 96 + 480);
+    CHECK_EQ_U64(t_nsaved(&t, "rnn"), 3);
+    t_free(&t);
+}
+
 /* nn.LSTM(10, 20, 2, bidirectional, batch_first) on [B=2, T=7, 10]:
  *   input 2*7*10*4 = 560; hx, cx [4, 2, 20] 2*640 = 1280; output
  *   [2, 7, 40] 2240; reserve 14*(2*(2*5*20 + 1*20))*4 = 14*440*4 = 24640:
@@ -124,6 +144,7 @@ int main(void)
     test_lstm_cudnn();
     test_gru_cudnn();
     test_lstm_cudnn_stacked();
+    test_proj_and_rnn_cudnn();
     test_issue_2895_fit();
     test_lstm_cudnn_autocast();
     test_native_option();
