@@ -139,10 +139,10 @@ static int rnn_outputs(struct memest_ictx *c, const struct rnn *R, bool batched,
     return 0;
 }
 
-/* What one direction of one layer (its parameters named nm) saves: the
- * cuDNN cell's gates, workspace and states; w_hh, w_hr: those weights are
- * trainable; inner: autograd records inside; rg_x: the layer's input
- * needs a gradient. */
+/* What one direction of one layer (its parameters named nm) saves on the
+ * native path: the fused cell's gates, workspace and states; w_hh, w_hr:
+ * those weights are trainable; inner: autograd records inside; rg_x: the
+ * layer's input needs a gradient. */
 static int rnn_direction_saves(struct memest_ictx *c, const struct rnn *R,
                                const char *const *nm, bool w_hh, bool w_hr, bool inner,
                                bool rg_x)
