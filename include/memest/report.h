@@ -187,6 +187,10 @@ void memest_render_error(FILE *f, enum memest_output fmt, const struct memest_er
  * and node names, the file path, a probed device's name) are escaped as
  * escape.h says, in every text report. */
 void memest_summary_text(FILE *f, const struct memest_report *rep);
+/* ", rnn kernel cudnn (reserve space estimated)" or ", rnn kernel native"
+ * when the run has recurrent nodes (--rnn-kernel), else "": for the
+ * reports' header lines. */
+const char *memest_rnn_kernel_note(const struct memest_run *r);
 /* The text document of one estimate: with --fit only the verdict line,
  * otherwise memest_summary_text and the card section; then the probe's
  * lines when a probe ran. */

@@ -124,6 +124,8 @@ struct memest_run_opts {
     uint16_t torch;                /* PyTorch rules: 0 = 2.x, 113 = 1.13 */
     uint8_t fp8;                   /* enum memest_fp8 (fp8.h): --fp8's recipe for the
                                       linear layers */
+    uint8_t rnn_kernel;            /* enum memest_rnn_kernel: --rnn-kernel, what the
+                                      lstm/gru/rnn nodes run */
     bool no_grad;                  /* under torch.no_grad() (--generate): no parameter
                                       requires grad, so no tensor does, and ops take
                                       their inference paths (bitsandbytes' gemv_4bit) */
@@ -141,6 +143,16 @@ enum memest_attention {
     MEMEST_ATTN_FLASH,
     MEMEST_ATTN_EFFICIENT,
     MEMEST_ATTN_CUDNN,
+};
+
+/* --rnn-kernel: what nn.LSTM / nn.GRU / nn.RNN run on CUDA. CUDNN (the
+ * default: torch.backends.cudnn.enabled) is one _cudnn_rnn with its reserve
+ * space; NATIVE is ATen's step-by-step path (cuDNN disabled), whose saved
+ * tensors a CPU run also shows. */
+enum memest_rnn_kernel {
+    MEMEST_RNN_CUDNN = 0,
+    MEMEST_RNN_NATIVE,
+    MEMEST_RNN_KERNEL_COUNT
 };
 
 /* --fused: kernels that replace a module's eager ops (each its own saved
@@ -162,6 +174,9 @@ enum {
 const char *memest_attention_name(int a);
 int memest_attention_parse(const char *s, uint8_t *out);
 const char *memest_fused_name(int bit_index);
+/* "cudnn", "native". */
+const char *memest_rnn_kernel_name(int k);
+int memest_rnn_kernel_parse(const char *s, uint8_t *out);
 /* A comma-separated list of fused kernel names, or "all" / "none". */
 int memest_fused_parse(const char *list, uint32_t *out);
 /* "2" (also "2.x") or "1.13". */
@@ -195,6 +210,7 @@ enum {
     MEMEST_USED_ATTENTION = 1u << 8,      /* --attention chose a kernel */
     MEMEST_USED_MOE_IMBALANCE = 1u << 9,  /* --moe-imbalance routed tokens */
     MEMEST_USED_FP8 = 1u << 10,           /* --fp8 ran a linear layer in float8 */
+    MEMEST_USED_RNN = 1u << 11,           /* a recurrent node ran --rnn-kernel's kernel */
 };
 
 /* Runs shape inference of the whole graph for opts. `r` may hold a previous

@@ -35,6 +35,10 @@ int memest_app_options_used(const struct memest_app *a, const struct memest_run 
                            "multiples of %d: it would change nothing",
                            memest_fp8_name(a->o->run.fp8),
                            a->o->run.fp8 == MEMEST_FP8_TE_MXFP8 ? 32 : 16);
+    if (unused & MEMEST_USED_RNN)
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL, "--rnn-kernel %s chooses the kernel of "
+                           "lstm, gru and rnn nodes, which the model has none of: it would "
+                           "change nothing", memest_rnn_kernel_name(a->o->run.rnn_kernel));
     if (unused & MEMEST_USED_MOE_IMBALANCE)
         return memest_errf(err, MEMEST_ERR_USAGE, NULL, "--moe-imbalance routes the tokens of "
                            "MoE experts, which the model has none of: it would change nothing");

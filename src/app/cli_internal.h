@@ -35,5 +35,6 @@ memest_opt_parse_f memest_optp_checkpoint,
     memest_optp_after_attention,
     memest_optp_after_moe,
     memest_optp_after_fp8,
+    memest_optp_after_rnn_kernel,
     memest_optp_after_kv_dtype,
     memest_optp_after_sweep_list;

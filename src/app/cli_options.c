@@ -99,6 +99,7 @@ VOCAB_FNS(loss, enum memest_loss, memest_loss_name, memest_loss_parse)
 VOCAB_FNS(dtype, enum memest_dtype, memest_dtype_name, memest_dtype_parse)
 VOCAB_FNS(attention, uint8_t, memest_attention_name, memest_attention_parse)
 VOCAB_FNS(fp8, uint8_t, memest_fp8_name, memest_fp8_parse)
+VOCAB_FNS(rnn_kernel, uint8_t, memest_rnn_kernel_name, memest_rnn_kernel_parse)
 VOCAB_FNS(schedule, enum memest_schedule, memest_schedule_name, memest_schedule_parse)
 VOCAB_FNS(strategy, enum memest_strategy, memest_strategy_name, memest_strategy_parse)
 VOCAB_FNS(offload, enum memest_offload, memest_offload_name, memest_offload_parse)
@@ -218,6 +219,8 @@ static const struct memest_vocab vocab_amp = {amp_name, amp_parse, MEMEST_AMP_NO
                                               MEMEST_AMP_COUNT, NULL};
 static const struct memest_vocab vocab_loss = {loss_name, loss_parse, 0, MEMEST_LOSS_COUNT, NULL};
 static const struct memest_vocab vocab_fp8 = {fp8_name, fp8_parse, 0, MEMEST_FP8_COUNT, NULL};
+static const struct memest_vocab vocab_rnn_kernel = {rnn_kernel_name, rnn_kernel_parse, 0,
+                                                     MEMEST_RNN_KERNEL_COUNT, NULL};
 static const struct memest_vocab vocab_attention = {attention_name, attention_parse, 0,
                                                     MEMEST_ATTN_COUNT, NULL};
 const struct memest_vocab memest_vocab_fused = {fused_name, NULL, 0, MEMEST_FUSED_COUNT, NULL};
@@ -391,6 +394,23 @@ const struct memest_opt memest_opts[] = {
      .help = "autocast mixed precision",
      .doc = "autocast mixed precision, `fp16` or `bf16`, with float32 parameters, gradients "
              "and optimizer state"},
+    {.name = "rnn-kernel",
+     .arg = MEMEST_ARG_REQUIRED,
+     .metavar = "K",
+     .group = MEMEST_GROUP_STEP,
+     .modes = MEMEST_MODES_ALL,
+     .verb = -1,
+     .kind = MEMEST_K_VOCAB,
+     FIELD(run.rnn_kernel),
+     .vocab = &vocab_rnn_kernel,
+     .parse = memest_optp_after_rnn_kernel,
+     .dflt = "cudnn",
+     .help = "what lstm/gru/rnn nodes run on CUDA",
+     .doc = "`cudnn` (the default, as PyTorch on CUDA with cuDNN enabled): one `_cudnn_rnn` "
+             "per module, saving its input, output, initial states and cuDNN's reserve space "
+             "(its size an estimate: doc/rnn.md); `native`: ATen's step-by-step kernels "
+             "(`torch.backends.cudnn.enabled = False`), the saved tensors a CPU run shows; "
+             "`native` for a model without recurrent layers is refused"},
     {.name = "fp8",
      .arg = MEMEST_ARG_REQUIRED,
      .metavar = "R",

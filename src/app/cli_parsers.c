@@ -154,15 +154,31 @@ int memest_optp_fused(const struct memest_opt *row, char *arg, struct memest_cli
 }
 
 /* --fp8 R: refused where no linear layer runs it (none named "none") */
+/* Notes run option `bit` as named (checked against the ops that applied
+ * it) when its value is not the default, else clears it. */
+static int run_named(struct memest_cli *o, bool named, uint32_t bit)
+{
+    if (named)
+        o->run_named |= bit;
+    else
+        o->run_named &= ~bit;
+    return 0;
+}
+
 int memest_optp_after_fp8(const struct memest_opt *row, char *arg, struct memest_cli *o,
                           struct memest_error *err)
 {
     (void)row, (void)arg, (void)err;
-    if (o->run.fp8 != MEMEST_FP8_NONE)
-        o->run_named |= MEMEST_USED_FP8;
-    else
-        o->run_named &= ~(uint32_t)MEMEST_USED_FP8;
-    return 0;
+    return run_named(o, o->run.fp8 != MEMEST_FP8_NONE, MEMEST_USED_FP8);
+}
+
+/* --rnn-kernel native: refused where no recurrent op runs it; cudnn, the
+ * default, is what any model runs */
+int memest_optp_after_rnn_kernel(const struct memest_opt *row, char *arg, struct memest_cli *o,
+                                 struct memest_error *err)
+{
+    (void)row, (void)arg, (void)err;
+    return run_named(o, o->run.rnn_kernel != MEMEST_RNN_CUDNN, MEMEST_USED_RNN);
 }
 
 int memest_optp_after_moe(const struct memest_opt *row, char *arg, struct memest_cli *o,

@@ -3,7 +3,9 @@
  * states (the module creates them); the input is (T, B, in), (B, T, in)
  * with batch_first, or unbatched (T, in).
  *
- * What is modelled: PyTorch's native CUDA path (aten/src/ATen/native/RNN.cpp,
+ * Two kernels (--rnn-kernel): cuDNN's _cudnn_rnn, the default on CUDA
+ * (ops_rnn_cudnn.c: its saved set and reserve space), and, with
+ * --rnn-kernel native, PyTorch's native CUDA path (aten/src/ATen/native/RNN.cpp,
  * 1.13 / 2.x, i.e. with cuDNN disabled), which on CUDA runs every layer and
  * direction step by step (the input projection is *not* precomputed for the
  * whole sequence as on the CPU):
@@ -29,13 +31,13 @@
  *     when dropout > 0 (native_dropout: bool mask saved).
  * The per-step tensors of one kind are declared as one storage of T times
  * the step size (same bytes, all alive from forward to backward).
- * cuDNN's path (the default on CUDA: one CudnnRnnBackward0 with an opaque
- * reserve buffer) and the CPU path (whole-sequence input projection, unfused
- * cell ops; the catalog's figures) are not modelled.
- * MACs: the gate matmuls (and the projection), 0 for the cell math. */
-#include "ops_common.h"
-
-enum cell { CELL_LSTM, CELL_GRU, CELL_RNN };
+ * The CPU path (whole-sequence input projection, unfused cell ops; the
+ * catalog's figures) is not modelled: the tests whose references ran on
+ * the CPU (corrected to CUDA's native path) use --rnn-kernel native.
+ * MACs: the gate matmuls (and the projection), 0 for the cell math; the
+ * same for both kernels but for cuDNN's backward, which always computes
+ * the input's gradient (cudnnRNNBackwardData). */
+#include "ops_rnn.h"
 
 enum {
     RNN_INPUT_SIZE,
@@ -92,17 +94,6 @@ static const char *const rnn_names[RNN_MAX_LAYERS][2][5] = {
     RNN_NAMES(60), RNN_NAMES(61), RNN_NAMES(62), RNN_NAMES(63),
 };
 
-/* An RNN module's sizes: T steps of B sequences of `in` features, L
- * layers of D directions, hidden size H (Hr of h: proj_size P, else H), G
- * gates (GH = G * H), a layer's output DHr = D * Hr. */
-struct rnn {
-    enum cell cell;
-    int64_t T, B, in, H, L, P, Hr, GH, DHr;
-    int D;
-    bool bias;
-    enum memest_dtype dt;
-};
-
 /* The parameters, in PyTorch's order (layer, direction; weight_ih,
  * weight_hh, bias_ih, bias_hh, weight_hr). */
 static int rnn_params(struct memest_ictx *c, const struct rnn *R)
@@ -143,15 +134,15 @@ static int rnn_outputs(struct memest_ictx *c, const struct rnn *R, bool batched,
     int nd = batched ? 3 : 2;
     if (memest_out_new(c, nd, o, R->dt) < 0 || memest_out_new(c, nd, h, R->dt) < 0)
         return -1;
-    if (R->cell == CELL_LSTM && memest_out_new(c, nd, cn, R->dt) < 0)
+    if (R->cell == RNN_CELL_LSTM && memest_out_new(c, nd, cn, R->dt) < 0)
         return -1;
     return 0;
 }
 
-/* What one direction of one layer (its parameters named nm) saves: the
- * cuDNN cell's gates, workspace and states; w_hh, w_hr: those weights are
- * trainable; inner: autograd records inside; rg_x: the layer's input
- * needs a gradient. */
+/* What one direction of one layer (its parameters named nm) saves on the
+ * native path: the fused cell's gates, workspace and states; w_hh, w_hr:
+ * those weights are trainable; inner: autograd records inside; rg_x: the
+ * layer's input needs a gradient. */
 static int rnn_direction_saves(struct memest_ictx *c, const struct rnn *R,
                                const char *const *nm, bool w_hh, bool w_hr, bool inner,
                                bool rg_x)
@@ -160,7 +151,7 @@ static int rnn_direction_saves(struct memest_ictx *c, const struct rnn *R,
     enum memest_dtype dt = R->dt;
     int64_t gates[3] = {T, B, R->GH}, hs[3] = {T, B, H}, hprev[3] = {T - 1, B, R->Hr};
     int rc = 0;
-    if (R->cell == CELL_LSTM) {
+    if (R->cell == RNN_CELL_LSTM) {
         rc = save_new_if(c, 3, gates, dt);                 /* input_gates */
         rc = rc ? rc : save_new_if(c, 3, gates, dt);       /* hidden_gates */
         rc = rc ? rc : save_new_if(c, 3, gates, dt);       /* workspace */
@@ -169,7 +160,7 @@ static int rnn_direction_saves(struct memest_ictx *c, const struct rnn *R,
             rc = rc ? rc : save_new_if(c, 3, hprev, dt);   /* h_{t-1} */
         if (w_hr)
             rc = rc ? rc : save_new_if(c, 3, hs, dt);      /* hy before W_hr */
-    } else if (R->cell == CELL_GRU) {
+    } else if (R->cell == RNN_CELL_GRU) {
         int64_t ws[3] = {T, B, 5 * H};
         rc = save_new_if(c, 3, gates, dt);                 /* input_gates */
         rc = rc ? rc : save_new_if(c, 3, gates, dt);       /* hidden_gates */
@@ -189,7 +180,104 @@ static int rnn_direction_saves(struct memest_ictx *c, const struct rnn *R,
     return rc != 0 ? -1 : 0;
 }
 
-static int infer_rnn_any(struct memest_ictx *c, enum cell cell)
+/* What the native kernels save per layer and direction (T steps, see the
+ * head of the file), their forward and backward workspaces. */
+static int rnn_native_saves(struct memest_ictx *c, const struct rnn *R)
+{
+    int64_t T = R->T, B = R->B, L = R->L, LD = L * R->D, DHr = R->DHr;
+    enum memest_dtype dt = R->dt;
+    bool inner = memest_needs_grad(c), in_rg = memest_in_requires_grad(c, 0);
+    bool train = memest_trainable(c);
+    bool any_hh = false;
+    for (int64_t l = 0; l < L; l++)
+        for (int d = 0; d < R->D; d++)
+            any_hh = any_hh || memest_param_trainable(c, rnn_names[l][d][PN_W_HH]);
+    int64_t z[3] = {LD, B, R->Hr}, zc[3] = {LD, B, R->H};
+    if ((R->cell == RNN_CELL_GRU || any_hh) && save_new_if(c, 3, z, dt) != 0)
+        return -1; /* h0 */
+    if (R->cell == RNN_CELL_LSTM && save_new_if(c, 3, zc, dt) != 0)
+        return -1; /* c0 */
+    int64_t lay[3] = {T, B, DHr};
+    /* Transient: a layer output that is not saved (or precedes dropout), or
+     * the two directions' stacked outputs before their cat. */
+    uint64_t work = L > 1 || R->D == 2 ? sat_bytes(3, lay, dt) : 0;
+    for (int64_t l = 0; l < L; l++) {
+        bool ih_any = false;
+        for (int d = 0; d < R->D; d++)
+            ih_any = ih_any || memest_param_trainable(c, rnn_names[l][d][PN_W_IH]);
+        if (l == 0) {
+            if (ih_any && memest_save_in(c, 0) != 0)
+                return -1;
+        } else {
+            /* the previous layer's output, through dropout */
+            if (dropout_saves(c, 3, lay, dt, R->p, false, false) != 0)
+                return -1;
+            if (ih_any && save_new_if(c, 3, lay, dt) != 0)
+                return -1;
+        }
+        /* each parameter has the module's flag (none can be tied: only a
+         * "weight" can), so no search by name per layer */
+        for (int d = 0; d < R->D; d++)
+            if (rnn_direction_saves(c, R, rnn_names[l][d], train, R->P > 0 && train, inner,
+                                    l == 0 ? in_rg : inner) != 0)
+                return -1;
+    }
+    memest_workspace(c, work);
+    /* backward, step by step: the gates' and states' gradients ([B, G*H]
+     * three times, [B, H] four), each step's weight gradients before they are
+     * added into the parameters' (the largest layer's W_ih and W_hh), and the
+     * gradient of a layer's whole input sequence */
+    int64_t in_max = R->in > DHr ? R->in : DHr, GH = R->GH;
+    uint64_t bw = 0;
+    bw = memest_sat_add(bw, memest_sat_mul((uint64_t)GH, (uint64_t)(in_max + R->Hr)));
+    bw = memest_sat_add(bw, memest_sat_mul((uint64_t)B, (uint64_t)(3 * GH + 4 * R->H)));
+    bw = memest_sat_add(bw, memest_sat_mul(memest_sat_mul((uint64_t)T, (uint64_t)B), (uint64_t)DHr));
+    memest_bwd_workspace(c, memest_sat_mul(bw, memest_dtype_size(dt)));
+    return 0;
+}
+
+/* Under autocast, cuDNN reads low-precision copies of all the weights
+ * (ops_rnn_cudnn.c); saved with the op. */
+static int rnn_cudnn_weight_copies(struct memest_ictx *c, const struct rnn *R)
+{
+    for (int64_t l = 0; l < R->L; l++)
+        for (int d = 0; d < R->D; d++) {
+            const char *const *nm = rnn_names[l][d];
+            int n = R->bias ? 4 : 2;
+            for (int k = 0; k < n; k++)
+                if (memest_save_param(c, nm[k]) != 0)
+                    return -1;
+            if (R->P > 0 && memest_save_param(c, nm[PN_W_HR]) != 0)
+                return -1;
+        }
+    return 0;
+}
+
+/* Forward and backward MACs: the gate products (and the projection) per
+ * step; cudnn: cuDNN's backward computes the input's gradient always. */
+static void rnn_macs(struct memest_ictx *c, const struct rnn *R, bool cudnn)
+{
+    bool inner = memest_needs_grad(c), in_rg = memest_in_requires_grad(c, 0);
+    bool train = memest_trainable(c), w_hr = R->P > 0 && train;
+    double T = (double)R->T, TB = T * (double)R->B, GH = (double)R->GH;
+    double fwd = 0, bwd = 0;
+    for (int64_t l = 0; l < R->L; l++) {
+        double in_l = (double)(l == 0 ? R->in : R->DHr);
+        bool rg_in = cudnn ? inner : l == 0 ? in_rg : inner;
+        double ih = TB * GH * in_l, hh = TB * GH * (double)R->Hr;
+        double hr = R->P > 0 ? TB * (double)R->P * (double)R->H : 0;
+        for (int d = 0; d < R->D; d++) {
+            fwd += ih + hh + hr;
+            bwd += ih * ((train ? 1 : 0) + (rg_in ? 1 : 0));
+            bwd += hh * (train ? 1 : 0) + (inner ? hh * (T - 1) / T : 0);
+            bwd += hr * ((w_hr ? 1 : 0) + (inner ? 1 : 0));
+        }
+    }
+    memest_macs(c, fwd);
+    memest_macs_bwd(c, bwd);
+}
+
+static int infer_rnn_any(struct memest_ictx *c, enum rnn_cell cell)
 {
     static const char *const cell_name[] = {"LSTM", "GRU", "RNN"};
     const struct memest_shape s_in = *memest_in_shape(c, 0), *s = &s_in;
@@ -210,99 +298,39 @@ static int infer_rnn_any(struct memest_ictx *c, enum cell cell)
     if (T < 1)
         return memest_fail(c, "expected a sequence length larger than 0");
     int64_t H = memest_arg_int(c, RNN_HIDDEN), L = memest_arg_int(c, RNN_LAYERS);
-    int64_t P = cell == CELL_LSTM ? memest_arg_int(c, RNN_EXTRA) : 0;
+    int64_t P = cell == RNN_CELL_LSTM ? memest_arg_int(c, RNN_EXTRA) : 0;
     if (P >= H && P > 0)
         return memest_fail(c, "proj_size (%lld) has to be smaller than hidden_size (%lld)",
                            (long long)P, (long long)H);
     int64_t Hr = P > 0 ? P : H;   /* size of h */
-    int64_t G = cell == CELL_LSTM ? 4 : cell == CELL_GRU ? 3 : 1;
+    int64_t G = cell == RNN_CELL_LSTM ? 4 : cell == RNN_CELL_GRU ? 3 : 1;
     int D = memest_arg_bool(c, RNN_BIDIR) ? 2 : 1;
-    bool bias = memest_arg_bool(c, RNN_BIAS);
-    double p = memest_arg_float(c, RNN_DROPOUT);
-    int64_t GH = G * H, DHr = D * Hr;
-    enum memest_dtype dt = memest_in_dtype(c, 0);
-
-    /* parameters, in PyTorch's order */
     struct rnn R = {.cell = cell, .T = T, .B = B, .in = in, .H = H, .L = L, .P = P, .Hr = Hr,
-                    .GH = GH, .DHr = DHr, .D = D, .bias = bias, .dt = dt};
-    if (rnn_params(c, &R) != 0)
+                    .GH = G * H, .DHr = D * Hr, .D = D, .bias = memest_arg_bool(c, RNN_BIAS), .bf = batched && bf,
+                    .p = memest_arg_float(c, RNN_DROPOUT), .dt = memest_in_dtype(c, 0)};
+    /* parameters, in PyTorch's order; outputs: output, h_n (, c_n) */
+    if (rnn_params(c, &R) != 0 || rnn_outputs(c, &R, batched, bf) != 0)
         return -1;
-
-    /* outputs: output, h_n (, c_n) */
-    int64_t LD = L * D;
-    if (rnn_outputs(c, &R, batched, bf) != 0)
+    bool cudnn = memest_run_options(c)->rnn_kernel == MEMEST_RNN_CUDNN;
+    memest_run_option_used(c, MEMEST_USED_RNN);
+    if (cudnn) {
+        if (memest_rnn_cudnn_saves(c, &R) != 0 ||
+            (memest_needs_grad(c) && rnn_cudnn_weight_copies(c, &R) != 0))
+            return -1;
+    } else if (rnn_native_saves(c, &R) != 0) {
         return -1;
-
-    /* saved tensors */
-    bool inner = memest_needs_grad(c), in_rg = memest_in_requires_grad(c, 0);
-    bool train = memest_trainable(c);
-    bool any_hh = false;
-    for (int64_t l = 0; l < L; l++)
-        for (int d = 0; d < D; d++)
-            any_hh = any_hh || memest_param_trainable(c, rnn_names[l][d][PN_W_HH]);
-    int64_t z[3] = {LD, B, Hr}, zc[3] = {LD, B, H};
-    if ((cell == CELL_GRU || any_hh) && save_new_if(c, 3, z, dt) != 0)
-        return -1; /* h0 */
-    if (cell == CELL_LSTM && save_new_if(c, 3, zc, dt) != 0)
-        return -1; /* c0 */
-    int64_t lay[3] = {T, B, DHr};
-    /* Transient: a layer output that is not saved (or precedes dropout), or
-     * the two directions' stacked outputs before their cat. */
-    uint64_t work = L > 1 || D == 2 ? sat_bytes(3, lay, dt) : 0;
-    double fwd = 0, bwd = 0;
-    for (int64_t l = 0; l < L; l++) {
-        int64_t in_l = l == 0 ? in : DHr;
-        bool ih_any = false;
-        for (int d = 0; d < D; d++)
-            ih_any = ih_any || memest_param_trainable(c, rnn_names[l][d][PN_W_IH]);
-        if (l == 0) {
-            if (ih_any && memest_save_in(c, 0) != 0)
-                return -1;
-        } else {
-            /* the previous layer's output, through dropout */
-            if (dropout_saves(c, 3, lay, dt, p, false, false) != 0)
-                return -1;
-            if (ih_any && save_new_if(c, 3, lay, dt) != 0)
-                return -1;
-        }
-        for (int d = 0; d < D; d++) {
-            /* each parameter has the module's flag (none can be tied: only
-             * a "weight" can), so no search by name per layer */
-            bool w_ih = train, w_hh = train, w_hr = P > 0 && train;
-            if (rnn_direction_saves(c, &R, rnn_names[l][d], w_hh, w_hr, inner,
-                                    l == 0 ? in_rg : inner) != 0)
-                return -1;
-            double ih = (double)T * (double)B * (double)GH * (double)in_l;
-            double hh = (double)T * (double)B * (double)GH * (double)Hr;
-            double hr = P > 0 ? (double)T * (double)B * (double)P * (double)H : 0;
-            bool rg_in = l == 0 ? in_rg : inner;
-            fwd += ih + hh + hr;
-            bwd += ih * ((w_ih ? 1 : 0) + (rg_in ? 1 : 0));
-            bwd += hh * (w_hh ? 1 : 0) + (inner ? hh * (double)(T - 1) / (double)T : 0);
-            bwd += hr * ((w_hr ? 1 : 0) + (inner ? 1 : 0));
-        }
     }
-    memest_workspace(c, work);
-    /* backward, step by step: the gates' and states' gradients ([B, G*H]
-     * three times, [B, H] four), each step's weight gradients before they are
-     * added into the parameters' (the largest layer's W_ih and W_hh), and the
-     * gradient of a layer's whole input sequence */
-    int64_t in_max = in > DHr ? in : DHr;
-    uint64_t bw = 0;
-    bw = memest_sat_add(bw, memest_sat_mul((uint64_t)GH, (uint64_t)(in_max + Hr)));
-    bw = memest_sat_add(bw, memest_sat_mul((uint64_t)B, (uint64_t)(3 * GH + 4 * H)));
-    bw = memest_sat_add(bw, memest_sat_mul(memest_sat_mul((uint64_t)T, (uint64_t)B), (uint64_t)DHr));
-    memest_bwd_workspace(c, memest_sat_mul(bw, memest_dtype_size(dt)));
-    memest_macs(c, fwd);
-    memest_macs_bwd(c, bwd);
+    rnn_macs(c, &R, cudnn);
     return 0;
 }
 
-static int infer_lstm(struct memest_ictx *c) { return infer_rnn_any(c, CELL_LSTM); }
-static int infer_gru(struct memest_ictx *c) { return infer_rnn_any(c, CELL_GRU); }
-static int infer_rnn(struct memest_ictx *c) { return infer_rnn_any(c, CELL_RNN); }
+static int infer_lstm(struct memest_ictx *c) { return infer_rnn_any(c, RNN_CELL_LSTM); }
+static int infer_gru(struct memest_ictx *c) { return infer_rnn_any(c, RNN_CELL_GRU); }
+static int infer_rnn(struct memest_ictx *c) { return infer_rnn_any(c, RNN_CELL_RNN); }
 
-/* cuBLAS: the native path modelled above runs the gate products as mm. */
+/* cuBLAS: the native path runs the gate products as mm (cuDNN's own GEMMs
+ * run inside it: the cuBLAS workspace the library note adds is the native
+ * path's). */
 const struct memest_op_desc memest_ops_rnn[] = {
     {.name = "lstm", .min_in = 1, .max_in = 1, .args = lstm_args, .nargs = NARGS(lstm_args),
      .infer = infer_lstm, .doc = "nn.LSTM: outputs 0 = output, 1 = h_n, 2 = c_n",

@@ -1,5 +1,6 @@
 /* run_opts.c - the names of the run options of the LLM ops (run.h):
- * the attention kernels of --attention, the fused kernels of --fused and the
+ * the attention kernels of --attention, the recurrent kernels of
+ * --rnn-kernel, the fused kernels of --fused and the
  * PyTorch versions of --torch. The command line and its --help read them
  * from here. */
 #include <string.h>
@@ -16,6 +17,31 @@ static const char *const fused_names[MEMEST_FUSED_COUNT] = {
     "rmsnorm", "rotary", "swiglu", "linear-ce",
 };
 
+/* The index of s in names[0..n-1] into *out: 0, or -1 when absent. */
+static int name_index(const char *const *names, int n, const char *s, uint8_t *out)
+{
+    for (int k = 0; k < n; k++)
+        if (strcmp(s, names[k]) == 0) {
+            *out = (uint8_t)k;
+            return 0;
+        }
+    return -1;
+}
+
+static const char *const rnn_kernel_names[MEMEST_RNN_KERNEL_COUNT] = {
+    [MEMEST_RNN_CUDNN] = "cudnn", [MEMEST_RNN_NATIVE] = "native",
+};
+
+const char *memest_rnn_kernel_name(int k)
+{
+    return k >= 0 && k < MEMEST_RNN_KERNEL_COUNT ? rnn_kernel_names[k] : "?";
+}
+
+int memest_rnn_kernel_parse(const char *s, uint8_t *out)
+{
+    return name_index(rnn_kernel_names, MEMEST_RNN_KERNEL_COUNT, s, out);
+}
+
 const char *memest_attention_name(int a)
 {
     return a >= 0 && a < MEMEST_ATTN_COUNT ? attention_names[a] : "?";
@@ -23,12 +49,7 @@ const char *memest_attention_name(int a)
 
 int memest_attention_parse(const char *s, uint8_t *out)
 {
-    for (int a = 0; a < MEMEST_ATTN_COUNT; a++)
-        if (strcmp(s, attention_names[a]) == 0) {
-            *out = (uint8_t)a;
-            return 0;
-        }
-    return -1;
+    return name_index(attention_names, MEMEST_ATTN_COUNT, s, out);
 }
 
 const char *memest_fused_name(int bit_index)

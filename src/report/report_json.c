@@ -187,6 +187,8 @@ void memest_report_json(FILE *f, const struct memest_report *rep)
         }
         memest_jsonw_obj_end(&w);
     }
+    if (r->used & MEMEST_USED_RNN)   /* only with recurrent layers */
+        memest_jsonw_str(&w, "rnn_kernel", memest_rnn_kernel_name(r->opts.rnn_kernel));
     step_obj(&w, rep);
 
     memest_jsonw_obj_begin(&w, "params");

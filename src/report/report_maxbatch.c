@@ -14,10 +14,10 @@ void memest_max_batch_text(FILE *f, const struct memest_report *rep)
     const struct memest_max_batch_result *m = rep->max_batch;
     int64_t best = m->mb.best, at = rep->r->opts.batch;
     char line[256], name[MEMEST_ESC_NAME], file[MEMEST_ESC_NAME];
-    fprintf(f, "memest %s: %s (%s), optimizer %s, dtype %s\n", MEMEST_VERSION,
+    fprintf(f, "memest %s: %s (%s), optimizer %s, dtype %s%s\n", MEMEST_VERSION,
             memest_esc_text(rep->g->name, name, sizeof name),
             memest_esc_text(rep->g->file, file, sizeof file), memest_optim_name(rep->step->optim.kind),
-            memest_dtype_name(o->dtype));
+            memest_dtype_name(o->dtype), memest_rnn_kernel_note(rep->r));
     fprintf(f, "card %s%s%s, %g%% headroom\n", memest_esc_text(card->label, name, sizeof name),
             card->source == MEMEST_CARD_PRESET ? " --gpu " : "",
             card->source == MEMEST_CARD_PRESET ? card->name : "", o->headroom);

@@ -257,6 +257,14 @@ static void memory_section(FILE *f, const struct memest_report *rep)
     fputc('\n', f);
 }
 
+const char *memest_rnn_kernel_note(const struct memest_run *r)
+{
+    if (!(r->used & MEMEST_USED_RNN))
+        return "";
+    return r->opts.rnn_kernel == MEMEST_RNN_CUDNN ? ", rnn kernel cudnn (reserve space estimated)"
+                                                  : ", rnn kernel native";
+}
+
 void memest_summary_text(FILE *f, const struct memest_report *rep)
 {
     const struct memest_estimate *e = rep->e;
@@ -269,6 +277,7 @@ void memest_summary_text(FILE *f, const struct memest_report *rep)
     if (rep->step->optim.momentum != 0)
         fprintf(f, " (momentum %g)", rep->step->optim.momentum);
     fprintf(f, ", dtype %s", memest_dtype_name(o->dtype));
+    fputs(memest_rnn_kernel_note(rep->r), f);
     enum memest_wformat wf;
     uint32_t nq = memest_graph_quantized(rep->g, &wf);
     if (nq) /* --weights or a config's quantization_config */

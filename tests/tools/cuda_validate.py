@@ -109,8 +109,9 @@ The knobs a real card adds, each recorded per configuration:
                      ("Knob effects"); memest models neither (doc/memory-model.md: "cuDNN's autotuning workspaces
                      ... not modelled").
   --cudnn-rnn        torch.backends.cudnn.enabled for models with an LSTM (lstm-lm): on is what users
-                     run (cuDNN's RNN, its reserve space), off is the native path memest models; both
-                     (default) runs the two.
+                     run (cuDNN's RNN, its reserve space: memest's default --rnn-kernel cudnn, whose
+                     reserve size is an estimate), off is the native path (memest --rnn-kernel
+                     native); both (default) runs the two.
   --expandable-segments  PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (merged into the user's
                      PYTORCH_CUDA_ALLOC_CONF; off removes only that key); memest models the default
                      allocator's segments, so reserved differs by design when it is on.
@@ -436,6 +437,8 @@ def memest_args(s, card_args, extra, probe=None):
         a += ["--dtype", "fp32"]   # not the config's torch_dtype: the twin trains in float32
     if s["seq"] is not None:
         a += ["--seq", str(s["seq"])]
+    if not s.get("cudnn_enabled", True):
+        a += ["--rnn-kernel", "native"]   # cuDNN off: only models with an RNN run that way
     a += list(card_args) + list(extra)
     if probe is not None:
         a += ["--probe", "--device", str(probe)]

@@ -20,7 +20,7 @@ struct fixture {
 };
 
 /* Reads and builds text (or file), with node limit max_nodes (0: default),
- * and runs shape inference at batch 1. 0, or -1 with err set. */
+ * and runs shape inference at batch 1 (--rnn-kernel native). 0, or -1 with err set. */
 static int open_model(struct fixture *t, const char *text, const char *file, uint32_t max_nodes,
                       struct memest_error *err)
 {
@@ -28,7 +28,9 @@ static int open_model(struct fixture *t, const char *text, const char *file, uin
     int rc = text ? memest_model_read_string(text, strlen(text), "cost.json", &t->m, err)
                   : memest_model_read_file(file, &t->m, err);
     t->m.max_nodes = max_nodes;
-    struct memest_run_opts o = {.batch = 1, .dtype = MEMEST_F32};
+    /* the native RNN kernels: the per-layer records the LSTM cases count
+     * (cuDNN's path saves five tensors per module) */
+    struct memest_run_opts o = {.batch = 1, .dtype = MEMEST_F32, .rnn_kernel = MEMEST_RNN_NATIVE};
     if (rc == 0)
         rc = memest_model_build(&t->m, NULL, 0, &t->g, err);
     if (rc == 0)

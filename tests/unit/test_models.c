@@ -74,7 +74,10 @@ int main(void)
         CHECK(tm != NULL);
         struct memest_run r = {0};
         for (int64_t b = 1; b <= 2; b++) {
-            struct memest_run_opts o = {.batch = b, .dtype = MEMEST_F32, .torch = 113};
+            /* native RNN kernels: the reference (lstm-lm) ran PyTorch on the
+             * CPU, whose saved tensors are the native path's, not cuDNN's */
+            struct memest_run_opts o = {.batch = b, .dtype = MEMEST_F32, .torch = 113,
+                                        .rnn_kernel = MEMEST_RNN_NATIVE};
             struct memest_param_totals pt;
             if (memest_run_infer(&r, &g, &o, &err) != 0 || memest_calc_params(&r, &pt, &err) != 0) {
                 char msg[1200];

@@ -1,8 +1,14 @@
 /* test_ops_rnn.c - LSTM, GRU, RNN: parameters (PyTorch's names and
- * shapes), outputs, and the tensors the native CUDA path saves (see
- * src/ops/ops_rnn.c), against hand counts. */
+ * shapes), outputs, and the tensors the native CUDA path saves
+ * (--rnn-kernel native, see src/ops/ops_rnn.c), against hand counts; the
+ * cuDNN path's saved set (the default) is test_ops_rnn_cudnn.c's. */
 #include "check.h"
 #include "ops_test.h"
+
+/* The native kernels (cuDNN disabled). */
+#define LOADN(t, json, nbatch)                                                                 \
+    LOAD_OPTS((t), (json), .batch = (nbatch), .dtype = MEMEST_F32,                             \
+              .rnn_kernel = MEMEST_RNN_NATIVE)
 
 /* Sequence-first x [T=5, B=3, 8] (fp32, no grad). */
 #define SEQ "{'inputs': [{'name': 'x', 'shape': [5, 8], 'batch_dim': 1}], 'layers': ["
@@ -23,7 +29,7 @@
 static void test_lstm(void)
 {
     struct t_model t;
-    LOAD(&t, SEQ "{'name': 'lstm', 'type': 'lstm', 'hidden_size': 8}]}", 3);
+    LOADN(&t, SEQ "{'name': 'lstm', 'type': 'lstm', 'hidden_size': 8}]}", 3);
     CHECK_EQ_U64(t_param(&t, "lstm", "weight_ih_l0"), 256);
     CHECK_EQ_U64(t_param(&t, "lstm", "weight_hh_l0"), 256);
     CHECK_EQ_U64(t_param(&t, "lstm", "bias_ih_l0"), 32);
@@ -54,7 +60,7 @@ static void test_lstm(void)
 static void test_lstm_stacked_bidirectional(void)
 {
     struct t_model t;
-    LOAD(&t,
+    LOADN(&t,
          "{'inputs': [{'name': 'x', 'shape': [7, 10]}],"
          " 'layers': [{'name': 'lstm', 'type': 'lstm', 'input_size': 10, 'hidden_size': 20,"
          "             'num_layers': 2, 'bidirectional': true, 'batch_first': true},"
@@ -81,7 +87,7 @@ static void test_lstm_stacked_bidirectional(void)
 static void test_lstm_proj(void)
 {
     struct t_model t;
-    LOAD(&t,
+    LOADN(&t,
          "{'inputs': [{'name': 'x', 'shape': [3, 10], 'batch_dim': 1}],"
          " 'layers': [{'name': 'lstm', 'type': 'lstm', 'hidden_size': 20, 'proj_size': 5}]}",
          2);
@@ -101,7 +107,7 @@ static void test_lstm_proj(void)
 static void test_gru_rnn(void)
 {
     struct t_model t;
-    LOAD(&t,
+    LOADN(&t,
          SEQ "{'name': 'gru', 'type': 'gru', 'hidden_size': 8},"
              "{'name': 'rnn', 'type': 'rnn', 'inputs': ['x'], 'hidden_size': 8,"
              " 'nonlinearity': 'relu'}]}",

@@ -66,8 +66,9 @@ static void check_model(struct stats *st, const char *name, const cJSON *entry)
     const cJSON *batches = cJSON_GetObjectItemCaseSensitive(entry, "batches");
     const cJSON *b;
     cJSON_ArrayForEach(b, batches) {
+        /* native RNN kernels: the reference ran PyTorch on the CPU */
         struct memest_run_opts ro = {.batch = atoll(b->string), .dtype = MEMEST_F32,
-                                      .torch = 113};
+                                      .torch = 113, .rnn_kernel = MEMEST_RNN_NATIVE};
         if (memest_run_infer(&r, &g, &ro, &err) != 0) {
             fprintf(stderr, "%s: %s\n", path, err.msg);
             CHECK(0);
