@@ -138,6 +138,13 @@ bool memest_loop_labels(enum memest_loop l);
  * loss reads the model's output as it is). */
 unsigned memest_loop_upcast_chunks(enum memest_loop l);
 
+/* --checkpoint-policy: FULL recomputes the whole block; TORCHTITAN_OP is
+ * torchtitan's op-level selective checkpointing (activation_checkpoint.py
+ * _apply_op_sac): the outputs of the ops of its save list (a bias-free
+ * linear's mm, every second one, and the flash / memory-efficient / cuDNN
+ * attention kernels: memest_nodeinfo.sac) are kept, the rest recomputed. */
+enum memest_ckpt_policy { MEMEST_CKPT_FULL, MEMEST_CKPT_TORCHTITAN_OP };
+
 struct memest_step_cfg {
     struct memest_optim_cfg optim;
     enum memest_optim_impl impl;
@@ -148,6 +155,10 @@ struct memest_step_cfg {
     bool checkpoint;        /* activation checkpointing of every block instance ... */
     const char *checkpoint_names[MEMEST_MAX_CHECKPOINT_NAMES]; /* ... or of these blocks */
     int ncheckpoint_names;
+    uint8_t checkpoint_policy;  /* enum memest_ckpt_policy: what a checkpointed block keeps */
+    bool checkpoint_policy_set; /* --checkpoint-policy given */
+    uint32_t checkpoint_every;  /* --checkpoint-every N: the top-level blocks i (0-based)
+                                   with (i + 1) % N == 0; 0: every block */
     enum memest_loss loss;  /* the loss, resolved once when the run is set up
                                (memest_step_cfg_resolve_loss): --loss, else the
                                model's "loss", else cross-entropy */
