@@ -351,9 +351,7 @@ int memest_sim_step(const struct memest_run *r, const struct memest_peak_opts *o
         goto end;
     sim_analyze_lastuse(&S);
     sim_analyze_release(&S);
-    if (sim_analyze_sac(&S) != 0)
-        goto end;
-    if (sim_dist_analyze(&S) != 0 || sim_fused_grad_setup(&S) != 0)
+    if (sim_analyze_sac(&S) != 0 || sim_dist_analyze(&S) != 0 || sim_fused_grad_setup(&S) != 0)
         goto end;
 
     /* the events are stored only for the timeline exported; then room for
