@@ -23,6 +23,10 @@ torchtitan v0.2.0, torchtitan/distributed/activation_checkpoint.py, written in h
   every2     _apply_layer_sac (lines 36-44): _layer_sac_count counts the blocks from 1 (global, in
              model.layers.named_children() order, apply_ac line 314) and a block is wrapped as in full when
              _layer_sac_count % ac_freq == 0: with selective_ac_option "2", layers 1, 3, ... (0-based)
+The cases (CASES): the tiny Llama (2 layers eager float32 and SDPA bfloat16, 4 layers SDPA bfloat16) and the tiny
+Qwen2 (4 layers SDPA bfloat16: its q, k, v linears have biases, so at::linear runs addmm, which is not in the save
+list and not counted as an mm: the mm counted are o_proj, gate_proj, up_proj, down_proj, and o_proj and up_proj
+are saved), sequence 64 (SEQ; hf_peak.S is 16), each under full, op and every2, SGD and Adam.
 saved_at_backward: hf_peak.SavedBytes (what the pack hooks see outside the checkpoints, the checkpoints' inputs
 through _NoopSaveInputs) plus the outputs the SAC caches keep and the (cos, sin) tuple each checkpoint holds as a
 non-tensor argument, less the target cross-entropy saves (memest counts it with the inputs, not as an activation)."""
@@ -38,7 +42,10 @@ import hf_models
 import hf_peak
 from hf_peak import here, measure, stamp
 
-CASES = [("llama", "eager", "float32", "eager"), ("llama", "sdpa", "bfloat16", "flash")]
+# config, attention, dtype, memest's --attention, the config's layers (memest: --set num_hidden_layers=N)
+CASES = [("llama", "eager", "float32", "eager", 2), ("llama", "sdpa", "bfloat16", "flash", 2),
+         ("llama", "sdpa", "bfloat16", "flash", 4), ("qwen2", "sdpa", "bfloat16", "flash", 4)]
+SEQ = 64  # the activations well above the parameters (hf_peak.S is 16)
 MODES = ["full", "op", "every2"]
 MEMEST_ARGS = {"full": "--checkpoint-policy;full", "op": "--checkpoint-policy;torchtitan-op",
                "every2": "--checkpoint-every;2"}
@@ -126,13 +133,15 @@ def main(argv):
     path = argv[1] if len(argv) > 1 else here("tests", "reference", "ac_peaks.json")
     res = {"_about": "tests/tools/ac_peak.py: peak live tensor bytes of a steady-state training step under "
                      "torchtitan's loop and activation checkpointing, PyTorch %s CPU, batch %d, seq %d"
-                     % (torch.__version__, hf_peak.B, hf_peak.S),
-           "batch": hf_peak.B, "seq": hf_peak.S, "cases": []}
+                     % (torch.__version__, hf_peak.B, SEQ),
+           "batch": hf_peak.B, "seq": SEQ, "cases": []}
     hf_peak.SavedBytes, saved_orig = Saved, hf_peak.SavedBytes
+    hf_peak.S, seq_orig = SEQ, hf_peak.S
     with tuc.set_checkpoint_early_stop(False):
-        for name, attn, dtype, kernel in CASES:
+        for name, attn, dtype, kernel, layers in CASES:
             with open(here("tests", "hf", "tiny", name + ".json")) as f:
                 cfg = json.load(f)
+            cfg["num_hidden_layers"] = layers
             for mode in MODES:
                 for optim, impl in hf_peak.OPTIMS:
                     hf_models.LABELS = False
@@ -141,11 +150,12 @@ def main(argv):
                     CACHES.clear()
                     r = measure(cfg, attn, getattr(torch, dtype), optim, prepare=apply_ac(mode), loop="torchtitan")
                     r.update(config=name, attn=attn, dtype=dtype, memest_attention=kernel, optim=optim, impl=impl,
-                             loop="torchtitan", transformers="4.49", ac=mode, memest_args=MEMEST_ARGS[mode])
+                             loop="torchtitan", transformers="4.49", ac=mode, layers=layers,
+                             memest_args=MEMEST_ARGS[mode] + ";--set;num_hidden_layers=%d" % layers)
                     res["cases"].append(r)
-                    print("%-6s %-5s %-8s %-6s %-4s %9d %9d (%s)" % (name, attn, dtype, mode, optim, r["peak_tensors"],
+                    print("%-6s %d %-5s %-8s %-6s %-4s %9d %9d (%s)" % (name, layers, attn, dtype, mode, optim, r["peak_tensors"],
                                                                  r["saved_at_backward"], r["peak_at"]), file=sys.stderr)
-    hf_peak.SavedBytes = saved_orig
+    hf_peak.SavedBytes, hf_peak.S = saved_orig, seq_orig
     hf_models.LABELS = True
     hf_models.TRANSFORMERS = None
     res = stamp(res, "tests/tools/ac_peak.py",
