@@ -179,6 +179,20 @@ struct memest_step_cfg {
     uint8_t loop;           /* enum memest_loop, resolved (never DEFAULT in a run) */
 };
 
+/* torchtitan's checkpointing rules (v0.2.0 torchtitan/distributed/
+ * activation_checkpoint.py), for the simulator and the roofline alike:
+ * whether the top-level block instance i (from 0, in model order) is
+ * checkpointed (--checkpoint-every N, _apply_layer_sac: the count from 1
+ * % N == 0; all without it) ... */
+bool memest_ckpt_selects(const struct memest_step_cfg *c, uint32_t i);
+/* "full", "torchtitan-op" (enum memest_ckpt_policy). */
+const char *memest_ckpt_policy_name(uint8_t p);
+/* ... and whether a checkpointed block keeps the outputs of a node running
+ * sac_op (memest_nodeinfo.sac) rather than recomputing them
+ * (--checkpoint-policy torchtitan-op, _custom_policy: the save list's ops
+ * but every second mm; *mm counts the block's mm so far, 0 at its start). */
+bool memest_ckpt_keeps(const struct memest_step_cfg *c, uint8_t sac_op, uint32_t *mm);
+
 /* Defaults: adam, foreach, steady state, set_to_none, no accumulation,
  * cross-entropy (not set: a model's "loss" replaces it). */
 void memest_step_cfg_default(struct memest_step_cfg *c);

@@ -54,22 +54,6 @@ static int by_first(const void *a, const void *b)
     return x->last > y->last ? -1 : x->last < y->last ? 1 : 0;
 }
 
-/* Whether node n of checkpointed block k is an op torchtitan's policy
- * saves (v0.2.0 activation_checkpoint.py _apply_op_sac, _custom_policy):
- * the save list's ops, except an mm whose count in the block's forward
- * (meta["forward_mm_count"], from 1) is even; *mm counts them. */
-static bool sac_saves(const struct memest_run *r, uint32_t n, uint32_t *mm)
-{
-    switch (r->nodes[n].sac) {
-    case MEMEST_SAC_MM:
-        return ++*mm % 2 == 1;
-    case MEMEST_SAC_ATTN:
-        return true;
-    default:
-        return false;
-    }
-}
-
 /* --checkpoint-policy torchtitan-op: the storages the selective
  * checkpoint's cache keeps (the outputs of the saved ops: the node's output
  * and what it makes after it, not its operand copies), where nothing
@@ -88,7 +72,7 @@ int sim_analyze_sac(struct sim *S)
         uint32_t mm = 0;
         for (uint32_t n = k->first; n <= k->last; n++) {
             const struct memest_nodeinfo *ni = &r->nodes[n];
-            if (!sac_saves(r, n, &mm) || ni->nout == 0)
+            if (!memest_ckpt_keeps(S->cfg, ni->sac, &mm) || ni->nout == 0)
                 continue;
             uint32_t out = r->values[ni->out_first].storage;
             for (uint32_t s = S->sfirst[n]; s < S->sfirst[n + 1]; s++) {
@@ -114,11 +98,9 @@ static uint32_t top_level(const struct memest_graph *g, const struct memest_step
         if (g->blocks[b].depth == 0)
             sel[nsel++] = g->blocks[b];
     qsort(sel, nsel, sizeof *sel, by_first);
-    if (c->checkpoint_every <= 1)
-        return nsel;
     uint32_t k = 0;
     for (uint32_t i = 0; i < nsel; i++)
-        if ((i + 1) % c->checkpoint_every == 0)
+        if (memest_ckpt_selects(c, i))
             sel[k++] = sel[i];
     return k;
 }

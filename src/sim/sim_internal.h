@@ -61,7 +61,14 @@
  *                  into .grad and drops it;
  *             a checkpointed block instance is recomputed when the backward
  *             reaches it: its forward again with grad (saving as usual), then
- *             its backward, then its recomputed outputs are dropped;
+ *             its backward, then its recomputed outputs are dropped (the
+ *             non-reentrant checkpoint of --loop torchtitan drops the
+ *             block's outputs before its backward); under torchtitan's
+ *             op-level selective checkpointing the outputs of the save
+ *             list's ops (sim_analyze_sac) live from the forward on and are
+ *             not made again; the model's attention mask, an input of every
+ *             checkpointed block reading it, lives until the first one's
+ *             backward ends;
  *   optimizer the optimizer's temporaries per implementation (see
  *             sim_optimizer.c), and in the first step the state it creates;
  *   teardown  everything left is freed (ids pair every ALLOC with a FREE).
