@@ -88,13 +88,15 @@ set_tests_properties(loop.saved_line_holds_the_loss loop.saved_line_is_autograds
 # biases make addmm, not in the save list): ptd_checkpoint_wrapper of every
 # block (--checkpoint-policy full), op-level selective checkpointing
 # (--checkpoint-policy torchtitan-op) and every second block
-# (--checkpoint-every 2), SGD and Adam: 24 cases, the step peak within 1 %
-# and the saved activations within 0.5 %; each case names memest's
-# arguments (memest_args).
+# (--checkpoint-every 2), and transformers' reentrant checkpoint under the
+# plain loop (--checkpoint), SGD and Adam: 32 cases, the step peak within
+# 1 % and the saved activations within 0.5 %; each case names its loop and
+# memest's arguments (memest_args).
 file(READ ${PROJECT_SOURCE_DIR}/tests/reference/ac_peaks.json _ac_text)
 string(JSON _ac_n LENGTH "${_ac_text}" cases)
 math(EXPR _ac_last "${_ac_n} - 1")
 foreach(i RANGE ${_ac_last})
   string(JSON _ac_args GET "${_ac_text}" cases ${i} memest_args)
-  loop_peak_and_saved(ac ac_peaks.json ${i} "--loop;torchtitan;${_ac_args}")
+  string(JSON _ac_loop GET "${_ac_text}" cases ${i} loop)
+  loop_peak_and_saved(ac ac_peaks.json ${i} "--loop;${_ac_loop};${_ac_args}")
 endforeach()

@@ -23,10 +23,12 @@ torchtitan v0.2.0, torchtitan/distributed/activation_checkpoint.py, written in h
   every2     _apply_layer_sac (lines 36-44): _layer_sac_count counts the blocks from 1 (global, in
              model.layers.named_children() order, apply_ac line 314) and a block is wrapped as in full when
              _layer_sac_count % ac_freq == 0: with selective_ac_option "2", layers 1, 3, ... (0-based)
+  reentrant  not torchtitan's: transformers' gradient_checkpointing_enable, torch.utils.checkpoint with
+             use_reentrant=True over each layer, under the plain loop (memest --checkpoint --loop plain)
 The cases (CASES): the tiny Llama (2 layers eager float32 and SDPA bfloat16, 4 layers SDPA bfloat16) and the tiny
 Qwen2 (4 layers SDPA bfloat16: its q, k, v linears have biases, so at::linear runs addmm, which is not in the save
 list and not counted as an mm: the mm counted are o_proj, gate_proj, up_proj, down_proj, and o_proj and up_proj
-are saved), sequence 64 (SEQ; hf_peak.S is 16), each under full, op and every2, SGD and Adam.
+are saved), sequence 64 (SEQ; hf_peak.S is 16), each under full, op, every2 and reentrant, SGD and Adam.
 saved_at_backward: hf_peak.SavedBytes (what the pack hooks see outside the checkpoints, the checkpoints' inputs
 through _NoopSaveInputs) plus the outputs the SAC caches keep and the (cos, sin) tuple each checkpoint holds as a
 non-tensor argument, less the target cross-entropy saves (memest counts it with the inputs, not as an activation)."""
@@ -46,9 +48,10 @@ from hf_peak import here, measure, stamp
 CASES = [("llama", "eager", "float32", "eager", 2), ("llama", "sdpa", "bfloat16", "flash", 2),
          ("llama", "sdpa", "bfloat16", "flash", 4), ("qwen2", "sdpa", "bfloat16", "flash", 4)]
 SEQ = 64  # the activations well above the parameters (hf_peak.S is 16)
-MODES = ["full", "op", "every2"]
+MODES = ["full", "op", "every2", "reentrant"]
 MEMEST_ARGS = {"full": "--checkpoint-policy;full", "op": "--checkpoint-policy;torchtitan-op",
-               "every2": "--checkpoint-every;2"}
+               "every2": "--checkpoint-every;2", "reentrant": "--checkpoint"}
+LOOP = {"reentrant": "plain"}   # the others: torchtitan
 
 _names = ["mm", "_scaled_dot_product_efficient_attention", "_scaled_dot_product_flash_attention", "max"]
 SAVE_LIST = {getattr(torch.ops.aten, n).default for n in _names}
@@ -75,6 +78,18 @@ def sac_context():
     return fwd, rec
 
 
+class Reentrant(torch.nn.Module):
+    """transformers' gradient_checkpointing_enable (PyTorch 2.6's default use_reentrant=True): the layer's tensor
+    arguments saved (save_for_backward), the others kept in ctx.inputs."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, *a):
+        return tuc.checkpoint(self.inner, *a, use_reentrant=True)
+
+
 class Held(torch.nn.Module):
     """Records the tuple arguments (position_embeddings) the wrapped checkpoint keeps."""
 
@@ -96,6 +111,9 @@ def apply_ac(mode):
         for i in range(len(layers)):
             count += 1
             if mode == "every2" and count % 2 != 0:
+                continue
+            if mode == "reentrant":
+                layers[i] = Held(Reentrant(layers[i]))
                 continue
             kw = {"context_fn": sac_context} if mode == "op" else {}
             layers[i] = Held(checkpoint_wrapper(layers[i], preserve_rng_state=False, **kw))
@@ -132,7 +150,7 @@ class Saved(hf_peak.SavedBytes):
 def main(argv):
     path = argv[1] if len(argv) > 1 else here("tests", "reference", "ac_peaks.json")
     res = {"_about": "tests/tools/ac_peak.py: peak live tensor bytes of a steady-state training step under "
-                     "torchtitan's loop and activation checkpointing, PyTorch %s CPU, batch %d, seq %d"
+                     "torchtitan's loop and activation checkpointing (and the reentrant one under the plain loop), PyTorch %s CPU, batch %d, seq %d"
                      % (torch.__version__, hf_peak.B, SEQ),
            "batch": hf_peak.B, "seq": SEQ, "cases": []}
     hf_peak.SavedBytes, saved_orig = Saved, hf_peak.SavedBytes
@@ -144,13 +162,14 @@ def main(argv):
             cfg["num_hidden_layers"] = layers
             for mode in MODES:
                 for optim, impl in hf_peak.OPTIMS:
-                    hf_models.LABELS = False
+                    loop = LOOP.get(mode, "torchtitan")
+                    hf_models.LABELS = loop != "torchtitan"
                     hf_models.TRANSFORMERS = 449
                     HELD.clear()
                     CACHES.clear()
-                    r = measure(cfg, attn, getattr(torch, dtype), optim, prepare=apply_ac(mode), loop="torchtitan")
+                    r = measure(cfg, attn, getattr(torch, dtype), optim, prepare=apply_ac(mode), loop=loop)
                     r.update(config=name, attn=attn, dtype=dtype, memest_attention=kernel, optim=optim, impl=impl,
-                             loop="torchtitan", transformers="4.49", ac=mode, layers=layers,
+                             loop=loop, transformers="4.49", ac=mode, layers=layers,
                              memest_args=MEMEST_ARGS[mode] + ";--set;num_hidden_layers=%d" % layers)
                     res["cases"].append(r)
                     print("%-6s %d %-5s %-8s %-6s %-4s %9d %9d (%s)" % (name, layers, attn, dtype, mode, optim, r["peak_tensors"],
