@@ -284,6 +284,12 @@ void memest_bwd_workspace(struct memest_ictx *c, uint64_t bytes);
 /* The backward reshapes output 0's gradient as a contiguous tensor, copying
  * it when it is not (matmul and linear on >= 3-D, convolution). */
 void memest_bwd_contiguous(struct memest_ictx *c);
+/* The node runs an op of torchtitan's selective-checkpointing save list
+ * (enum memest_sac_op, run.h). */
+void memest_set_sac_op(struct memest_ictx *c, uint8_t op);
+/* The node reads the model's attention mask (bytes), a workspace of the
+ * node unless a checkpointed block holds it (memest_nodeinfo.mask_bytes). */
+void memest_model_mask(struct memest_ictx *c, uint64_t bytes);
 /* Under autocast, saves the low-precision copy of parameter `name` (which
  * the op uses instead of the float32 parameter); otherwise does nothing,
  * parameters not being activations. */

@@ -107,7 +107,20 @@ struct memest_nodeinfo {
                                       (act_fn(gate_proj(x)) * up_proj(x)): without
                                       autograd, input 0 is gone before the node's
                                       own tensors exist (sim_forward.c) */
+    uint8_t sac;                   /* enum memest_sac_op: the op of torchtitan's
+                                      selective-checkpointing save list it runs */
+    uint64_t mask_bytes;           /* of work_bytes: the model's attention mask the
+                                      node reads (one tensor the model builds before
+                                      its layers; a checkpointed block keeps it as
+                                      an input) */
 };
+
+/* The aten ops of torchtitan's _op_sac_save_list (models/llama3/infra/
+ * parallelize.py) a node runs as its one compute op: aten.mm (a bias-free
+ * dense linear; with a bias it is addmm, not in the list) and the fused
+ * SDPA kernels (flash, memory-efficient, cuDNN; the math kernel decomposes
+ * below the dispatcher, so the list never sees it). */
+enum memest_sac_op { MEMEST_SAC_NONE, MEMEST_SAC_MM, MEMEST_SAC_ATTN };
 
 struct memest_run_opts {
     int64_t batch;                 /* >= 1 */

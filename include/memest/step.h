@@ -138,6 +138,13 @@ bool memest_loop_labels(enum memest_loop l);
  * loss reads the model's output as it is). */
 unsigned memest_loop_upcast_chunks(enum memest_loop l);
 
+/* --checkpoint-policy: FULL recomputes the whole block; TORCHTITAN_OP is
+ * torchtitan's op-level selective checkpointing (activation_checkpoint.py
+ * _apply_op_sac): the outputs of the ops of its save list (a bias-free
+ * linear's mm, every second one, and the flash / memory-efficient / cuDNN
+ * attention kernels: memest_nodeinfo.sac) are kept, the rest recomputed. */
+enum memest_ckpt_policy { MEMEST_CKPT_FULL, MEMEST_CKPT_TORCHTITAN_OP };
+
 struct memest_step_cfg {
     struct memest_optim_cfg optim;
     enum memest_optim_impl impl;
@@ -148,6 +155,10 @@ struct memest_step_cfg {
     bool checkpoint;        /* activation checkpointing of every block instance ... */
     const char *checkpoint_names[MEMEST_MAX_CHECKPOINT_NAMES]; /* ... or of these blocks */
     int ncheckpoint_names;
+    uint8_t checkpoint_policy;  /* enum memest_ckpt_policy: what a checkpointed block keeps */
+    bool checkpoint_policy_set; /* --checkpoint-policy given */
+    uint32_t checkpoint_every;  /* --checkpoint-every N: the top-level blocks i (0-based)
+                                   with (i + 1) % N == 0; 0: every block */
     enum memest_loss loss;  /* the loss, resolved once when the run is set up
                                (memest_step_cfg_resolve_loss): --loss, else the
                                model's "loss", else cross-entropy */
@@ -167,6 +178,20 @@ struct memest_step_cfg {
                                              simulates; NULL: one GPU */
     uint8_t loop;           /* enum memest_loop, resolved (never DEFAULT in a run) */
 };
+
+/* torchtitan's checkpointing rules (v0.2.0 torchtitan/distributed/
+ * activation_checkpoint.py), for the simulator and the roofline alike:
+ * whether the top-level block instance i (from 0, in model order) is
+ * checkpointed (--checkpoint-every N, _apply_layer_sac: the count from 1
+ * % N == 0; all without it) ... */
+bool memest_ckpt_selects(const struct memest_step_cfg *c, uint32_t i);
+/* "full", "torchtitan-op" (enum memest_ckpt_policy). */
+const char *memest_ckpt_policy_name(uint8_t p);
+/* ... and whether a checkpointed block keeps the outputs of a node running
+ * sac_op (memest_nodeinfo.sac) rather than recomputing them
+ * (--checkpoint-policy torchtitan-op, _custom_policy: the save list's ops
+ * but every second mm; *mm counts the block's mm so far, 0 at its start). */
+bool memest_ckpt_keeps(const struct memest_step_cfg *c, uint8_t sac_op, uint32_t *mm);
 
 /* Defaults: adam, foreach, steady state, set_to_none, no accumulation,
  * cross-entropy (not set: a model's "loss" replaces it). */

@@ -460,7 +460,43 @@ const struct memest_opt memest_opts[] = {
      .help = "activation checkpointing: every block, or blocks B",
      .doc = "activation checkpointing (`torch.utils.checkpoint`) of every top-level block "
              "instance, or of the blocks named (a block, an instance such as `h.3`, or a "
-             "repeated node such as `h`)"},
+             "repeated node such as `h`); the recomputation is the reentrant one (the default of "
+             "PyTorch 2.6 and transformers' `gradient_checkpointing_enable`), except under `--loop "
+             "torchtitan` or `--checkpoint-policy torchtitan-op`: torchtitan's `ptd_checkpoint_wrapper`, "
+             "non-reentrant (the recomputed block's output is not kept; early_stop off, torchtitan's "
+             "default). A checkpointed block keeps the model's attention mask as an input (eager "
+             "attention, or SDPA given a mask) until the backward of the first block reading it"},
+    {.name = "checkpoint-policy",
+     .arg = MEMEST_ARG_REQUIRED,
+     .metavar = "P",
+     .group = MEMEST_GROUP_STEP,
+     .modes = MEMEST_MODES_STEP,
+     .needs = MEMEST_NEED_TRAINING,
+     .verb = -1,
+     .kind = MEMEST_K_CUSTOM,
+     .parse = memest_optp_checkpoint_policy,
+     .help = "what a checkpointed block keeps: full or torchtitan-op",
+     .doc = "checkpointing of every top-level block (implies `--checkpoint`; refused with its block "
+             "names): `full` recomputes the whole block; `torchtitan-op` is torchtitan's op-level "
+             "selective checkpointing (v0.2.0 `_apply_op_sac`, `selective_ac_option = \"op\"`): the "
+             "outputs of a bias-free linear's mm (every second one in each block's forward is "
+             "recomputed) and of the flash, memory-efficient and cuDNN attention kernels are kept "
+             "from the forward, everything else is recomputed, non-reentrant"},
+    {.name = "checkpoint-every",
+     .arg = MEMEST_ARG_REQUIRED,
+     .metavar = "N",
+     .group = MEMEST_GROUP_STEP,
+     .modes = MEMEST_MODES_STEP,
+     .needs = MEMEST_NEED_TRAINING,
+     .verb = -1,
+     .kind = MEMEST_K_CUSTOM,
+     .parse = memest_optp_checkpoint_every,
+     .help = "checkpoint every N-th top-level block",
+     .doc = "torchtitan's per-layer selective checkpointing (`selective_ac_option = \"N\"`, "
+             "`_apply_layer_sac`): the top-level block instances i (from 0, in model order) with "
+             "(i + 1) % N == 0 are checkpointed, the others not (torchtitan's \"0\", every block, is "
+             "`--checkpoint`); implies `--checkpoint` (refused with its block names and with "
+             "`--checkpoint-policy torchtitan-op`)"},
     {.name = "loss",
      .arg = MEMEST_ARG_REQUIRED,
      .metavar = "NAME",

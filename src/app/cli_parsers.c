@@ -47,6 +47,37 @@ int memest_optp_checkpoint(const struct memest_opt *row, char *arg, struct memes
     return 0;
 }
 
+/* --checkpoint-policy full|torchtitan-op: checkpointing every top-level block
+ * (the names of --checkpoint B are refused with it: sim_analyze_checkpoint). */
+int memest_optp_checkpoint_policy(const struct memest_opt *row, char *arg, struct memest_cli *o,
+                                  struct memest_error *err)
+{
+    (void)row;
+    struct memest_step_cfg *s = &o->step;
+    if (strcmp(arg, "full") == 0)
+        s->checkpoint_policy = MEMEST_CKPT_FULL;
+    else if (strcmp(arg, "torchtitan-op") == 0)
+        s->checkpoint_policy = MEMEST_CKPT_TORCHTITAN_OP;
+    else
+        return memest_opt_bad(err, "--checkpoint-policy", arg, "full or torchtitan-op");
+    s->checkpoint_policy_set = true;
+    s->checkpoint = true;
+    return 0;
+}
+
+/* --checkpoint-every N: torchtitan's selective_ac_option "N" (N >= 1). */
+int memest_optp_checkpoint_every(const struct memest_opt *row, char *arg, struct memest_cli *o,
+                                 struct memest_error *err)
+{
+    (void)row;
+    uint64_t n;
+    if (memest_parse_u64(arg, 1, 1048576, &n) != 0)
+        return memest_opt_bad(err, "--checkpoint-every", arg, "an integer from 1 to 1048576");
+    o->step.checkpoint_every = (uint32_t)n;
+    o->step.checkpoint = true;
+    return 0;
+}
+
 /* --set NAME=VALUE */
 int memest_optp_set(const struct memest_opt *row, char *arg, struct memest_cli *o,
                     struct memest_error *err)

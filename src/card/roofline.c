@@ -47,14 +47,29 @@ static bool selected(const struct memest_block_inst *b, const struct memest_step
     return false;
 }
 
-/* recompute[n]: node n's forward runs again in backward. */
-static void mark_recompute(const struct memest_graph *g, const struct memest_step_cfg *c,
+/* The index of top-level block instance b in model order. */
+static uint32_t top_index(const struct memest_graph *g, uint32_t b)
+{
+    uint32_t i = 0;
+    for (uint32_t o = 0; o < g->nblocks; o++)
+        i += g->blocks[o].depth == 0 && g->blocks[o].first < g->blocks[b].first;
+    return i;
+}
+
+/* recompute[n]: node n's forward runs again in backward (not the ops whose
+ * outputs torchtitan's selective checkpointing keeps). */
+static void mark_recompute(const struct memest_run *r, const struct memest_step_cfg *c,
                            bool *recompute)
 {
-    for (uint32_t b = 0; b < g->nblocks; b++)
-        if (selected(&g->blocks[b], c))
-            for (uint32_t n = g->blocks[b].first; n <= g->blocks[b].last && n < g->nnodes; n++)
-                recompute[n] = true;
+    const struct memest_graph *g = r->g;
+    for (uint32_t b = 0; b < g->nblocks; b++) {
+        if (!selected(&g->blocks[b], c) ||
+            (c->ncheckpoint_names == 0 && !memest_ckpt_selects(c, top_index(g, b))))
+            continue;
+        uint32_t mm = 0;
+        for (uint32_t n = g->blocks[b].first; n <= g->blocks[b].last && n < g->nnodes; n++)
+            recompute[n] = !memest_ckpt_keeps(c, r->nodes[n].sac, &mm);
+    }
 }
 
 static void pass_time(struct memest_pass_time *p, const struct memest_time_opts *o)
@@ -130,7 +145,7 @@ int memest_roofline(const struct memest_run *r, const struct memest_estimate *e,
         recompute = calloc(r->g->nnodes ? r->g->nnodes : 1, sizeof *recompute);
         if (!recompute)
             return -2;
-        mark_recompute(r->g, o->step, recompute);
+        mark_recompute(r, o->step, recompute);
     }
     for (uint32_t n = 0; n < r->g->nnodes; n++) {
         struct memest_node_time t;

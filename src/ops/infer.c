@@ -481,6 +481,14 @@ void memest_bwd_workspace(struct memest_ictx *c, uint64_t bytes)
 
 void memest_bwd_contiguous(struct memest_ictx *c) { c->ni->bwd_flags |= MEMEST_BWD_CONTIG_OUT; }
 
+void memest_set_sac_op(struct memest_ictx *c, uint8_t op) { c->ni->sac = op; }
+
+void memest_model_mask(struct memest_ictx *c, uint64_t bytes)
+{
+    c->ni->mask_bytes = memest_sat_add(c->ni->mask_bytes, bytes);
+    memest_workspace(c, bytes);
+}
+
 /* memest_param and memest_param_packed: a packed parameter has its own
  * element type and bytes, and is frozen. */
 static int declare_param(struct memest_ictx *c, const char *name, int ndim, const int64_t *size,

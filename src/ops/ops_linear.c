@@ -195,6 +195,8 @@ static int infer_linear(struct memest_ictx *c)
             return -1;
     } else if (save_geom_reshaped(c, 0, s, 2, folded, w_tr) != 0) {
         return -1;
+    } else if (!memest_arg_bool(c, LIN_BIAS)) {
+        memest_set_sac_op(c, MEMEST_SAC_MM);   /* at::linear without a bias: matmul's mm */
     }
     /* under autocast the fp16/bf16 weight copy is addmm's mat2, saved for the
      * input's gradient (--fp8 is refused with --amp) */

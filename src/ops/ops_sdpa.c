@@ -385,7 +385,7 @@ static int run_eager(struct memest_ictx *c, const struct sdpa *a)
     else
         memest_workspace(c, memest_sat_mul(bhls, per));
     if (a->causal || a->window > 0)
-        memest_workspace(c, sat_bytes(4, mask, dt));
+        memest_model_mask(c, sat_bytes(4, mask, dt));
 
     memest_macs(c, macs2(a, a->D) + macs2(a, a->Dv));
     bool gq = memest_in_requires_grad(c, 0), gk = memest_in_requires_grad(c, 1),
@@ -516,7 +516,7 @@ static int sdpa_mask_memory(struct memest_ictx *c, const struct sdpa *a, enum ke
             mask[3] = a->S + 8 - a->S % 8;
         return save_new_if(c, 4, mask, a->dt);
     }
-    memest_workspace(c, sat_bytes(4, mask, a->dt));
+    memest_model_mask(c, sat_bytes(4, mask, a->dt));
     if (k == K_EFFICIENT && a->S % 8 != 0) {
         mask[3] = a->S + 8 - a->S % 8;
         return save_new_if(c, 4, mask, a->dt);
@@ -786,6 +786,8 @@ static int infer_sdpa(struct memest_ictx *c)
         return -1;
     if (kern == K_EAGER)
         return run_eager(c, &a);
+    if (kern == K_FLASH || kern == K_EFFICIENT || kern == K_CUDNN)
+        memest_set_sac_op(c, MEMEST_SAC_ATTN);
     struct operand ops[3];
     sdpa_operands(c, &a, ops);
     return run_kernel(c, &a, kern, ops);

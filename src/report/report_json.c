@@ -94,6 +94,10 @@ static void step_obj(struct memest_jsonw *w, const struct memest_report *rep)
     memest_jsonw_i64(w, "grad_accum", s->grad_accum);
     memest_jsonw_str(w, "amp", memest_amp_name(s->amp));
     memest_jsonw_bool(w, "checkpoint", s->checkpoint);
+    if (s->checkpoint) {
+        memest_jsonw_str(w, "checkpoint_policy", memest_ckpt_policy_name(s->checkpoint_policy));
+        memest_jsonw_i64(w, "checkpoint_every", s->checkpoint_every ? s->checkpoint_every : 1);
+    }
     memest_jsonw_str(w, "loss", memest_loss_name(s->loss));
     memest_jsonw_str(w, "loop", memest_loop_name((enum memest_loop)s->loop));
     memest_jsonw_obj_end(w);

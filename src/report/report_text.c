@@ -103,6 +103,10 @@ static void step_line(FILE *f, const struct memest_report *rep, bool inf)
         fprintf(f, ", autocast %s", memest_amp_name(s->amp));
     if (s->checkpoint)
         fputs(", activation checkpointing", f);
+    if (s->checkpoint && s->checkpoint_policy != MEMEST_CKPT_FULL)
+        fprintf(f, " (%s)", memest_ckpt_policy_name(s->checkpoint_policy));
+    if (s->checkpoint && s->checkpoint_every > 1)
+        fprintf(f, " of 1 block in %u", (unsigned)s->checkpoint_every);
     if (s->loop != MEMEST_LOOP_PLAIN && s->loop != MEMEST_LOOP_DEFAULT)   /* --loop */
         fprintf(f, ", loop %s", memest_loop_name((enum memest_loop)s->loop));
     fputc('\n', f);

@@ -54,13 +54,76 @@ static int by_first(const void *a, const void *b)
     return x->last > y->last ? -1 : x->last < y->last ? 1 : 0;
 }
 
-/* The checkpointed block instances: every top-level instance, or those
- * named (instance, block or repeated-node name), outermost first. */
+/* --checkpoint-policy torchtitan-op: the storages the selective
+ * checkpoint's cache keeps (the outputs of the saved ops: the node's output
+ * and what it makes after it, not its operand copies), where nothing
+ * outside the block keeps them too (those are recomputed as a full
+ * checkpoint would). */
+int sim_analyze_sac(struct sim *S)
+{
+    const struct memest_run *r = S->r;
+    if (S->nck == 0 || S->cfg->checkpoint_policy != MEMEST_CKPT_TORCHTITAN_OP)
+        return 0;
+    S->sac = calloc(S->ns ? S->ns : 1, 1);
+    if (!S->sac)
+        return sim_nomem(S);
+    for (uint32_t c = 0; c < S->nck; c++) {
+        const struct ckpt *k = &S->ck[c];
+        uint32_t mm = 0;
+        for (uint32_t n = k->first; n <= k->last; n++) {
+            const struct memest_nodeinfo *ni = &r->nodes[n];
+            if (!memest_ckpt_keeps(S->cfg, ni->sac, &mm) || ni->nout == 0)
+                continue;
+            uint32_t out = r->values[ni->out_first].storage;
+            for (uint32_t s = S->sfirst[n]; s < S->sfirst[n + 1]; s++) {
+                uint8_t kind = r->storages[s].kind;
+                if (s >= out && (kind == MEMEST_ST_ACT || kind == MEMEST_ST_EXTRA) &&
+                    S->release[s] == NONE && S->lastuse[s] <= k->last && S->held[s] == HELD_NONE)
+                    S->sac[s] = 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* The top-level block instances into sel in model order, every
+ * c->checkpoint_every-th (torchtitan v0.2.0 activation_checkpoint.py
+ * _apply_layer_sac: _layer_sac_count counts the blocks from 1 and wraps one
+ * when the count % ac_freq is 0), all of them without it. */
+static uint32_t top_level(const struct memest_graph *g, const struct memest_step_cfg *c,
+                          struct memest_block_inst *sel)
+{
+    uint32_t nsel = 0;
+    for (uint32_t b = 0; b < g->nblocks; b++)
+        if (g->blocks[b].depth == 0)
+            sel[nsel++] = g->blocks[b];
+    qsort(sel, nsel, sizeof *sel, by_first);
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < nsel; i++)
+        if (memest_ckpt_selects(c, i))
+            sel[k++] = sel[i];
+    return k;
+}
+
+/* The checkpointed block instances: every top-level instance (every N-th
+ * with --checkpoint-every), or those named (instance, block or
+ * repeated-node name), outermost first. */
 int sim_analyze_checkpoint(struct sim *S)
 {
     const struct memest_step_cfg *c = S->cfg;
     if (!c->checkpoint || S->inference)
         return 0;
+    if (c->ncheckpoint_names > 0 && (c->checkpoint_policy_set || c->checkpoint_every))
+        return memest_errf(S->err, MEMEST_ERR_USAGE, NULL,
+                           "--checkpoint B: the blocks named are refused with %s (torchtitan "
+                           "checkpoints the top-level blocks)",
+                           c->checkpoint_policy_set ? "--checkpoint-policy" : "--checkpoint-every");
+    if (c->checkpoint_every && c->checkpoint_policy == MEMEST_CKPT_TORCHTITAN_OP)
+        return memest_errf(S->err, MEMEST_ERR_USAGE, NULL,
+                           "--checkpoint-every with --checkpoint-policy torchtitan-op: torchtitan's "
+                           "selective_ac_option is either \"op\" or a number of blocks");
+    S->ck_nonreentrant = c->loop == MEMEST_LOOP_TORCHTITAN ||
+                         c->checkpoint_policy == MEMEST_CKPT_TORCHTITAN_OP;
     const struct memest_graph *g = S->g;
     struct memest_block_inst *sel = malloc(sizeof *sel * (g->nblocks ? g->nblocks : 1));
     if (!sel)
@@ -84,9 +147,13 @@ int sim_analyze_checkpoint(struct sim *S)
         }
     }
     if (c->ncheckpoint_names == 0)
-        for (uint32_t b = 0; b < g->nblocks; b++)
-            if (g->blocks[b].depth == 0)
-                sel[nsel++] = g->blocks[b];
+        nsel = top_level(g, c, sel);
+    if (nsel == 0 && c->checkpoint_every > 1 && g->nblocks > 0) {
+        free(sel);
+        return memest_errf(S->err, MEMEST_ERR_USAGE, NULL,
+                           "--checkpoint-every %u: the model has fewer top-level blocks, so none "
+                           "would be checkpointed", (unsigned)c->checkpoint_every);
+    }
     if (nsel == 0) {
         free(sel);
         return memest_errf(S->err, MEMEST_ERR_USAGE, NULL,
@@ -105,8 +172,11 @@ int sim_analyze_checkpoint(struct sim *S)
         if (any && sel[i].first <= end)
             continue;   /* nested in (or the same as) one already chosen */
         S->ck[S->nck++] = (struct ckpt){sel[i].first, sel[i].last};
-        for (uint32_t n = sel[i].first; n <= sel[i].last; n++)
+        for (uint32_t n = sel[i].first; n <= sel[i].last; n++) {
             S->ck_of[n] = S->nck - 1;
+            if (S->r->nodes[n].mask_bytes > 0 && S->mask_ck == NONE)
+                S->mask_ck = S->nck - 1;
+        }
         end = sel[i].last;
         any = true;
     }

@@ -264,6 +264,22 @@ static int bwd_node(struct sim *S, uint32_t n, const struct ckpt *inner)
     return 0;
 }
 
+/* The non-reentrant checkpoint's recomputation returns the block's outputs
+ * to nobody (torch.utils.checkpoint's recompute_fn): those no node inside
+ * saved die when it ends, before the block's backward. */
+static int recompute_drop(struct sim *S, const struct ckpt *k, uint32_t first_s)
+{
+    const struct memest_run *r = S->r;
+    for (uint32_t s = first_s; s < S->ns && r->storages[s].node <= k->last; s++) {
+        if (S->sid[s] == NONE || persistent_kind(r->storages[s].kind) || sim_held(S, s) ||
+            param_cast(r, s) || (S->relin[s] != NONE && S->relin[s] <= k->last))
+            continue;
+        if (sim_free_storage(S, s, k->last) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* A checkpointed block instance: recompute its forward with grad, run its
  * backward, drop what the recomputation left. */
 static int recompute(struct sim *S, const struct ckpt *k)
@@ -275,8 +291,8 @@ static int recompute(struct sim *S, const struct ckpt *k)
      * recomputed ones are new tensors */
     uint32_t nst = 0, *stash = NULL, cap = 0;
     for (uint32_t s = first_s; s < S->ns && r->storages[s].node <= k->last; s++) {
-        if (S->sid[s] == NONE)
-            continue;
+        if (S->sid[s] == NONE || sim_sac(S, s))
+            continue;   /* (the selective checkpoint's cache: the same tensors) */
         if (sim_grow_u32(&stash, &cap, 2 * (nst + 1)) != 0) {
             free(stash);
             return sim_nomem(S);
@@ -292,6 +308,8 @@ static int recompute(struct sim *S, const struct ckpt *k)
         rc = sim_forward_node(S, n, FM_RECOMPUTE, k, &sfirst);
     if (rc == 0)
         rc = sim_clear_cast_cache(S, k->first, k->last, FM_RECOMPUTE, k);
+    if (rc == 0 && S->ck_nonreentrant)
+        rc = recompute_drop(S, k, first_s);
     S->ph = ph;
     if (rc == 0)
         rc = bwd_range(S, k->last, k->first, k);
@@ -313,6 +331,11 @@ static int bwd_range(struct sim *S, uint32_t hi, uint32_t lo, const struct ckpt 
             if (SIM_EXT(S, bwd_enter, S, k->first, k->last) != 0 || recompute(S, k) != 0 ||
                 release_node(S, k->first, NULL) != 0 || SIM_EXT(S, bwd_leave, S, k->first) != 0)
                 return -1;
+            if (S->ck_of[n] == S->mask_ck && S->mask_id != NONE) {
+                if (sim_ev_free(S, k->first, S->mask_id) != 0)
+                    return -1;
+                S->mask_id = NONE;   /* the last checkpoint keeping the mask is done */
+            }
             n = k->first;
             continue;
         }

@@ -13,12 +13,14 @@ static bool kept(const struct sim *S, uint32_t s, enum fmode m, const struct ckp
         return true;
     switch (m) {
     case FM_TRAIN:
-        return S->release[s] != NONE;
+        return S->release[s] != NONE || sim_sac(S, s);
     case FM_NOGRAD:
         return false;
     case FM_RECOMPUTE:
+        /* the reentrant checkpoint returns the recomputed outputs to its
+         * backward; the non-reentrant one drops them (sim_recompute_drop) */
         return (S->relin[s] != NONE && S->relin[s] <= k->last) ||
-               S->lastuse[s] > k->last;
+               (!S->ck_nonreentrant && S->lastuse[s] > k->last);
     }
     return false;
 }
@@ -62,15 +64,26 @@ static int in0_first(struct sim *S, uint32_t n)
     return sim_free_storage(S, s, n);
 }
 
+/* Whether node n's outputs come from the selective checkpoint's cache in
+ * the recomputation (the op does not run again). */
+static bool sac_cached(const struct sim *S, uint32_t n, uint32_t sfirst)
+{
+    for (uint32_t s = sfirst; S->sac && s < S->ns && S->r->storages[s].node == n; s++)
+        if (S->sac[s])
+            return true;
+    return false;
+}
+
 int sim_forward_node(struct sim *S, uint32_t n, enum fmode m, const struct ckpt *k,
                         uint32_t *sfirst)
 {
     const struct memest_run *r = S->r;
-    if (sim_cublas(S, n, S->in_recompute) != 0)
-        return -1;
     /* the storages this node makes: casts, outputs, saved op-internal tensors */
     while (*sfirst < S->ns && r->storages[*sfirst].node < n)
         ++*sfirst;
+    bool cached = m == FM_RECOMPUTE && sac_cached(S, n, *sfirst);
+    if (!cached && sim_cublas(S, n, S->in_recompute) != 0)
+        return -1;
     /* --fused linear-ce: the head and the nodes after it make none; the
      * fused function runs at the head */
     bool fused = fused_node(S, n);
@@ -89,13 +102,21 @@ int sim_forward_node(struct sim *S, uint32_t n, enum fmode m, const struct ckpt 
                 return -1;
             continue;
         }
-        bool saved = m == FM_TRAIN ? S->release[s] != NONE
+        bool saved = m == FM_TRAIN ? S->release[s] != NONE || sim_sac(S, s)
                      : m == FM_RECOMPUTE ? S->relin[s] != NONE && S->relin[s] <= k->last
                                          : false;
         if (sim_alloc_storage(S, s, saved ? MEMEST_CAT_SAVED : MEMEST_CAT_TRANSIENT, n) != 0)
             return -1;
     }
-    if (!fused && sim_ev_transient(S, MEMEST_CAT_TRANSIENT, n, r->nodes[n].work_bytes) != 0)
+    /* the model's attention mask: held from the first checkpointed block
+     * that reads it (its input) to the end of that block's backward */
+    uint64_t work = r->nodes[n].work_bytes, mask = r->nodes[n].mask_bytes;
+    if (mask > 0 && m == FM_TRAIN && S->mask_id == NONE && S->mask_ck != NONE &&
+        S->ck_of[n] != NONE && sim_ev_alloc(S, MEMEST_CAT_SAVED, n, mask, &S->mask_id) != 0)
+        return -1;
+    if (S->mask_id != NONE)
+        work = work > mask ? work - mask : 0;
+    if (!fused && !cached && sim_ev_transient(S, MEMEST_CAT_TRANSIENT, n, work) != 0)
         return -1;
     for (uint32_t s = S->fhead[n]; s != NONE; s = S->fnext[s]) {
         if (param_cast(r, s))

@@ -61,7 +61,14 @@
  *                  into .grad and drops it;
  *             a checkpointed block instance is recomputed when the backward
  *             reaches it: its forward again with grad (saving as usual), then
- *             its backward, then its recomputed outputs are dropped;
+ *             its backward, then its recomputed outputs are dropped (the
+ *             non-reentrant checkpoint of --loop torchtitan drops the
+ *             block's outputs before its backward); under torchtitan's
+ *             op-level selective checkpointing the outputs of the save
+ *             list's ops (sim_analyze_sac) live from the forward on and are
+ *             not made again; the model's attention mask, an input of every
+ *             checkpointed block reading it, lives until the first one's
+ *             backward ends;
  *   optimizer the optimizer's temporaries per implementation (see
  *             sim_optimizer.c), and in the first step the state it creates;
  *   teardown  everything left is freed (ids pair every ALLOC with a FREE).
@@ -154,6 +161,15 @@ struct sim {
     uint32_t *ck_of;      /* node -> index into ck, or NONE */
     struct ckpt *ck;
     uint32_t nck;
+    uint32_t mask_ck;     /* the first checkpointed block reading the model's attention
+                             mask (memest_nodeinfo.mask_bytes), NONE: the checkpoints
+                             keep it from there until that block's backward ends */
+    uint32_t mask_id;     /* its allocation while held, NONE */
+    bool ck_nonreentrant; /* torchtitan's ptd_checkpoint_wrapper: the recomputed
+                             block's outputs are dropped once it ran */
+    uint8_t *sac;         /* storage: made by an op of the selective-checkpointing
+                             save list, kept from the forward to the recomputation
+                             (--checkpoint-policy torchtitan-op); NULL without */
 
     /* live state */
     uint32_t *sid;        /* storage -> live allocation id */
@@ -361,6 +377,8 @@ int sim_analyze_reach(struct sim *S, uint8_t *vreach);
 int sim_analyze_checkpoint(struct sim *S);
 void sim_analyze_lastuse(struct sim *S);
 void sim_analyze_release(struct sim *S);
+int sim_analyze_sac(struct sim *S);
+static inline bool sim_sac(const struct sim *S, uint32_t s) { return S->sac && S->sac[s]; }
 
 /* ---- sim_forward.c ---- */
 

@@ -247,6 +247,7 @@ static void sim_free(struct sim *S)
     free(S->reach);
     free(S->ck_of);
     free(S->ck);
+    free(S->sac);
     free(S->sid);
     free(S->vg);
     free(S->pg);
@@ -301,7 +302,7 @@ int memest_sim_step(const struct memest_run *r, const struct memest_peak_opts *o
                     .gen = o->gen, .rv = o->step ? o->step->rank : NULL,
                     .ext = o->step && o->step->rank ? &sim_dist_ext : NULL,
                     .nn = r->g->nnodes, .ns = r->nstorages, .nv = r->nvalues, .cublas = NONE,
-                    .cublas_bwd = NONE, .out_id = NONE};
+                    .cublas_bwd = NONE, .out_id = NONE, .mask_ck = NONE, .mask_id = NONE};
     int rc = -1;
     memset(out, 0, sizeof *out);
     out->node = NONE;
@@ -350,7 +351,7 @@ int memest_sim_step(const struct memest_run *r, const struct memest_peak_opts *o
         goto end;
     sim_analyze_lastuse(&S);
     sim_analyze_release(&S);
-    if (sim_dist_analyze(&S) != 0 || sim_fused_grad_setup(&S) != 0)
+    if (sim_analyze_sac(&S) != 0 || sim_dist_analyze(&S) != 0 || sim_fused_grad_setup(&S) != 0)
         goto end;
 
     /* the events are stored only for the timeline exported; then room for

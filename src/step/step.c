@@ -11,6 +11,33 @@
 
 #include "memest/dist.h"
 #include "memest/optim.h"
+#include "memest/run.h"
+
+/* ---- torchtitan's activation checkpointing ---- */
+
+const char *memest_ckpt_policy_name(uint8_t p)
+{
+    return p == MEMEST_CKPT_TORCHTITAN_OP ? "torchtitan-op" : "full";
+}
+
+bool memest_ckpt_selects(const struct memest_step_cfg *c, uint32_t i)
+{
+    return c->checkpoint_every <= 1 || ((uint64_t)i + 1) % c->checkpoint_every == 0;
+}
+
+bool memest_ckpt_keeps(const struct memest_step_cfg *c, uint8_t sac_op, uint32_t *mm)
+{
+    if (c->checkpoint_policy != MEMEST_CKPT_TORCHTITAN_OP)
+        return false;
+    switch (sac_op) {
+    case MEMEST_SAC_MM:
+        return ++*mm % 2 == 1;   /* meta["forward_mm_count"] % 2 == 0: recomputed */
+    case MEMEST_SAC_ATTN:
+        return true;
+    default:
+        return false;
+    }
+}
 
 /* ---- optimizer implementations ---- */
 
