@@ -100,3 +100,40 @@ foreach(i RANGE ${_ac_last})
   string(JSON _ac_loop GET "${_ac_text}" cases ${i} loop)
   loop_peak_and_saved(ac ac_peaks.json ${i} "--loop;${_ac_loop};${_ac_args}")
 endforeach()
+
+# --activation-offload (torchtune v0.6.1's OffloadActivations,
+# src/sim/sim_offload.c) against tests/tools/offload_peak.py (PyTorch 2.6
+# CPU, torchtune's hooks written in, the CUDA copies made host copies out of
+# the count: the tiny Llama, 2 layers, eager float32 and SDPA flash bfloat16,
+# batch 2, sequence 64, --loop torchtitan, with and without the offloading,
+# SGD and Adam; memest_args names memest's arguments). loop.offload_peak_I:
+# the step peak within 1 %, except eager attention with the offloading
+# (within 20 %: memest's one attention node packs the softmax output once,
+# PyTorch's softmax and matmul each, doc/memory-model.md "Activation
+# offloading"); loop.offload_host_I: memory.activations_host, the most the
+# host copies hold, within 20 % (the same: a node standing for several
+# autograd nodes packs a tensor once).
+file(READ ${PROJECT_SOURCE_DIR}/tests/reference/offload_peaks.json _off_text)
+string(JSON _off_n LENGTH "${_off_text}" cases)
+math(EXPR _off_last "${_off_n} - 1")
+foreach(i RANGE ${_off_last})
+  string(JSON _off_args GET "${_off_text}" cases ${i} memest_args)
+  string(JSON _off_on GET "${_off_text}" cases ${i} offload)
+  string(JSON _off_attn GET "${_off_text}" cases ${i} attn)
+  set(_off_tol -DPERMILLE=10)
+  if(_off_on STREQUAL "ON" AND _off_attn STREQUAL "eager")
+    set(_off_tol -DTOL=20)
+  endif()
+  add_test(NAME loop.offload_peak_${i}
+           COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR}
+                   -DCASE=${i} -DREF=offload_peaks.json "-DARGS=${_off_args}" ${_off_tol}
+                   -P ${PROJECT_SOURCE_DIR}/tests/hf/peaks.cmake)
+  set_tests_properties(loop.offload_peak_${i} PROPERTIES LABELS loop)
+  if(_off_on STREQUAL "ON")
+    add_test(NAME loop.offload_host_${i}
+             COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR}
+                     -DCASE=${i} -DREF=offload_peaks.json "-DARGS=${_off_args}" -DTOL=20
+                     -DKEY=activations_host -P ${PROJECT_SOURCE_DIR}/tests/hf/peaks.cmake)
+    set_tests_properties(loop.offload_host_${i} PROPERTIES LABELS loop)
+  endif()
+endforeach()

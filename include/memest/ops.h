@@ -107,6 +107,10 @@ struct memest_op_desc {
     bool lookup_table;            /* a table of vectors read by index (nn.Embedding):
                                      its weight is no hidden layer's matrix (Muon
                                      leaves it to AdamW, optim.c) */
+    bool saves_weight_view;       /* its backward keeps the weight as a view
+                                     (F.linear's addmm/mm save mat2 = weight.t()),
+                                     not as the nn.Parameter itself: torchtune's
+                                     activation offloading moves it (sim_offload.c) */
     bool ce_head;                 /* a linear layer (weight [V, H], optional
                                      bias [V]) that --fused linear-ce can fuse
                                      with the cross-entropy after it */

@@ -177,6 +177,8 @@ struct memest_step_cfg {
     const struct memest_rank_view *rank;  /* several GPUs (dist.h): the rank the step
                                              simulates; NULL: one GPU */
     uint8_t loop;           /* enum memest_loop, resolved (never DEFAULT in a run) */
+    bool act_offload;       /* --activation-offload: torchtune's OffloadActivations
+                               around the model's forward (src/sim/sim_offload.c) */
 };
 
 /* torchtitan's checkpointing rules (v0.2.0 torchtitan/distributed/

@@ -147,4 +147,8 @@ struct memest_peak {
                                  inputs, not their insides) and the loss's; a pipeline
                                  stage's other micro-batches left out; 0 for a no-grad
                                  pass */
+    uint64_t offload_host;    /* --activation-offload: the most bytes the host copies of
+                                 the offloaded saved tensors hold (pinned memory) */
+    uint64_t offload_d2h;     /* ... bytes the step's forward copies to the host */
+    uint64_t offload_h2d;     /* ... bytes its backward copies back */
 };

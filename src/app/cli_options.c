@@ -643,6 +643,22 @@ const struct memest_opt memest_opts[] = {
              "chunks each upcast alone; `torchtitan`: `del pred` before backward, "
              "`cross_entropy(pred.flatten(0, 1).float(), ...)` "
              "(doc/memory-model.md, \"The training loop\")"},
+    {.name = "activation-offload",
+     .group = MEMEST_GROUP_STEP,
+     .modes = MEMEST_MODES_STEP,
+     .needs = MEMEST_NEED_TRAINING,
+     .verb = -1,
+     .kind = MEMEST_K_FLAG,
+     FIELD(step.act_offload),
+     .help = "torchtune's activation offloading (enable_activation_offloading)",
+     .doc = "torchtune v0.6.1's `OffloadActivations` around the model's forward, its defaults "
+             "(streams, `max_fwd_stash_size` 5, `min_offload_size` 1024 bytes): every saved "
+             "tensor of 1 KiB or more that is no `nn.Parameter` (a linear's `weight.t()` is "
+             "not one) goes to pinned host memory, its device copy freed five packs later; "
+             "the backward brings each back as its node runs and frees it after the next "
+             "such node; the output head's and the checkpointed blocks' saves stay (any "
+             "`--loop`; torchtune's recipes run `--loop torchtune`; doc/memory-model.md, "
+             "\"Activation offloading\")"},
     {.name = "weights",
      .arg = MEMEST_ARG_REQUIRED,
      .metavar = "W",

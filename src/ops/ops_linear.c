@@ -325,6 +325,7 @@ const struct memest_op_desc memest_ops_linear[] = {
         .doc = "nn.Linear: y = x W^T + b over the last dimension",
         .amp = MEMEST_AMPP_LOW,
         .lib = MEMEST_LIB_CUBLAS, /* addmm / matmul */
+        .saves_weight_view = true,
         .ce_head = true,
     },
     {

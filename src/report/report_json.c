@@ -222,6 +222,11 @@ void memest_report_json(FILE *f, const struct memest_report *rep)
         memest_jsonw_u64(&w, "optimizer_state_paged", e->opt.paged_bytes);
     memest_jsonw_u64(&w, "activations", e->activations);
     memest_jsonw_u64(&w, "saved_at_backward", e->train_peak.bwd_saved);
+    if (rep->step->act_offload) {   /* --activation-offload only: other documents keep their keys */
+        memest_jsonw_u64(&w, "activations_host", e->train_peak.offload_host);
+        memest_jsonw_u64(&w, "activations_to_host", e->train_peak.offload_d2h);
+        memest_jsonw_u64(&w, "activations_from_host", e->train_peak.offload_h2d);
+    }
     /* the step reported (training, or inference with --inference): the
      * allocator's allocated peak, the exact tensor bytes, reserved, the
      * device overhead and what nvidia-smi would show */

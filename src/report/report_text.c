@@ -109,6 +109,8 @@ static void step_line(FILE *f, const struct memest_report *rep, bool inf)
         fprintf(f, " of 1 block in %u", (unsigned)s->checkpoint_every);
     if (s->loop != MEMEST_LOOP_PLAIN && s->loop != MEMEST_LOOP_DEFAULT)   /* --loop */
         fprintf(f, ", loop %s", memest_loop_name((enum memest_loop)s->loop));
+    if (s->act_offload)
+        fputs(", activation offload", f);
     fputc('\n', f);
     if (s->grad_accum > 1)
         fprintf(f, "  gradient accumulation: %lld micro-batches of %lld (effective batch %lld): "
@@ -258,6 +260,14 @@ static void memory_section(FILE *f, const struct memest_report *rep)
                  rep->step->checkpoint || rep->step->ncheckpoint_names
                      ? "; checkpointed: the segments' inputs" : "");
     mem_line(f, "activations (saved)", saved, max, sv);
+    if (rep->step->act_offload) {   /* torchtune's OffloadActivations */
+        snprintf(sv, sizeof sv, "(pinned; per step %s to the host, ",
+                 memest_fmt_bytes(e->train_peak.offload_d2h, a, sizeof a));
+        size_t l = strlen(sv);
+        snprintf(sv + l, sizeof sv - l, "%s back)",
+                 memest_fmt_bytes(e->train_peak.offload_h2d, a, sizeof a));
+        mem_line(f, "activations, host", e->train_peak.offload_host, max, sv);
+    }
     fputc('\n', f);
 }
 

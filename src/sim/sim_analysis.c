@@ -303,8 +303,8 @@ void sim_analyze_release(struct sim *S)
             continue;   /* (the fused linear-ce's nodes save nothing) */
         for (uint32_t k = ni->save_first; k < ni->save_first + ni->nsave; k++) {
             uint32_t s = r->saves[k];
-            if (persistent_kind(r->storages[s].kind))
-                continue;
+            if (persistent_kind(r->storages[s].kind) || sim_offloaded(S, k))
+                continue;   /* (an offloaded save keeps only its host copy) */
             if (S->ck_of[n] == NONE) {
                 if (S->release[s] == NONE)
                     S->release[s] = n;

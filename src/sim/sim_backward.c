@@ -70,7 +70,7 @@ static bool uses_param_casts(const struct memest_run *r, uint32_t n)
 static int release_node(struct sim *S, uint32_t n, const struct ckpt *inner)
 {
     for (uint32_t s = S->rhead[n]; s != NONE; s = S->rnext[s])
-        if (!sim_held(S, s) && sim_free_storage(S, s, n) != 0)
+        if (!sim_held(S, s) && !sim_offload_holds(S, s) && sim_free_storage(S, s, n) != 0)
             return -1;
     if (inner)
         for (uint32_t s = S->ihead[n]; s != NONE; s = S->inext[s])
@@ -221,7 +221,8 @@ static int bwd_node(struct sim *S, uint32_t n, const struct ckpt *inner)
         any |= S->vg[ni->out_first + k] != NONE;
     if (!ni->needs_grad || !S->reach[n] || !any)
         return release_node(S, n, inner);
-    if (sim_cublas(S, n, true) != 0)
+    /* --activation-offload: its saves come back as the node runs */
+    if (sim_offload_unpack(S, n) != 0 || sim_cublas(S, n, true) != 0)
         return -1;
     /* 1. a contiguous copy of the incoming gradient */
     uint32_t copy = NONE, og0 = S->vg[ni->out_first];
@@ -261,7 +262,7 @@ static int bwd_node(struct sim *S, uint32_t n, const struct ckpt *inner)
     /* casts made by this node are now complete: convert their gradients */
     if (r->opts.amp && convert_cast_grads(S, n) != 0)
         return -1;
-    return 0;
+    return sim_offload_hook(S, n);   /* the offloading's post-hook */
 }
 
 /* The non-reentrant checkpoint's recomputation returns the block's outputs
@@ -353,7 +354,7 @@ int sim_backward(struct sim *S)
         return 0;
     sim_fused_backward_begin(S);
     if (SIM_EXT(S, bwd_begin, S) != 0 || bwd_range(S, S->nn - 1, 0, NULL) != 0 ||
-        sim_fused_backward_end(S) != 0)
+        sim_fused_backward_end(S) != 0 || sim_offload_backward_end(S) != 0)
         return -1;
     return SIM_EXT(S, bwd_end, S);
 }

@@ -13,7 +13,7 @@ static bool kept(const struct sim *S, uint32_t s, enum fmode m, const struct ckp
         return true;
     switch (m) {
     case FM_TRAIN:
-        return S->release[s] != NONE || sim_sac(S, s);
+        return S->release[s] != NONE || sim_sac(S, s) || sim_offload_holds(S, s);
     case FM_NOGRAD:
         return false;
     case FM_RECOMPUTE:
@@ -102,7 +102,7 @@ int sim_forward_node(struct sim *S, uint32_t n, enum fmode m, const struct ckpt 
                 return -1;
             continue;
         }
-        bool saved = m == FM_TRAIN ? S->release[s] != NONE || sim_sac(S, s)
+        bool saved = m == FM_TRAIN ? S->release[s] != NONE || sim_sac(S, s) || sim_offload_holds(S, s)
                      : m == FM_RECOMPUTE ? S->relin[s] != NONE && S->relin[s] <= k->last
                                          : false;
         if (sim_alloc_storage(S, s, saved ? MEMEST_CAT_SAVED : MEMEST_CAT_TRANSIENT, n) != 0)
@@ -117,6 +117,8 @@ int sim_forward_node(struct sim *S, uint32_t n, enum fmode m, const struct ckpt 
     if (S->mask_id != NONE)
         work = work > mask ? work - mask : 0;
     if (!fused && !cached && sim_ev_transient(S, MEMEST_CAT_TRANSIENT, n, work) != 0)
+        return -1;
+    if (m == FM_TRAIN && sim_offload_pack(S, n) != 0)
         return -1;
     for (uint32_t s = S->fhead[n]; s != NONE; s = S->fnext[s]) {
         if (param_cast(r, s))
@@ -140,7 +142,7 @@ int sim_clear_cast_cache(struct sim *S, uint32_t lo, uint32_t hi, enum fmode m,
     for (uint32_t s = S->sfirst[lo]; s < S->sfirst[hi + 1]; s++) {
         if (!param_cast(r, s) || S->sid[s] == NONE)
             continue;
-        if (!(m == FM_TRAIN && S->release[s] != NONE) &&
+        if (!(m == FM_TRAIN && (S->release[s] != NONE || sim_offload_holds(S, s))) &&
             !(m == FM_RECOMPUTE && S->relin[s] != NONE && S->relin[s] <= k->last) &&
             sim_free_storage(S, s, NONE) != 0)
             return -1;
@@ -157,6 +159,8 @@ int sim_forward(struct sim *S, enum fmode m)
     /* --generate: the plan's events around the nodes, and no node from its
      * stop on (sim_generate.c) */
     uint32_t stop = S->gen && S->gen->stop < S->nn ? S->gen->stop : S->nn;
+    if (m == FM_TRAIN)
+        sim_offload_forward_begin(S);
     for (uint32_t n = 0; n < stop; n++)
         if (sim_gen_events(S, MEMEST_GEN_PRE, n) != 0 || SIM_EXT(S, fwd_enter, S, n) != 0 ||
             sim_forward_node(S, n, m, NULL, &sfirst) != 0 ||

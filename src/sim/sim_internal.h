@@ -242,6 +242,21 @@ struct sim {
     uint64_t saved_inputs; /* the model inputs some node saves (the user's tensors,
                               outside the saved category, kept by autograd too) */
 
+    /* --activation-offload (sim_offload.c); off NULL without */
+    uint8_t *off;         /* save (index into run.saves) -> OFF_NONE, OFF_MOVE, OFF_COPY */
+    uint32_t *ocount;     /* storage -> its OFF_MOVE saves */
+    uint32_t *opend;      /* ... not packed yet in this forward */
+    uint32_t *stash;      /* ... fwd_stash entries holding it on the device */
+    uint32_t *fq, *fq_n, *fq_id;  /* fwd_stash, in pack order: the storage, the node
+                                     packing it, the pack id (tensor_id) ... */
+    uint8_t *fq_k;        /* ... and OFF_MOVE or OFF_COPY */
+    uint32_t fq_head, fq_tail;
+    uint32_t pack_id;     /* the last pack's id (tensor_id) */
+    uint32_t *bq;         /* bwd_tensor_stash: the copies brought back, allocation ids:
+                             the previous unpacking node's [0, nbprev), then this node's */
+    uint32_t nbq, nbprev, capbq;
+    uint64_t host_now, host_peak, d2h, h2d;
+
     /* every allocation: alive, bytes, category (teardown, checks) */
     uint8_t *alive;
     uint32_t capalive;
@@ -379,6 +394,35 @@ void sim_analyze_lastuse(struct sim *S);
 void sim_analyze_release(struct sim *S);
 int sim_analyze_sac(struct sim *S);
 static inline bool sim_sac(const struct sim *S, uint32_t s) { return S->sac && S->sac[s]; }
+
+/* ---- sim_offload.c ---- */
+
+enum { OFF_NONE = 0, OFF_MOVE, OFF_COPY };
+/* Which saves --activation-offload moves (S->off), before sim_analyze_release;
+ * 0 / -1 (no-op without it). */
+int sim_offload_setup(struct sim *S);
+void sim_offload_free(struct sim *S);
+static inline bool sim_offloaded(const struct sim *S, uint32_t k)
+{
+    return S->off && S->off[k] != OFF_NONE;
+}
+/* Storage s stays on the device for the offloading (packed, its copy not
+ * done: in fwd_stash; or to be packed). */
+static inline bool sim_offload_holds(const struct sim *S, uint32_t s)
+{
+    return S->off && (S->stash[s] || S->opend[s]);
+}
+/* A training forward starts. */
+void sim_offload_forward_begin(struct sim *S);
+/* Node n's saves are packed (after its storages are made, before its last
+ * uses are freed). 0 / -1. */
+int sim_offload_pack(struct sim *S, uint32_t n);
+/* Node n's backward unpacks its saves (before it runs), and its post-hook
+ * (after it ran). 0 / -1. */
+int sim_offload_unpack(struct sim *S, uint32_t n);
+int sim_offload_hook(struct sim *S, uint32_t n);
+/* The backward's end: the queued callback frees what bwd_tensor_stash holds. */
+int sim_offload_backward_end(struct sim *S);
 
 /* ---- sim_forward.c ---- */
 
