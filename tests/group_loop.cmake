@@ -107,12 +107,13 @@ endforeach()
 # the count: the tiny Llama, 2 layers, eager float32 and SDPA flash bfloat16,
 # batch 2, sequence 64, --loop torchtitan, with and without the offloading,
 # SGD and Adam; memest_args names memest's arguments). loop.offload_peak_I:
-# the step peak within 1 %, except eager attention with the offloading
-# (within 20 %: memest's one attention node packs the softmax output once,
-# PyTorch's softmax and matmul each, doc/memory-model.md "Activation
-# offloading"); loop.offload_host_I: memory.activations_host, the most the
-# host copies hold, within 20 % (the same: a node standing for several
-# autograd nodes packs a tensor once).
+# the step peak within 1 % (SDPA: 0.001 %), except eager attention with the
+# offloading (within 10 %, memest 6.4 % short: its one attention node brings
+# all its saves back at once and its backward's inner gradients are scratch,
+# where PyTorch's two matmuls and softmax are nodes of their own,
+# doc/memory-model.md "Activation offloading"); loop.offload_host_I:
+# memory.activations_host, the most the host copies hold, within 1 % (exact:
+# the packs per saved tensor are run.save_packs).
 file(READ ${PROJECT_SOURCE_DIR}/tests/reference/offload_peaks.json _off_text)
 string(JSON _off_n LENGTH "${_off_text}" cases)
 math(EXPR _off_last "${_off_n} - 1")
@@ -122,7 +123,7 @@ foreach(i RANGE ${_off_last})
   string(JSON _off_attn GET "${_off_text}" cases ${i} attn)
   set(_off_tol -DPERMILLE=10)
   if(_off_on STREQUAL "ON" AND _off_attn STREQUAL "eager")
-    set(_off_tol -DTOL=20)
+    set(_off_tol -DTOL=10)
   endif()
   add_test(NAME loop.offload_peak_${i}
            COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR}
@@ -132,8 +133,30 @@ foreach(i RANGE ${_off_last})
   if(_off_on STREQUAL "ON")
     add_test(NAME loop.offload_host_${i}
              COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR}
-                     -DCASE=${i} -DREF=offload_peaks.json "-DARGS=${_off_args}" -DTOL=20
+                     -DCASE=${i} -DREF=offload_peaks.json "-DARGS=${_off_args}" -DPERMILLE=10
                      -DKEY=activations_host -P ${PROJECT_SOURCE_DIR}/tests/hf/peaks.cmake)
     set_tests_properties(loop.offload_host_${i} PROPERTIES LABELS loop)
   endif()
 endforeach()
+
+# --activation-offload by hand: models/mlp-mnist.json, batch 32, float32.
+# The packs (torchtune v0.6.1 pack_tensor): Linear 1 saves x (its input
+# needs no gradient, so no weight.t()): the model's input, 32 x 784 x 4 =
+# 100352 bytes, copied; ReLU 2 its output, 32 x 512 x 4 = 65536; Linear 3
+# its input (65536) and weight.t() (512 x 512 x 4 = 1048576: a view, no
+# Parameter); ReLU 4 its output (65536); Linear 5 is the head (NoOpManager).
+# Host: 100352 + 3 x 65536 + 1048576 = 1345536. Five packs: none leaves
+# fwd_stash in the forward (a pack drops those 5 ids back), so ReLU 4's
+# backward uses its output as it is and drains the stash; the others come
+# back: 1345536 - 65536 = 1280000 bytes to the device.
+add_test(NAME loop.offload_mlp_host
+         COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest>
+                 "-DARGS_A=${PROJECT_SOURCE_DIR}/models/mlp-mnist.json;--batch;32;--activation-offload"
+                 "-DFIELD=memory;activations_host" -DEXPECTED=1345536
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/json_diff.cmake)
+add_test(NAME loop.offload_mlp_back
+         COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest>
+                 "-DARGS_A=${PROJECT_SOURCE_DIR}/models/mlp-mnist.json;--batch;32;--activation-offload"
+                 "-DFIELD=memory;activations_from_host" -DEXPECTED=1280000
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/json_diff.cmake)
+set_tests_properties(loop.offload_mlp_host loop.offload_mlp_back PROPERTIES LABELS loop)

@@ -298,6 +298,10 @@ void memest_model_mask(struct memest_ictx *c, uint64_t bytes);
  * the op uses instead of the float32 parameter); otherwise does nothing,
  * parameters not being activations. */
 int memest_save_param(struct memest_ictx *c, const char *name);
+/* The save just made (by the call before: it must have saved) is saved once
+ * more by another autograd node of the op (a pack more for saved_tensors_hooks:
+ * run.save_packs). */
+void memest_save_repack(struct memest_ictx *c);
 
 /* Forward MACs, and the MACs of the backward pass (gradient of each input
  * that requires grad, gradient of trainable weights): each given

@@ -205,6 +205,10 @@ struct memest_run {
     uint32_t nstorages, cap_storages;
     uint32_t *saves;
     uint32_t nsaves, cap_saves;
+    uint8_t *save_packs;     /* per save: how many of the op's autograd nodes save that
+                                tensor (each is a pack a saved_tensors_hooks sees:
+                                RMSNorm's pow and mul both save x.float()), >= 1 */
+    uint32_t cap_save_packs;
     struct memest_param *params;
     uint32_t nparams, cap_params;
     struct memest_buffer *buffers;

@@ -624,10 +624,19 @@ static int push_save_any(struct memest_ictx *c, uint32_t storage, bool fresh)
     for (uint32_t i = c->ni->save_first; !fresh && i < c->r->nsaves; i++)
         if (c->r->saves[i] == storage)
             return 0;
-    if (GROW(c, saves, cap_saves, c->r->nsaves + 1) != 0)
+    if (GROW(c, saves, cap_saves, c->r->nsaves + 1) != 0 ||
+        GROW(c, save_packs, cap_save_packs, c->r->nsaves + 1) != 0)
         return -1;
+    c->r->save_packs[c->r->nsaves] = 1;
     c->r->saves[c->r->nsaves++] = storage;
     return 0;
+}
+
+void memest_save_repack(struct memest_ictx *c)
+{
+    uint32_t k = c->r->nsaves - 1;
+    if (c->r->nsaves > c->ni->save_first && c->r->save_packs[k] < UINT8_MAX)
+        c->r->save_packs[k]++;
 }
 
 static int push_save(struct memest_ictx *c, uint32_t storage)
@@ -797,6 +806,7 @@ void memest_run_free(struct memest_run *r)
     free(r->values);
     free(r->storages);
     free(r->saves);
+    free(r->save_packs);
     free(r->params);
     free(r->buffers);
     free(r->ins);

@@ -128,6 +128,8 @@ static int rms_stats(struct memest_ictx *c, const struct rms *m, struct transien
     } else if (keep_hr && memest_save_in(c, 0) != 0) { /* h: x itself */
         return -1;
     }
+    if (keep_hr)
+        memest_save_repack(c);   /* pow's and mul's */
     tr_alloc(t, N32); /* h.pow(2) */
     tr_alloc(t, R);   /* its mean */
     tr_free(t, N32);

@@ -355,9 +355,11 @@ static int run_eager(struct memest_ictx *c, const struct sdpa *a)
     int64_t att1[4] = {a->B, a->Hq, a->L, a->S + 1}, idx[4] = {a->B, a->Hq, a->L, 1};
     if (save_new_if(c, 4, a->sinks ? att1 : att, smdt) != 0)
         return -1; /* the softmax output */
+    bool to_copy = smdt != dt; /* .to(q.dtype) */
+    if (memest_needs_grad(c) && !a->sinks && !to_copy && a->p <= 0)
+        memest_save_repack(c);   /* softmax's, and the matmul's that reads it */
     if (a->sinks && save_new_if(c, 4, idx, MEMEST_I64) != 0)
         return -1;
-    bool to_copy = smdt != dt; /* .to(q.dtype) */
     if (a->p > 0) {
         if (dropout_saves(c, 4, att, dt, a->p, false, false) != 0 || save_new_if(c, 4, att, dt) != 0)
             return -1; /* the mask, and the output the matmul reads */

@@ -154,6 +154,21 @@ static void loss_layer(struct memest_jsonw *w, const struct memest_report *rep)
     memest_jsonw_obj_end(w);
 }
 
+/* What lives outside the device memory, each only where it arises so that
+ * other documents keep their keys: bitsandbytes' paged state (unified
+ * memory, not in the peak) and --activation-offload's host copies. */
+static void host_fields(struct memest_jsonw *w, const struct memest_report *rep)
+{
+    const struct memest_estimate *e = rep->e;
+    if (memest_optim_desc(rep->step->optim.kind)->paged)
+        memest_jsonw_u64(w, "optimizer_state_paged", e->opt.paged_bytes);
+    if (rep->step->act_offload) {   /* torchtune's OffloadActivations */
+        memest_jsonw_u64(w, "activations_host", e->train_peak.offload_host);
+        memest_jsonw_u64(w, "activations_to_host", e->train_peak.offload_d2h);
+        memest_jsonw_u64(w, "activations_from_host", e->train_peak.offload_h2d);
+    }
+}
+
 void memest_report_json(FILE *f, const struct memest_report *rep)
 {
     const struct memest_estimate *e = rep->e;
@@ -216,17 +231,9 @@ void memest_report_json(FILE *f, const struct memest_report *rep)
     memest_jsonw_u64(&w, "gradients", e->gradients);
     memest_jsonw_u64(&w, "optimizer_state", e->opt.device_bytes);
     memest_jsonw_u64(&w, "optimizer_state_host", e->opt.host_bytes);
-    /* bitsandbytes' paged state (unified memory, not in the peak): only
-       with a paged optimizer, so other documents keep their keys */
-    if (memest_optim_desc(rep->step->optim.kind)->paged)
-        memest_jsonw_u64(&w, "optimizer_state_paged", e->opt.paged_bytes);
+    host_fields(&w, rep);
     memest_jsonw_u64(&w, "activations", e->activations);
     memest_jsonw_u64(&w, "saved_at_backward", e->train_peak.bwd_saved);
-    if (rep->step->act_offload) {   /* --activation-offload only: other documents keep their keys */
-        memest_jsonw_u64(&w, "activations_host", e->train_peak.offload_host);
-        memest_jsonw_u64(&w, "activations_to_host", e->train_peak.offload_d2h);
-        memest_jsonw_u64(&w, "activations_from_host", e->train_peak.offload_h2d);
-    }
     /* the step reported (training, or inference with --inference): the
      * allocator's allocated peak, the exact tensor bytes, reserved, the
      * device overhead and what nvidia-smi would show */

@@ -252,6 +252,7 @@ struct sim {
     uint8_t *fq_k;        /* ... and OFF_MOVE or OFF_COPY */
     uint32_t fq_head, fq_tail;
     uint32_t pack_id;     /* the last pack's id (tensor_id) */
+    uint32_t off_head;    /* the output head, under NoOpManager */
     uint32_t *bq;         /* bwd_tensor_stash: the copies brought back, allocation ids:
                              the previous unpacking node's [0, nbprev), then this node's */
     uint32_t nbq, nbprev, capbq;

@@ -46,9 +46,12 @@
 #define MIN_OFFLOAD 1024u   /* min_offload_size (TT:71) */
 #define MAX_STASH 5u        /* max_fwd_stash_size (TT:70) */
 
+/* torchtune's model.output (TT:402-418): the linear layer the model's last
+ * output is (through views and casts), else the node making it. */
 static uint32_t head_node(const struct sim *S)
 {
-    return S->g->outputs[S->g->noutputs - 1].node;
+    int64_t h = memest_graph_output_head(S->g);
+    return h >= 0 ? (uint32_t)h : S->g->outputs[S->g->noutputs - 1].node;
 }
 
 /* What node n's save k becomes under the offloading (TT:150-153). */
@@ -82,7 +85,7 @@ static bool packs(const struct sim *S, uint32_t n)
 {
     const struct memest_nodeinfo *ni = &S->r->nodes[n];
     return ni->needs_grad && S->reach[n] && !fused_node(S, n) && S->ck_of[n] == NONE &&
-           n != head_node(S);
+           n != S->off_head;
 }
 
 int sim_offload_setup(struct sim *S)
@@ -100,6 +103,7 @@ int sim_offload_setup(struct sim *S)
     S->fq_n = malloc(nq * sizeof *S->fq_n);
     S->fq_id = malloc(nq * sizeof *S->fq_id);
     S->fq_k = malloc(nq);
+    S->off_head = head_node(S);
     if (!S->off || !S->ocount || !S->opend || !S->stash || !S->fq || !S->fq_n || !S->fq_id ||
         !S->fq_k)
         return sim_nomem(S);
@@ -110,7 +114,7 @@ int sim_offload_setup(struct sim *S)
         for (uint32_t k = ni->save_first; k < ni->save_first + ni->nsave; k++) {
             S->off[k] = save_kind(S, n, k);
             if (S->off[k] == OFF_MOVE)
-                S->ocount[r->saves[k]]++;
+                S->ocount[r->saves[k]] += r->save_packs ? r->save_packs[k] : 1;
         }
     }
     return 0;
@@ -155,17 +159,23 @@ static int stash_drop(struct sim *S, uint32_t n, bool backward)
     return dead ? sim_free_storage(S, s, n) : 0;
 }
 
-/* Node n's pack i (its saves, then the weight of weight_view): the storage
- * and what the offloading does with it; false past the last. */
+/* Node n's pack i: its saves, each as many times as the op's autograd
+ * nodes save it (run.save_packs), then the weight of weight_view; the
+ * storage and what the offloading does with it; false past the last. */
 static bool node_pack(const struct sim *S, uint32_t n, uint32_t i, uint32_t *s, uint8_t *kind)
 {
-    const struct memest_nodeinfo *ni = &S->r->nodes[n];
-    if (i < ni->nsave) {
-        *s = S->r->saves[ni->save_first + i];
-        *kind = S->off[ni->save_first + i];
-        return true;
+    const struct memest_run *r = S->r;
+    const struct memest_nodeinfo *ni = &r->nodes[n];
+    for (uint32_t k = ni->save_first; k < ni->save_first + ni->nsave; k++) {
+        uint32_t np = r->save_packs ? r->save_packs[k] : 1;
+        if (i < np) {
+            *s = r->saves[k];
+            *kind = S->off[k];
+            return true;
+        }
+        i -= np;
     }
-    *s = i == ni->nsave ? weight_view(S, n) : NONE;
+    *s = i == 0 ? weight_view(S, n) : NONE;
     *kind = OFF_COPY;
     return *s != NONE;
 }

@@ -220,6 +220,8 @@ int sim_finish(struct sim *S, struct memest_timeline *out, struct memest_peak *p
     *pk = rp->pk;
     pk->reserved = st->max_reserved;
     pk->segments = st->segments;
+    /* --activation-offload's figures (sim_offload.c) */
+    pk->offload_host = S->host_peak, pk->offload_d2h = S->d2h, pk->offload_h2d = S->h2d;
     if (!out)
         return 0;
     /* compacted in place (each event moves to a lower index) and handed

@@ -348,11 +348,9 @@ int memest_sim_step(const struct memest_run *r, const struct memest_peak_opts *o
     }
     if (!S.inference && sim_analyze_reach(&S, vreach) != 0)
         goto end;
-    if (sim_analyze_checkpoint(&S) != 0 || sim_fused_ce_setup(&S) != 0)
+    if (sim_analyze_checkpoint(&S) != 0 || sim_fused_ce_setup(&S) != 0 || sim_offload_setup(&S) != 0)
         goto end;
     sim_analyze_lastuse(&S);
-    if (sim_offload_setup(&S) != 0)
-        goto end;
     sim_analyze_release(&S);
     if (sim_analyze_sac(&S) != 0 || sim_dist_analyze(&S) != 0 || sim_fused_grad_setup(&S) != 0)
         goto end;
@@ -407,7 +405,6 @@ int memest_sim_step(const struct memest_run *r, const struct memest_peak_opts *o
         goto end;
     out->sim_events = sim_replay_events(&S);
     out->fwd_saved = S.fwd_saved, out->bwd_saved = S.bwd_saved;
-    out->offload_host = S.host_peak, out->offload_d2h = S.d2h, out->offload_h2d = S.h2d;
     rc = 0;
 end:
     free(vreach);
