@@ -74,6 +74,7 @@ COMMANDS = [
     ("adam8bit", "estimate", 0, ["models/gpt2.json", "--batch", "2", "--optim", "adam8bit", "--json"], None),
     ("paged_lion8bit", "estimate", 0, ["models/mlp-mnist.json", "--optim", "paged_lion8bit", "--json"], None),
     ("adafactor", "estimate", 0, ["models/mlp-mnist.json", "--optim", "adafactor", "--json"], None),
+    ("activation_offload", "estimate", 0, ["models/mlp-mnist.json", "--activation-offload", "--json"], None),
     ("muon", "estimate", 0, ["models/mlp-mnist.json", "--optim", "muon", "--json"], None),
     ("hf_adafactor", "estimate", 0, ["models/mlp-mnist.json", "--optim", "hf_adafactor", "--json"], None),
     # several GPUs
