@@ -80,7 +80,8 @@ struct memest_time {
     double offload_s;             /* the step's offload: the CPU optimizer over the rank's
                                      partition, the gradients and parameters over the host
                                      link, and offloaded parameter shards copied in for
-                                     each forward and backward; not overlapped */
+                                     each forward and backward; not overlapped; with
+                                     --activation-offload also its copies (roofline.c) */
     double step_s;                /* grad_accum * (fwd_s + recompute_s + bwd_s) + opt_s
                                      + offload_s */
     double samples_per_s;         /* batch * grad_accum / step_s */

@@ -149,6 +149,7 @@ struct memest_peak {
                                  pass */
     uint64_t offload_host;    /* --activation-offload: the most bytes the host copies of
                                  the offloaded saved tensors hold (pinned memory) */
-    uint64_t offload_d2h;     /* ... bytes the step's forward copies to the host */
+    uint64_t offload_d2h;     /* ... bytes a (the last) micro-batch's forward copies to
+                                 the host */
     uint64_t offload_h2d;     /* ... bytes its backward copies back */
 };

@@ -248,10 +248,12 @@ int memest_app_dist(struct memest_app *a, struct memest_error *err)
                                "the FSDP wrap class \"%s\" is none of the model's blocks",
                                a->dist.eng.wrap_block);
     }
-    if ((o->offload_bw_set || o->cpu_optim_rate_set) && a->dist.offload == MEMEST_OFFLOAD_NONE)
+    if (((o->offload_bw_set && !o->step.act_offload) || o->cpu_optim_rate_set) &&
+        a->dist.offload == MEMEST_OFFLOAD_NONE)
         return memest_errf(err, MEMEST_ERR_USAGE, NULL,
-                           "%s times an offload: it needs --offload (or a config that offloads)",
-                           o->offload_bw_set ? "--offload-bw" : "--cpu-optim-rate");
+                           "%s times an offload: it needs --offload (or a config that offloads)%s",
+                           o->offload_bw_set ? "--offload-bw" : "--cpu-optim-rate",
+                           o->offload_bw_set ? " or --activation-offload" : "");
     bool half = memest_dtype_is_half(a->dtype);
     if (o->dist.eng.no_mixed_precision && !half)
         return memest_errf(err, MEMEST_ERR_USAGE, NULL,

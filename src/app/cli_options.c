@@ -1402,9 +1402,10 @@ const struct memest_opt memest_opts[] = {
      .hi = 1e13,
      .noun = "bytes per second",
      .dflt = "25e9",
-     .help = "the host link's bytes/s, for the time of --offload",
+     .help = "the host link's bytes/s, for the time of --offload and --activation-offload",
      .doc = "the bytes a second an offload moves between the GPU and the host, for the "
-             "step time under `--offload`: an assumed 25e9, what pinned copies reach over "
+             "step time under `--offload` and `--activation-offload` (the backward waits for "
+             "each copy back; the forward's copies out overlap its compute): an assumed 25e9, what pinned copies reach over "
              "PCIe 4.0 x16 (32 GB/s a direction nominal); give the measured figure "
              "(CUDA's bandwidthTest) for yours"},
     {.name = "cpu-optim-rate",

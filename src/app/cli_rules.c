@@ -265,10 +265,11 @@ static int check_outputs(const struct memest_cli *o, struct memest_error *err)
         return usage(err, "--fit prints a one-line verdict: --layers needs --json with it");
     if (o->batch_set && o->max_batch)
         return usage(err, "--max-batch searches the batch size: it excludes --batch");
-    if ((o->offload_bw_set || o->cpu_optim_rate_set) && !o->dist.set)
+    if (((o->offload_bw_set && !o->step.act_offload) || o->cpu_optim_rate_set) && !o->dist.set)
         return memest_errf(err, MEMEST_ERR_USAGE, NULL,
-                           "%s times an offload: it needs --offload (or a config that offloads)",
-                           o->offload_bw_set ? "--offload-bw" : "--cpu-optim-rate");
+                           "%s times an offload: it needs --offload (or a config that offloads)%s",
+                           o->offload_bw_set ? "--offload-bw" : "--cpu-optim-rate",
+                           o->offload_bw_set ? " or --activation-offload" : "");
     if (o->batch_set && o->sweep)
         return usage(err, "--sweep gives the batch sizes: it excludes --batch (which is the "
                           "batch of a --sweep-var sweep)");

@@ -193,6 +193,16 @@ int memest_roofline(const struct memest_run *r, const struct memest_estimate *e,
                              ((double)e->dist.offload_moved +
                               k * 2.0 * (double)e->dist.host_params) / link;
         }
+        if (o->step && o->step->act_offload) {
+            /* torchtune's OffloadActivations (src/sim/sim_offload.c): the
+             * backward waits for each copy back as its node runs (no
+             * prefetch: s0.wait_stream(s1)), the forward's copies out run
+             * on their own stream beside the compute */
+            double link = o->host_bw > 0 ? o->host_bw : 1;
+            double out_s = (double)e->train_peak.offload_d2h / link;
+            out->offload_s += k * ((double)e->train_peak.offload_h2d / link +
+                                   (out_s > out->fwd_s ? out_s - out->fwd_s : 0));
+        }
         bytes = bytes * k + opt_bytes;
         flops *= k;
         out->step_s = k * (out->fwd_s + out->recompute_s + out->bwd_s) + out->opt_s +

@@ -261,7 +261,7 @@ static void memory_section(FILE *f, const struct memest_report *rep)
                      ? "; checkpointed: the segments' inputs" : "");
     mem_line(f, "activations (saved)", saved, max, sv);
     if (rep->step->act_offload) {   /* torchtune's OffloadActivations */
-        snprintf(sv, sizeof sv, "(pinned; per step %s to the host, ",
+        snprintf(sv, sizeof sv, "(pinned; per micro-batch %s to the host, ",
                  memest_fmt_bytes(e->train_peak.offload_d2h, a, sizeof a));
         size_t l = strlen(sv);
         snprintf(sv + l, sizeof sv - l, "%s back)",

@@ -38,7 +38,8 @@
  *           tensors in v0.6.1: each copy starts at its node's unpack. The
  *           record_stream branch (TT:316-323: a node's output viewing what it
  *           unpacked) is not modelled.
- * The transfers are counted (offload_d2h, offload_h2d), not timed. */
+ * The transfers (offload_d2h, offload_h2d: one micro-batch's) are timed by
+ * src/card/roofline.c. */
 #include <stdlib.h>
 
 #include "sim_internal.h"
@@ -139,6 +140,8 @@ void sim_offload_forward_begin(struct sim *S)
         return;
     for (uint32_t s = 0; s < S->ns; s++)
         S->opend[s] = S->ocount[s];
+    if (!(S->ph & WARM))   /* the transfers of the last micro-batch */
+        S->d2h = S->h2d = 0;
 }
 
 /* fwd_stash drops its entry at fq_head: the storage dies when nothing else
