@@ -104,50 +104,38 @@ int memest_optp_seq(const struct memest_opt *row, char *arg, struct memest_cli *
     return add_override(o, (struct memest_override){"seq_len", arg, "--seq"}, err);
 }
 
+/* A run of decimal digits at s (no sign, no space) into *v; *end after it.
+ * false if there is none or it overflows. */
+static bool digits(const char *s, char **end, unsigned long *v)
+{
+    if (*s < '0' || *s > '9')
+        return false;
+    errno = 0;
+    *v = strtoul(s, end, 10);
+    return errno == 0;
+}
+
 /* --transformers V: the release a template's rules follow, as
  * major * 100 + minor (4.48 -> 448); every 5.x release is 500 (the rules
  * memest writes do not part within 5.x). 4.46 is the first release whose
  * causal LMs upcast the logits only inside the loss (ForCausalLMLoss), the
- * oldest code the templates follow. */
+ * oldest code the templates follow. A patch release (4.48.2) has its
+ * minor's rules. */
 int memest_optp_transformers(const struct memest_opt *row, char *arg, struct memest_cli *o,
                              struct memest_error *err)
 {
     (void)row;
     const char *want = "a release 4.46 to 4.57 (4.N or 4.N.P), or 5 (5, 5.x, 5.N or 5.N.P)";
     char *end;
-    errno = 0;
-    unsigned long major = strtoul(arg, &end, 10);
-    if (errno || end == arg || (*end && *end != '.') || arg[0] == '-' || arg[0] == '+')
-        return memest_opt_bad(err, "--transformers", arg, want);
-    unsigned long minor = 0;
-    bool any = false;
-    if (*end == '.') {
-        const char *m = end + 1;
-        if (major == 5 && strcmp(m, "x") == 0) {
-            end = (char *)m + 1;
-            any = true;
-        } else {
-            errno = 0;
-            minor = strtoul(m, &end, 10);
-            if (errno || end == m || *m == '-' || *m == '+')
-                return memest_opt_bad(err, "--transformers", arg, want);
-            if (*end == '.') {   /* a patch release: the minor's rules */
-                const char *pt = end + 1;
-                errno = 0;
-                (void)strtoul(pt, &end, 10);
-                if (errno || end == pt || *pt == '-' || *pt == '+')
-                    return memest_opt_bad(err, "--transformers", arg, want);
-            }
-        }
-    } else if (major == 5) {
-        any = true;
-    }
-    if (*end)
-        return memest_opt_bad(err, "--transformers", arg, want);
-    (void)any;
-    if (major == 5 && minor < 100)
+    unsigned long major, minor = 0, patch;
+    bool ok = digits(arg, &end, &major);
+    if (ok && *end == '.' && major == 5 && strcmp(end + 1, "x") == 0)
+        end += 2;
+    else if (ok && *end == '.' && (ok = digits(end + 1, &end, &minor)) && *end == '.')
+        ok = digits(end + 1, &end, &patch);
+    if (ok && !*end && major == 5 && minor < 100)
         o->transformers = 500;
-    else if (major == 4 && minor >= 46 && minor <= 57)
+    else if (ok && !*end && major == 4 && minor >= 46 && minor <= 57)
         o->transformers = (uint16_t)(400 + minor);
     else
         return memest_opt_bad(err, "--transformers", arg, want);
@@ -184,7 +172,6 @@ int memest_optp_fused(const struct memest_opt *row, char *arg, struct memest_cli
     return 0;
 }
 
-/* --fp8 R: refused where no linear layer runs it (none named "none") */
 /* Notes run option `bit` as named (checked against the ops that applied
  * it) when its value is not the default, else clears it. */
 static int run_named(struct memest_cli *o, bool named, uint32_t bit)
@@ -196,6 +183,7 @@ static int run_named(struct memest_cli *o, bool named, uint32_t bit)
     return 0;
 }
 
+/* --fp8 R: refused where no linear layer runs it (none named "none") */
 int memest_optp_after_fp8(const struct memest_opt *row, char *arg, struct memest_cli *o,
                           struct memest_error *err)
 {

@@ -113,15 +113,6 @@ int sim_analyze_checkpoint(struct sim *S)
     const struct memest_step_cfg *c = S->cfg;
     if (!c->checkpoint || S->inference)
         return 0;
-    if (c->ncheckpoint_names > 0 && (c->checkpoint_policy_set || c->checkpoint_every))
-        return memest_errf(S->err, MEMEST_ERR_USAGE, NULL,
-                           "--checkpoint B: the blocks named are refused with %s (torchtitan "
-                           "checkpoints the top-level blocks)",
-                           c->checkpoint_policy_set ? "--checkpoint-policy" : "--checkpoint-every");
-    if (c->checkpoint_every && c->checkpoint_policy == MEMEST_CKPT_TORCHTITAN_OP)
-        return memest_errf(S->err, MEMEST_ERR_USAGE, NULL,
-                           "--checkpoint-every with --checkpoint-policy torchtitan-op: torchtitan's "
-                           "selective_ac_option is either \"op\" or a number of blocks");
     S->ck_nonreentrant = c->loop == MEMEST_LOOP_TORCHTITAN ||
                          c->checkpoint_policy == MEMEST_CKPT_TORCHTITAN_OP;
     const struct memest_graph *g = S->g;

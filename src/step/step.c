@@ -215,6 +215,15 @@ int memest_step_cfg_resolve_loss(struct memest_step_cfg *c, const char *model_lo
 
 int memest_step_cfg_check(const struct memest_step_cfg *c, struct memest_error *err)
 {
+    if (c->ncheckpoint_names > 0 && (c->checkpoint_policy_set || c->checkpoint_every))
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                           "--checkpoint B: the blocks named are refused with %s (torchtitan "
+                           "checkpoints the top-level blocks)",
+                           c->checkpoint_policy_set ? "--checkpoint-policy" : "--checkpoint-every");
+    if (c->checkpoint_every && c->checkpoint_policy == MEMEST_CKPT_TORCHTITAN_OP)
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                           "--checkpoint-every with --checkpoint-policy torchtitan-op: torchtitan's "
+                           "selective_ac_option is either \"op\" or a number of blocks");
     char fused[160];
     const char *kernel = memest_optim_desc(c->optim.kind)->kernel;
     const struct memest_rank_view *rv = c->rank;

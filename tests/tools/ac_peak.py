@@ -42,7 +42,8 @@ from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoi
 
 import hf_models
 import hf_peak
-from hf_peak import here, measure, stamp
+from hf_peak import here, measure
+from provenance import write_json
 
 # config, attention, dtype, memest's --attention, the config's layers (memest: --set num_hidden_layers=N)
 CASES = [("llama", "eager", "float32", "eager", 2), ("llama", "sdpa", "bfloat16", "flash", 2),
@@ -177,12 +178,9 @@ def main(argv):
     hf_peak.SavedBytes, hf_peak.S = saved_orig, seq_orig
     hf_models.LABELS = True
     hf_models.TRANSFORMERS = None
-    res = stamp(res, "tests/tools/ac_peak.py",
-                {"torch": torch.__version__, "torchtitan": "v0.2.0 (activation_checkpoint.py, written in)",
-                 "transformers": "v4.49 (hf_models.TRANSFORMERS; followed in plain PyTorch, not imported)"})
-    with open(path, "w") as f:
-        json.dump(res, f, indent=1)
-        f.write("\n")
+    write_json(path, res, "tests/tools/ac_peak.py",
+               {"torch": torch.__version__, "torchtitan": "v0.2.0 (activation_checkpoint.py, written in)",
+                "transformers": "v4.49 (hf_models.TRANSFORMERS; followed in plain PyTorch, not imported)"})
 
 
 if __name__ == "__main__":

@@ -37,7 +37,8 @@ from torch.utils._python_dispatch import _disable_current_modes
 
 import hf_models
 import hf_peak
-from hf_peak import here, measure, stamp
+from hf_peak import here, measure
+from provenance import write_json
 
 CASES = [("llama", "eager", "float32", "eager"), ("llama", "sdpa", "bfloat16", "flash")]
 SEQ = 64
@@ -213,12 +214,9 @@ def main(argv):
     hf_peak.S = seq_orig
     hf_models.LABELS = True
     hf_models.TRANSFORMERS = None
-    res = stamp(res, "tests/tools/offload_peak.py",
-                {"torch": torch.__version__, "torchtune": "v0.6.1 (_activation_offloading.py, written in)",
-                 "transformers": "v4.49 (hf_models.TRANSFORMERS; followed in plain PyTorch, not imported)"})
-    with open(path, "w") as f:
-        json.dump(res, f, indent=1)
-        f.write("\n")
+    write_json(path, res, "tests/tools/offload_peak.py",
+               {"torch": torch.__version__, "torchtune": "v0.6.1 (_activation_offloading.py, written in)",
+                "transformers": "v4.49 (hf_models.TRANSFORMERS; followed in plain PyTorch, not imported)"})
 
 
 if __name__ == "__main__":

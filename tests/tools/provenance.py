@@ -11,6 +11,7 @@ first line, a '#' comment:
 A library that a generator replicates rather than imports is named with the version followed.
 """
 import datetime
+import json
 
 
 def provenance(generator, libraries):
@@ -21,6 +22,13 @@ def provenance(generator, libraries):
 def stamp(doc, generator, libraries):
     """`doc` (a dict) with "provenance" as its first key."""
     return {"provenance": provenance(generator, libraries), **{k: v for k, v in doc.items() if k != "provenance"}}
+
+
+def write_json(path, doc, generator, libraries):
+    """Writes `doc` stamped (stamp()) to `path` as the reference files are: indent 1, a final newline."""
+    with open(path, "w") as f:
+        json.dump(stamp(doc, generator, libraries), f, indent=1)
+        f.write("\n")
 
 
 def line(generator, libraries, markdown=True):

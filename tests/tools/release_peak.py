@@ -20,7 +20,8 @@ import torch
 
 import hf_models
 import hf_peak
-from hf_peak import here, measure, stamp
+from hf_peak import here, measure
+from provenance import write_json
 
 CASES = [("llama", "eager", "float32", "eager"), ("llama", "sdpa", "float32", "auto"),
          ("llama", "sdpa", "bfloat16", "flash"), ("qwen2", "eager", "bfloat16", "eager"),
@@ -50,12 +51,9 @@ def main(argv):
                         name, attn, dtype, tag, loop, optim, r["peak_tensors"], r["saved_at_backward"],
                         r["peak_at"]), file=sys.stderr)
     hf_models.TRANSFORMERS = None
-    res = stamp(res, "tests/tools/release_peak.py",
-                {"torch": torch.__version__,
-                 "transformers": "v4.48.0, v4.55 and main 00c238bd (followed in plain PyTorch, not imported)"})
-    with open(path, "w") as f:
-        json.dump(res, f, indent=1)
-        f.write("\n")
+    write_json(path, res, "tests/tools/release_peak.py",
+               {"torch": torch.__version__,
+                "transformers": "v4.48.0, v4.55 and main 00c238bd (followed in plain PyTorch, not imported)"})
 
 
 if __name__ == "__main__":

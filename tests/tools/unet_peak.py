@@ -29,7 +29,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "export"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import export_models  # noqa: E402
-from hf_peak import Live, here, stamp  # noqa: E402
+from hf_peak import Live, here  # noqa: E402
+from provenance import write_json  # noqa: E402
 
 BATCH, SHAPE = 2, (3, 32, 32)
 
@@ -71,10 +72,8 @@ def main(argv):
            "batch": BATCH, "shape": list(SHAPE),
            "train": forward_peak(True), "inference": forward_peak(False)}
     print(json.dumps(res, indent=1), file=sys.stderr)
-    res = stamp(res, "tests/tools/unet_peak.py", {"torch": torch.__version__})
-    with open(path, "w") as f:
-        json.dump(res, f, indent=1)
-        f.write("\n")
+    write_json(path, res, "tests/tools/unet_peak.py",
+               {"torch": torch.__version__})
 
 
 if __name__ == "__main__":
