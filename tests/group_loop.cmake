@@ -106,11 +106,13 @@ endforeach()
 # CPU, torchtune's hooks written in, the CUDA copies made host copies out of
 # the count: the tiny Llama, 2 layers, eager float32 and SDPA flash bfloat16,
 # batch 2, sequence 64, --loop torchtitan, with and without the offloading,
-# SGD and Adam; memest_args names memest's arguments). loop.offload_peak_I:
-# the step peak within 1 % (SDPA: 0.001 %), except eager attention with the
-# offloading (within 10 %, memest 6.4 % short: its one attention node brings
-# all its saves back at once and its backward's inner gradients are scratch,
-# where PyTorch's two matmuls and softmax are nodes of their own,
+# SGD and Adam; and 4 layers at sequence 512 with torchtune's checkpointing
+# of every layer, the non-reentrant checkpoint_wrapper, whose saved
+# hidden_states the offloading moves; memest_args names memest's arguments).
+# loop.offload_peak_I: the step peak within 1 % (measured: 4 to 6 B), except
+# eager attention offloaded without checkpointing (within 10 %, memest 6.4 %
+# over with SGD, 4.1 % with Adam: its one attention node brings all its saves
+# back at once, where PyTorch's two matmuls and softmax unpack their own,
 # doc/memory-model.md "Activation offloading"); loop.offload_host_I:
 # memory.activations_host, the most the host copies hold, within 1 % (exact:
 # the packs per saved tensor are run.save_packs).
@@ -121,8 +123,9 @@ foreach(i RANGE ${_off_last})
   string(JSON _off_args GET "${_off_text}" cases ${i} memest_args)
   string(JSON _off_on GET "${_off_text}" cases ${i} offload)
   string(JSON _off_attn GET "${_off_text}" cases ${i} attn)
+  string(JSON _off_ac GET "${_off_text}" cases ${i} ac)
   set(_off_tol -DPERMILLE=10)
-  if(_off_on STREQUAL "ON" AND _off_attn STREQUAL "eager")
+  if(_off_on STREQUAL "ON" AND _off_attn STREQUAL "eager" AND _off_ac STREQUAL "none")
     set(_off_tol -DTOL=10)
   endif()
   add_test(NAME loop.offload_peak_${i}

@@ -77,6 +77,11 @@ struct memest_block_inst {
     const char *type;       /* the block's name, e.g. "bottleneck" */
     uint32_t first, last;
     uint32_t depth;         /* 0: called from the top level */
+    struct memest_ref arg;  /* the call's first input: the positional tensor argument
+                               of its forward (a transformers decoder layer's
+                               hidden_states; the others are taken as keyword
+                               arguments), which a non-reentrant checkpoint saves
+                               through the saved-tensor hooks around it */
 };
 
 struct memest_graph {

@@ -288,6 +288,12 @@ void memest_bwd_workspace(struct memest_ictx *c, uint64_t bytes);
 /* The backward reshapes output 0's gradient as a contiguous tensor, copying
  * it when it is not (matmul and linear on >= 3-D, convolution). */
 void memest_bwd_contiguous(struct memest_ictx *c);
+/* The node's forward workspace (memest_workspace, which then counts what the
+ * node made before its peak) is allocated and freed before its storages. */
+void memest_work_first(struct memest_ictx *c);
+/* The node's backward scratch (memest_bwd_workspace) is allocated and freed
+ * before its input gradients (MEMEST_BWD_WORK_FIRST). */
+void memest_bwd_work_first(struct memest_ictx *c);
 /* The node runs an op of torchtitan's selective-checkpointing save list
  * (enum memest_sac_op, run.h). */
 void memest_set_sac_op(struct memest_ictx *c, uint8_t op);

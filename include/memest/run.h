@@ -88,6 +88,10 @@ struct memest_nodein {
 #define MEMEST_BWD_CONTIG_OUT 1u  /* backward copies output 0's gradient when it
                                      is not contiguous (matmul's and linear's
                                      reshape, cuDNN) */
+#define MEMEST_BWD_WORK_FIRST 2u  /* the scratch peaks before the input gradients
+                                     exist (a chain of autograd nodes inside the
+                                     op, the first ones done before the last
+                                     makes them: eager attention) */
 
 struct memest_nodeinfo {
     uint32_t out_first, nout;      /* into run.values */
@@ -102,6 +106,8 @@ struct memest_nodeinfo {
     uint32_t in_first;             /* into run.ins, g->nodes[n].nin entries */
     uint8_t bwd_flags;             /* MEMEST_BWD_* */
     uint64_t bwd_work_bytes;       /* scratch the backward kernels allocate and free */
+    bool work_first;               /* the forward's workspace peaks before the node's
+                                      storages are made (memest_work_first) */
     bool in0_first;                /* Python computes what the node does with input 0
                                       before the producer of its other inputs runs
                                       (act_fn(gate_proj(x)) * up_proj(x)): without

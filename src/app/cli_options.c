@@ -462,9 +462,10 @@ const struct memest_opt memest_opts[] = {
              "instance, or of the blocks named (a block, an instance such as `h.3`, or a "
              "repeated node such as `h`); the recomputation is the reentrant one (the default of "
              "PyTorch 2.6 and transformers' `gradient_checkpointing_enable`), except under `--loop "
-             "torchtitan` or `--checkpoint-policy torchtitan-op`: torchtitan's `ptd_checkpoint_wrapper`, "
-             "non-reentrant (the recomputed block's output is not kept; early_stop off, torchtitan's "
-             "default). A checkpointed block keeps the model's attention mask as an input (eager "
+             "torchtitan`, `--loop torchtune` or `--checkpoint-policy torchtitan-op`: torch's "
+             "`checkpoint_wrapper` (torchtitan's `ptd_checkpoint_wrapper`, torchtune's "
+             "`set_activation_checkpointing`), non-reentrant (the recomputed block's output is not "
+             "kept; early_stop off, torchtitan's default). A checkpointed block keeps the model's attention mask as an input (eager "
              "attention, or SDPA given a mask) until the backward of the first block reading it"},
     {.name = "checkpoint-policy",
      .arg = MEMEST_ARG_REQUIRED,

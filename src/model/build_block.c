@@ -11,7 +11,7 @@
 
 /* Records the instance of block `bname` whose nodes are first..nnodes-1. */
 static int add_block_inst(struct builder *b, const char *fullname, const char *bname,
-                          uint32_t first)
+                          uint32_t first, struct memest_ref arg)
 {
     struct memest_graph *g = b->g;
     if (g->nblocks == g->cap_blocks) {
@@ -24,7 +24,7 @@ static int add_block_inst(struct builder *b, const char *fullname, const char *b
     }
     g->blocks[g->nblocks++] = (struct memest_block_inst){
         .name = fullname, .type = bname, .first = first, .last = g->nnodes - 1,
-        .depth = (uint32_t)b->depth};
+        .depth = (uint32_t)b->depth, .arg = arg};
     return 0;
 }
 
@@ -233,7 +233,7 @@ int mb_expand_block(struct builder *b, const char *bname, const cJSON *def, cons
      * inputs are not held to its end, it is not a unit to checkpoint) */
     if (rc == 0 && b->g->nnodes > first && !flat &&
         !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(def, "inline")))
-        rc = add_block_inst(b, fullname, bname, first);
+        rc = add_block_inst(b, fullname, bname, first, ins[0]);
     /* "held_until" may name the call: until its last node */
     if (rc == 0 && b->g->nnodes > first && !flat &&
         memest_strmap_put(&b->callmap, fullname, strlen(fullname), b->g->nnodes - 1) != 0)

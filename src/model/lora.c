@@ -429,6 +429,8 @@ static int rebuild(struct pass *ps, const struct plan *plans, uint64_t extra)
     }
     for (uint32_t o = 0; o < g->noutputs; o++)
         g->outputs[o] = REMAP(g->outputs[o]);
+    for (uint32_t b = 0; b < g->nblocks; b++)
+        g->blocks[b].arg = REMAP(g->blocks[b].arg);
 #undef REMAP
     for (uint32_t b = 0; b < g->nblocks; b++) {
         struct memest_block_inst *bl = &g->blocks[b];

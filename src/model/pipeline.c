@@ -285,6 +285,8 @@ static int stage_blocks(struct memest_graph *out, const struct memest_graph *g,
         struct memest_block_inst bc = *bl;
         bc.first = c->map[bl->first];
         bc.last = c->map[bl->last];
+        bc.arg = bl->arg.node >= c->lo ? (struct memest_ref){c->map[bl->arg.node], bl->arg.out}
+                                       : (struct memest_ref){c->ext[2 * bl->arg.node + bl->arg.out], 0};
         out->blocks[out->nblocks++] = bc;
     }
     out->cap_blocks = g->nblocks;

@@ -480,6 +480,8 @@ void memest_bwd_workspace(struct memest_ictx *c, uint64_t bytes)
 }
 
 void memest_bwd_contiguous(struct memest_ictx *c) { c->ni->bwd_flags |= MEMEST_BWD_CONTIG_OUT; }
+void memest_bwd_work_first(struct memest_ictx *c) { c->ni->bwd_flags |= MEMEST_BWD_WORK_FIRST; }
+void memest_work_first(struct memest_ictx *c) { c->ni->work_first = true; }
 
 void memest_set_sac_op(struct memest_ictx *c, uint8_t op) { c->ni->sac = op; }
 

@@ -138,6 +138,8 @@ static int rms_stats(struct memest_ictx *c, const struct rms *m, struct transien
         tr_free(t, R);
     if (keep_hr && memest_save_new(c, m->s.ndim, m->stat, MEMEST_F32) != 0)
         return -1;    /* r = rsqrt(...) */
+    if (keep_hr)
+        memest_save_repack(c);   /* rsqrt's result, and mul's */
     if (!keep_hr)
         tr_alloc(t, R);
     tr_free(t, R);    /* + eps */

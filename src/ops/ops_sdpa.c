@@ -308,17 +308,84 @@ static double macs2(const struct sdpa *a, int64_t d)
 /* Saves eager's matmul operand i (geometry g, reshaped to f [B*H, rows,
  * cols]). With batch_loop each call reshapes its batch-1 slice: where that
  * is a view, the matmul saves a view of the input's whole storage. */
-static int save_eager_operand(struct memest_ictx *c, const struct sdpa *a, int i,
-                              const struct memest_shape *g, const int64_t f[3])
+static bool eager_operand_view(const struct sdpa *a, const struct memest_shape *g,
+                               const int64_t f[3])
 {
-    if (a->loop) {
-        struct memest_shape g1 = *g;
-        g1.size[0] = 1;
-        int64_t f1[3] = {f[0] / a->B, f[1], f[2]};
-        if (geom_viewable(&g1, 3, f1))
-            return memest_save_in(c, i);
+    struct memest_shape g1 = *g;
+    g1.size[0] = 1;
+    int64_t f1[3] = {f[0] / a->B, f[1], f[2]};
+    return (a->loop && geom_viewable(&g1, 3, f1)) || geom_viewable(g, 3, f);
+}
+
+/* ... and saves it: its bytes when that is a copy (0: a view) into *copy. */
+static int save_eager_operand(struct memest_ictx *c, const struct sdpa *a, int i,
+                              const struct memest_shape *g, const int64_t f[3], uint64_t *copy)
+{
+    if (eager_operand_view(a, g, f))
+        return memest_save_in(c, i);
+    if (memest_needs_grad(c))
+        *copy = memest_sat_add(*copy, sat_bytes(3, f, memest_in_dtype(c, i)));
+    return save_new_if(c, 3, f, memest_in_dtype(c, i));
+}
+
+/* A running byte count that may dip below zero (pos - neg) and its peak. */
+struct tally {
+    uint64_t pos, neg, peak;
+};
+static void t_add(struct tally *t, uint64_t b)
+{
+    t->pos = memest_sat_add(t->pos, b);
+    if (t->pos > t->neg && t->pos - t->neg > t->peak)
+        t->peak = t->pos - t->neg;
+}
+static void t_sub(struct tally *t, uint64_t b) { t->neg = memest_sat_add(t->neg, b); }
+
+/* eager_attention_forward's backward, node by node (derivatives.yaml,
+ * PyTorch 2.6): what it holds beyond the node's saves and the incoming
+ * gradient dO before the input gradients exist (memest_bwd_work_first). v's
+ * matmul (bmm) makes dP = dO @ v^T and dV = P^T @ dO, then releases the v
+ * it saved (repeat_kv's copy) and the probabilities only it read (dropout's
+ * output, the .to copy), dO going; dropout's backward replaces dP (its mask
+ * released), the .to's converts it to float32; softmax's backward makes dS
+ * and releases the probabilities; the float32 scores' .to, the mask's add
+ * (nothing) and the scaling replace dS; q's and k's matmul makes dQ and the
+ * repeated dK. */
+static uint64_t eager_bwd_peak(const struct sdpa *a, enum memest_dtype dt, enum memest_dtype smdt,
+                               bool to_copy)
+{
+    int64_t att[4] = {a->B, a->Hq, a->L, a->S}, vrep[4] = {a->B, a->Hq, a->S, a->Dv},
+            o[4] = {a->B, a->Hq, a->L, a->Dv}, q[4] = {a->B, a->Hq, a->L, a->D},
+            krep[4] = {a->B, a->Hq, a->S, a->D};
+    uint64_t Ae = sat_bytes(4, att, dt), Af = sat_bytes(4, att, smdt);
+    struct tally t = {0, 0, 0};
+    t_add(&t, Ae);                       /* dP */
+    t_add(&t, sat_bytes(4, vrep, dt));   /* dV */
+    t_sub(&t, sat_bytes(4, o, dt));      /* dO */
+    if (a->Hq != a->Hkv)
+        t_sub(&t, sat_bytes(4, vrep, dt));   /* v's repeat_kv copy */
+    if (a->p > 0 || to_copy)
+        t_sub(&t, Ae);                   /* dropout's output, or the .to copy */
+    if (a->p > 0) {
+        t_add(&t, Ae);
+        t_sub(&t, Ae);
+        t_sub(&t, sat_bytes(4, att, MEMEST_BOOL));   /* its mask */
     }
-    return save_geom_reshaped(c, i, g, 3, f, true);
+    if (smdt != dt) {   /* .to(q.dtype)'s backward */
+        t_add(&t, Af);
+        t_sub(&t, Ae);
+    }
+    t_add(&t, Af);   /* softmax's dS */
+    t_sub(&t, Af);   /* the probabilities */
+    t_sub(&t, Af);   /* dP */
+    if (a->softmax_fp32 && dt == MEMEST_BF16) {   /* the scores' float32 copy */
+        t_add(&t, Ae);
+        t_sub(&t, Af);
+    }
+    t_add(&t, Ae);   /* the scaling (and softcap's steps, one at a time) */
+    t_sub(&t, Ae);
+    t_add(&t, sat_bytes(4, q, dt));      /* dQ */
+    t_add(&t, sat_bytes(4, krep, dt));   /* dK, repeated */
+    return t.peak;
 }
 
 static int run_eager(struct memest_ictx *c, const struct sdpa *a)
@@ -335,16 +402,19 @@ static int run_eager(struct memest_ictx *c, const struct sdpa *a)
 
     /* matmul(q, k^T): q as [B*Hq, L, D]; k^T from repeat_kv's copy, or the
      * input transposed */
-    if (save_eager_operand(c, a, 0, &qg, qf) != 0)
+    uint64_t pre = 0, unused = 0;   /* the copies the first matmul saves */
+    if (save_eager_operand(c, a, 0, &qg, qf, &pre) != 0)
         return -1;
     struct operand kr = op_copy(a->B, a->Hq, a->S, a->D, dt);
     struct operand vr = op_copy(a->B, a->Hq, a->S, a->Dv, dt);
     if (rep > 1) {
         if (keep_operand(c, &kr, true) != 0)
             return -1;
+        if (memest_needs_grad(c))
+            pre = memest_sat_add(pre, sat_bytes(4, kr.size, dt));
     } else {
         geom_transpose(&kg, 2, 3);
-        if (save_eager_operand(c, a, 1, &kg, kf) != 0)
+        if (save_eager_operand(c, a, 1, &kg, kf, &pre) != 0)
             return -1;
     }
     if (a->softcap > 0 && save_new_if(c, 4, att, dt) != 0)
@@ -369,7 +439,7 @@ static int run_eager(struct memest_ictx *c, const struct sdpa *a)
     if (rep > 1) {
         if (keep_operand(c, &vr, true) != 0)
             return -1;
-    } else if (save_eager_operand(c, a, 2, &vg, vf) != 0) {
+    } else if (save_eager_operand(c, a, 2, &vg, vf, &unused) != 0) {
         return -1;
     }
 
@@ -381,13 +451,22 @@ static int run_eager(struct memest_ictx *c, const struct sdpa *a)
     uint64_t per = 2 * e;
     if (a->softmax_fp32 && dt == MEMEST_BF16 && per < e + 4)
         per = e + 4;
-    if (a->sinks) /* the masked scores, the cat and its max-subtracted copy */
+    if (a->sinks) { /* the masked scores, the cat and its max-subtracted copy */
         memest_workspace(c, memest_sat_add(memest_sat_mul(bhls, e),
                                            memest_sat_mul(sat_bytes(4, att1, dt), 2)));
-    else
-        memest_workspace(c, memest_sat_mul(bhls, per));
+    } else {
+        /* before the probabilities, v's copy and the output exist: after
+         * the operands the first matmul saved (in the node's storages,
+         * counted here until they are made) */
+        memest_workspace(c, memest_sat_add(memest_sat_mul(bhls, per), pre));
+        memest_work_first(c);
+    }
     if (a->causal || a->window > 0)
         memest_model_mask(c, sat_bytes(4, mask, dt));
+    if (memest_needs_grad(c) && !a->sinks) {
+        memest_bwd_workspace(c, eager_bwd_peak(a, dt, smdt, to_copy));
+        memest_bwd_work_first(c);
+    }
 
     memest_macs(c, macs2(a, a->D) + macs2(a, a->Dv));
     bool gq = memest_in_requires_grad(c, 0), gk = memest_in_requires_grad(c, 1),

@@ -113,7 +113,7 @@ int sim_analyze_checkpoint(struct sim *S)
     const struct memest_step_cfg *c = S->cfg;
     if (!c->checkpoint || S->inference)
         return 0;
-    S->ck_nonreentrant = c->loop == MEMEST_LOOP_TORCHTITAN ||
+    S->ck_nonreentrant = c->loop == MEMEST_LOOP_TORCHTITAN || c->loop == MEMEST_LOOP_TORCHTUNE ||
                          c->checkpoint_policy == MEMEST_CKPT_TORCHTITAN_OP;
     const struct memest_graph *g = S->g;
     struct memest_block_inst *sel = malloc(sizeof *sel * (g->nblocks ? g->nblocks : 1));
@@ -162,7 +162,9 @@ int sim_analyze_checkpoint(struct sim *S)
     for (uint32_t i = 0; i < nsel; i++) {
         if (any && sel[i].first <= end)
             continue;   /* nested in (or the same as) one already chosen */
-        S->ck[S->nck++] = (struct ckpt){sel[i].first, sel[i].last};
+        const struct memest_nodeinfo *an = &S->r->nodes[sel[i].arg.node];
+        S->ck[S->nck++] = (struct ckpt){sel[i].first, sel[i].last,
+                                        S->r->values[an->out_first + sel[i].arg.out].storage};
         for (uint32_t n = sel[i].first; n <= sel[i].last; n++) {
             S->ck_of[n] = S->nck - 1;
             if (S->r->nodes[n].mask_bytes > 0 && S->mask_ck == NONE)
@@ -310,6 +312,7 @@ void sim_analyze_release(struct sim *S)
             for (uint32_t i = 0; i < S->g->nodes[n].nin; i++) {
                 uint32_t s = r->values[node_in(r, n, i)->src].storage;
                 if (r->storages[s].node < k->first && !persistent_kind(r->storages[s].kind) &&
+                    !sim_ck_offloaded(S, c, s) &&
                     (S->release[s] == NONE || S->release[s] > k->first))
                     S->release[s] = k->first;
             }

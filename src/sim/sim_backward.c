@@ -230,7 +230,11 @@ static int bwd_node(struct sim *S, uint32_t n, const struct ckpt *inner)
         !geom_contiguous(&S->gs[og0].geom) &&
         sim_ev_alloc(S, MEMEST_CAT_ACTGRADS, n, value_bytes(r, ni->out_first), &copy) != 0)
         return -1;
-    /* 2. input and parameter gradients */
+    /* 2. input and parameter gradients (3. first: the op's inner nodes
+     * before the ones making them) */
+    bool first = ni->bwd_flags & MEMEST_BWD_WORK_FIRST;
+    if (first && sim_ev_transient(S, MEMEST_CAT_ACTGRADS, n, ni->bwd_work_bytes) != 0)
+        return -1;
     uint32_t slots[MEMEST_MAX_NODE_INPUTS];
     uint32_t nin = node->nin;
     if (nin > MEMEST_MAX_NODE_INPUTS)
@@ -243,7 +247,7 @@ static int bwd_node(struct sim *S, uint32_t n, const struct ckpt *inner)
     if (alloc_param_grads(S, n, low) != 0)
         return -1;
     /* 3. scratch */
-    if (sim_ev_transient(S, MEMEST_CAT_ACTGRADS, n, ni->bwd_work_bytes) != 0)
+    if (!first && sim_ev_transient(S, MEMEST_CAT_ACTGRADS, n, ni->bwd_work_bytes) != 0)
         return -1;
     /* 4. the incoming gradients go, then the saved tensors */
     if (drop_incoming(S, n) != 0)
@@ -304,7 +308,7 @@ static int recompute(struct sim *S, const struct ckpt *k)
         S->sid[s] = NONE;
     }
     uint32_t sfirst = first_s;
-    int rc = 0;
+    int rc = sim_offload_ck_unpack(S, (uint32_t)(k - S->ck));
     for (uint32_t n = k->first; n <= k->last && rc == 0; n++)
         rc = sim_forward_node(S, n, FM_RECOMPUTE, k, &sfirst);
     if (rc == 0)

@@ -91,6 +91,17 @@ int sim_forward_node(struct sim *S, uint32_t n, enum fmode m, const struct ckpt 
         return -1;
     if (m == FM_NOGRAD && r->nodes[n].in0_first && in0_first(S, n) != 0)
         return -1;
+    /* the model's attention mask: held from the first checkpointed block
+     * that reads it (its input) to the end of that block's backward */
+    uint64_t work = r->nodes[n].work_bytes, mask = r->nodes[n].mask_bytes;
+    if (mask > 0 && m == FM_TRAIN && S->mask_id == NONE && S->mask_ck != NONE &&
+        S->ck_of[n] != NONE && sim_ev_alloc(S, MEMEST_CAT_SAVED, n, mask, &S->mask_id) != 0)
+        return -1;
+    if (S->mask_id != NONE)
+        work = work > mask ? work - mask : 0;
+    bool first = r->nodes[n].work_first;   /* the workspace's peak before the storages */
+    if (first && !fused && !cached && sim_ev_transient(S, MEMEST_CAT_TRANSIENT, n, work) != 0)
+        return -1;
     for (uint32_t s = *sfirst; !fused && s < S->ns && r->storages[s].node == n; s++) {
         const struct memest_storage *st = &r->storages[s];
         if (persistent_kind(st->kind) || S->sid[s] != NONE || S->alias[s] != NONE)
@@ -108,15 +119,7 @@ int sim_forward_node(struct sim *S, uint32_t n, enum fmode m, const struct ckpt 
         if (sim_alloc_storage(S, s, saved ? MEMEST_CAT_SAVED : MEMEST_CAT_TRANSIENT, n) != 0)
             return -1;
     }
-    /* the model's attention mask: held from the first checkpointed block
-     * that reads it (its input) to the end of that block's backward */
-    uint64_t work = r->nodes[n].work_bytes, mask = r->nodes[n].mask_bytes;
-    if (mask > 0 && m == FM_TRAIN && S->mask_id == NONE && S->mask_ck != NONE &&
-        S->ck_of[n] != NONE && sim_ev_alloc(S, MEMEST_CAT_SAVED, n, mask, &S->mask_id) != 0)
-        return -1;
-    if (S->mask_id != NONE)
-        work = work > mask ? work - mask : 0;
-    if (!fused && !cached && sim_ev_transient(S, MEMEST_CAT_TRANSIENT, n, work) != 0)
+    if (!first && !fused && !cached && sim_ev_transient(S, MEMEST_CAT_TRANSIENT, n, work) != 0)
         return -1;
     if (m == FM_TRAIN && sim_offload_pack(S, n) != 0)
         return -1;
@@ -163,6 +166,8 @@ int sim_forward(struct sim *S, enum fmode m)
         sim_offload_forward_begin(S);
     for (uint32_t n = 0; n < stop; n++)
         if (sim_gen_events(S, MEMEST_GEN_PRE, n) != 0 || SIM_EXT(S, fwd_enter, S, n) != 0 ||
+            (m == FM_TRAIN && S->ck_of[n] != NONE && S->ck[S->ck_of[n]].first == n &&
+             sim_offload_ck_pack(S, S->ck_of[n]) != 0) ||
             sim_forward_node(S, n, m, NULL, &sfirst) != 0 ||
             SIM_EXT(S, fwd_leave, S, n) != 0 || sim_gen_events(S, MEMEST_GEN_POST, n) != 0)
             return -1;

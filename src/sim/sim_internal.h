@@ -125,6 +125,7 @@ struct gslot {           /* a gradient as some value holds it */
 
 struct ckpt {            /* a checkpointed block instance */
     uint32_t first, last;
+    uint32_t arg;        /* the storage of its positional argument (memest_block_inst.arg) */
 };
 
 struct sim_ext;
@@ -256,6 +257,10 @@ struct sim {
     uint32_t *bq;         /* bwd_tensor_stash: the copies brought back, allocation ids:
                              the previous unpacking node's [0, nbprev), then this node's */
     uint32_t nbq, nbprev, capbq;
+    uint8_t *ck_off;      /* checkpointed block -> what its positional argument's pack
+                             does (OFF_*): the non-reentrant checkpoint only */
+    bool ck_hook;         /* a block's argument came back: the post-hook of the
+                             block's first node unpacking through the checkpoint */
     uint64_t host_now, host_peak, d2h, h2d;
 
     /* every allocation: alive, bytes, category (teardown, checks) */
@@ -407,6 +412,13 @@ static inline bool sim_offloaded(const struct sim *S, uint32_t k)
 {
     return S->off && S->off[k] != OFF_NONE;
 }
+/* Checkpointed block c's positional argument s goes to the host in its
+ * place (the non-reentrant checkpoint's _NoopSaveInputs, packed by the
+ * offloading's hooks). */
+static inline bool sim_ck_offloaded(const struct sim *S, uint32_t c, uint32_t s)
+{
+    return S->ck_off && S->ck_off[c] == OFF_MOVE && S->ck[c].arg == s;
+}
 /* Storage s stays on the device for the offloading (packed, its copy not
  * done: in fwd_stash; or to be packed). */
 static inline bool sim_offload_holds(const struct sim *S, uint32_t s)
@@ -422,6 +434,10 @@ int sim_offload_pack(struct sim *S, uint32_t n);
  * (after it ran). 0 / -1. */
 int sim_offload_unpack(struct sim *S, uint32_t n);
 int sim_offload_hook(struct sim *S, uint32_t n);
+/* Checkpointed block c's positional argument: packed as the block starts
+ * (forward), unpacked as its recomputation starts (backward). 0 / -1. */
+int sim_offload_ck_pack(struct sim *S, uint32_t c);
+int sim_offload_ck_unpack(struct sim *S, uint32_t c);
 /* The backward's end: the queued callback frees what bwd_tensor_stash holds. */
 int sim_offload_backward_end(struct sim *S);
 

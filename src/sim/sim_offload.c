@@ -55,15 +55,22 @@ static uint32_t head_node(const struct sim *S)
     return h >= 0 ? (uint32_t)h : S->g->outputs[S->g->noutputs - 1].node;
 }
 
-/* What node n's save k becomes under the offloading (TT:150-153). */
-static uint8_t save_kind(const struct sim *S, uint32_t n, uint32_t k)
+/* What a pack of storage s becomes under the offloading (TT:150-153);
+ * weight_view: packed as F.linear's weight.t(), no Parameter. */
+static uint8_t pack_kind(const struct sim *S, uint32_t s, bool weight_view)
 {
-    const struct memest_storage *st = &S->r->storages[S->r->saves[k]];
+    const struct memest_storage *st = &S->r->storages[s];
     if (st->bytes < MIN_OFFLOAD)
         return OFF_NONE;
     if (st->kind == MEMEST_ST_PARAM)
-        return S->g->nodes[n].op->saves_weight_view ? OFF_COPY : OFF_NONE;
+        return weight_view ? OFF_COPY : OFF_NONE;
     return persistent_kind(st->kind) ? OFF_COPY : OFF_MOVE;
+}
+
+/* What node n's save k becomes. */
+static uint8_t save_kind(const struct sim *S, uint32_t n, uint32_t k)
+{
+    return pack_kind(S, S->r->saves[k], S->g->nodes[n].op->saves_weight_view);
 }
 
 /* The weight F.linear's mm/addmm saves as weight.t() (the node's first
@@ -99,15 +106,26 @@ int sim_offload_setup(struct sim *S)
     S->ocount = calloc(ns, sizeof *S->ocount);
     S->opend = calloc(ns, sizeof *S->opend);
     S->stash = calloc(ns, sizeof *S->stash);
-    size_t nq = nk + S->nn;   /* the saves and a weight per node */
+    size_t nq = nk + S->nn + S->nck;   /* the saves, a weight per node, a block's argument */
     S->fq = malloc(nq * sizeof *S->fq);
     S->fq_n = malloc(nq * sizeof *S->fq_n);
     S->fq_id = malloc(nq * sizeof *S->fq_id);
     S->fq_k = malloc(nq);
     S->off_head = head_node(S);
+    S->ck_off = calloc(S->nck ? S->nck : 1, 1);
     if (!S->off || !S->ocount || !S->opend || !S->stash || !S->fq || !S->fq_n || !S->fq_id ||
-        !S->fq_k)
+        !S->fq_k || !S->ck_off)
         return sim_nomem(S);
+    /* the non-reentrant checkpoint saves its positional arguments with
+     * _NoopSaveInputs.apply(dummy, kwargs, *args) under the hooks around it
+     * (torch/utils/checkpoint.py _checkpoint_without_reentrant_generator,
+     * PyTorch 2.6); the reentrant one's CheckpointFunction is not modelled
+     * here: its inputs stay on the device */
+    for (uint32_t c = 0; S->ck_nonreentrant && c < S->nck; c++) {
+        S->ck_off[c] = pack_kind(S, S->ck[c].arg, false);
+        if (S->ck_off[c] == OFF_MOVE)
+            S->ocount[S->ck[c].arg]++;
+    }
     for (uint32_t n = 0; n < S->nn; n++) {
         const struct memest_nodeinfo *ni = &r->nodes[n];
         if (!packs(S, n))
@@ -132,6 +150,7 @@ void sim_offload_free(struct sim *S)
     free(S->fq_id);
     free(S->fq_k);
     free(S->bq);
+    free(S->ck_off);
 }
 
 void sim_offload_forward_begin(struct sim *S)
@@ -192,30 +211,48 @@ static void host_add(struct sim *S, uint64_t b)
         S->d2h = memest_sat_add(S->d2h, b);
 }
 
+/* One pack (pack_tensor) of storage s at node n: its id, and when it is
+ * offloaded, fwd_stash's older entries dropped and its own added. */
+static int pack_one(struct sim *S, uint32_t n, uint32_t s, uint8_t kind)
+{
+    uint32_t id = ++S->pack_id;
+    if (kind == OFF_NONE)
+        return 0;
+    while (S->fq_head < S->fq_tail && S->fq_id[S->fq_head] + MAX_STASH <= id)
+        if (stash_drop(S, n, false) != 0)
+            return -1;
+    host_add(S, S->r->storages[s].bytes);
+    if (kind == OFF_MOVE) {
+        S->opend[s]--;
+        S->stash[s]++;
+    }
+    S->fq[S->fq_tail] = s;
+    S->fq_n[S->fq_tail] = n;
+    S->fq_k[S->fq_tail] = kind;
+    S->fq_id[S->fq_tail++] = id;
+    return 0;
+}
+
 int sim_offload_pack(struct sim *S, uint32_t n)
 {
     uint32_t s;
     uint8_t kind;
     if (!S->off || !packs(S, n))
         return 0;
-    for (uint32_t i = 0; node_pack(S, n, i, &s, &kind); i++) {
-        uint32_t id = ++S->pack_id;
-        if (kind == OFF_NONE)
-            continue;
-        while (S->fq_head < S->fq_tail && S->fq_id[S->fq_head] + MAX_STASH <= id)
-            if (stash_drop(S, n, false) != 0)
-                return -1;
-        host_add(S, S->r->storages[s].bytes);
-        if (kind == OFF_MOVE) {
-            S->opend[s]--;
-            S->stash[s]++;
-        }
-        S->fq[S->fq_tail] = s;
-        S->fq_n[S->fq_tail] = n;
-        S->fq_k[S->fq_tail] = kind;
-        S->fq_id[S->fq_tail++] = id;
-    }
+    for (uint32_t i = 0; node_pack(S, n, i, &s, &kind); i++)
+        if (pack_one(S, n, s, kind) != 0)
+            return -1;
     return 0;
+}
+
+/* _NoopSaveInputs saves (dummy, *args): the empty dummy takes an id, then
+ * the argument (fwd_stash's entry under the block's first node). */
+int sim_offload_ck_pack(struct sim *S, uint32_t c)
+{
+    if (!S->off || !S->ck_nonreentrant)
+        return 0;
+    S->pack_id++;
+    return pack_one(S, S->ck[c].first, S->ck[c].arg, S->ck_off[c]);
 }
 
 static bool in_fwd_stash(const struct sim *S, uint32_t n, uint32_t s)
@@ -226,27 +263,45 @@ static bool in_fwd_stash(const struct sim *S, uint32_t n, uint32_t s)
     return false;
 }
 
+/* One unpack of storage s packed at node n, at node at's backward: its
+ * host copy goes; it is used as it is while fwd_stash holds it, else a
+ * copy comes back into bwd_tensor_stash. */
+static int unpack_one(struct sim *S, uint32_t n, uint32_t at, uint32_t s)
+{
+    uint64_t b = S->r->storages[s].bytes;
+    S->host_now -= b < S->host_now ? b : S->host_now;
+    if (in_fwd_stash(S, n, s))
+        return 0;
+    if (sim_grow_u32(&S->bq, &S->capbq, S->nbq + 1) != 0 ||
+        sim_ev_alloc(S, MEMEST_CAT_SAVED, at, b, &S->bq[S->nbq]) != 0)
+        return -1;
+    S->nbq++;
+    if (!(S->ph & WARM))
+        S->h2d = memest_sat_add(S->h2d, b);
+    return 0;
+}
+
 int sim_offload_unpack(struct sim *S, uint32_t n)
 {
     uint32_t s;
     uint8_t kind;
     if (!S->off || !packs(S, n))
         return 0;
-    for (uint32_t i = 0; node_pack(S, n, i, &s, &kind); i++) {
-        if (kind == OFF_NONE)
-            continue;
-        uint64_t b = S->r->storages[s].bytes;
-        S->host_now -= b < S->host_now ? b : S->host_now;
-        if (in_fwd_stash(S, n, s))
-            continue;
-        if (sim_grow_u32(&S->bq, &S->capbq, S->nbq + 1) != 0 ||
-            sim_ev_alloc(S, MEMEST_CAT_SAVED, n, b, &S->bq[S->nbq]) != 0)
+    for (uint32_t i = 0; node_pack(S, n, i, &s, &kind); i++)
+        if (kind != OFF_NONE && unpack_one(S, n, n, s) != 0)
             return -1;
-        S->nbq++;
-        if (!(S->ph & WARM))
-            S->h2d = memest_sat_add(S->h2d, b);
-    }
     return 0;
+}
+
+/* The recomputation reads ctx.saved_tensors of _NoopSaveInputs's node
+ * inside the unpack of the block's first node needing a saved tensor:
+ * that node's post-hook is the one registered (sim_offload_hook). */
+int sim_offload_ck_unpack(struct sim *S, uint32_t c)
+{
+    if (!S->off || !S->ck_nonreentrant || S->ck_off[c] == OFF_NONE)
+        return 0;
+    S->ck_hook = true;
+    return unpack_one(S, S->ck[c].first, S->ck[c].last, S->ck[c].arg);
 }
 
 int sim_offload_hook(struct sim *S, uint32_t n)
@@ -255,11 +310,12 @@ int sim_offload_hook(struct sim *S, uint32_t n)
         return 0;
     uint32_t s;
     uint8_t kind;
-    bool any = false;
+    bool any = S->ck_hook && S->r->nodes[n].nsave > 0;
     for (uint32_t i = 0; packs(S, n) && node_pack(S, n, i, &s, &kind); i++)
         any |= kind != OFF_NONE;
     if (!any)
         return 0;
+    S->ck_hook = false;
     while (S->fq_head < S->fq_tail)
         if (stash_drop(S, n, true) != 0)
             return -1;
@@ -286,5 +342,6 @@ int sim_offload_backward_end(struct sim *S)
         if (sim_ev_free(S, NONE, S->bq[i]) != 0)
             return -1;
     S->nbq = S->nbprev = 0;
+    S->ck_hook = false;
     return 0;
 }

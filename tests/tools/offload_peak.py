@@ -26,13 +26,18 @@ manager around self._model(**batch) only: the loss's saves are not offloaded.
 The loop is torchtitan's (hf_peak.measure loop="torchtitan": the half logits, del pred, float32 cross-entropy),
 whose loss memest models against tests/reference/loop_peaks.json, so that the figures here measure the
 offloading; cases: the tiny Llama, 2 layers, eager float32 and SDPA bfloat16, batch 2, sequence 64, SGD and Adam,
-with and without the offloading."""
+with and without the offloading, each without and with torchtune's activation checkpointing of every layer
+(AC: checkpointed(), the non-reentrant checkpoint_wrapper; the layers called with their mask and position
+embeddings by keyword, as transformers calls them, so that the checkpoint saves hidden_states only, through the
+offloading's hooks)."""
 import contextlib
 import json
 import sys
 
 import torch
+import torch.utils.checkpoint as tuc
 from torch.autograd.graph import saved_tensors_hooks
+from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
 from torch.utils._python_dispatch import _disable_current_modes
 
 import hf_models
@@ -41,6 +46,9 @@ from hf_peak import here, measure
 from provenance import write_json
 
 CASES = [("llama", "eager", "float32", "eager"), ("llama", "sdpa", "bfloat16", "flash")]
+AC = ["none", "full"]   # torchtune's activation checkpointing of every decoder layer, or none
+AC_LAYERS, AC_SEQ = 4, 512   # with checkpointing: the layers' inputs above their gradients, the peak at the
+                             # backward's start, where the inputs kept on the device or the host decide it
 SEQ = 64
 HOST = {"cur": 0, "peak": 0}
 
@@ -187,6 +195,32 @@ def offload(model):
     return model
 
 
+class KwargsLayer(torch.nn.Module):
+    """A decoder layer called as transformers' model calls it: hidden_states positional, the mask and the
+    position embeddings by keyword (transformers v4.49 models/llama/modeling_llama.py LlamaModel.forward:
+    decoder_layer(hidden_states, attention_mask=causal_mask, ..., position_embeddings=position_embeddings)):
+    the non-reentrant checkpoint's _NoopSaveInputs saves the positional tensors only, through the hooks around it
+    (torchtune's), and its recompute_fn keeps the keyword ones."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, hidden_states, attention_mask, position_embeddings):
+        return self.inner(hidden_states, attention_mask=attention_mask, position_embeddings=position_embeddings)
+
+
+def checkpointed(model):
+    """torchtune v0.6.1 training.set_activation_checkpointing(model, auto_wrap_policy={decoder layer}):
+    apply_activation_checkpointing with torch's checkpoint_wrapper, whose checkpoint_impl defaults to
+    CheckpointImpl.NO_REENTRANT (torch/distributed/algorithms/_checkpoint/checkpoint_wrapper.py); early_stop off
+    as memest models it (torch.utils.checkpoint.set_checkpoint_early_stop(False) around the step)."""
+    layers = model.model.layers
+    for i in range(len(layers)):
+        layers[i] = KwargsLayer(checkpoint_wrapper(layers[i]))
+    return model
+
+
 def main(argv):
     path = argv[1] if len(argv) > 1 else here("tests", "reference", "offload_peaks.json")
     res = {"_about": "tests/tools/offload_peak.py: peak live tensor bytes of a steady-state training step under "
@@ -197,20 +231,33 @@ def main(argv):
     for name, attn, dtype, kernel in CASES:
         with open(here("tests", "hf", "tiny", name + ".json")) as f:
             cfg = json.load(f)
-        for off in (False, True):
-            for optim, impl in hf_peak.OPTIMS:
-                hf_models.LABELS = False
-                hf_models.TRANSFORMERS = 449
-                HOST.update(cur=0, peak=0)
-                r = measure(cfg, attn, getattr(torch, dtype), optim, prepare=offload if off else None,
-                            loop="torchtitan")
-                del r["saved_at_backward"]   # the hooks here are the offloading's
-                r.update(config=name, attn=attn, dtype=dtype, memest_attention=kernel, optim=optim, impl=impl,
-                         loop="torchtitan", transformers="4.49", offload=off, activations_host=HOST["peak"],
-                         memest_args="--loop;torchtitan" + (";--activation-offload" if off else ""))
-                res["cases"].append(r)
-                print("%-6s %-5s %-8s %-5s %-4s %9d host %8d (%s)" % (name, attn, dtype, off, optim, r["peak_tensors"],
-                                                                    HOST["peak"], r["peak_at"]), file=sys.stderr)
+        for ac in AC:
+            cfg = dict(cfg, num_hidden_layers=AC_LAYERS if ac == "full" else 2)
+            hf_peak.S = AC_SEQ if ac == "full" else SEQ
+            for off in (False, True):
+                for optim, impl in hf_peak.OPTIMS:
+                    hf_models.LABELS = False
+                    hf_models.TRANSFORMERS = 449
+                    HOST.update(cur=0, peak=0)
+                    steps = ([checkpointed] if ac == "full" else []) + ([offload] if off else [])
+
+                    def prepare(model, steps=steps):
+                        for f in steps:
+                            f(model)
+                    with tuc.set_checkpoint_early_stop(False):
+                        r = measure(cfg, attn, getattr(torch, dtype), optim, prepare=prepare, loop="torchtitan")
+                    del r["saved_at_backward"]   # the hooks here are the offloading's
+                    args = "--loop;torchtitan" + (";--checkpoint;--set;num_hidden_layers=%d" % AC_LAYERS
+                                                  if ac == "full" else "") + \
+                        (";--activation-offload" if off else "")
+                    r.update(config=name, attn=attn, dtype=dtype, memest_attention=kernel, optim=optim, impl=impl,
+                             loop="torchtitan", transformers="4.49", offload=off, ac=ac,
+                             layers=cfg["num_hidden_layers"], seq=hf_peak.S,
+                             activations_host=HOST["peak"], memest_args=args)
+                    res["cases"].append(r)
+                    print("%-6s %-5s %-8s %-4s %-5s %-4s %9d host %8d (%s)" % (
+                        name, attn, dtype, ac, off, optim, r["peak_tensors"], HOST["peak"], r["peak_at"]),
+                        file=sys.stderr)
     hf_peak.S = seq_orig
     hf_models.LABELS = True
     hf_models.TRANSFORMERS = None
