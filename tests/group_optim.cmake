@@ -30,3 +30,12 @@ foreach(case RANGE 5)
                    $<TARGET_FILE:memest> ${PROJECT_SOURCE_DIR} ${case})
   set_tests_properties(optim.llama3_hand_${case} PROPERTIES LABELS optim)
 endforeach()
+# Muon's Newton-Schulz multiply-accumulates (flops.optimizer_macs), apart
+# from the step's forward and backward and once per --grad-accum cycle in a
+# sweep's step_flops, against figures worked out by hand in the script.
+foreach(case RANGE 4)
+  add_test(NAME optim.muon_flops_${case}
+           COMMAND ${MEMEST_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/optim/check_flops.py
+                   $<TARGET_FILE:memest> ${case})
+  set_tests_properties(optim.muon_flops_${case} PROPERTIES LABELS optim)
+endforeach()

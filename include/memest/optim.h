@@ -190,6 +190,10 @@ struct memest_optim_desc {
      * --optim-impl says, or NULL; n = 0 for a parameter it leaves to the
      * auxiliary optimizer. */
     void (*pprog)(const struct memest_optim_param *p, struct memest_optim_pprog *out);
+    /* The multiply-accumulates of one update of parameter p in matrix
+     * products (Muon's Newton-Schulz iterations), or NULL: none (elementwise
+     * updates count none, as the calculators count only products). */
+    uint64_t (*macs)(const struct memest_optim_param *p);
     /* The optimizer the parameters pprog leaves (state .aux) go to, its
      * step() after this one's, following --optim-impl: with_aux. */
     bool with_aux;
@@ -235,6 +239,9 @@ bool memest_optim_state_steps(const struct memest_optim_cfg *cfg, const struct m
  * the auxiliary optimizer's parameter). */
 void memest_optim_param_prog(const struct memest_optim_cfg *cfg, const struct memest_optim_param *p,
                              struct memest_optim_pprog *out);
+/* The multiply-accumulates one update of p makes in matrix products
+ * (memest_optim_desc.macs; 0 without). */
+uint64_t memest_optim_param_macs(const struct memest_optim_cfg *cfg, const struct memest_optim_param *p);
 /* The bytes of one temporary of size class t for parameter p. */
 uint64_t memest_optim_temp_bytes(const struct memest_optim_param *p, enum memest_optim_tsize t);
 

@@ -350,6 +350,31 @@ static void muon_prog(const struct memest_optim_param *p, struct memest_optim_pp
     pp_op(o, -1);   /* update = the result */
 }
 
+/* The multiply-accumulates of Newton-Schulz on one hidden matrix, as
+ * _zeropower_via_newtonschulz runs it (pytorch/pytorch@098e03f:
+ * torch/optim/_muon.py:59-76, the stored version): X = grad.bfloat16(),
+ * transposed when size(0) > size(1) (:60-61), so X is [m, n], m <= n; each of
+ * the ns_steps = 5 (DEFAULT_NS_STEPS, :29) iterations multiplies
+ *   gram_matrix = X @ X.T                        (:67, :74)  m * m * n
+ *   gram_matrix @ gram_matrix (addmm's or c * gram_matrix @ gram_matrix)
+ *                                                (:68-69, :75) m * m * m
+ *   gram_update @ X (addmm's or a * X + gram_update @ X)
+ *                                                (:71, :76)  m * m * n
+ * use_addmm (:65) changes the temporaries, not the products. The norm (:63),
+ * the lerp and the parameter's update are elementwise: not counted (only
+ * multiply-accumulating products count, as in calc_flops.c). 0 for the
+ * parameters AdamW updates. */
+static uint64_t muon_macs(const struct memest_optim_param *p)
+{
+    if (p->ndim != 2 || !p->rows || !p->cols || p->nonhidden)
+        return 0;
+    uint64_t m = p->rows < p->cols ? p->rows : p->cols;
+    uint64_t n = p->rows < p->cols ? p->cols : p->rows;
+    uint64_t mm = memest_sat_mul(m, m);
+    uint64_t iter = memest_sat_add(memest_sat_mul(memest_sat_mul(mm, n), 2), memest_sat_mul(mm, m));
+    return memest_sat_mul(iter, MUON_NS_STEPS);
+}
+
 /* transformers' Adafactor.step for one parameter (slots: 1 grad.float(),
  * 2 p_data_fp32, 3 update, 4 grad**2, 5 a row-sized and 6 a column-sized
  * float32 temporary, 7 the mean of exp_avg_sq_row, 8 -update) */
@@ -466,7 +491,8 @@ static const struct memest_optim_desc table[] = {
         .state = muon_state, .init = MEMEST_INIT_FIRST_STEP, .step_scalar = false,
         .note = "1 copy (momentum_buffer) of the 2-D hidden matrices; AdamW's 2 copies of "
                 "the others (embeddings, the head, 1-D)",
-        .pprog = muon_prog, .with_aux = true, .aux = MEMEST_OPT_ADAMW, .whole_params = true,
+        .pprog = muon_prog, .macs = muon_macs, .with_aux = true, .aux = MEMEST_OPT_ADAMW,
+        .whole_params = true,
         .since = 209,
     },
     [MEMEST_OPT_HF_ADAFACTOR] = {
@@ -573,6 +599,11 @@ void memest_optim_param_prog(const struct memest_optim_cfg *cfg, const struct me
     memset(out, 0, sizeof *out);
     if (table[cfg->kind].pprog)
         table[cfg->kind].pprog(p, out);
+}
+
+uint64_t memest_optim_param_macs(const struct memest_optim_cfg *cfg, const struct memest_optim_param *p)
+{
+    return table[cfg->kind].macs ? table[cfg->kind].macs(p) : 0;
 }
 
 uint64_t memest_optim_temp_bytes(const struct memest_optim_param *p, enum memest_optim_tsize t)
