@@ -202,6 +202,13 @@ struct memest_optim_desc {
      * parallelism (tensor, context, pipeline, expert) refused; one GPU and
      * DDP (each rank updates every whole parameter) are. */
     bool whole_params;
+    /* Under ZeRO and FSDP, the distributed variant that gathers each matrix
+     * before its update (Distributed Muon, optim.c): its program for p on a
+     * rank holding ceil(numel / ranks) of its elements in elem-byte state,
+     * one matrix at a time (n = 0: the auxiliary optimizer's parameter), or
+     * NULL. Model parallelism and --offload stay refused for it. */
+    void (*gprog)(const struct memest_optim_param *p, uint64_t ranks, uint64_t elem,
+                  struct memest_optim_pprog *out);
     /* The library of an optimizer outside torch.optim that is no kernel of
      * its own ("transformers": a Python loop, pprog; the reports call its
      * implementation for-loop whatever --optim-impl says), or NULL. */
@@ -239,6 +246,25 @@ bool memest_optim_state_steps(const struct memest_optim_cfg *cfg, const struct m
  * the auxiliary optimizer's parameter). */
 void memest_optim_param_prog(const struct memest_optim_cfg *cfg, const struct memest_optim_param *p,
                              struct memest_optim_pprog *out);
+/* The gathering program of cfg's optimizer for p (memest_optim_desc.gprog;
+ * n = 0 without one, or for the auxiliary optimizer's parameter). */
+void memest_optim_gather_prog(const struct memest_optim_cfg *cfg, const struct memest_optim_param *p,
+                              uint64_t ranks, uint64_t elem, struct memest_optim_pprog *out);
+/* The state of a rank's flat partition of numel elements of `bytes` in all,
+ * matrices of them in the gathering optimizer's matrices (memest_optim_desc
+ * .gprog: Muon's momentum_buffer, 1 copy) and the rest its auxiliary
+ * optimizer's (AdamW's 2), each bytes / numel per element; without gprog
+ * the optimizer's state of the flat tensor (memest_optim_param_state). */
+void memest_optim_part_state(const struct memest_optim_cfg *cfg, uint64_t numel, uint64_t bytes,
+                             uint64_t matrices, struct memest_optim_state *s);
+/* The elements a rank holds of the gathering optimizer's matrices among r's
+ * trainable parameters (each matrix's ceil(numel / ranks): each cut
+ * evenly), of every parameter (unit_of NULL) or of those whose node is in
+ * unit u of unit_of (nunits: the root, the nodes outside every unit);
+ * 0 without gprog. */
+uint64_t memest_optim_part_matrices(const struct memest_optim_cfg *cfg, const struct memest_run *r,
+                                    uint64_t ranks, const uint32_t *unit_of, uint32_t u,
+                                    uint32_t nunits);
 /* The multiply-accumulates one update of p makes in matrix products
  * (memest_optim_desc.macs; 0 without). */
 uint64_t memest_optim_param_macs(const struct memest_optim_cfg *cfg, const struct memest_optim_param *p);

@@ -4,14 +4,14 @@ with --grad-accum) for Muon's Newton-Schulz iterations, against figures worked o
     check_flops.py MEMEST CASE
 Python 3, standard library only.
 
-torch.optim.Muon's _zeropower_via_newtonschulz (pytorch/pytorch@098e03f torch/optim/_muon.py:59-76):
+torch.optim.Muon's _zeropower_via_newtonschulz (pytorch/pytorch@098e03f torch/optim/_muon.py:60-77):
 X = grad.bfloat16(), transposed when rows > cols, so X is [m, n] with m <= n; 5 iterations of
     gram_matrix = X @ X.T           m * m * n MACs
     gram_matrix @ gram_matrix       m * m * m
     gram_update @ X                 m * m * n
 so 5 * (2 m^2 n + m^3) MACs per hidden matrix, 2 FLOPs per MAC.
 
-The model (written below): x [B, 64], Linear(64, 256), ReLU, Linear(256, 256), ReLU, Linear(256, 10).
+The model (optim_peak.py's MLP): x [B, 64], Linear(64, 256), ReLU, Linear(256, 256), ReLU, Linear(256, 10).
 Weights [256, 64] (tall: transposed, m = 64, n = 256) and [256, 256] go to Muon; the head [10, 256]
 and the biases to AdamW (no matrix products).
     [256, 64]:  5 * (2 * 64^2 * 256 + 64^3)  = 5 * (2097152 + 262144)   = 11796480
@@ -31,18 +31,8 @@ import subprocess
 import sys
 import tempfile
 
-MODEL = {
-    "name": "muon-flops",
-    "inputs": [{"name": "x", "shape": [64], "dtype": "float32"}],
-    "layers": [
-        {"name": "0", "type": "linear", "out_features": 256},
-        {"name": "1", "type": "relu"},
-        {"name": "2", "type": "linear", "out_features": 256},
-        {"name": "3", "type": "relu"},
-        {"name": "4", "type": "linear", "out_features": 10},
-    ],
-}
-
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from optim_peak import write_mlp  # noqa: E402
 
 def ns_macs(rows, cols):
     m, n = min(rows, cols), max(rows, cols)
@@ -81,9 +71,7 @@ def main():
     memest, case = sys.argv[1], int(sys.argv[2])
     c = CASES[case]
     with tempfile.TemporaryDirectory() as d:
-        model = os.path.join(d, "muon-flops.json")
-        with open(model, "w") as f:
-            json.dump(MODEL, f)
+        model = write_mlp(d)
         fl = json.loads(run([memest, model, "--batch", "8", "--json"] + c["args"]))["flops"]
         got = (fl["optimizer_macs"], fl["optimizer"], fl["step"])
         want = (c["macs"], 2 * c["macs"], c["step"])
