@@ -214,7 +214,8 @@ static void add_flat_shards(struct acc *a, const struct memest_run *r,
         a->s.shard_elems += f->state;
         add(a, v->offload_optim ? &a->s.host : &a->s.grads, f->grad_bytes);
         add_state(a, oc, f->state, f->state_bytes,
-                  memest_optim_part_matrices(oc, r, k, u->of, i, u->n), v->offload_optim);
+                  memest_optim_part_matrices(oc, r, k, v->cfg && v->cfg->eng.fsdp2, u->of, i, u->n),
+                  v->offload_optim);
     }
 }
 
@@ -231,7 +232,7 @@ static void add_zero12_partition(struct acc *a, const struct memest_run *r,
     a->s.shard_elems = part;
     uint64_t k = v->shard > 0 ? (uint64_t)v->shard : 1;
     add_state(a, oc, part, memest_sat_mul(part, es),
-              memest_optim_part_matrices(oc, r, k, NULL, 0, 0), v->offload_optim);
+              memest_optim_part_matrices(oc, r, k, false, NULL, 0, 0), v->offload_optim);
     if (v->master_fp32)
         add(a, v->offload_optim ? &a->s.host : &a->s.master, memest_sat_mul(part, 4));
     if (v->shard_grads)
@@ -259,7 +260,7 @@ static int add_optimizer(struct acc *a, const struct memest_run *r,
         a->s.shard_elems = part3;
         uint64_t k = v->shard > 0 ? (uint64_t)v->shard : 1;
         add_state(a, oc, part3, memest_sat_mul(part3, v->master_fp32 ? 4 : e16),
-                  memest_optim_part_matrices(oc, r, k, NULL, 0, 0), v->offload_optim);
+                  memest_optim_part_matrices(oc, r, k, false, NULL, 0, 0), v->offload_optim);
         if (v->master_fp32)
             add(a, v->offload_optim ? &a->s.host : &a->s.master, memest_sat_mul(part3, 4));
     } else if (v->shard_optim) {

@@ -455,6 +455,7 @@ static int flats(struct sim *S, struct flat *one, struct flat **out, uint32_t *n
     const struct memest_rank_view *v = S->rv;
     const struct memest_optim_cfg *oc = &S->cfg->optim;
     uint64_t k = v->shard > 0 ? (uint64_t)v->shard : 1;
+    bool rows = v->cfg && v->cfg->eng.fsdp2;
     *out = one;
     *nf = 0;
     if (v->flat_units) {
@@ -466,15 +467,15 @@ static int flats(struct sim *S, struct flat *one, struct flat **out, uint32_t *n
                 continue;
             fl[(*nf)++] = (struct flat){u < S->nunits ? S->ufirst[u] : NONE, S->ustate[u],
                                         S->ustbytes[u],
-                                        memest_optim_part_matrices(oc, S->r, k, S->unit_of, u,
-                                                                   S->nunits)};
+                                        memest_optim_part_matrices(oc, S->r, k, rows, S->unit_of,
+                                                                   u, S->nunits)};
         }
         *out = fl;
         return 0;
     }
     uint64_t part = S->zpart;
     *one = (struct flat){NONE, part, memest_sat_mul(part, v->master_fp32 ? 4 : S->e16),
-                         memest_optim_part_matrices(oc, S->r, k, NULL, 0, 0)};
+                         memest_optim_part_matrices(oc, S->r, k, false, NULL, 0, 0)};
     *nf = part ? 1 : 0;
     return 0;
 }
@@ -552,7 +553,7 @@ static int sim_dist_optimizer(struct sim *S, bool first)
         rc = sim_ev_alloc(S, MEMEST_CAT_OPTTEMP, NONE, memest_sat_mul(fl[0].numel, 4), &g32);
     if (rc == 0 && d->gprog) {
         uint64_t k = v->shard > 0 ? (uint64_t)v->shard : 1;
-        rc = sim_optim_gather(S, k, v->master_fp32 ? 4 : S->e16);
+        rc = sim_optim_gather(S, k, v->cfg && v->cfg->eng.fsdp2, v->master_fp32 ? 4 : S->e16);
         for (uint32_t i = 0; first && i < nf && rc == 0; i++)   /* AdamW's _init_group */
             rc = optim_state(S, &fl[i], split, MEMEST_OPTIM_MAX_STATE);
     }

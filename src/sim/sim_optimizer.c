@@ -249,7 +249,7 @@ static int pprog_run(struct sim *S, const struct memest_param *pp, const struct 
     return rc;
 }
 
-int sim_optim_gather(struct sim *S, uint64_t ranks, uint64_t elem)
+int sim_optim_gather(struct sim *S, uint64_t ranks, bool by_rows, uint64_t elem)
 {
     const struct memest_run *r = S->r;
     uint32_t slots[MEMEST_OPTIM_MAX_SLOTS + 1];
@@ -262,7 +262,7 @@ int sim_optim_gather(struct sim *S, uint64_t ranks, uint64_t elem)
             continue;
         struct memest_optim_param op = memest_optim_param_run(r, i);
         struct memest_optim_pprog o;
-        memest_optim_gather_prog(&S->cfg->optim, &op, ranks, elem, &o);
+        memest_optim_gather_prog(&S->cfg->optim, &op, ranks, by_rows, elem, &o);
         rc = pprog_run(S, pp, &o, slots, false);
     }
     for (unsigned k = MEMEST_OPTIM_MAX_SLOTS; k > 0 && rc == 0; k--)

@@ -91,11 +91,13 @@
  *   made before its update and AdamW's state at the start of AdamW's step
  *   (sim_optimizer.c). Peak of one parameter (from the second
  *   iteration): the lerp tensor + two [m, n] and two [m, m] bf16 tensors.
- *   Under ZeRO or FSDP the distributed variants gather each full gradient
- *   matrix before Newton-Schulz: not modelled, refused (whole_params), as
- *   are tensor, context, pipeline and expert parallelism; DDP, where every
- *   rank updates every whole parameter as one GPU does, is modelled. The same
- *   holds for transformers' Adafactor (ZeRO hands it flat partitions).
+ *   Under DDP every rank updates every whole parameter, as one GPU does.
+ *   Under ZeRO and FSDP memest models Moonlight's Distributed Muon
+ *   (muon_gather_prog below: each rank's partition of the momentum, each
+ *   matrix gathered whole for Newton-Schulz); tensor, context, pipeline and
+ *   expert parallelism and --offload stay refused (step.c). transformers'
+ *   Adafactor is refused under ZeRO and FSDP too (whole_params: ZeRO hands
+ *   it flat partitions).
  * transformers' Adafactor (transformers.optimization.Adafactor, the
  *   Trainer's optim="adafactor" with scale_parameter=False,
  *   relative_step=False and its lr; read at huggingface/transformers commit
@@ -381,19 +383,19 @@ static void muon_prog(const struct memest_optim_param *p, struct memest_optim_pp
  * bf16, thus further reducing the communication overhead to 50%"), Newton-
  * Schulz runs on the full matrix (lines 7-8) and the rank keeps its
  * partition of U (line 9: a view, "discard the rest"). One matrix at a time,
- * on a rank holding part elements of p of elem bytes each among `ranks`:
+ * on a rank holding part elements of p (memest_optim_part_elems) of elem
+ * bytes each among `ranks`:
  * slot 5 the Nesterov update of the partition (torch.optim.Muon's
  * grad.lerp(buf) on it), slot 6 its bf16 copy (none in bf16), slot 1 the
  * gathered bf16 matrix (ranks x part elements, the all-gather's padded
  * output), then Newton-Schulz at full size (the gathered matrix is bf16
  * already: no copy), all freed before the next matrix. */
-static void muon_gather_prog(const struct memest_optim_param *p, uint64_t ranks, uint64_t elem,
-                             struct memest_optim_pprog *o)
+static void muon_gather_prog(const struct memest_optim_param *p, uint64_t part, uint64_t ranks,
+                             uint64_t elem, struct memest_optim_pprog *o)
 {
     memset(o, 0, sizeof *o);
     if (!muon_matrix(p))
         return;
-    uint64_t part = ranks ? p->numel / ranks + (p->numel % ranks != 0) : p->numel;
     muon_ns_bytes(p, o);
     o->bytes[1] = memest_sat_mul(memest_sat_mul(part, ranks), 2);
     o->bytes[5] = memest_sat_mul(part, elem);
@@ -659,12 +661,22 @@ void memest_optim_param_prog(const struct memest_optim_cfg *cfg, const struct me
         table[cfg->kind].pprog(p, out);
 }
 
+uint64_t memest_optim_part_elems(const struct memest_optim_param *p, uint64_t ranks, bool by_rows)
+{
+    uint64_t k = ranks ? ranks : 1;
+    if (by_rows && p->ndim == 2 && p->rows && p->cols)   /* ceil(dim0 / k) rows */
+        return memest_sat_mul(p->rows / k + (p->rows % k != 0), p->cols);
+    return p->numel / k + (p->numel % k != 0);
+}
+
 void memest_optim_gather_prog(const struct memest_optim_cfg *cfg, const struct memest_optim_param *p,
-                              uint64_t ranks, uint64_t elem, struct memest_optim_pprog *out)
+                              uint64_t ranks, bool by_rows, uint64_t elem,
+                              struct memest_optim_pprog *out)
 {
     memset(out, 0, sizeof *out);
     if (table[cfg->kind].gprog)
-        table[cfg->kind].gprog(p, ranks, elem, out);
+        table[cfg->kind].gprog(p, memest_optim_part_elems(p, ranks, by_rows), ranks ? ranks : 1,
+                               elem, out);
 }
 
 void memest_optim_part_state(const struct memest_optim_cfg *cfg, uint64_t numel, uint64_t bytes,
@@ -687,8 +699,8 @@ void memest_optim_part_state(const struct memest_optim_cfg *cfg, uint64_t numel,
 }
 
 uint64_t memest_optim_part_matrices(const struct memest_optim_cfg *cfg, const struct memest_run *r,
-                                    uint64_t ranks, const uint32_t *unit_of, uint32_t u,
-                                    uint32_t nunits)
+                                    uint64_t ranks, bool by_rows, const uint32_t *unit_of,
+                                    uint32_t u, uint32_t nunits)
 {
     uint64_t n = 0;
     if (!table[cfg->kind].gprog)
@@ -701,9 +713,9 @@ uint64_t memest_optim_part_matrices(const struct memest_optim_cfg *cfg, const st
             continue;
         struct memest_optim_param p = memest_optim_param_run(r, i);
         struct memest_optim_pprog o;
-        table[cfg->kind].gprog(&p, ranks, 4, &o);
+        memest_optim_gather_prog(cfg, &p, ranks, by_rows, 4, &o);
         if (o.n)
-            n = memest_sat_add(n, ranks ? p.numel / ranks + (p.numel % ranks != 0) : p.numel);
+            n = memest_sat_add(n, memest_optim_part_elems(&p, ranks, by_rows));
     }
     return n;
 }
@@ -839,7 +851,7 @@ unsigned memest_optim_param_temporaries(const struct memest_step_cfg *cfg,
     }
     unsigned n = made(o.op, o.n);
     if (d->gprog) {   /* the gathering program's, under ZeRO and FSDP (elem 4: all its tensors) */
-        d->gprog(p, 2, 4, &o);
+        d->gprog(p, 1, 2, 4, &o);
         n = made(o.op, o.n) > n ? made(o.op, o.n) : n;
     }
     return n;

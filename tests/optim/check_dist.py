@@ -21,7 +21,9 @@ Partitions (elements on one rank):
     4 ranks 85008 / 4 = 21252;
   ZeRO-3, each parameter padded to a multiple of the ranks: 2 ranks 8192 + 128 + 32768 + 128 + 1280 + 5
     = 42501, 4 ranks 4096 + 64 + 16384 + 64 + 640 + 3 = 21251;
-  FSDP, one FlatParameter (no blocks: the root unit) of 85002: ceil(85002 / k) = 42501, 21251.
+  FSDP, one FlatParameter (no blocks: the root unit) of 85002: ceil(85002 / k) = 42501, 21251;
+  FSDP2, each parameter's dim-0 chunk padded to ceil(dim0 / k) rows: 4 ranks 64 * 64 + 64 + 64 * 256
+    + 64 + 3 * 256 + 3 = 21379 (the head's 10 rows as 3 per rank).
 Muon's share: 2 ranks 16384 / 2 + 65536 / 2 = 40960, 4 ranks 4096 + 16384 = 20480.
 State (fp32, or the fp32 master's under bf16): 4 * (matrices + 2 * rest).
 
@@ -48,7 +50,9 @@ MAT = {2: 16384 // 2 + 65536 // 2, 4: 16384 // 4 + 65536 // 4}
 ZERO12 = {2: 85004 // 2, 4: 85008 // 4}
 ZERO3 = {2: 8192 + 128 + 32768 + 128 + 1280 + 5, 4: 4096 + 64 + 16384 + 64 + 640 + 3}
 FSDP = {2: (NUMEL + 1) // 2, 4: (NUMEL + 3) // 4}
+FSDP2 = {4: 64 * 64 + 64 + 64 * 256 + 64 + 3 * 256 + 3}
 assert ZERO12 == {2: 42502, 4: 21252} and ZERO3 == {2: 42501, 4: 21251} and FSDP == ZERO3
+assert FSDP2 == {4: 21379}
 
 
 def state(part, k):
@@ -69,8 +73,10 @@ CASES = [
          temps=NS_PEAK),
     dict(args=["--gpus", "4", "--strategy", "zero3", "--dtype", "bf16"], state=state(ZERO3[4], 4),
          temps=NS_PEAK + 4 * ZERO3[4], master=4 * ZERO3[4]),
+    # FSDP2: the matrices cut by rows (64 of 256 each: the same elements), the head's padding AdamW's
+    dict(args=["--gpus", "4", "--strategy", "fsdp", "--fsdp2"], state=state(FSDP2[4], 4), temps=NS_PEAK),
 ]
-assert [c["state"] for c in CASES] == [176176, 176168, 176168, 88096, 88088, 88088]
+assert [c["state"] for c in CASES] == [176176, 176168, 176168, 88096, 88088, 88088, 89112]
 
 
 def main():

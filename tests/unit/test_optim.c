@@ -288,7 +288,7 @@ static void test_muon(void)
      * 200704, the gathered bf16 matrix 4 * 100352 * 2 = 802816; then
      * Newton-Schulz on it (bf16 already): gathered + 2 X + 2 [512, 512] =
      * 802816 + 1605632 + 1048576 = 3457024; nothing left */
-    memest_optim_gather_prog(&c, &p, 4, 4, &o);
+    memest_optim_gather_prog(&c, &p, 4, false, 4, &o);
     CHECK_EQ_U64(pprog_peak(&o, &left), 3457024);
     CHECK_EQ_U64(left, 0);
     /* its partition's state: 100352 of 100400 elements its matrices'
