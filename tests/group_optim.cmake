@@ -30,3 +30,22 @@ foreach(case RANGE 5)
                    $<TARGET_FILE:memest> ${PROJECT_SOURCE_DIR} ${case})
   set_tests_properties(optim.llama3_hand_${case} PROPERTIES LABELS optim)
 endforeach()
+# Muon's Newton-Schulz multiply-accumulates (flops.optimizer_macs), apart
+# from the step's forward and backward and once per --grad-accum cycle in a
+# sweep's step_flops, against figures worked out by hand in the script.
+foreach(case RANGE 4)
+  add_test(NAME optim.muon_flops_${case}
+           COMMAND ${MEMEST_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/optim/check_flops.py
+                   $<TARGET_FILE:memest> ${case})
+  set_tests_properties(optim.muon_flops_${case} PROPERTIES LABELS optim)
+endforeach()
+# Distributed Muon (Moonlight's Algorithm 1) under ZeRO-1/3, FSDP and FSDP2
+# on 2 and 4 GPUs: a rank's state (calculator and simulator) and its
+# optimizer temporaries' peak (the gathered matrix, Newton-Schulz at full
+# size), against figures worked out by hand in the script.
+foreach(case RANGE 6)
+  add_test(NAME optim.muon_dist_${case}
+           COMMAND ${MEMEST_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/optim/check_dist.py
+                   $<TARGET_FILE:memest> ${case})
+  set_tests_properties(optim.muon_dist_${case} PROPERTIES LABELS optim)
+endforeach()

@@ -63,11 +63,25 @@ bool memest_calc_loss(const struct memest_graph *g, const struct memest_run *r,
                       struct memest_loss_shapes *ls, const struct memest_value **in);
 
 /* calc_flops.c: multiply-accumulates (1 MAC = 2 FLOPs). */
+/* The multiply-accumulates and FLOPs (2 per MAC) of one micro-batch's
+ * forward and backward (step = forward + backward: the optimizer is not in
+ * it), and of one optimizer step (optim_*: its matrix products, Muon's
+ * Newton-Schulz iterations; 0 for the elementwise optimizers), which runs
+ * once per --grad-accum micro-batches, not per micro-batch: a whole step of
+ * k micro-batches is k * step + optim (the sweep's step_flops). */
 struct memest_flops {
     double fwd_macs, bwd_macs, step_macs;
-    double fwd_flops, bwd_flops, step_flops;  /* step = forward + backward */
+    double fwd_flops, bwd_flops, step_flops;
+    double optim_macs, optim_flops;
 };
+/* The forward and backward figures of r (optim_* 0). */
 void memest_calc_flops(const struct memest_run *r, struct memest_flops *out);
+/* The optimizer step's figures into f->optim_*: the trainable parameters'
+ * memest_optim_param_macs under oc (every rank's under several GPUs:
+ * Distributed Muon runs Newton-Schulz on every whole matrix on every rank). */
+struct memest_optim_cfg;
+void memest_calc_optim_flops(const struct memest_run *r, const struct memest_optim_cfg *oc,
+                             struct memest_flops *f);
 
 /* calc_dist.c: one rank's model states under several GPUs (dist.h): what
  * each engine keeps per GPU at rest, and its buffers, stated separately. */

@@ -190,6 +190,10 @@ struct memest_optim_desc {
      * --optim-impl says, or NULL; n = 0 for a parameter it leaves to the
      * auxiliary optimizer. */
     void (*pprog)(const struct memest_optim_param *p, struct memest_optim_pprog *out);
+    /* The multiply-accumulates of one update of parameter p in matrix
+     * products (Muon's Newton-Schulz iterations), or NULL: none (elementwise
+     * updates count none, as the calculators count only products). */
+    uint64_t (*macs)(const struct memest_optim_param *p);
     /* The optimizer the parameters pprog leaves (state .aux) go to, its
      * step() after this one's, following --optim-impl: with_aux. */
     bool with_aux;
@@ -198,6 +202,14 @@ struct memest_optim_desc {
      * parallelism (tensor, context, pipeline, expert) refused; one GPU and
      * DDP (each rank updates every whole parameter) are. */
     bool whole_params;
+    /* Under ZeRO and FSDP, the distributed variant that gathers each matrix
+     * before its update (Distributed Muon, optim.c): its program for p on
+     * one of `ranks` ranks holding `part` of its elements in elem-byte
+     * state, one matrix at a time (n = 0: the auxiliary optimizer's
+     * parameter), or NULL. Model parallelism and --offload stay refused
+     * for it. */
+    void (*gprog)(const struct memest_optim_param *p, uint64_t part, uint64_t ranks, uint64_t elem,
+                  struct memest_optim_pprog *out);
     /* The library of an optimizer outside torch.optim that is no kernel of
      * its own ("transformers": a Python loop, pprog; the reports call its
      * implementation for-loop whatever --optim-impl says), or NULL. */
@@ -235,6 +247,34 @@ bool memest_optim_state_steps(const struct memest_optim_cfg *cfg, const struct m
  * the auxiliary optimizer's parameter). */
 void memest_optim_param_prog(const struct memest_optim_cfg *cfg, const struct memest_optim_param *p,
                              struct memest_optim_pprog *out);
+/* The elements of p a rank holds among `ranks`: ceil(numel / ranks) (ZeRO,
+ * FSDP1: each parameter cut evenly), or by_rows ceil(dim0 / ranks) rows of
+ * a matrix (FSDP2's dim-0 chunks, padded). */
+uint64_t memest_optim_part_elems(const struct memest_optim_param *p, uint64_t ranks, bool by_rows);
+/* The gathering program of cfg's optimizer for p on one of `ranks` ranks,
+ * cut as memest_optim_part_elems cuts it, its state elem bytes an element
+ * (memest_optim_desc.gprog; n = 0 without one, or for the auxiliary
+ * optimizer's parameter). */
+void memest_optim_gather_prog(const struct memest_optim_cfg *cfg, const struct memest_optim_param *p,
+                              uint64_t ranks, bool by_rows, uint64_t elem,
+                              struct memest_optim_pprog *out);
+/* The state of a rank's flat partition of numel elements of `bytes` in all,
+ * matrices of them in the gathering optimizer's matrices (memest_optim_desc
+ * .gprog: Muon's momentum_buffer, 1 copy) and the rest its auxiliary
+ * optimizer's (AdamW's 2), each bytes / numel per element; without gprog
+ * the optimizer's state of the flat tensor (memest_optim_param_state). */
+void memest_optim_part_state(const struct memest_optim_cfg *cfg, uint64_t numel, uint64_t bytes,
+                             uint64_t matrices, struct memest_optim_state *s);
+/* The elements a rank holds of the gathering optimizer's matrices among r's
+ * trainable parameters (each matrix's memest_optim_part_elems), of every
+ * parameter (unit_of NULL) or of those whose node is in unit u of unit_of
+ * (nunits: the root, the nodes outside every unit); 0 without gprog. */
+uint64_t memest_optim_part_matrices(const struct memest_optim_cfg *cfg, const struct memest_run *r,
+                                    uint64_t ranks, bool by_rows, const uint32_t *unit_of,
+                                    uint32_t u, uint32_t nunits);
+/* The multiply-accumulates one update of p makes in matrix products
+ * (memest_optim_desc.macs; 0 without). */
+uint64_t memest_optim_param_macs(const struct memest_optim_cfg *cfg, const struct memest_optim_param *p);
 /* The bytes of one temporary of size class t for parameter p. */
 uint64_t memest_optim_temp_bytes(const struct memest_optim_param *p, enum memest_optim_tsize t);
 

@@ -46,7 +46,8 @@ struct memest_sweep_row {
     uint64_t total_device;   /* what the fit check compares */
     uint64_t lower;          /* peak + overhead: total_device is never below it */
     bool may_fit;            /* lower fits (needs a card) */
-    double step_flops;       /* FLOPs of one optimizer step (grad_accum micro-batches) */
+    double step_flops;       /* FLOPs of one optimizer step: grad_accum micro-batches'
+                                forward and backward, and the optimizer's own once */
     bool has_fit, fits;
     bool has_time;
     struct memest_time time;

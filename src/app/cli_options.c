@@ -299,8 +299,11 @@ const struct memest_opt memest_opts[] = {
              "transformers' Adafactor (the Trainer's optim=\"adafactor\": float32 state and "
              "temporaries per parameter); `muon` is torch.optim.Muon (PyTorch 2.9) over the "
              "2-D hidden matrices with torch.optim.AdamW over the embeddings, the output head "
-             "and the 1-D parameters; both on one GPU or under DDP (ZeRO, FSDP and model "
-             "parallelism: an error)"},
+             "and the 1-D parameters, its Newton-Schulz FLOPs in `flops.optimizer`; under "
+             "ZeRO and FSDP Moonlight's Distributed Muon (each rank's partition of the momentum, "
+             "each matrix gathered whole in bf16 for its update; tensor, context, pipeline and "
+             "expert parallelism and --offload: an error); `hf_adafactor` on one GPU or under "
+             "DDP (ZeRO, FSDP and model parallelism: an error)"},
     {.name = "momentum",
      .arg = MEMEST_ARG_REQUIRED,
      .metavar = "M",

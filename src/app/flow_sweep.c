@@ -36,7 +36,9 @@ static int row_figures(const struct memest_app *a, const struct memest_run *r,
      * caching allocator's rounding */
     row->lower = memest_sat_add(o->inference ? e->infer_peak.tensor_bytes
                                              : e->train_peak.tensor_bytes, e->overhead);
-    row->step_flops = (o->inference ? e->flops.fwd_flops : e->flops.step_flops) * (double)k;
+    /* one optimizer step per k micro-batches (calc.h: memest_flops) */
+    row->step_flops = o->inference ? e->flops.fwd_flops
+                                   : e->flops.step_flops * (double)k + e->flops.optim_flops;
     if (a->has_card) {
         struct memest_fit f;
         memest_fit_check(row->total_device, a->card.memory, o->headroom, &f);

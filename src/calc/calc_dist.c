@@ -42,11 +42,14 @@ static void add(struct acc *a, uint64_t *to, uint64_t v)
     a->ok &= memest_add(*to, v, to);
 }
 
+/* The state over a partition of numel elements (bytes in all), matrices of
+ * them in a gathering optimizer's matrices (optim.h: memest_optim_part_state,
+ * Distributed Muon's momentum; the rest AdamW's) */
 static void add_state(struct acc *a, const struct memest_optim_cfg *oc, uint64_t numel,
-                      uint64_t bytes, bool host)
+                      uint64_t bytes, uint64_t matrices, bool host)
 {
     struct memest_optim_state st;
-    memest_optim_param_state(oc, numel, bytes, &st);
+    memest_optim_part_state(oc, numel, bytes, matrices, &st);
     for (unsigned k = 0; k < st.n; k++)
         if (!(st.paged & (1u << k)))
             add(a, host ? &a->s.host : &a->s.optim, st.bytes[k]);
@@ -194,9 +197,11 @@ static void add_params(struct acc *a, const struct memest_run *r,
 /* FSDP: one FlatParameter per unit and the root: its shard, the shard's
  * gradient when it requires grad, and the optimizer's state over the
  * shard (or, with use_orig_params, over its trainable parameters' parts). */
-static void add_flat_shards(struct acc *a, const struct memest_optim_cfg *oc,
+static void add_flat_shards(struct acc *a, const struct memest_run *r,
+                            const struct memest_optim_cfg *oc,
                             const struct memest_rank_view *v, const struct units *u)
 {
+    uint64_t k = v->shard > 0 ? (uint64_t)v->shard : 1;
     for (uint32_t i = 0; i <= u->n; i++) {
         const struct memest_flat_unit *f = &u->flat[i];
         if (!f->numel)
@@ -208,7 +213,9 @@ static void add_flat_shards(struct acc *a, const struct memest_optim_cfg *oc,
             continue;
         a->s.shard_elems += f->state;
         add(a, v->offload_optim ? &a->s.host : &a->s.grads, f->grad_bytes);
-        add_state(a, oc, f->state, f->state_bytes, v->offload_optim);
+        add_state(a, oc, f->state, f->state_bytes,
+                  memest_optim_part_matrices(oc, r, k, v->cfg && v->cfg->eng.fsdp2, u->of, i, u->n),
+                  v->offload_optim);
     }
 }
 
@@ -223,7 +230,9 @@ static void add_zero12_partition(struct acc *a, const struct memest_run *r,
     uint64_t es = v->master_fp32 ? 4 : e16;   /* the optimizer state's element */
     uint64_t part = memest_dist_zero_part(r, v);
     a->s.shard_elems = part;
-    add_state(a, oc, part, memest_sat_mul(part, es), v->offload_optim);
+    uint64_t k = v->shard > 0 ? (uint64_t)v->shard : 1;
+    add_state(a, oc, part, memest_sat_mul(part, es),
+              memest_optim_part_matrices(oc, r, k, false, NULL, 0, 0), v->offload_optim);
     if (v->master_fp32)
         add(a, v->offload_optim ? &a->s.host : &a->s.master, memest_sat_mul(part, 4));
     if (v->shard_grads)
@@ -245,12 +254,13 @@ static int add_optimizer(struct acc *a, const struct memest_run *r,
                          uint64_t grad_full, struct memest_error *err)
 {
     if (v->flat_units) {
-        add_flat_shards(a, oc, v, u);
+        add_flat_shards(a, r, oc, v, u);
     } else if (v->strategy == MEMEST_STRAT_ZERO3) {
         uint64_t part3 = memest_dist_zero_part(r, v);
         a->s.shard_elems = part3;
+        uint64_t k = v->shard > 0 ? (uint64_t)v->shard : 1;
         add_state(a, oc, part3, memest_sat_mul(part3, v->master_fp32 ? 4 : e16),
-                  v->offload_optim);
+                  memest_optim_part_matrices(oc, r, k, false, NULL, 0, 0), v->offload_optim);
         if (v->master_fp32)
             add(a, v->offload_optim ? &a->s.host : &a->s.master, memest_sat_mul(part3, 4));
     } else if (v->shard_optim) {

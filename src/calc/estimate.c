@@ -79,6 +79,7 @@ int memest_estimate_sims(struct memest_run *r, const struct memest_step_cfg *cfg
     e->gradients = memest_calc_grads(r);
     e->activations = memest_calc_activations(r);
     memest_calc_flops(r, &e->flops);
+    memest_calc_optim_flops(r, &cfg->optim, &e->flops);
     e->has_dist = cfg->rank != NULL;
     if (memest_calc_dist_states(r, cfg, &e->dist, err) != 0)
         return -1;

@@ -183,10 +183,14 @@ int memest_roofline(const struct memest_run *r, const struct memest_estimate *e,
         double opt_bytes = 2.0 * (double)e->params.trainable_bytes + (double)e->gradients +
                            2.0 * ((double)e->opt.device_bytes + (double)e->opt.paged_bytes);
         out->opt_s = opt_bytes / o->bandwidth;
+        /* the optimizer's matrix products (Muon's Newton-Schulz), once per
+           step, after its elementwise traffic (calc.h: memest_flops) */
+        double opt_compute = e->flops.optim_flops / (o->peak_flops * o->mfu);
+        out->opt_s += opt_compute;
         const struct memest_rank_view *v = o->step ? o->step->rank : NULL;
         if (v && v->offload_optim) {
             opt_bytes = 0;   /* the update runs on the host */
-            out->opt_s = 0;
+            out->opt_s = opt_compute = 0;
             double link = o->host_bw > 0 ? o->host_bw : 1;
             out->offload_s = (double)e->dist.shard_elems /
                                  (o->cpu_optim_rate > 0 ? o->cpu_optim_rate : 1) +
@@ -204,10 +208,10 @@ int memest_roofline(const struct memest_run *r, const struct memest_estimate *e,
                                    (out_s > out->fwd_s ? out_s - out->fwd_s : 0));
         }
         bytes = bytes * k + opt_bytes;
-        flops *= k;
+        flops = flops * k + e->flops.optim_flops;
         out->step_s = k * (out->fwd_s + out->recompute_s + out->bwd_s) + out->opt_s +
                       out->offload_s;
-        out->memory_bound_s = k * (mb_fwd + mb_re + mb_bwd) + out->opt_s;
+        out->memory_bound_s = k * (mb_fwd + mb_re + mb_bwd) + out->opt_s - opt_compute;
     } else {
         out->step_s = out->fwd_s;
         out->memory_bound_s = mb_fwd;

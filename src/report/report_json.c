@@ -258,6 +258,8 @@ void memest_report_json(FILE *f, const struct memest_report *rep)
     memest_jsonw_count(&w, "forward", e->flops.fwd_flops);
     memest_jsonw_count(&w, "backward", e->flops.bwd_flops);
     memest_jsonw_count(&w, "step", e->flops.step_flops);
+    memest_jsonw_count(&w, "optimizer_macs", e->flops.optim_macs);
+    memest_jsonw_count(&w, "optimizer", e->flops.optim_flops);
     memest_jsonw_obj_end(&w);
 
     if (rep->probe)

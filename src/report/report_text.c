@@ -337,6 +337,10 @@ void memest_summary_text(FILE *f, const struct memest_report *rep)
     fprintf(f, "  step       %sMACs  = %sFLOPs\n",
             memest_fmt_si(e->flops.step_macs, a, sizeof a),
             memest_fmt_si(e->flops.step_flops, b, sizeof b));
+    if (e->flops.optim_macs > 0)   /* once per optimizer step, not per micro-batch */
+        fprintf(f, "  optimizer  %sMACs  = %sFLOPs once per optimizer step (its matrix products)\n",
+                memest_fmt_si(e->flops.optim_macs, a, sizeof a),
+                memest_fmt_si(e->flops.optim_flops, b, sizeof b));
     if (o->layers)
         memest_layers_text(f, rep);
 }

@@ -422,18 +422,20 @@ static int sim_dist_zero_grad(struct sim *S)
 /* ---- the optimizer ---- */
 
 /* One flat tensor the optimizer updates: its node (for the events), its
- * elements and the bytes of its state's element. */
+ * elements, the bytes of its state's elements, and how many of them are a
+ * gathering optimizer's matrices (Distributed Muon's; the rest AdamW's). */
 struct flat {
     uint32_t node;
-    uint64_t numel, bytes;
+    uint64_t numel, bytes, matrices;
 };
 
-static int optim_state(struct sim *S, const struct flat *f)
+/* State tensors [from, to) of flat f (optim.h: memest_optim_part_state) */
+static int optim_state(struct sim *S, const struct flat *f, unsigned from, unsigned to)
 {
     const struct memest_optim_cfg *oc = &S->cfg->optim;
     struct memest_optim_state st;
-    memest_optim_param_state(oc, f->numel, f->bytes, &st);
-    for (unsigned c = 0; c < st.n; c++) {
+    memest_optim_part_state(oc, f->numel, f->bytes, f->matrices, &st);
+    for (unsigned c = from; c < st.n && c < to; c++) {
         uint32_t id;
         if (st.paged & (1u << c))
             continue;
@@ -446,76 +448,117 @@ static int optim_state(struct sim *S, const struct flat *f)
     return 0;
 }
 
-static int sim_dist_optimizer(struct sim *S, bool first)
+/* The flat tensors: ZeRO's one partition, FSDP's shard per unit, into *out
+ * (one, or a list to free); their count. -1 out of memory. */
+static int flats(struct sim *S, struct flat *one, struct flat **out, uint32_t *nf)
 {
     const struct memest_rank_view *v = S->rv;
     const struct memest_optim_cfg *oc = &S->cfg->optim;
-    const struct memest_optim_desc *d = memest_optim_desc(oc->kind);
-    S->ph = (uint8_t)((S->ph & WARM) | MEMEST_PH_OPTIMIZER);
-    if (v->offload_optim)   /* CPU Adam: the update runs on the host */
-        return 0;
-    /* the flat tensors: ZeRO's one partition, FSDP's shard per unit */
-    struct flat one, *fl = &one;
-    uint32_t nf = 0;
+    uint64_t k = v->shard > 0 ? (uint64_t)v->shard : 1;
+    bool rows = v->cfg && v->cfg->eng.fsdp2;
+    *out = one;
+    *nf = 0;
     if (v->flat_units) {
-        fl = malloc(sizeof *fl * ((size_t)S->nunits + 1));
+        struct flat *fl = malloc(sizeof *fl * ((size_t)S->nunits + 1));
         if (!fl)
             return sim_nomem(S);
         for (uint32_t u = 0; u <= S->nunits; u++) {
             if (!S->ustate[u] || S->ugr[u] == NONE)
                 continue;
-            fl[nf++] = (struct flat){u < S->nunits ? S->ufirst[u] : NONE, S->ustate[u],
-                                     S->ustbytes[u]};
+            fl[(*nf)++] = (struct flat){u < S->nunits ? S->ufirst[u] : NONE, S->ustate[u],
+                                        S->ustbytes[u],
+                                        memest_optim_part_matrices(oc, S->r, k, rows, S->unit_of,
+                                                                   u, S->nunits)};
         }
-    } else {
-        uint64_t part = S->zpart;
-        one = (struct flat){NONE, part, memest_sat_mul(part, v->master_fp32 ? 4 : S->e16)};
-        nf = part ? 1 : 0;
+        *out = fl;
+        return 0;
     }
+    uint64_t part = S->zpart;
+    *one = (struct flat){NONE, part, memest_sat_mul(part, v->master_fp32 ? 4 : S->e16),
+                         memest_optim_part_matrices(oc, S->r, k, false, NULL, 0, 0)};
+    *nf = part ? 1 : 0;
+    return 0;
+}
+
+/* The elementwise update's temporaries over the flat tensors: the foreach
+ * program's lists, one temporary per flat tensor (of its bytes, or with a
+ * gathering optimizer its auxiliary optimizer's part); the for-loop's, per
+ * tensor; none fused. */
+static int flat_temps(struct sim *S, const struct memest_optim_desc *d, const struct flat *fl,
+                      uint32_t nf)
+{
+    enum memest_optim kind = d->gprog ? d->aux : S->cfg->optim.kind;
+    const struct memest_optim_desc *od = memest_optim_desc(kind);
+    const struct memest_optim_prog *prog = memest_optim_foreach(kind, S->cfg->torch_version);
+    if (od->by_dim)   /* the flat tensors have one dimension: Adafactor's vector program */
+        prog = &od->foreach_vec;
     int rc = 0;
-    /* state: made in the first step (or the constructor's: there, once) */
-    if (first && (d->init == MEMEST_INIT_FIRST_STEP || d->init == MEMEST_INIT_LAZY_CLONE ||
-                  d->init == MEMEST_INIT_PER_PARAM || d->init == MEMEST_INIT_CONSTRUCTOR)) {
-        for (uint32_t i = 0; i < nf && rc == 0; i++)
-            rc = optim_state(S, &fl[i]);
-        /* ZeRO's fp32 master partition (made with the engine; here with the
-         * state, both kept for good) */
-        uint32_t id;
-        if (rc == 0 && v->deepspeed && v->master_fp32 && nf)
-            rc = sim_ev_alloc(S, MEMEST_CAT_OPTSTATE, NONE, memest_sat_mul(fl[0].numel, 4), &id);
-    }
-    /* ZeRO with 16-bit parameters: the fp32 gradient of the partition */
-    uint32_t g32 = NONE;
-    if (rc == 0 && v->deepspeed && v->master_fp32 && nf)
-        rc = sim_ev_alloc(S, MEMEST_CAT_OPTTEMP, NONE, memest_sat_mul(fl[0].numel, 4), &g32);
-    /* temporaries: the foreach program's lists, one temporary per flat
-     * tensor; the for-loop's, per tensor; none fused */
-    const struct memest_optim_prog *prog = memest_optim_foreach(oc->kind, S->cfg->torch_version);
-    if (d->by_dim)   /* the flat tensors have one dimension: Adafactor's vector program */
-        prog = &d->foreach_vec;
-    if (rc == 0 && S->cfg->impl == MEMEST_IMPL_FOREACH && nf) {
+    if (S->cfg->impl == MEMEST_IMPL_FOREACH && nf) {
         uint32_t *ids = malloc(sizeof *ids * (MEMEST_OPTIM_MAX_LISTS + 1) * nf);
         uint8_t on[MEMEST_OPTIM_MAX_LISTS + 1] = {0};
         if (!ids)
-            rc = sim_nomem(S);
-        for (size_t k = 0; ids && k < prog->n && rc == 0; k++) {
+            return sim_nomem(S);
+        for (size_t k = 0; k < prog->n && rc == 0; k++) {
             int l = prog->op[k] > 0 ? prog->op[k] : -prog->op[k];
             on[l] = prog->op[k] > 0;
             for (uint32_t i = 0; i < nf && rc == 0; i++) {
                 uint32_t *slot = &ids[(size_t)l * nf + i];
-                rc = prog->op[k] > 0 ? sim_ev_alloc(S, MEMEST_CAT_OPTTEMP, fl[i].node, fl[i].bytes, slot)
+                uint64_t b = d->gprog && fl[i].numel
+                                 ? memest_sat_mul(fl[i].numel - fl[i].matrices, fl[i].bytes / fl[i].numel)
+                                 : fl[i].bytes;
+                rc = prog->op[k] > 0 ? sim_ev_alloc(S, MEMEST_CAT_OPTTEMP, fl[i].node, b, slot)
                                      : sim_ev_free(S, fl[i].node, *slot);
             }
         }
-        for (int l = MEMEST_OPTIM_MAX_LISTS; ids && l > 0; l--)
+        for (int l = MEMEST_OPTIM_MAX_LISTS; l > 0; l--)
             for (uint32_t i = 0; on[l] && i < nf && rc == 0; i++)
                 rc = sim_ev_free(S, NONE, ids[(size_t)l * nf + i]);
         free(ids);
-    } else if (rc == 0 && S->cfg->impl == MEMEST_IMPL_FORLOOP) {
+    } else if (S->cfg->impl == MEMEST_IMPL_FORLOOP) {
         for (uint32_t i = 0; i < nf && rc == 0; i++)
-            for (unsigned t = 0; t < d->forloop_temps && rc == 0; t++)
+            for (unsigned t = 0; t < od->forloop_temps && rc == 0; t++)
                 rc = sim_ev_transient(S, MEMEST_CAT_OPTTEMP, fl[i].node, fl[i].bytes);
     }
+    return rc;
+}
+
+/* The optimizer over the rank's flat tensors; a gathering optimizer
+ * (Distributed Muon) first updates its matrices one by one, gathered
+ * whole, then its auxiliary optimizer (AdamW) the rest: the momentum made
+ * before, AdamW's state after (as sim_optimizer.c's pprog_update). */
+static int sim_dist_optimizer(struct sim *S, bool first)
+{
+    const struct memest_rank_view *v = S->rv;
+    const struct memest_optim_desc *d = memest_optim_desc(S->cfg->optim.kind);
+    S->ph = (uint8_t)((S->ph & WARM) | MEMEST_PH_OPTIMIZER);
+    if (v->offload_optim)   /* CPU Adam: the update runs on the host */
+        return 0;
+    struct flat one, *fl;
+    uint32_t nf;
+    if (flats(S, &one, &fl, &nf) != 0)
+        return -1;
+    int rc = 0;
+    unsigned split = d->gprog ? 1 : MEMEST_OPTIM_MAX_STATE;   /* the momentum first */
+    /* state: made in the first step (or the constructor's: there, once) */
+    for (uint32_t i = 0; first && i < nf && rc == 0; i++)
+        rc = optim_state(S, &fl[i], 0, split);
+    /* ZeRO's fp32 master partition (made with the engine; here with the
+     * state, both kept for good) */
+    uint32_t id;
+    if (first && rc == 0 && v->deepspeed && v->master_fp32 && nf)
+        rc = sim_ev_alloc(S, MEMEST_CAT_OPTSTATE, NONE, memest_sat_mul(fl[0].numel, 4), &id);
+    /* ZeRO with 16-bit parameters: the fp32 gradient of the partition */
+    uint32_t g32 = NONE;
+    if (rc == 0 && v->deepspeed && v->master_fp32 && nf)
+        rc = sim_ev_alloc(S, MEMEST_CAT_OPTTEMP, NONE, memest_sat_mul(fl[0].numel, 4), &g32);
+    if (rc == 0 && d->gprog) {
+        uint64_t k = v->shard > 0 ? (uint64_t)v->shard : 1;
+        rc = sim_optim_gather(S, k, v->cfg && v->cfg->eng.fsdp2, v->master_fp32 ? 4 : S->e16);
+        for (uint32_t i = 0; first && i < nf && rc == 0; i++)   /* AdamW's _init_group */
+            rc = optim_state(S, &fl[i], split, MEMEST_OPTIM_MAX_STATE);
+    }
+    if (rc == 0)
+        rc = flat_temps(S, d, fl, nf);
     if (rc == 0 && g32 != NONE)
         rc = sim_ev_free(S, NONE, g32);
     if (fl != &one)

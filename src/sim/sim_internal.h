@@ -478,6 +478,12 @@ int sim_optimizer(struct sim *S, bool first);
  * device memory only (paged tensors are not the caching allocator's), then
  * its device `step` scalar with dev_step. 0 / -1. */
 int sim_optim_state(struct sim *S, const struct memest_param *pp, bool dev_step);
+/* A gathering optimizer's update on a rank of ZeRO or FSDP (optim.h:
+ * memest_optim_desc.gprog, Distributed Muon): each trainable matrix's
+ * program in turn, its partition (memest_optim_part_elems: by_rows for
+ * FSDP2) of elem-byte elements, its full-size temporaries freed before the
+ * next. 0 / -1. */
+int sim_optim_gather(struct sim *S, uint64_t ranks, bool by_rows, uint64_t elem);
 
 /* ---- the step's extensions ---- */
 

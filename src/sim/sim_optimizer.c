@@ -249,6 +249,27 @@ static int pprog_run(struct sim *S, const struct memest_param *pp, const struct 
     return rc;
 }
 
+int sim_optim_gather(struct sim *S, uint64_t ranks, bool by_rows, uint64_t elem)
+{
+    const struct memest_run *r = S->r;
+    uint32_t slots[MEMEST_OPTIM_MAX_SLOTS + 1];
+    for (unsigned k = 0; k <= MEMEST_OPTIM_MAX_SLOTS; k++)
+        slots[k] = NONE;
+    int rc = 0;
+    for (uint32_t i = 0; i < r->nparams && rc == 0; i++) {
+        const struct memest_param *pp = &r->params[i];
+        if (pp->tied_to >= 0 || !pp->trainable)
+            continue;
+        struct memest_optim_param op = memest_optim_param_run(r, i);
+        struct memest_optim_pprog o;
+        memest_optim_gather_prog(&S->cfg->optim, &op, ranks, by_rows, elem, &o);
+        rc = pprog_run(S, pp, &o, slots, false);
+    }
+    for (unsigned k = MEMEST_OPTIM_MAX_SLOTS; k > 0 && rc == 0; k--)
+        rc = slot_free(S, &slots[k], NONE);
+    return rc;
+}
+
 /* An optimizer updating parameter by parameter (memest_optim_desc.pprog):
  * its programs in order, then its auxiliary optimizer's step over the
  * parameters they leave (Muon's AdamW), under --optim-impl. */

@@ -91,11 +91,13 @@
  *   made before its update and AdamW's state at the start of AdamW's step
  *   (sim_optimizer.c). Peak of one parameter (from the second
  *   iteration): the lerp tensor + two [m, n] and two [m, m] bf16 tensors.
- *   Under ZeRO or FSDP the distributed variants gather each full gradient
- *   matrix before Newton-Schulz: not modelled, refused (whole_params), as
- *   are tensor, context, pipeline and expert parallelism; DDP, where every
- *   rank updates every whole parameter as one GPU does, is modelled. The same
- *   holds for transformers' Adafactor (ZeRO hands it flat partitions).
+ *   Under DDP every rank updates every whole parameter, as one GPU does.
+ *   Under ZeRO and FSDP memest models Moonlight's Distributed Muon
+ *   (muon_gather_prog below: each rank's partition of the momentum, each
+ *   matrix gathered whole for Newton-Schulz); tensor, context, pipeline and
+ *   expert parallelism and --offload stay refused (step.c). transformers'
+ *   Adafactor is refused under ZeRO and FSDP too (whole_params: ZeRO hands
+ *   it flat partitions).
  * transformers' Adafactor (transformers.optimization.Adafactor, the
  *   Trainer's optim="adafactor" with scale_parameter=False,
  *   relative_step=False and its lr; read at huggingface/transformers commit
@@ -323,23 +325,13 @@ static void pp_op(struct memest_optim_pprog *o, int slot)
     o->op[o->n++] = (int8_t)slot;
 }
 
-/* torch.optim.Muon's update of one hidden matrix [m, n] (slots: 1 the lerp
- * tensor, 2 ortho_grad, 3 gram_matrix, 4 gram_update); nothing for the
- * parameters AdamW updates. */
+/* Newton-Schulz over slot 1's bf16 [m, n] matrix (slots: 2 X, 3
+ * gram_matrix, 4 gram_update): each name rebound, the function's locals
+ * dropped at its return, then the caller's `update` rebound to the result
+ * (slot 2), freeing slot 1. */
 #define MUON_NS_STEPS 5   /* DEFAULT_NS_STEPS */
-static void muon_prog(const struct memest_optim_param *p, struct memest_optim_pprog *o)
+static void muon_ns(struct memest_optim_pprog *o)
 {
-    memset(o, 0, sizeof *o);
-    if (p->ndim != 2 || !p->rows || !p->cols || p->nonhidden)
-        return;
-    uint64_t k = p->rows < p->cols ? p->rows : p->cols;   /* [m, n] with m <= n */
-    o->bytes[1] = p->bytes;                           /* grad.lerp(buf, momentum) */
-    o->bytes[2] = memest_sat_mul(p->numel, 2);         /* bf16 [m, n] */
-    o->bytes[3] = o->bytes[4] = memest_sat_mul(memest_sat_mul(k, k), 2);   /* bf16 [m, m] */
-    pp_op(o, 1);
-    pp_op(o, -2);   /* the previous parameter's result, rebound */
-    if (p->dtype != MEMEST_BF16)
-        pp_op(o, 2);   /* grad.bfloat16(): a copy */
     for (int i = 0; i < MUON_NS_STEPS; i++) {
         pp_op(o, 3);
         pp_op(o, 4);
@@ -348,6 +340,99 @@ static void muon_prog(const struct memest_optim_param *p, struct memest_optim_pp
     pp_op(o, -3);   /* the function's locals */
     pp_op(o, -4);
     pp_op(o, -1);   /* update = the result */
+}
+
+/* Whether p is a hidden matrix (Muon's; the others are AdamW's) */
+static bool muon_matrix(const struct memest_optim_param *p)
+{
+    return p->ndim == 2 && p->rows && p->cols && !p->nonhidden;
+}
+
+/* Newton-Schulz's sizes for p [m, n]: X bf16 [m, n] (slot 2), gram_matrix
+ * and gram_update bf16 [m, m] (slots 3, 4), m <= n */
+static void muon_ns_bytes(const struct memest_optim_param *p, struct memest_optim_pprog *o)
+{
+    uint64_t k = p->rows < p->cols ? p->rows : p->cols;
+    o->bytes[2] = memest_sat_mul(p->numel, 2);
+    o->bytes[3] = o->bytes[4] = memest_sat_mul(memest_sat_mul(k, k), 2);
+}
+
+/* torch.optim.Muon's update of one hidden matrix [m, n] (slots: 1 the lerp
+ * tensor, 2 ortho_grad, 3 gram_matrix, 4 gram_update); nothing for the
+ * parameters AdamW updates. */
+static void muon_prog(const struct memest_optim_param *p, struct memest_optim_pprog *o)
+{
+    memset(o, 0, sizeof *o);
+    if (!muon_matrix(p))
+        return;
+    muon_ns_bytes(p, o);
+    o->bytes[1] = p->bytes;                           /* grad.lerp(buf, momentum) */
+    pp_op(o, 1);
+    pp_op(o, -2);   /* the previous parameter's result, rebound */
+    if (p->dtype != MEMEST_BF16)
+        pp_op(o, 2);   /* grad.bfloat16(): a copy */
+    muon_ns(o);
+}
+
+/* Distributed Muon (Moonlight, "Muon is Scalable for LLM Training", arXiv
+ * 2502.16982, Algorithm 1 "Distributed Muon", read in MoonshotAI/Moonlight
+ * @c2ad5b2:Moonlight.pdf, sec. 2.3): ZeRO-1 style, each rank keeps the
+ * momentum of its DP partition (lines 3-4: g' = update_with_momentum(g, m)
+ * on the local partition); "DP Gather" (lines 5-6) gathers g' into the full
+ * matrix, in bf16 ("Muon only requires the Newton-Schulz iteration steps in
+ * bf16, thus further reducing the communication overhead to 50%"), Newton-
+ * Schulz runs on the full matrix (lines 7-8) and the rank keeps its
+ * partition of U (line 9: a view, "discard the rest"). One matrix at a time,
+ * on a rank holding part elements of p (memest_optim_part_elems) of elem
+ * bytes each among `ranks`:
+ * slot 5 the Nesterov update of the partition (torch.optim.Muon's
+ * grad.lerp(buf) on it), slot 6 its bf16 copy (none in bf16), slot 1 the
+ * gathered bf16 matrix (ranks x part elements, the all-gather's padded
+ * output), then Newton-Schulz at full size (the gathered matrix is bf16
+ * already: no copy), all freed before the next matrix. */
+static void muon_gather_prog(const struct memest_optim_param *p, uint64_t part, uint64_t ranks,
+                             uint64_t elem, struct memest_optim_pprog *o)
+{
+    memset(o, 0, sizeof *o);
+    if (!muon_matrix(p))
+        return;
+    muon_ns_bytes(p, o);
+    o->bytes[1] = memest_sat_mul(memest_sat_mul(part, ranks), 2);
+    o->bytes[5] = memest_sat_mul(part, elem);
+    o->bytes[6] = memest_sat_mul(part, 2);
+    pp_op(o, 5);
+    if (elem != 2)
+        pp_op(o, 6);
+    pp_op(o, 1);    /* DP Gather */
+    pp_op(o, -6);
+    pp_op(o, -5);
+    muon_ns(o);
+    pp_op(o, -2);   /* the rank's partition of U applied: the matrix goes */
+}
+
+/* The multiply-accumulates of Newton-Schulz on one hidden matrix, as
+ * _zeropower_via_newtonschulz runs it (pytorch/pytorch@098e03f:
+ * torch/optim/_muon.py:60-77, the stored version): X = grad.bfloat16()
+ * (:60), transposed when size(0) > size(1) (:61-62), so X is [m, n], m <= n;
+ * each of the ns_steps = 5 (DEFAULT_NS_STEPS, :29) iterations multiplies
+ *   gram_matrix = X @ X.T                        (:68, :75)  m * m * n
+ *   gram_matrix @ gram_matrix (addmm's or c * gram_matrix @ gram_matrix)
+ *                                                (:69-71, :76) m * m * m
+ *   gram_update @ X (addmm's or a * X + gram_update @ X)
+ *                                                (:72, :77)  m * m * n
+ * use_addmm (:66) changes the temporaries, not the products. The norm (:64),
+ * the lerp and the parameter's update are elementwise: not counted (only
+ * multiply-accumulating products count, as in calc_flops.c). 0 for the
+ * parameters AdamW updates. */
+static uint64_t muon_macs(const struct memest_optim_param *p)
+{
+    if (!muon_matrix(p))
+        return 0;
+    uint64_t m = p->rows < p->cols ? p->rows : p->cols;
+    uint64_t n = p->rows < p->cols ? p->cols : p->rows;
+    uint64_t mm = memest_sat_mul(m, m);
+    uint64_t iter = memest_sat_add(memest_sat_mul(memest_sat_mul(mm, n), 2), memest_sat_mul(mm, m));
+    return memest_sat_mul(iter, MUON_NS_STEPS);
 }
 
 /* transformers' Adafactor.step for one parameter (slots: 1 grad.float(),
@@ -466,7 +551,8 @@ static const struct memest_optim_desc table[] = {
         .state = muon_state, .init = MEMEST_INIT_FIRST_STEP, .step_scalar = false,
         .note = "1 copy (momentum_buffer) of the 2-D hidden matrices; AdamW's 2 copies of "
                 "the others (embeddings, the head, 1-D)",
-        .pprog = muon_prog, .with_aux = true, .aux = MEMEST_OPT_ADAMW, .whole_params = true,
+        .pprog = muon_prog, .macs = muon_macs, .with_aux = true, .aux = MEMEST_OPT_ADAMW,
+        .gprog = muon_gather_prog,
         .since = 209,
     },
     [MEMEST_OPT_HF_ADAFACTOR] = {
@@ -573,6 +659,70 @@ void memest_optim_param_prog(const struct memest_optim_cfg *cfg, const struct me
     memset(out, 0, sizeof *out);
     if (table[cfg->kind].pprog)
         table[cfg->kind].pprog(p, out);
+}
+
+uint64_t memest_optim_part_elems(const struct memest_optim_param *p, uint64_t ranks, bool by_rows)
+{
+    uint64_t k = ranks ? ranks : 1;
+    if (by_rows && p->ndim == 2 && p->rows && p->cols)   /* ceil(dim0 / k) rows */
+        return memest_sat_mul(p->rows / k + (p->rows % k != 0), p->cols);
+    return p->numel / k + (p->numel % k != 0);
+}
+
+void memest_optim_gather_prog(const struct memest_optim_cfg *cfg, const struct memest_optim_param *p,
+                              uint64_t ranks, bool by_rows, uint64_t elem,
+                              struct memest_optim_pprog *out)
+{
+    memset(out, 0, sizeof *out);
+    if (table[cfg->kind].gprog)
+        table[cfg->kind].gprog(p, memest_optim_part_elems(p, ranks, by_rows), ranks ? ranks : 1,
+                               elem, out);
+}
+
+void memest_optim_part_state(const struct memest_optim_cfg *cfg, uint64_t numel, uint64_t bytes,
+                             uint64_t matrices, struct memest_optim_state *s)
+{
+    const struct memest_optim_desc *d = &table[cfg->kind];
+    if (!d->gprog) {
+        memest_optim_param_state(cfg, numel, bytes, s);
+        return;
+    }
+    uint64_t elem = numel ? bytes / numel : 0;
+    uint64_t mat = matrices < numel ? matrices : numel, rest = numel - mat;
+    struct memest_optim_state a;
+    struct memest_optim_cfg ac = {.kind = d->aux};
+    memest_optim_param_state(&ac, rest, memest_sat_mul(rest, elem), &a);
+    memset(s, 0, sizeof *s);
+    s->bytes[s->n++] = memest_sat_mul(mat, elem);   /* the matrices' momentum */
+    for (unsigned k = 0; k < a.n && s->n < MEMEST_OPTIM_MAX_STATE; k++)
+        s->bytes[s->n++] = a.bytes[k];
+}
+
+uint64_t memest_optim_part_matrices(const struct memest_optim_cfg *cfg, const struct memest_run *r,
+                                    uint64_t ranks, bool by_rows, const uint32_t *unit_of,
+                                    uint32_t u, uint32_t nunits)
+{
+    uint64_t n = 0;
+    if (!table[cfg->kind].gprog)
+        return 0;
+    for (uint32_t i = 0; i < r->nparams; i++) {
+        const struct memest_param *pp = &r->params[i];
+        if (pp->tied_to >= 0 || !pp->trainable)
+            continue;
+        if (unit_of && (unit_of[pp->node] == UINT32_MAX ? nunits : unit_of[pp->node]) != u)
+            continue;
+        struct memest_optim_param p = memest_optim_param_run(r, i);
+        struct memest_optim_pprog o;
+        memest_optim_gather_prog(cfg, &p, ranks, by_rows, 4, &o);
+        if (o.n)
+            n = memest_sat_add(n, memest_optim_part_elems(&p, ranks, by_rows));
+    }
+    return n;
+}
+
+uint64_t memest_optim_param_macs(const struct memest_optim_cfg *cfg, const struct memest_optim_param *p)
+{
+    return table[cfg->kind].macs ? table[cfg->kind].macs(p) : 0;
 }
 
 uint64_t memest_optim_temp_bytes(const struct memest_optim_param *p, enum memest_optim_tsize t)
@@ -699,7 +849,12 @@ unsigned memest_optim_param_temporaries(const struct memest_step_cfg *cfg,
         a.optim = (struct memest_optim_cfg){.kind = d->aux};
         return memest_optim_temporaries_of(&a, matrix);
     }
-    return made(o.op, o.n);
+    unsigned n = made(o.op, o.n);
+    if (d->gprog) {   /* the gathering program's, under ZeRO and FSDP (elem 4: all its tensors) */
+        d->gprog(p, 1, 2, 4, &o);
+        n = made(o.op, o.n) > n ? made(o.op, o.n) : n;
+    }
+    return n;
 }
 
 bool memest_optim_device_steps(const struct memest_step_cfg *cfg)

@@ -233,6 +233,18 @@ int memest_step_cfg_check(const struct memest_step_cfg *c, struct memest_error *
                            "--optim %s with ZeRO, FSDP or model parallelism is not modelled (its "
                            "update of whole matrices on sharded ones is not); one GPU and DDP are",
                            memest_optim_name(c->optim.kind));
+    if (memest_optim_desc(c->optim.kind)->gprog && rv &&
+        (rv->cfg->tp > 1 || rv->cfg->cp > 1 || rv->cfg->pp > 1 || rv->cfg->ep > 1))
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                           "--optim %s with tensor, context, pipeline or expert parallelism is not "
+                           "modelled (its distributed variant gathers each matrix over the "
+                           "data-parallel ranks only); one GPU, DDP, ZeRO and FSDP are",
+                           memest_optim_name(c->optim.kind));
+    if (memest_optim_desc(c->optim.kind)->gprog && rv && rv->offload_optim)
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                           "--optim %s with --offload is not modelled (a CPU optimizer of its "
+                           "Newton-Schulz update); leave --offload out",
+                           memest_optim_name(c->optim.kind));
     const char *lib = memest_optim_desc(c->optim.kind)->library;
     if (c->impl == MEMEST_IMPL_FUSED && lib)
         return memest_errf(err, MEMEST_ERR_USAGE, NULL,

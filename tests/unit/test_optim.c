@@ -267,14 +267,39 @@ static void test_muon(void)
     CHECK_EQ_U64(pprog_peak(&o, &left), 419430400);
     CHECK_EQ_U64(left, 117440512);           /* the result, bound until the next lerp */
     struct memest_step_cfg sc = {.optim = c, .impl = MEMEST_IMPL_FOREACH};
-    CHECK_EQ_INT(memest_optim_param_temporaries(&sc, &p), 16);   /* U, 5 x (gram, gram_update, X) */
+    /* U, 5 x (gram, gram_update, X): 16; the event bound takes the larger
+     * Distributed Muon program's (the Nesterov partition, its bf16 copy, the
+     * gathered matrix, 5 x 3): 18 */
+    CHECK_EQ_INT(memest_optim_param_temporaries(&sc, &p), 18);
     /* nn.Linear(784, 512).weight, fp32 (mlp-mnist, tests/reference/optim_2026.json):
      * U 1605632 + X0 802816 + ... from the second iteration U + 2 X +
      * 2 * 512^2 * 2 = 1605632 + 1605632 + 1048576 = 4259840 */
     p = matrix(512, 784, 4, MEMEST_F32);
     memest_optim_param_prog(&c, &p, &o);
     CHECK_EQ_U64(pprog_peak(&o, &left), 4259840);
-    CHECK_EQ_INT(memest_optim_param_temporaries(&sc, &p), 17);   /* and the bf16 copy */
+    CHECK_EQ_INT(memest_optim_param_temporaries(&sc, &p), 18);   /* 17 with the bf16 copy; 18 */
+    /* Newton-Schulz's MACs: m = 512, n = 784: 5 * (2 * 512^2 * 784 + 512^3) =
+     * 5 * (411041792 + 134217728) = 2726297600; the transposed [784, 512] the same */
+    CHECK_EQ_U64(memest_optim_param_macs(&c, &p), 2726297600u);
+    struct memest_optim_param pt = matrix(784, 512, 4, MEMEST_F32);
+    CHECK_EQ_U64(memest_optim_param_macs(&c, &pt), 2726297600u);
+    /* Distributed Muon on one of 4 ranks, fp32 state: the partition
+     * 512 * 784 / 4 = 100352 elements, Nesterov 401408 B, its bf16 copy
+     * 200704, the gathered bf16 matrix 4 * 100352 * 2 = 802816; then
+     * Newton-Schulz on it (bf16 already): gathered + 2 X + 2 [512, 512] =
+     * 802816 + 1605632 + 1048576 = 3457024; nothing left */
+    memest_optim_gather_prog(&c, &p, 4, false, 4, &o);
+    CHECK_EQ_U64(pprog_peak(&o, &left), 3457024);
+    CHECK_EQ_U64(left, 0);
+    /* its partition's state: 100352 of 100400 elements its matrices'
+     * (momentum 401408 B), 48 AdamW's (2 x 192 B) */
+    memest_optim_part_state(&c, 100400, 401600, 100352, &st);
+    CHECK_EQ_INT(st.n, 3);
+    CHECK_EQ_U64(st.bytes[0], 401408);
+    CHECK_EQ_U64(st.bytes[1] + st.bytes[2], 384);
+    struct memest_optim_cfg adamw = {.kind = MEMEST_OPT_ADAMW};
+    memest_optim_part_state(&adamw, 100400, 401600, 100352, &st);   /* no gathering: 2 copies */
+    CHECK_EQ_U64(st.bytes[0] + st.bytes[1], 2 * 401600);
     /* the embedding table, the head, a norm's weight, a conv kernel: AdamW's */
     p.nonhidden = true;
     memest_optim_shaped_state(&c, &p, &st);
