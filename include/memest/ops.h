@@ -294,6 +294,12 @@ void memest_work_first(struct memest_ictx *c);
 /* The node's backward scratch (memest_bwd_workspace) is allocated and freed
  * before its input gradients (MEMEST_BWD_WORK_FIRST). */
 void memest_bwd_work_first(struct memest_ictx *c);
+/* The saves declared so far are read only by the node's last inner
+ * autograd node (memest_nodeinfo.late_saves). */
+void memest_late_saves(struct memest_ictx *c);
+/* Of the backward scratch, bytes of saves released before its peak
+ * (memest_nodeinfo.bwd_early_release). */
+void memest_bwd_early_release(struct memest_ictx *c, uint64_t bytes);
 /* The node runs an op of torchtitan's selective-checkpointing save list
  * (enum memest_sac_op, run.h). */
 void memest_set_sac_op(struct memest_ictx *c, uint8_t op);

@@ -106,6 +106,13 @@ struct memest_nodeinfo {
     uint32_t in_first;             /* into run.ins, g->nodes[n].nin entries */
     uint8_t bwd_flags;             /* MEMEST_BWD_* */
     uint64_t bwd_work_bytes;       /* scratch the backward kernels allocate and free */
+    uint64_t bwd_early_release;    /* MEMEST_BWD_WORK_FIRST: the saves its inner nodes
+                                      release before that scratch peaks (taken off it) */
+    uint8_t late_saves;            /* the node's first late_saves saves are read only by
+                                      its last inner autograd node (eager attention's
+                                      q and k, by their matmul): under
+                                      --activation-offload they come back after its
+                                      MEMEST_BWD_WORK_FIRST scratch */
     bool work_first;               /* the forward's workspace peaks before the node's
                                       storages are made (memest_work_first) */
     bool in0_first;                /* Python computes what the node does with input 0

@@ -482,6 +482,15 @@ void memest_bwd_workspace(struct memest_ictx *c, uint64_t bytes)
 void memest_bwd_contiguous(struct memest_ictx *c) { c->ni->bwd_flags |= MEMEST_BWD_CONTIG_OUT; }
 void memest_bwd_work_first(struct memest_ictx *c) { c->ni->bwd_flags |= MEMEST_BWD_WORK_FIRST; }
 void memest_work_first(struct memest_ictx *c) { c->ni->work_first = true; }
+void memest_bwd_early_release(struct memest_ictx *c, uint64_t bytes)
+{
+    c->ni->bwd_early_release = memest_sat_add(c->ni->bwd_early_release, bytes);
+}
+void memest_late_saves(struct memest_ictx *c)
+{
+    uint32_t n = c->r->nsaves - c->ni->save_first;
+    c->ni->late_saves = (uint8_t)(n < UINT8_MAX ? n : UINT8_MAX);
+}
 
 void memest_set_sac_op(struct memest_ictx *c, uint8_t op) { c->ni->sac = op; }
 

@@ -351,7 +351,7 @@ static void t_sub(struct tally *t, uint64_t b) { t->neg = memest_sat_add(t->neg,
  * (nothing) and the scaling replace dS; q's and k's matmul makes dQ and the
  * repeated dK. */
 static uint64_t eager_bwd_peak(const struct sdpa *a, enum memest_dtype dt, enum memest_dtype smdt,
-                               bool to_copy)
+                               bool to_copy, uint64_t *early)
 {
     int64_t att[4] = {a->B, a->Hq, a->L, a->S}, vrep[4] = {a->B, a->Hq, a->S, a->Dv},
             o[4] = {a->B, a->Hq, a->L, a->Dv}, q[4] = {a->B, a->Hq, a->L, a->D},
@@ -361,10 +361,12 @@ static uint64_t eager_bwd_peak(const struct sdpa *a, enum memest_dtype dt, enum 
     t_add(&t, Ae);                       /* dP */
     t_add(&t, sat_bytes(4, vrep, dt));   /* dV */
     t_sub(&t, sat_bytes(4, o, dt));      /* dO */
+    *early = 0;
     if (a->Hq != a->Hkv)
-        t_sub(&t, sat_bytes(4, vrep, dt));   /* v's repeat_kv copy */
+        *early = sat_bytes(4, vrep, dt);   /* v's repeat_kv copy */
     if (a->p > 0 || to_copy)
-        t_sub(&t, Ae);                   /* dropout's output, or the .to copy */
+        *early = memest_sat_add(*early, Ae);   /* dropout's output, or the .to copy */
+    t_sub(&t, *early);
     if (a->p > 0) {
         t_add(&t, Ae);
         t_sub(&t, Ae);
@@ -417,6 +419,7 @@ static int run_eager(struct memest_ictx *c, const struct sdpa *a)
         if (save_eager_operand(c, a, 1, &kg, kf, &pre) != 0)
             return -1;
     }
+    memest_late_saves(c);   /* q's and k's matmul is the last to run backward */
     if (a->softcap > 0 && save_new_if(c, 4, att, dt) != 0)
         return -1; /* tanh's output */
     /* sinks: softmax over cat([w, sinks], -1) - max(..).values: [.., S + 1]
@@ -464,7 +467,9 @@ static int run_eager(struct memest_ictx *c, const struct sdpa *a)
     if (a->causal || a->window > 0)
         memest_model_mask(c, sat_bytes(4, mask, dt));
     if (memest_needs_grad(c) && !a->sinks) {
-        memest_bwd_workspace(c, eager_bwd_peak(a, dt, smdt, to_copy));
+        uint64_t early;
+        memest_bwd_workspace(c, eager_bwd_peak(a, dt, smdt, to_copy, &early));
+        memest_bwd_early_release(c, early);
         memest_bwd_work_first(c);
     }
 

@@ -222,7 +222,7 @@ static int bwd_node(struct sim *S, uint32_t n, const struct ckpt *inner)
     if (!ni->needs_grad || !S->reach[n] || !any)
         return release_node(S, n, inner);
     /* --activation-offload: its saves come back as the node runs */
-    if (sim_offload_unpack(S, n) != 0 || sim_cublas(S, n, true) != 0)
+    if (sim_offload_unpack(S, n, false) != 0 || sim_cublas(S, n, true) != 0)
         return -1;
     /* 1. a contiguous copy of the incoming gradient */
     uint32_t copy = NONE, og0 = S->vg[ni->out_first];
@@ -233,7 +233,12 @@ static int bwd_node(struct sim *S, uint32_t n, const struct ckpt *inner)
     /* 2. input and parameter gradients (3. first: the op's inner nodes
      * before the ones making them) */
     bool first = ni->bwd_flags & MEMEST_BWD_WORK_FIRST;
-    if (first && sim_ev_transient(S, MEMEST_CAT_ACTGRADS, n, ni->bwd_work_bytes) != 0)
+    if (first && (sim_offload_inner_hook(S, n) != 0 ||
+                  sim_ev_transient(S, MEMEST_CAT_ACTGRADS, n,
+                                   memest_sat_add(ni->bwd_work_bytes,
+                                                  sim_offload_held_early(S, n))) != 0))
+        return -1;
+    if (sim_offload_unpack(S, n, true) != 0)
         return -1;
     uint32_t slots[MEMEST_MAX_NODE_INPUTS];
     uint32_t nin = node->nin;

@@ -430,10 +430,16 @@ void sim_offload_forward_begin(struct sim *S);
 /* Node n's saves are packed (after its storages are made, before its last
  * uses are freed). 0 / -1. */
 int sim_offload_pack(struct sim *S, uint32_t n);
-/* Node n's backward unpacks its saves (before it runs), and its post-hook
+/* Node n's backward unpacks its saves (before it runs; late: those its last
+ * inner autograd node reads, after its first scratch), and its post-hook
  * (after it ran). 0 / -1. */
-int sim_offload_unpack(struct sim *S, uint32_t n);
+int sim_offload_unpack(struct sim *S, uint32_t n, bool late);
 int sim_offload_hook(struct sim *S, uint32_t n);
+/* A node with late saves: the post-hook of its first inner node, before its
+ * scratch (0 / -1); and the bytes of the saves its inner nodes release
+ * before the scratch's peak whose copies bwd_tensor_stash keeps through it. */
+int sim_offload_inner_hook(struct sim *S, uint32_t n);
+uint64_t sim_offload_held_early(const struct sim *S, uint32_t n);
 /* Checkpointed block c's positional argument: packed as the block starts
  * (forward), unpacked as its recomputation starts (backward). 0 / -1. */
 int sim_offload_ck_pack(struct sim *S, uint32_t c);

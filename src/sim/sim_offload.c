@@ -184,7 +184,8 @@ static int stash_drop(struct sim *S, uint32_t n, bool backward)
 /* Node n's pack i: its saves, each as many times as the op's autograd
  * nodes save it (run.save_packs), then the weight of weight_view; the
  * storage and what the offloading does with it; false past the last. */
-static bool node_pack(const struct sim *S, uint32_t n, uint32_t i, uint32_t *s, uint8_t *kind)
+static bool node_pack_at(const struct sim *S, uint32_t n, uint32_t i, uint32_t *s, uint8_t *kind,
+                         bool *late)
 {
     const struct memest_run *r = S->r;
     const struct memest_nodeinfo *ni = &r->nodes[n];
@@ -193,13 +194,21 @@ static bool node_pack(const struct sim *S, uint32_t n, uint32_t i, uint32_t *s, 
         if (i < np) {
             *s = r->saves[k];
             *kind = S->off[k];
+            *late = k - ni->save_first < ni->late_saves;
             return true;
         }
         i -= np;
     }
     *s = i == 0 ? weight_view(S, n) : NONE;
     *kind = OFF_COPY;
+    *late = false;
     return *s != NONE;
+}
+
+static bool node_pack(const struct sim *S, uint32_t n, uint32_t i, uint32_t *s, uint8_t *kind)
+{
+    bool late;
+    return node_pack_at(S, n, i, s, kind, &late);
 }
 
 static void host_add(struct sim *S, uint64_t b)
@@ -281,14 +290,15 @@ static int unpack_one(struct sim *S, uint32_t n, uint32_t at, uint32_t s)
     return 0;
 }
 
-int sim_offload_unpack(struct sim *S, uint32_t n)
+int sim_offload_unpack(struct sim *S, uint32_t n, bool late)
 {
     uint32_t s;
     uint8_t kind;
+    bool at_end;
     if (!S->off || !packs(S, n))
         return 0;
-    for (uint32_t i = 0; node_pack(S, n, i, &s, &kind); i++)
-        if (kind != OFF_NONE && unpack_one(S, n, n, s) != 0)
+    for (uint32_t i = 0; node_pack_at(S, n, i, &s, &kind, &at_end); i++)
+        if (kind != OFF_NONE && at_end == late && unpack_one(S, n, n, s) != 0)
             return -1;
     return 0;
 }
@@ -304,18 +314,21 @@ int sim_offload_ck_unpack(struct sim *S, uint32_t c)
     return unpack_one(S, S->ck[c].first, S->ck[c].last, S->ck[c].arg);
 }
 
-int sim_offload_hook(struct sim *S, uint32_t n)
+/* Whether node n unpacks an offloaded save (early ones only: early). */
+static bool unpacks(const struct sim *S, uint32_t n, bool early)
 {
-    if (!S->off)
-        return 0;
     uint32_t s;
     uint8_t kind;
-    bool any = S->ck_hook && S->r->nodes[n].nsave > 0;
-    for (uint32_t i = 0; packs(S, n) && node_pack(S, n, i, &s, &kind); i++)
-        any |= kind != OFF_NONE;
-    if (!any)
-        return 0;
-    S->ck_hook = false;
+    bool late, any = false;
+    for (uint32_t i = 0; packs(S, n) && node_pack_at(S, n, i, &s, &kind, &late); i++)
+        any |= kind != OFF_NONE && !(early && late);
+    return any;
+}
+
+/* The post-hook of a node that unpacked (TT:328-338): fwd_stash emptied,
+ * the previous unpacking node's copies freed. */
+static int post_hook(struct sim *S, uint32_t n)
+{
     while (S->fq_head < S->fq_tail)
         if (stash_drop(S, n, true) != 0)
             return -1;
@@ -328,6 +341,29 @@ int sim_offload_hook(struct sim *S, uint32_t n)
     S->nbq -= S->nbprev;
     S->nbprev = S->nbq;
     return 0;
+}
+
+int sim_offload_hook(struct sim *S, uint32_t n)
+{
+    if (!S->off)
+        return 0;
+    bool any = (S->ck_hook && S->r->nodes[n].nsave > 0) || unpacks(S, n, false);
+    if (!any)
+        return 0;
+    S->ck_hook = false;
+    return post_hook(S, n);
+}
+
+int sim_offload_inner_hook(struct sim *S, uint32_t n)
+{
+    if (!S->off || !S->r->nodes[n].late_saves || !unpacks(S, n, true))
+        return 0;
+    return post_hook(S, n);
+}
+
+uint64_t sim_offload_held_early(const struct sim *S, uint32_t n)
+{
+    return S->off && unpacks(S, n, true) ? S->r->nodes[n].bwd_early_release : 0;
 }
 
 int sim_offload_backward_end(struct sim *S)
