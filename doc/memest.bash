@@ -56,6 +56,7 @@ _memest() {
         --checkpoint) if [ -n "$eq" ]; then return 0; fi ;;
         --checkpoint-policy) return 0 ;;  # P
         --checkpoint-every) return 0 ;;  # N
+        --checkpoint-early-stop) return 0 ;;  # B
         --loss) _memest_words 'crossentropyloss nllloss mseloss l1loss smoothl1loss huberloss bcewithlogitsloss none'; return 0 ;;
         --set) return 0 ;;  # NAME=VAL
         --seq) return 0 ;;  # N
@@ -112,7 +113,7 @@ _memest() {
     esac
     if [ -n "$eq" ]; then return 0; fi
     case $cur in
-        -*) _memest_words '-b --batch -o --optim --momentum --amsgrad --centered --optim-impl --first-step --zero-grad --dtype --amp --rnn-kernel --fp8 --grad-accum --checkpoint --checkpoint-policy --checkpoint-every --loss --inference --set --seq --attention --fused --moe-imbalance --torch --transformers --loop --activation-offload --weights --group-size --double-quant --compute-dtype --quant-storage --kbit-prep --strict-config --lora --lora-alpha --lora-dropout --lora-targets --lora-rslora --generate --context --new-tokens --kv-dtype --cache --all-logits --max-context --sweep-context --kv-block --gpu-util --gpus --tp --pp --micro-batches --schedule --virtual-stages --cp --sequence-parallel --ep --gpus-per-node --strategy --offload --deepspeed --fsdp-config --fsdp-wrap --fsdp-policy --fsdp-orig-params --fsdp2 --fsdp-no-mixed-precision --ddp-bucket-view --gpu --gpus-file --price --mem --overhead --fit --headroom --max-batch --sweep --sweep-var --mfu --offload-bw --cpu-optim-rate --advise --probe --device --layers --json --csv --timeline --plot --list-ops --list-gpus -h --help --version --dump-options'; return 0 ;;
+        -*) _memest_words '-b --batch -o --optim --momentum --amsgrad --centered --optim-impl --first-step --zero-grad --dtype --amp --rnn-kernel --fp8 --grad-accum --checkpoint --checkpoint-policy --checkpoint-every --checkpoint-early-stop --loss --inference --set --seq --attention --fused --moe-imbalance --torch --transformers --loop --activation-offload --weights --group-size --double-quant --compute-dtype --quant-storage --kbit-prep --strict-config --lora --lora-alpha --lora-dropout --lora-targets --lora-rslora --generate --context --new-tokens --kv-dtype --cache --all-logits --max-context --sweep-context --kv-block --gpu-util --gpus --tp --pp --micro-batches --schedule --virtual-stages --cp --sequence-parallel --ep --gpus-per-node --strategy --offload --deepspeed --fsdp-config --fsdp-wrap --fsdp-policy --fsdp-orig-params --fsdp2 --fsdp-no-mixed-precision --ddp-bucket-view --gpu --gpus-file --price --mem --overhead --fit --headroom --max-batch --sweep --sweep-var --mfu --offload-bw --cpu-optim-rate --advise --probe --device --layers --json --csv --timeline --plot --list-ops --list-gpus -h --help --version --dump-options'; return 0 ;;
     esac
     if [ "$COMP_CWORD" -eq 1 ]; then  # a subcommand, or the model of memest MODEL ...
         _memest_files '*.json'

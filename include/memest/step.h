@@ -159,6 +159,7 @@ struct memest_step_cfg {
     bool checkpoint_policy_set; /* --checkpoint-policy given */
     uint32_t checkpoint_every;  /* --checkpoint-every N: the top-level blocks i (0-based)
                                    with (i + 1) % N == 0; 0: every block */
+    uint8_t checkpoint_early_stop; /* --checkpoint-early-stop: MEMEST_EARLY_STOP_* */
     enum memest_loss loss;  /* the loss, resolved once when the run is set up
                                (memest_step_cfg_resolve_loss): --loss, else the
                                model's "loss", else cross-entropy */
@@ -194,6 +195,17 @@ const char *memest_ckpt_policy_name(uint8_t p);
  * (--checkpoint-policy torchtitan-op, _custom_policy: the save list's ops
  * but every second mm; *mm counts the block's mm so far, 0 at its start). */
 bool memest_ckpt_keeps(const struct memest_step_cfg *c, uint8_t sac_op, uint32_t *mm);
+/* step_cfg.checkpoint_early_stop: the loop's default, or as given */
+enum { MEMEST_EARLY_STOP_DEFAULT = 0, MEMEST_EARLY_STOP_ON, MEMEST_EARLY_STOP_OFF };
+/* Whether the checkpoint is torch's non-reentrant one (torch.utils.checkpoint
+ * use_reentrant=False, as checkpoint_wrapper applies it): under --loop
+ * torchtitan, --loop torchtune and --checkpoint-policy torchtitan-op; else
+ * the reentrant one (transformers' gradient_checkpointing_enable) ... */
+bool memest_ckpt_nonreentrant(const struct memest_step_cfg *c);
+/* ... and whether its recomputation stops after the block's last saved
+ * tensor is made again (early_stop; PyTorch 2.6's default, on, under
+ * torchtune; torchtitan's ActivationCheckpoint.early_stop, off). */
+bool memest_ckpt_early_stop(const struct memest_step_cfg *c);
 
 /* Defaults: adam, foreach, steady state, set_to_none, no accumulation,
  * cross-entropy (not set: a model's "loss" replaces it). */

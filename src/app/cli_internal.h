@@ -19,6 +19,7 @@ extern const struct memest_vocab memest_vocab_fused, memest_vocab_weights,
 /* The rows' parse functions (options.h: memest_opt_parse_fn): K_CUSTOM
  * options, and the steps some generic ones take after their value. */
 memest_opt_parse_f memest_optp_checkpoint, memest_optp_checkpoint_policy, memest_optp_checkpoint_every,
+    memest_optp_checkpoint_early_stop,
     memest_optp_set,
     memest_optp_seq,
     memest_optp_transformers,

@@ -468,7 +468,7 @@ const struct memest_opt memest_opts[] = {
              "torchtitan`, `--loop torchtune` or `--checkpoint-policy torchtitan-op`: torch's "
              "`checkpoint_wrapper` (torchtitan's `ptd_checkpoint_wrapper`, torchtune's "
              "`set_activation_checkpointing`), non-reentrant (the recomputed block's output is not "
-             "kept; early_stop off, torchtitan's default). A checkpointed block keeps the model's attention mask as an input (eager "
+             "kept; early_stop on under torchtune, off under torchtitan: `--checkpoint-early-stop`). A checkpointed block keeps the model's attention mask as an input (eager "
              "attention, or SDPA given a mask) until the backward of the first block reading it"},
     {.name = "checkpoint-policy",
      .arg = MEMEST_ARG_REQUIRED,
@@ -501,6 +501,22 @@ const struct memest_opt memest_opts[] = {
              "(i + 1) % N == 0 are checkpointed, the others not (torchtitan's \"0\", every block, is "
              "`--checkpoint`); implies `--checkpoint` (refused with its block names and with "
              "`--checkpoint-policy torchtitan-op`)"},
+    {.name = "checkpoint-early-stop",
+     .arg = MEMEST_ARG_REQUIRED,
+     .metavar = "B",
+     .group = MEMEST_GROUP_STEP,
+     .modes = MEMEST_MODES_STEP,
+     .needs = MEMEST_NEED_TRAINING,
+     .verb = -1,
+     .kind = MEMEST_K_CUSTOM,
+     .parse = memest_optp_checkpoint_early_stop,
+     .help = "on or off: the non-reentrant recomputation stops early",
+     .doc = "the non-reentrant checkpoint's `early_stop` (PyTorch 2.6 `torch/utils/checkpoint.py`: "
+             "the recomputation raises `_StopRecomputationError` once the block's last saved "
+             "tensor is made again, so the nodes after the last one saving a tensor are not run "
+             "again); default on under `--loop torchtune` (PyTorch's default, which torchtune's "
+             "`set_activation_checkpointing` keeps) and off under `--loop torchtitan` "
+             "(`ActivationCheckpoint.early_stop`); refused with the reentrant checkpoint"},
     {.name = "loss",
      .arg = MEMEST_ARG_REQUIRED,
      .metavar = "NAME",

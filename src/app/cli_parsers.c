@@ -65,6 +65,21 @@ int memest_optp_checkpoint_policy(const struct memest_opt *row, char *arg, struc
     return 0;
 }
 
+/* --checkpoint-early-stop on|off (implies nothing: checked with the loop,
+ * memest_step_cfg_check). */
+int memest_optp_checkpoint_early_stop(const struct memest_opt *row, char *arg,
+                                      struct memest_cli *o, struct memest_error *err)
+{
+    (void)row;
+    if (strcmp(arg, "on") == 0)
+        o->step.checkpoint_early_stop = MEMEST_EARLY_STOP_ON;
+    else if (strcmp(arg, "off") == 0)
+        o->step.checkpoint_early_stop = MEMEST_EARLY_STOP_OFF;
+    else
+        return memest_opt_bad(err, "--checkpoint-early-stop", arg, "on or off");
+    return 0;
+}
+
 /* --checkpoint-every N: torchtitan's selective_ac_option "N" (N >= 1). */
 int memest_optp_checkpoint_every(const struct memest_opt *row, char *arg, struct memest_cli *o,
                                  struct memest_error *err)

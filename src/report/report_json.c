@@ -97,6 +97,8 @@ static void step_obj(struct memest_jsonw *w, const struct memest_report *rep)
     if (s->checkpoint) {
         memest_jsonw_str(w, "checkpoint_policy", memest_ckpt_policy_name(s->checkpoint_policy));
         memest_jsonw_i64(w, "checkpoint_every", s->checkpoint_every ? s->checkpoint_every : 1);
+        memest_jsonw_bool(w, "checkpoint_reentrant", !memest_ckpt_nonreentrant(s));
+        memest_jsonw_bool(w, "checkpoint_early_stop", memest_ckpt_early_stop(s));
     }
     memest_jsonw_str(w, "loss", memest_loss_name(s->loss));
     memest_jsonw_str(w, "loop", memest_loop_name((enum memest_loop)s->loop));

@@ -113,8 +113,8 @@ int sim_analyze_checkpoint(struct sim *S)
     const struct memest_step_cfg *c = S->cfg;
     if (!c->checkpoint || S->inference)
         return 0;
-    S->ck_nonreentrant = c->loop == MEMEST_LOOP_TORCHTITAN || c->loop == MEMEST_LOOP_TORCHTUNE ||
-                         c->checkpoint_policy == MEMEST_CKPT_TORCHTITAN_OP;
+    S->ck_nonreentrant = memest_ckpt_nonreentrant(c);
+    S->ck_early_stop = memest_ckpt_early_stop(c);
     const struct memest_graph *g = S->g;
     struct memest_block_inst *sel = malloc(sizeof *sel * (g->nblocks ? g->nblocks : 1));
     if (!sel)

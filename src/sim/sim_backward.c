@@ -290,6 +290,29 @@ static int recompute_drop(struct sim *S, const struct ckpt *k, uint32_t first_s)
     return 0;
 }
 
+/* early_stop: the recomputation ends with the last node of the block that
+ * packs a saved tensor (the pack that fills the frame's last weak holder
+ * raises _StopRecomputationError, PyTorch 2.6 torch/utils/checkpoint.py
+ * _recomputation_hook); the nodes after it are not run again. An op saves
+ * its inputs before its kernel runs (the generated VariableType code), so
+ * a last node saving none of its own storages (a linear's mm: its input
+ * and weight.t()) makes nothing: the recomputation stops before it. The
+ * result: one past the last node run (k->first: none). */
+static uint32_t early_stop(const struct sim *S, const struct ckpt *k)
+{
+    const struct memest_run *r = S->r;
+    for (uint32_t n = k->last + 1; n-- > k->first;) {
+        const struct memest_nodeinfo *ni = &r->nodes[n];
+        if (!ni->needs_grad || !S->reach[n] || ni->nsave == 0)
+            continue;
+        for (uint32_t i = ni->save_first; i < ni->save_first + ni->nsave; i++)
+            if (r->storages[r->saves[i]].node == n)
+                return n + 1;   /* it saves what it makes */
+        return n;
+    }
+    return k->last + 1;
+}
+
 /* A checkpointed block instance: recompute its forward with grad, run its
  * backward, drop what the recomputation left. */
 static int recompute(struct sim *S, const struct ckpt *k)
@@ -314,7 +337,8 @@ static int recompute(struct sim *S, const struct ckpt *k)
     }
     uint32_t sfirst = first_s;
     int rc = sim_offload_ck_unpack(S, (uint32_t)(k - S->ck));
-    for (uint32_t n = k->first; n <= k->last && rc == 0; n++)
+    uint32_t stop = S->ck_early_stop ? early_stop(S, k) : k->last + 1;
+    for (uint32_t n = k->first; n < stop && rc == 0; n++)
         rc = sim_forward_node(S, n, FM_RECOMPUTE, k, &sfirst);
     if (rc == 0)
         rc = sim_clear_cast_cache(S, k->first, k->last, FM_RECOMPUTE, k);

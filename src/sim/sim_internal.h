@@ -168,6 +168,7 @@ struct sim {
     uint32_t mask_id;     /* its allocation while held, NONE */
     bool ck_nonreentrant; /* torchtitan's ptd_checkpoint_wrapper: the recomputed
                              block's outputs are dropped once it ran */
+    bool ck_early_stop;   /* ... and its recomputation stops at the last node saving */
     uint8_t *sac;         /* storage: made by an op of the selective-checkpointing
                              save list, kept from the forward to the recomputation
                              (--checkpoint-policy torchtitan-op); NULL without */

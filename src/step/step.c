@@ -25,6 +25,19 @@ bool memest_ckpt_selects(const struct memest_step_cfg *c, uint32_t i)
     return c->checkpoint_every <= 1 || ((uint64_t)i + 1) % c->checkpoint_every == 0;
 }
 
+bool memest_ckpt_nonreentrant(const struct memest_step_cfg *c)
+{
+    return c->loop == MEMEST_LOOP_TORCHTITAN || c->loop == MEMEST_LOOP_TORCHTUNE ||
+           c->checkpoint_policy == MEMEST_CKPT_TORCHTITAN_OP;
+}
+
+bool memest_ckpt_early_stop(const struct memest_step_cfg *c)
+{
+    if (c->checkpoint_early_stop != MEMEST_EARLY_STOP_DEFAULT)
+        return c->checkpoint_early_stop == MEMEST_EARLY_STOP_ON && memest_ckpt_nonreentrant(c);
+    return c->loop == MEMEST_LOOP_TORCHTUNE;
+}
+
 bool memest_ckpt_keeps(const struct memest_step_cfg *c, uint8_t sac_op, uint32_t *mm)
 {
     if (c->checkpoint_policy != MEMEST_CKPT_TORCHTITAN_OP)
@@ -220,6 +233,12 @@ int memest_step_cfg_check(const struct memest_step_cfg *c, struct memest_error *
                            "--checkpoint B: the blocks named are refused with %s (torchtitan "
                            "checkpoints the top-level blocks)",
                            c->checkpoint_policy_set ? "--checkpoint-policy" : "--checkpoint-every");
+    if (c->checkpoint_early_stop != MEMEST_EARLY_STOP_DEFAULT && c->checkpoint &&
+        !memest_ckpt_nonreentrant(c))
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                           "--checkpoint-early-stop: early_stop is the non-reentrant checkpoint's "
+                           "(--loop torchtune or torchtitan, or --checkpoint-policy "
+                           "torchtitan-op); the reentrant one recomputes the whole block");
     if (c->checkpoint_every && c->checkpoint_policy == MEMEST_CKPT_TORCHTITAN_OP)
         return memest_errf(err, MEMEST_ERR_USAGE, NULL,
                            "--checkpoint-every with --checkpoint-policy torchtitan-op: torchtitan's "

@@ -23,6 +23,9 @@ torchtitan v0.2.0, torchtitan/distributed/activation_checkpoint.py, written in h
   every2     _apply_layer_sac (lines 36-44): _layer_sac_count counts the blocks from 1 (global, in
              model.layers.named_children() order, apply_ac line 314) and a block is wrapped as in full when
              _layer_sac_count % ac_freq == 0: with selective_ac_option "2", layers 1, 3, ... (0-based)
+  full_es    full with early_stop on (PyTorch 2.6's default, torchtune's: set_checkpoint_early_stop(True)): the
+             recomputation stops once the block's last saved tensor is made again (_recomputation_hook's
+             _StopRecomputationError)
   reentrant  not torchtitan's: transformers' gradient_checkpointing_enable, torch.utils.checkpoint with
              use_reentrant=True over each layer, under the plain loop (memest --checkpoint --loop plain)
 The cases (CASES): the tiny Llama (2 layers eager float32 and SDPA bfloat16, 4 layers SDPA bfloat16) and the tiny
@@ -49,8 +52,9 @@ from provenance import write_json
 CASES = [("llama", "eager", "float32", "eager", 2), ("llama", "sdpa", "bfloat16", "flash", 2),
          ("llama", "sdpa", "bfloat16", "flash", 4), ("qwen2", "sdpa", "bfloat16", "flash", 4)]
 SEQ = 64  # the activations well above the parameters (hf_peak.S is 16)
-MODES = ["full", "op", "every2", "reentrant"]
+MODES = ["full", "op", "every2", "reentrant", "full_es"]
 MEMEST_ARGS = {"full": "--checkpoint-policy;full", "op": "--checkpoint-policy;torchtitan-op",
+               "full_es": "--checkpoint-policy;full;--checkpoint-early-stop;on",
                "every2": "--checkpoint-every;2", "reentrant": "--checkpoint"}
 LOOP = {"reentrant": "plain"}   # the others: torchtitan
 
@@ -156,25 +160,25 @@ def main(argv):
            "batch": hf_peak.B, "seq": SEQ, "cases": []}
     hf_peak.SavedBytes, saved_orig = Saved, hf_peak.SavedBytes
     hf_peak.S, seq_orig = SEQ, hf_peak.S
-    with tuc.set_checkpoint_early_stop(False):
-        for name, attn, dtype, kernel, layers in CASES:
-            with open(here("tests", "hf", "tiny", name + ".json")) as f:
-                cfg = json.load(f)
-            cfg["num_hidden_layers"] = layers
-            for mode in MODES:
-                for optim, impl in hf_peak.OPTIMS:
-                    loop = LOOP.get(mode, "torchtitan")
-                    hf_models.LABELS = loop != "torchtitan"
-                    hf_models.TRANSFORMERS = 449
-                    HELD.clear()
-                    CACHES.clear()
+    for name, attn, dtype, kernel, layers in CASES:
+        with open(here("tests", "hf", "tiny", name + ".json")) as f:
+            cfg = json.load(f)
+        cfg["num_hidden_layers"] = layers
+        for mode in MODES:
+            for optim, impl in hf_peak.OPTIMS:
+                loop = LOOP.get(mode, "torchtitan")
+                hf_models.LABELS = loop != "torchtitan"
+                hf_models.TRANSFORMERS = 449
+                HELD.clear()
+                CACHES.clear()
+                with tuc.set_checkpoint_early_stop(mode == "full_es"):
                     r = measure(cfg, attn, getattr(torch, dtype), optim, prepare=apply_ac(mode), loop=loop)
-                    r.update(config=name, attn=attn, dtype=dtype, memest_attention=kernel, optim=optim, impl=impl,
-                             loop=loop, transformers="4.49", ac=mode, layers=layers,
-                             memest_args=MEMEST_ARGS[mode] + ";--set;num_hidden_layers=%d" % layers)
-                    res["cases"].append(r)
-                    print("%-6s %d %-5s %-8s %-6s %-4s %9d %9d (%s)" % (name, layers, attn, dtype, mode, optim, r["peak_tensors"],
-                                                                 r["saved_at_backward"], r["peak_at"]), file=sys.stderr)
+                r.update(config=name, attn=attn, dtype=dtype, memest_attention=kernel, optim=optim, impl=impl,
+                         loop=loop, transformers="4.49", ac=mode, layers=layers,
+                         memest_args=MEMEST_ARGS[mode] + ";--set;num_hidden_layers=%d" % layers)
+                res["cases"].append(r)
+                print("%-6s %d %-5s %-8s %-6s %-4s %9d %9d (%s)" % (name, layers, attn, dtype, mode, optim, r["peak_tensors"],
+                                                             r["saved_at_backward"], r["peak_at"]), file=sys.stderr)
     hf_peak.SavedBytes, hf_peak.S = saved_orig, seq_orig
     hf_models.LABELS = True
     hf_models.TRANSFORMERS = None
