@@ -107,7 +107,8 @@ endforeach()
 # the count: the tiny Llama, 2 layers, eager float32 and SDPA flash bfloat16,
 # batch 2, sequence 64, --loop torchtitan, with and without the offloading,
 # SGD and Adam; and 4 layers at sequence 512 with torchtune's checkpointing
-# of every layer, the non-reentrant checkpoint_wrapper, whose saved
+# of every layer, the non-reentrant checkpoint_wrapper, or transformers 5.x's
+# reentrant gradient checkpointing under the plain loop, whose saved
 # hidden_states the offloading moves; memest_args names memest's arguments).
 # loop.offload_peak_I: the step peak within 1 % (measured: 4 to 6 B; the
 # eager attention's inner nodes unpack their own saves, doc/memory-model.md

@@ -313,6 +313,39 @@ static uint32_t early_stop(const struct sim *S, const struct ckpt *k)
     return k->last + 1;
 }
 
+/* The reentrant CheckpointFunction.backward(ctx, *args) holds the incoming
+ * gradients (args) until torch.autograd.backward(outputs, args) returns:
+ * an extra reference to each gradient that reached the block (hold, up to
+ * *nh of them; drop: release them). */
+static int hold_incoming(struct sim *S, const struct ckpt *k, uint32_t **hold, uint32_t *nh,
+                         bool drop)
+{
+    const struct memest_run *r = S->r;
+    if (drop) {
+        int rc = 0;
+        for (uint32_t i = 0; i < *nh && rc == 0; i++)
+            rc = sim_drop_slot(S, k->first, (*hold)[i]);
+        free(*hold);
+        *hold = NULL;
+        return rc;
+    }
+    uint32_t cap = 0;
+    for (uint32_t n = k->first; n <= k->last; n++) {
+        const struct memest_nodeinfo *ni = &r->nodes[n];
+        for (uint32_t v = ni->out_first; v < ni->out_first + ni->nout; v++) {
+            uint32_t g = S->vg[v];
+            if (g == NONE)
+                continue;
+            if (sim_grow_u32(hold, &cap, *nh + 1) != 0)
+                return sim_nomem(S);
+            if (sim_new_slot(S, S->gs[g].buf, &S->gs[g].geom, &(*hold)[*nh]) != 0)
+                return -1;
+            ++*nh;
+        }
+    }
+    return 0;
+}
+
 /* A checkpointed block instance: recompute its forward with grad, run its
  * backward, drop what the recomputation left. */
 static int recompute(struct sim *S, const struct ckpt *k)
@@ -345,8 +378,13 @@ static int recompute(struct sim *S, const struct ckpt *k)
     if (rc == 0 && S->ck_nonreentrant)
         rc = recompute_drop(S, k, first_s);
     S->ph = ph;
+    uint32_t *hold = NULL, nh = 0;
+    if (rc == 0 && !S->ck_nonreentrant)
+        rc = hold_incoming(S, k, &hold, &nh, false);
     if (rc == 0)
         rc = bwd_range(S, k->last, k->first, k);
+    if (!S->ck_nonreentrant && hold_incoming(S, k, &hold, &nh, true) != 0)
+        rc = -1;
     /* the recomputed outputs (`outputs` of CheckpointFunction.backward) */
     for (uint32_t s = first_s; rc == 0 && s < S->ns && r->storages[s].node <= k->last; s++)
         if (!persistent_kind(r->storages[s].kind))
@@ -354,6 +392,8 @@ static int recompute(struct sim *S, const struct ckpt *k)
     for (uint32_t i = 0; i < nst; i++)
         S->sid[stash[2 * i]] = stash[2 * i + 1];
     free(stash);
+    if (rc == 0)   /* the reentrant checkpoint node's post-hook */
+        rc = sim_offload_ck_done(S, (uint32_t)(k - S->ck));
     return rc;
 }
 

@@ -259,7 +259,7 @@ struct sim {
                              the previous unpacking node's [0, nbprev), then this node's */
     uint32_t nbq, nbprev, capbq;
     uint8_t *ck_off;      /* checkpointed block -> what its positional argument's pack
-                             does (OFF_*): the non-reentrant checkpoint only */
+                             does (OFF_*) */
     bool ck_hook;         /* a block's argument came back: the post-hook of the
                              block's first node unpacking through the checkpoint */
     uint64_t host_now, host_peak, d2h, h2d;
@@ -442,9 +442,12 @@ int sim_offload_hook(struct sim *S, uint32_t n);
 int sim_offload_inner_hook(struct sim *S, uint32_t n);
 uint64_t sim_offload_held_early(const struct sim *S, uint32_t n);
 /* Checkpointed block c's positional argument: packed as the block starts
- * (forward), unpacked as its recomputation starts (backward). 0 / -1. */
-int sim_offload_ck_pack(struct sim *S, uint32_t c);
+ * (non-reentrant) or after it ran (end: reentrant) in the forward, unpacked
+ * as its recomputation starts, its checkpoint node's post-hook when its
+ * backward is done (reentrant). 0 / -1. */
+int sim_offload_ck_pack(struct sim *S, uint32_t c, bool end);
 int sim_offload_ck_unpack(struct sim *S, uint32_t c);
+int sim_offload_ck_done(struct sim *S, uint32_t c);
 /* The backward's end: the queued callback frees what bwd_tensor_stash holds. */
 int sim_offload_backward_end(struct sim *S);
 

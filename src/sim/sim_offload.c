@@ -116,12 +116,16 @@ int sim_offload_setup(struct sim *S)
     if (!S->off || !S->ocount || !S->opend || !S->stash || !S->fq || !S->fq_n || !S->fq_id ||
         !S->fq_k || !S->ck_off)
         return sim_nomem(S);
-    /* the non-reentrant checkpoint saves its positional arguments with
-     * _NoopSaveInputs.apply(dummy, kwargs, *args) under the hooks around it
-     * (torch/utils/checkpoint.py _checkpoint_without_reentrant_generator,
-     * PyTorch 2.6); the reentrant one's CheckpointFunction is not modelled
-     * here: its inputs stay on the device */
-    for (uint32_t c = 0; S->ck_nonreentrant && c < S->nck; c++) {
+    /* a checkpoint saves its positional tensor arguments under the hooks
+     * around it (PyTorch 2.6 torch/utils/checkpoint.py): the non-reentrant
+     * one with _NoopSaveInputs.apply(dummy, kwargs, *args) as the block
+     * starts (_checkpoint_without_reentrant_generator), the reentrant one
+     * with CheckpointFunction.forward's ctx.save_for_backward(*tensor_inputs),
+     * packed when the Function's forward has returned, after the block ran
+     * under no_grad; transformers 5.x passes only hidden_states positionally
+     * (GradientCheckpointingLayer.__call__: partial(super().__call__,
+     * **kwargs), *args) */
+    for (uint32_t c = 0; c < S->nck; c++) {
         S->ck_off[c] = pack_kind(S, S->ck[c].arg, false);
         if (S->ck_off[c] == OFF_MOVE)
             S->ocount[S->ck[c].arg]++;
@@ -255,12 +259,15 @@ int sim_offload_pack(struct sim *S, uint32_t n)
 }
 
 /* _NoopSaveInputs saves (dummy, *args): the empty dummy takes an id, then
- * the argument (fwd_stash's entry under the block's first node). */
-int sim_offload_ck_pack(struct sim *S, uint32_t c)
+ * the argument (fwd_stash's entry under the block's first node); the
+ * reentrant checkpoint's save_for_backward the argument alone, after the
+ * block (end). */
+int sim_offload_ck_pack(struct sim *S, uint32_t c, bool end)
 {
-    if (!S->off || !S->ck_nonreentrant)
+    if (!S->off || end == S->ck_nonreentrant)
         return 0;
-    S->pack_id++;
+    if (S->ck_nonreentrant)
+        S->pack_id++;
     return pack_one(S, S->ck[c].first, S->ck[c].arg, S->ck_off[c]);
 }
 
@@ -305,12 +312,15 @@ int sim_offload_unpack(struct sim *S, uint32_t n, bool late)
 
 /* The recomputation reads ctx.saved_tensors of _NoopSaveInputs's node
  * inside the unpack of the block's first node needing a saved tensor:
- * that node's post-hook is the one registered (sim_offload_hook). */
+ * that node's post-hook is the one registered (sim_offload_hook). The
+ * reentrant CheckpointFunction.backward reads its own ctx.saved_tensors:
+ * its node's post-hook comes when the block's backward is done
+ * (sim_offload_ck_done). */
 int sim_offload_ck_unpack(struct sim *S, uint32_t c)
 {
-    if (!S->off || !S->ck_nonreentrant || S->ck_off[c] == OFF_NONE)
+    if (!S->off || S->ck_off[c] == OFF_NONE)
         return 0;
-    S->ck_hook = true;
+    S->ck_hook = S->ck_nonreentrant;
     return unpack_one(S, S->ck[c].first, S->ck[c].last, S->ck[c].arg);
 }
 
@@ -352,6 +362,13 @@ int sim_offload_hook(struct sim *S, uint32_t n)
         return 0;
     S->ck_hook = false;
     return post_hook(S, n);
+}
+
+int sim_offload_ck_done(struct sim *S, uint32_t c)
+{
+    if (!S->off || S->ck_nonreentrant || S->ck_off[c] == OFF_NONE)
+        return 0;
+    return post_hook(S, S->ck[c].first);
 }
 
 int sim_offload_inner_hook(struct sim *S, uint32_t n)

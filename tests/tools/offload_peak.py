@@ -29,8 +29,10 @@ offloading; cases: the tiny Llama, 2 layers, eager float32 and SDPA bfloat16, ba
 with and without the offloading, each without and with torchtune's activation checkpointing of every layer
 (AC: checkpointed(), the non-reentrant checkpoint_wrapper; the layers called with their mask and position
 embeddings by keyword, as transformers calls them, so that the checkpoint saves hidden_states only, through the
-offloading's hooks)."""
+offloading's hooks), or with transformers 5.x's reentrant gradient checkpointing (ReentrantLayer, under the plain
+loop with the model's loss and transformers 5's rules: memest --loop plain --transformers 5)."""
 import contextlib
+import functools
 import json
 import sys
 
@@ -46,7 +48,8 @@ from hf_peak import here, measure
 from provenance import write_json
 
 CASES = [("llama", "eager", "float32", "eager"), ("llama", "sdpa", "bfloat16", "flash")]
-AC = ["none", "full"]   # torchtune's activation checkpointing of every decoder layer, or none
+AC = ["none", "full", "reentrant"]   # torchtune's activation checkpointing of every decoder layer, none, or
+                                     # transformers 5.x's gradient checkpointing (the reentrant checkpoint)
 AC_LAYERS, AC_SEQ = 4, 512   # with checkpointing: the layers' inputs above their gradients, the peak at the
                              # backward's start, where the inputs kept on the device or the host decide it
 SEQ = 64
@@ -221,6 +224,29 @@ def checkpointed(model):
     return model
 
 
+class ReentrantLayer(torch.nn.Module):
+    """transformers 5.x's GradientCheckpointingLayer.__call__ (src/transformers/modeling_layers.py) with
+    gradient_checkpointing_enable's default use_reentrant=True: self._gradient_checkpointing_func(
+    partial(super().__call__, **kwargs), *args): the positional hidden_states alone is a tensor argument of
+    CheckpointFunction (saved by its ctx.save_for_backward, through the hooks around it), the mask and the
+    position embeddings ride in the partial."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, hidden_states, attention_mask, position_embeddings):
+        fn = functools.partial(self.inner, attention_mask=attention_mask, position_embeddings=position_embeddings)
+        return tuc.checkpoint(fn, hidden_states, use_reentrant=True)
+
+
+def reentrant(model):
+    layers = model.model.layers
+    for i in range(len(layers)):
+        layers[i] = ReentrantLayer(layers[i])
+    return model
+
+
 def main(argv):
     path = argv[1] if len(argv) > 1 else here("tests", "reference", "offload_peaks.json")
     res = {"_about": "tests/tools/offload_peak.py: peak live tensor bytes of a steady-state training step under "
@@ -232,26 +258,29 @@ def main(argv):
         with open(here("tests", "hf", "tiny", name + ".json")) as f:
             cfg = json.load(f)
         for ac in AC:
-            cfg = dict(cfg, num_hidden_layers=AC_LAYERS if ac == "full" else 2)
-            hf_peak.S = AC_SEQ if ac == "full" else SEQ
+            cfg = dict(cfg, num_hidden_layers=AC_LAYERS if ac != "none" else 2)
+            hf_peak.S = AC_SEQ if ac != "none" else SEQ
+            loop, rel = ("plain", 500) if ac == "reentrant" else ("torchtitan", 449)
             for off in (False, True):
                 for optim, impl in hf_peak.OPTIMS:
-                    hf_models.LABELS = False
-                    hf_models.TRANSFORMERS = 449
+                    hf_models.LABELS = loop != "torchtitan"
+                    hf_models.TRANSFORMERS = rel
                     HOST.update(cur=0, peak=0)
-                    steps = ([checkpointed] if ac == "full" else []) + ([offload] if off else [])
+                    steps = ({"full": [checkpointed], "reentrant": [reentrant]}.get(ac, []) +
+                             ([offload] if off else []))
 
                     def prepare(model, steps=steps):
                         for f in steps:
                             f(model)
                     with tuc.set_checkpoint_early_stop(False):
-                        r = measure(cfg, attn, getattr(torch, dtype), optim, prepare=prepare, loop="torchtitan")
+                        r = measure(cfg, attn, getattr(torch, dtype), optim, prepare=prepare, loop=loop)
                     del r["saved_at_backward"]   # the hooks here are the offloading's
-                    args = "--loop;torchtitan" + (";--checkpoint;--set;num_hidden_layers=%d" % AC_LAYERS
-                                                  if ac == "full" else "") + \
+                    args = "--loop;" + loop + (";--checkpoint;--set;num_hidden_layers=%d" % AC_LAYERS
+                                               if ac != "none" else "") + \
                         (";--activation-offload" if off else "")
                     r.update(config=name, attn=attn, dtype=dtype, memest_attention=kernel, optim=optim, impl=impl,
-                             loop="torchtitan", transformers="4.49", offload=off, ac=ac,
+                             loop=loop, transformers="%d.%d" % (rel // 100, rel % 100) if rel != 500 else "5",
+                             offload=off, ac=ac,
                              layers=cfg["num_hidden_layers"], seq=hf_peak.S,
                              activations_host=HOST["peak"], memest_args=args)
                     res["cases"].append(r)
