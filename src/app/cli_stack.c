@@ -4,7 +4,9 @@
  * whose rules memest follows at 2.6, or 113), whether the model computes its own loss from labels
  * (--loop), and whether its forward builds a DynamicCache (use_cache, off
  * under gradient checkpointing and in generation, whose cache memest
- * replays itself). A model that declares none of them is built as before. */
+ * replays itself), and whether the loop runs its own model code
+ * (torchtune's, torchtitan's) rather than transformers'. A model that
+ * declares none of them is built as before. */
 #include <stdio.h>
 
 #include "memest/cli.h"
@@ -39,6 +41,8 @@ int memest_cli_stack_sets(const struct memest_cli *o, const struct memest_model 
         {"torch", buf->torch, "--torch"},
         {"labels", labels ? "true" : "false", "--loop"},
         {"forward_cache", cache ? "true" : "false", "--checkpoint"},
+        {"native_model", !training ? "0" : loop == MEMEST_LOOP_TORCHTUNE ? "1"
+                                   : loop == MEMEST_LOOP_TORCHTITAN  ? "2" : "0", "--loop"},
     };
     buf->n = 0;
     for (int i = 0; i < MEMEST_STACK_VARS; i++)

@@ -34,7 +34,9 @@ list and not counted as an mm: the mm counted are o_proj, gate_proj, up_proj, do
 are saved), sequence 64 (SEQ; hf_peak.S is 16), each under full, op, every2 and reentrant, SGD and Adam.
 saved_at_backward: hf_peak.SavedBytes (what the pack hooks see outside the checkpoints, the checkpoints' inputs
 through _NoopSaveInputs) plus the outputs the SAC caches keep and the (cos, sin) tuple each checkpoint holds as a
-non-tensor argument, less the target cross-entropy saves (memest counts it with the inputs, not as an activation)."""
+non-tensor argument, less the target cross-entropy saves (memest counts it with the inputs, not as an activation).
+Under torchtitan's loop the replica runs torchtitan's own attention (hf_models.NATIVE = "torchtitan": repeat_kv
+copies, RoPE in complex float32, the model's freqs_cis buffer), as torchtitan trains its own model code."""
 import json
 import sys
 from collections import defaultdict
@@ -169,6 +171,7 @@ def main(argv):
                 loop = LOOP.get(mode, "torchtitan")
                 hf_models.LABELS = loop != "torchtitan"
                 hf_models.TRANSFORMERS = 449
+                hf_models.NATIVE = "torchtitan" if loop == "torchtitan" else None
                 HELD.clear()
                 CACHES.clear()
                 with tuc.set_checkpoint_early_stop(mode == "full_es"):
@@ -182,6 +185,7 @@ def main(argv):
     hf_peak.SavedBytes, hf_peak.S = saved_orig, seq_orig
     hf_models.LABELS = True
     hf_models.TRANSFORMERS = None
+    hf_models.NATIVE = None
     write_json(path, res, "tests/tools/ac_peak.py",
                {"torch": torch.__version__, "torchtitan": "v0.2.0 (activation_checkpoint.py, written in)",
                 "transformers": "v4.49 (hf_models.TRANSFORMERS; followed in plain PyTorch, not imported)"})

@@ -215,6 +215,53 @@ def repeat_kv(hidden_states, n_rep):
     return hidden_states.reshape(batch, num_key_value_heads * n_rep, slen, head_dim)
 
 
+def titan_rotary(x, freqs_cis):
+    """torchtitan v0.2.0 apply_rotary_emb for one of xq, xk ([bs, seqlen, heads, head_dim]); freqs_cis complex64
+    [seqlen, head_dim // 2] (reshape_for_broadcast: [1, seqlen, 1, head_dim // 2])."""
+    x_ = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
+    fc = freqs_cis.view(1, x_.shape[1], 1, x_.shape[-1])
+    return torch.view_as_real(x_ * fc).flatten(3).type_as(x)
+
+
+def titan_repeat_kv(x, n_rep):
+    bs, slen, n_kv_heads, head_dim = x.shape
+    if n_rep == 1:
+        return x
+    return torch.unsqueeze(x, dim=3).expand(bs, slen, n_kv_heads, n_rep, head_dim).reshape(
+        bs, slen, n_kv_heads * n_rep, head_dim)
+
+
+def native_prepare(model, seqlen):
+    """NATIVE == "torchtitan": torchtitan's Transformer buffer freqs_cis (precompute_freqs_cis: complex64
+    [max_seq_len, head_dim // 2], max_seq_len = training.seq_len, register_buffer(persistent=True)), one
+    per model, which every layer's attention reads (as an attribute here, registered once on the model)."""
+    attn = next(m for m in model.modules() if hasattr(m, "head_dim") and hasattr(m, "q_proj"))
+    D = attn.head_dim
+    freqs = torch.outer(torch.arange(seqlen, dtype=torch.float32),
+                        1.0 / (10000.0 ** (torch.arange(0, D, 2)[: D // 2].float() / D)))
+    model.register_buffer("freqs_cis", torch.polar(torch.ones_like(freqs), freqs), persistent=True)
+    for m in model.modules():
+        if hasattr(m, "head_dim") and hasattr(m, "q_proj"):
+            m.titan_freqs_cis = model.freqs_cis
+
+
+def titan_attention(module, hidden_states, position_embeddings):
+    """torchtitan's Attention.forward (NATIVE), reading the model's freqs_cis (native_prepare)."""
+    bs, seqlen, _ = hidden_states.shape
+    D = module.head_dim
+    xq = module.q_proj(hidden_states).view(bs, seqlen, -1, D)
+    xk = module.k_proj(hidden_states).view(bs, seqlen, -1, D)
+    xv = module.v_proj(hidden_states).view(bs, seqlen, -1, D)
+    freqs_cis = module.titan_freqs_cis[0:seqlen]
+    xq, xk = titan_rotary(xq, freqs_cis), titan_rotary(xk, freqs_cis)
+    keys = titan_repeat_kv(xk, module.num_key_value_groups)
+    values = titan_repeat_kv(xv, module.num_key_value_groups)
+    xq, xk, xv = xq.transpose(1, 2), keys.transpose(1, 2), values.transpose(1, 2)
+    output = F.scaled_dot_product_attention(xq, xk, xv, scale=module.scaling, is_causal=True)
+    output = output.transpose(1, 2).contiguous().view(bs, seqlen, -1)
+    return module.o_proj(output)
+
+
 def eager_attention_forward(module, query, key, value, attention_mask, scaling, dropout=0.0, softcap=None):
     key_states = repeat_kv(key, module.num_key_value_groups)
     value_states = repeat_kv(value, module.num_key_value_groups)
@@ -250,6 +297,13 @@ TRANSFORMERS = None  # None: the original replica (4.48's attention, the caller'
 # The forward's DynamicCache: None (no use_cache), "drop" (built, not kept: the caller keeps only the
 # last output, memest --loop plain), or a list the caller keeps (the Trainer's outputs)
 CACHE = None
+# "torchtitan": the SDPA attention is torchtitan's own (v0.2.0 torchtitan/models/llama3/model/model.py
+# Attention.forward and apply_rotary_emb, lines 114-160 and 225-258): the q, k, v projections viewed
+# [bs, seqlen, heads, head_dim], RoPE in complex float32 (view_as_complex(x.float().reshape(..., -1, 2)) *
+# freqs_cis, view_as_real, flatten(3), type_as(x)), repeat_kv's expand + reshape (a copy at the query
+# heads), transpose(1, 2) without .contiguous(), F.scaled_dot_product_attention(q, k, v, is_causal=True),
+# output.transpose(1, 2).contiguous(); None: transformers' code (memest --loop torchtitan: native_model)
+NATIVE = None
 # fn(tensor) for each tensor autograd saves inside the GQA emulation below (whose saved_tensors_hooks
 # replace the caller's): tests/tools/release_peak.py's saved-bytes record
 SAVED_PACK = None
@@ -357,6 +411,9 @@ class Attention(nn.Module):
     def forward(self, hidden_states, position_embeddings, attention_mask):
         input_shape = hidden_states.shape[:-1]
         hidden_shape = (*input_shape, -1, self.head_dim)
+        if NATIVE == "torchtitan" and self.attn != "eager":
+            assert not self.fused and not self.qk_norm and self.use_rope and attention_mask is None
+            return titan_attention(self, hidden_states, position_embeddings)
         if self.fused:
             qkv = self.qkv_proj(hidden_states)
             query_pos = self.num_heads * self.head_dim

@@ -279,6 +279,8 @@ def measure(cfg, attn, dtype, optim, prepare=None, builders=None, inputs=None, l
             model = hf_models.BUILDERS[cfg["model_type"]](cfg, attn)
     finally:
         torch.set_default_dtype(torch.float32)
+    if hf_models.NATIVE == "torchtitan":   # torchtitan's own attention (hf_models.titan_attention)
+        hf_models.native_prepare(model, S)
     if prepare:
         prepare(model)
     model.train()

@@ -12,6 +12,8 @@ The loops, as hf_peak.measure runs them:
               logits and the DynamicCache in the outputs) a local of the function, dead before backward
   torchtitan  torchtitan/train.py: pred = model(x) (the half logits, no labels); loss = cross_entropy(pred.float(),
               ...); del pred; loss.backward()
+torchtitan's loop runs torchtitan's own attention (hf_models.NATIVE = "torchtitan": repeat_kv copies, RoPE in
+complex float32, the model's freqs_cis buffer), as torchtitan trains its own model code.
 Not measured here: torchtune (its model returns one lm_head output per chunk: the replica's one head does not)."""
 import sys
 
@@ -39,6 +41,7 @@ def main(argv):
             for optim, impl in hf_peak.OPTIMS:
                 hf_models.LABELS = loop != "torchtitan"
                 hf_models.TRANSFORMERS = 449
+                hf_models.NATIVE = "torchtitan" if loop == "torchtitan" else None
                 r = measure(cfg, attn, getattr(torch, dtype), optim, loop=loop)
                 r.update(config=name, attn=attn, dtype=dtype, memest_attention=kernel, optim=optim, impl=impl,
                          loop=loop, transformers="4.49")
@@ -47,6 +50,7 @@ def main(argv):
                                                               r["peak_at"]), file=sys.stderr)
     hf_models.LABELS = True
     hf_models.TRANSFORMERS = None
+    hf_models.NATIVE = None
     res = stamp(res, "tests/tools/loop_peak.py",
                 {"torch": torch.__version__, "transformers": "v4.49 (hf_models.TRANSFORMERS; followed in plain PyTorch, not imported)"})
     with open(path, "w") as f:

@@ -30,7 +30,9 @@ with and without the offloading, each without and with torchtune's activation ch
 (AC: checkpointed(), the non-reentrant checkpoint_wrapper; the layers called with their mask and position
 embeddings by keyword, as transformers calls them, so that the checkpoint saves hidden_states only, through the
 offloading's hooks), or with transformers 5.x's reentrant gradient checkpointing (ReentrantLayer, under the plain
-loop with the model's loss and transformers 5's rules: memest --loop plain --transformers 5)."""
+loop with the model's loss and transformers 5's rules: memest --loop plain --transformers 5).
+Under torchtitan's loop the replica runs torchtitan's own attention (hf_models.NATIVE = "torchtitan": repeat_kv
+copies, RoPE in complex float32, the model's freqs_cis buffer), as torchtitan trains its own model code."""
 import contextlib
 import functools
 import json
@@ -265,6 +267,7 @@ def main(argv):
                 for optim, impl in hf_peak.OPTIMS:
                     hf_models.LABELS = loop != "torchtitan"
                     hf_models.TRANSFORMERS = rel
+                    hf_models.NATIVE = "torchtitan" if loop == "torchtitan" else None
                     HOST.update(cur=0, peak=0)
                     steps = ({"full": [checkpointed], "reentrant": [reentrant]}.get(ac, []) +
                              ([offload] if off else []))
@@ -290,6 +293,7 @@ def main(argv):
     hf_peak.S = seq_orig
     hf_models.LABELS = True
     hf_models.TRANSFORMERS = None
+    hf_models.NATIVE = None
     write_json(path, res, "tests/tools/offload_peak.py",
                {"torch": torch.__version__, "torchtune": "v0.6.1 (_activation_offloading.py, written in)",
                 "transformers": "v4.49 (hf_models.TRANSFORMERS; followed in plain PyTorch, not imported)"})
