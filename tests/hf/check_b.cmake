@@ -34,7 +34,10 @@ elseif(CHECK STREQUAL "activations")
   if(impl STREQUAL "sdpa")
     set(impl auto)
   endif()
-  set(args ${config} --batch ${batch} --set seq_len=${seq} --attention ${impl})
+  # tests/tools/hf_models_b.py replicates each family's own attention class (GPT2SdpaAttention: the views
+  # as they are) and builds no cache: the code before the attention refactor (huggingface/transformers#35235,
+  # v4.48), so memest runs --transformers 4.47 (a template that reads no release ignores it)
+  set(args ${config} --batch ${batch} --set seq_len=${seq} --attention ${impl} --transformers 4.47)
   if(dtype STREQUAL "bfloat16")
     list(APPEND args --dtype bf16)
   else()
