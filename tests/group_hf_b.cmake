@@ -41,3 +41,26 @@ foreach(case gpt2 gpt2_sdpa bert bert_sdpa opt opt_sdpa gpt_neox gpt_neox_sdpa g
     set_tests_properties(hf_b.activations.${case}_${dtype} PROPERTIES LABELS hf)
   endforeach()
 endforeach()
+
+# The release of the attention (--transformers), by hand: the tiny GPT-2 and
+# GPT-NeoX (tests/hf/tiny_b/, 2 layers, n_embd 64, batch 2, seq 16, bfloat16,
+# flash, the Trainer's loop, use_cache on). Up to v4.47 the attention reads
+# the views of the fused projection; from v4.56 it reads DynamicLayer's
+# torch.cat copies of k and v (2 x 16 x 64 x 2 = 4,096 bytes each), which
+# flash saves. GPT-2: q's view still keeps c_attn's output, so the copies
+# add 2 layers x 2 x 4,096 = 16,384 bytes; GPT-NeoX: q and k are RoPE's new
+# tensors, so v's copy (4,096) replaces query_key_value's output held by v's
+# view (3 x 4,096) and k's copy its rotated k: 2 layers x 2 x 4,096 = 16,384
+# bytes fewer.
+foreach(entry "gpt2=16384" "gpt_neox=-16384")
+  string(REPLACE "=" ";" kv ${entry})
+  list(GET kv 0 name)
+  list(GET kv 1 want)
+  set(_args "${PROJECT_SOURCE_DIR}/tests/hf/tiny_b/${name}.json;--batch;2;--seq;16;--dtype;bf16;--attention;flash;--loop;trainer")
+  add_test(NAME hf_b.release_cache_copies.${name}
+           COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest>
+                   "-DARGS_A=${_args};--transformers;5" "-DARGS_B=${_args};--transformers;4.47"
+                   "-DFIELD=memory;saved_at_backward" -DEXPECTED=${want}
+                   -P ${CMAKE_CURRENT_SOURCE_DIR}/json_diff.cmake)
+  set_tests_properties(hf_b.release_cache_copies.${name} PROPERTIES LABELS hf)
+endforeach()

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Step peaks and saved activations of one tiny Llama and Qwen2 under the transformers releases of memest's
+"""Step peaks and saved activations of one tiny Llama, Qwen2 and Phi3 (with GQA) under the transformers releases of memest's
 --transformers (issue 33), and under the loops that call the model with labels (plain, trainer), measured in
 real PyTorch 2.6 (CPU) as tests/tools/hf_peak.py measures them (its Live/Recorder, its CUDA corrections):
 
@@ -25,7 +25,11 @@ from provenance import write_json
 
 CASES = [("llama", "eager", "float32", "eager"), ("llama", "sdpa", "float32", "auto"),
          ("llama", "sdpa", "bfloat16", "flash"), ("qwen2", "eager", "bfloat16", "eager"),
-         ("qwen2", "sdpa", "bfloat16", "flash")]
+         ("qwen2", "sdpa", "bfloat16", "flash"),
+         # Phi3Attention (its own fused qkv_proj, the shared attention function from v4.48) with GQA and no
+         # window (tests/hf/tiny/phi3_gqa.json): repeat_kv and .contiguous() at 4.48/4.55, enable_gqa at 5
+         ("phi3_gqa", "eager", "float32", "eager"), ("phi3_gqa", "sdpa", "float32", "auto"),
+         ("phi3_gqa", "sdpa", "bfloat16", "flash")]
 RELEASES = [(448, "4.48"), (455, "4.55"), (500, "5")]
 LOOPS = ["plain", "trainer"]
 

@@ -183,7 +183,7 @@ int main(void)
             check_run(t->string, run->string, run);
             nruns++;
         }
-    CHECK(nruns == 11 * 4);   /* 11 tiny configs (tests/hf/tiny/ of hf_figures.py), 4 runs each */
+    CHECK(nruns == 12 * 4);   /* 12 tiny configs (tests/hf/tiny/ of hf_figures.py), 4 runs each */
     cJSON_Delete(ref);
     return CHECK_DONE();
 }
