@@ -315,20 +315,11 @@ static uint32_t early_stop(const struct sim *S, const struct ckpt *k)
 
 /* The reentrant CheckpointFunction.backward(ctx, *args) holds the incoming
  * gradients (args) until torch.autograd.backward(outputs, args) returns:
- * an extra reference to each gradient that reached the block (hold, up to
- * *nh of them; drop: release them). */
-static int hold_incoming(struct sim *S, const struct ckpt *k, uint32_t **hold, uint32_t *nh,
-                         bool drop)
+ * an extra slot on each gradient that reached the block, *nh of them into
+ * *hold (drop_held releases them). */
+static int hold_incoming(struct sim *S, const struct ckpt *k, uint32_t **hold, uint32_t *nh)
 {
     const struct memest_run *r = S->r;
-    if (drop) {
-        int rc = 0;
-        for (uint32_t i = 0; i < *nh && rc == 0; i++)
-            rc = sim_drop_slot(S, k->first, (*hold)[i]);
-        free(*hold);
-        *hold = NULL;
-        return rc;
-    }
     uint32_t cap = 0;
     for (uint32_t n = k->first; n <= k->last; n++) {
         const struct memest_nodeinfo *ni = &r->nodes[n];
@@ -344,6 +335,15 @@ static int hold_incoming(struct sim *S, const struct ckpt *k, uint32_t **hold, u
         }
     }
     return 0;
+}
+
+static int drop_held(struct sim *S, const struct ckpt *k, uint32_t *hold, uint32_t nh)
+{
+    int rc = 0;
+    for (uint32_t i = 0; i < nh && rc == 0; i++)
+        rc = sim_drop_slot(S, k->first, hold[i]);
+    free(hold);
+    return rc;
 }
 
 /* A checkpointed block instance: recompute its forward with grad, run its
@@ -380,10 +380,10 @@ static int recompute(struct sim *S, const struct ckpt *k)
     S->ph = ph;
     uint32_t *hold = NULL, nh = 0;
     if (rc == 0 && !S->ck_nonreentrant)
-        rc = hold_incoming(S, k, &hold, &nh, false);
+        rc = hold_incoming(S, k, &hold, &nh);
     if (rc == 0)
         rc = bwd_range(S, k->last, k->first, k);
-    if (!S->ck_nonreentrant && hold_incoming(S, k, &hold, &nh, true) != 0)
+    if (drop_held(S, k, hold, nh) != 0)
         rc = -1;
     /* the recomputed outputs (`outputs` of CheckpointFunction.backward) */
     for (uint32_t s = first_s; rc == 0 && s < S->ns && r->storages[s].node <= k->last; s++)

@@ -166,11 +166,9 @@ int sim_forward(struct sim *S, enum fmode m)
         sim_offload_forward_begin(S);
     for (uint32_t n = 0; n < stop; n++)
         if (sim_gen_events(S, MEMEST_GEN_PRE, n) != 0 || SIM_EXT(S, fwd_enter, S, n) != 0 ||
-            (m == FM_TRAIN && S->ck_of[n] != NONE && S->ck[S->ck_of[n]].first == n &&
-             sim_offload_ck_pack(S, S->ck_of[n], false) != 0) ||
+            (m == FM_TRAIN && sim_offload_ck_pack(S, n, false) != 0) ||
             sim_forward_node(S, n, m, NULL, &sfirst) != 0 ||
-            (m == FM_TRAIN && S->ck_of[n] != NONE && S->ck[S->ck_of[n]].last == n &&
-             sim_offload_ck_pack(S, S->ck_of[n], true) != 0) ||
+            (m == FM_TRAIN && sim_offload_ck_pack(S, n, true) != 0) ||
             SIM_EXT(S, fwd_leave, S, n) != 0 || sim_gen_events(S, MEMEST_GEN_POST, n) != 0)
             return -1;
     return sim_gen_events(S, MEMEST_GEN_TAIL, stop) || SIM_EXT(S, fwd_end, S) ? -1 : 0;

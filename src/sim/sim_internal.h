@@ -441,11 +441,12 @@ int sim_offload_hook(struct sim *S, uint32_t n);
  * before the scratch's peak whose copies bwd_tensor_stash keeps through it. */
 int sim_offload_inner_hook(struct sim *S, uint32_t n);
 uint64_t sim_offload_held_early(const struct sim *S, uint32_t n);
-/* Checkpointed block c's positional argument: packed as the block starts
- * (non-reentrant) or after it ran (end: reentrant) in the forward, unpacked
- * as its recomputation starts, its checkpoint node's post-hook when its
- * backward is done (reentrant). 0 / -1. */
-int sim_offload_ck_pack(struct sim *S, uint32_t c, bool end);
+/* A checkpointed block's positional argument: packed in the forward before
+ * the block's first node n runs (non-reentrant) or after its last one (end:
+ * reentrant; nothing at other nodes); unpacked as block c's recomputation
+ * starts, its checkpoint node's post-hook when its backward is done
+ * (reentrant). 0 / -1. */
+int sim_offload_ck_pack(struct sim *S, uint32_t n, bool end);
 int sim_offload_ck_unpack(struct sim *S, uint32_t c);
 int sim_offload_ck_done(struct sim *S, uint32_t c);
 /* The backward's end: the queued callback frees what bwd_tensor_stash holds. */

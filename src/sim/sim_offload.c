@@ -262,9 +262,10 @@ int sim_offload_pack(struct sim *S, uint32_t n)
  * the argument (fwd_stash's entry under the block's first node); the
  * reentrant checkpoint's save_for_backward the argument alone, after the
  * block (end). */
-int sim_offload_ck_pack(struct sim *S, uint32_t c, bool end)
+int sim_offload_ck_pack(struct sim *S, uint32_t n, bool end)
 {
-    if (!S->off || end == S->ck_nonreentrant)
+    uint32_t c = S->off ? S->ck_of[n] : NONE;
+    if (c == NONE || end == S->ck_nonreentrant || n != (end ? S->ck[c].last : S->ck[c].first))
         return 0;
     if (S->ck_nonreentrant)
         S->pack_id++;

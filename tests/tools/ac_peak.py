@@ -169,9 +169,7 @@ def main(argv):
         for mode in MODES:
             for optim, impl in hf_peak.OPTIMS:
                 loop = LOOP.get(mode, "torchtitan")
-                hf_models.LABELS = loop != "torchtitan"
-                hf_models.TRANSFORMERS = 449
-                hf_models.NATIVE = "torchtitan" if loop == "torchtitan" else None
+                hf_models.set_stack(loop, 449)
                 HELD.clear()
                 CACHES.clear()
                 with tuc.set_checkpoint_early_stop(mode == "full_es"):
@@ -183,9 +181,7 @@ def main(argv):
                 print("%-6s %d %-5s %-8s %-6s %-4s %9d %9d (%s)" % (name, layers, attn, dtype, mode, optim, r["peak_tensors"],
                                                              r["saved_at_backward"], r["peak_at"]), file=sys.stderr)
     hf_peak.SavedBytes, hf_peak.S = saved_orig, seq_orig
-    hf_models.LABELS = True
-    hf_models.TRANSFORMERS = None
-    hf_models.NATIVE = None
+    hf_models.reset_stack()
     write_json(path, res, "tests/tools/ac_peak.py",
                {"torch": torch.__version__, "torchtitan": "v0.2.0 (activation_checkpoint.py, written in)",
                 "transformers": "v4.49 (hf_models.TRANSFORMERS; followed in plain PyTorch, not imported)"})

@@ -231,6 +231,21 @@ def titan_repeat_kv(x, n_rep):
         bs, slen, n_kv_heads * n_rep, head_dim)
 
 
+def set_stack(loop, release):
+    """The replica's stack for one measurement under memest's --loop LOOP and --transformers RELEASE (400 +
+    minor, 500 for 5.x): the model computes its own loss unless torchtitan's loop calls it, whose own
+    attention it then runs."""
+    global LABELS, TRANSFORMERS, NATIVE
+    LABELS, TRANSFORMERS = loop != "torchtitan", release
+    NATIVE = "torchtitan" if loop == "torchtitan" else None
+
+
+def reset_stack():
+    """The replica as it is built by default (LABELS, TRANSFORMERS, NATIVE as declared above)."""
+    global LABELS, TRANSFORMERS, NATIVE
+    LABELS, TRANSFORMERS, NATIVE = True, None, None
+
+
 def native_prepare(model, seqlen):
     """NATIVE == "torchtitan": torchtitan's Transformer buffer freqs_cis (precompute_freqs_cis: complex64
     [max_seq_len, head_dim // 2], max_seq_len = training.seq_len, register_buffer(persistent=True)), one

@@ -39,18 +39,14 @@ def main(argv):
             cfg = json.load(f)
         for loop in LOOPS:
             for optim, impl in hf_peak.OPTIMS:
-                hf_models.LABELS = loop != "torchtitan"
-                hf_models.TRANSFORMERS = 449
-                hf_models.NATIVE = "torchtitan" if loop == "torchtitan" else None
+                hf_models.set_stack(loop, 449)
                 r = measure(cfg, attn, getattr(torch, dtype), optim, loop=loop)
                 r.update(config=name, attn=attn, dtype=dtype, memest_attention=kernel, optim=optim, impl=impl,
                          loop=loop, transformers="4.49")
                 res["cases"].append(r)
                 print("%-6s %-5s %-8s %-10s %-4s %9d (%s)" % (name, attn, dtype, loop, optim, r["peak_tensors"],
                                                               r["peak_at"]), file=sys.stderr)
-    hf_models.LABELS = True
-    hf_models.TRANSFORMERS = None
-    hf_models.NATIVE = None
+    hf_models.reset_stack()
     res = stamp(res, "tests/tools/loop_peak.py",
                 {"torch": torch.__version__, "transformers": "v4.49 (hf_models.TRANSFORMERS; followed in plain PyTorch, not imported)"})
     with open(path, "w") as f:

@@ -265,9 +265,7 @@ def main(argv):
             loop, rel = ("plain", 500) if ac == "reentrant" else ("torchtitan", 449)
             for off in (False, True):
                 for optim, impl in hf_peak.OPTIMS:
-                    hf_models.LABELS = loop != "torchtitan"
-                    hf_models.TRANSFORMERS = rel
-                    hf_models.NATIVE = "torchtitan" if loop == "torchtitan" else None
+                    hf_models.set_stack(loop, rel)
                     HOST.update(cur=0, peak=0)
                     steps = ({"full": [checkpointed], "reentrant": [reentrant]}.get(ac, []) +
                              ([offload] if off else []))
@@ -291,12 +289,11 @@ def main(argv):
                         name, attn, dtype, ac, off, optim, r["peak_tensors"], HOST["peak"], r["peak_at"]),
                         file=sys.stderr)
     hf_peak.S = seq_orig
-    hf_models.LABELS = True
-    hf_models.TRANSFORMERS = None
-    hf_models.NATIVE = None
+    hf_models.reset_stack()
     write_json(path, res, "tests/tools/offload_peak.py",
                {"torch": torch.__version__, "torchtune": "v0.6.1 (_activation_offloading.py, written in)",
-                "transformers": "v4.49 (hf_models.TRANSFORMERS; followed in plain PyTorch, not imported)"})
+                "transformers": "v4.49, v5 for the reentrant cases (hf_models.TRANSFORMERS; followed in plain "
+                                "PyTorch, not imported)"})
 
 
 if __name__ == "__main__":
