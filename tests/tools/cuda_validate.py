@@ -319,7 +319,8 @@ def build_parser():
     p.add_argument("--quick", action="store_true", help="resnet18, batch 1 and 8, adam-foreach, fp32+bf16+inference")
     p.add_argument("--cudnn-benchmark", choices=("auto", "both", "on", "off"))
     p.add_argument("--cudnn-rnn", choices=("both", "on", "off"), default="both")
-    p.add_argument("--expandable-segments", nargs="?", const="on", default="off", choices=("off", "on", "both"))
+    p.add_argument("--expandable-segments", nargs="?", const="on", choices=("off", "on", "both"),
+                   help="PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (default off; --limits: both)")
     p.add_argument("--module-loading", choices=("lazy", "eager", "both"), default="lazy")
     p.add_argument("--probe", action="store_true", help="also memest --probe --json per training configuration")
     p.add_argument("--gpu", help="memest's --gpu preset (default: matched from the card's name)")
@@ -331,6 +332,13 @@ def build_parser():
     p.add_argument("--check", metavar="FILE", help="hold memest to a committed measurement: re-run memest for every "
                    "configuration FILE measured and fail past the tolerances (no PyTorch, no GPU)")
     p.add_argument("--check-selftest", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--limits", action="store_true", help="per training configuration: the least memory its step "
+                   "runs in and the largest batch a card runs (set_per_process_memory_fraction), beside memest's")
+    p.add_argument("--limits-card-bytes", type=int, help="--limits: the card whose largest batch is searched "
+                   "(default: the card's total memory)")
+    p.add_argument("--limits-max-batch", type=int, default=LIMITS_MAX_BATCH,
+                   help="--limits: the largest batch tried (default %d)" % LIMITS_MAX_BATCH)
+    p.add_argument("--limits-selftest", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--child", choices=("env", "run"), help=argparse.SUPPRESS)
     p.add_argument("--child-spec", help=argparse.SUPPRESS)
     p.add_argument("--child-out", help=argparse.SUPPRESS)
@@ -808,6 +816,15 @@ def is_oom(torch, e):
     return (cls is not None and isinstance(e, cls)) or "out of memory" in s.lower() or "ALLOC_FAILED" in s
 
 
+def set_allowed(torch, dev, allowed):
+    """torch.cuda.set_per_process_memory_fraction so that the caching allocator's allowed_memory_maximum
+    (fraction * the device total of cudaMemGetInfo, truncated) is `allowed` bytes of segments."""
+    total = torch.cuda.mem_get_info(dev)[1]
+    f = fraction_for(allowed, total)
+    torch.cuda.set_per_process_memory_fraction(f, dev)
+    return OrderedDict(allowed_bytes=allowed, device_total=total, fraction=f, allowed_effective=int(f * total))
+
+
 def child_run(spec, res):
     """One configuration, in this fresh process: build, two steps, the readings (see the docstring). With
     spec["cpu"] (--cpu-check) the same on the CPU, without any memory reading."""
@@ -844,6 +861,8 @@ def child_run(spec, res):
         b, src, note, extra = device_memory_now(torch, dev, baseline)
         res["context_init"] = OrderedDict(bytes=b, source=src, note=note,
                                           memory_allocated=torch.cuda.memory_allocated(), **extra)
+        if spec.get("allowed_bytes") is not None:   # --limits: a smaller card, before the first allocation
+            res["limit"] = set_allowed(torch, dev, spec["allowed_bytes"])
     res["phase"] = "build"
     torch.manual_seed(0)
     model = build()   # on the CPU, seeded, then moved as training scripts do
@@ -974,7 +993,8 @@ def child_main(args):
             try:
                 res["max_memory_allocated"] = torch.cuda.max_memory_allocated()
                 res["max_memory_reserved"] = torch.cuda.max_memory_reserved()
-                res["memory_stats"] = {"num_ooms": torch.cuda.memory_stats().get("num_ooms")}
+                st = torch.cuda.memory_stats()
+                res["memory_stats"] = {"num_ooms": st.get("num_ooms"), "num_alloc_retries": st.get("num_alloc_retries")}
             except Exception:
                 pass
         else:
@@ -1341,6 +1361,7 @@ def check_selftest(memest):
     models = [resolve_model(n, DEFAULT_SEQ) for n in QUICK["models"]]
     args.optims_list, args.precisions_list = list(QUICK["optims"]), [PRECISION_ALIASES[x] for x in QUICK["precisions"]]
     args.inference_list, args.cudnn_benchmark_eff = [PRECISION_ALIASES["fp32"]], "off"
+    args.expandable_segments = "off"
     cache = {}
     configs = make_configs(args, models, parse_batches(["1"], [m["name"] for m in models]),
                            model_infos(memest, models, [], cache))
@@ -1376,6 +1397,436 @@ def check_selftest(memest):
     return 1 if bad else 0
 
 
+# ---- --limits: the least memory a step runs in, the largest batch a card runs ---------------------------
+
+GRANULE = 2 * 1024 * 1024   # bytes of allocator capacity per step of the least-memory search
+SCAN_BELOW = 8              # granules tried below the bisection's answer (completion need not be monotone)
+LIMITS = dict(models=["resnet50", "hf:gpt2"], batches=["8"], optims=["adam-foreach", "adamw-fused"],
+              precisions=["fp32", "bf16"], expandable_segments="both")
+LIMITS_MAX_BATCH = 4096
+DRY_RUN_CARD = "h100-80gb"  # --dry-run --limits without --gpu or --limits-card-bytes: memest's card
+
+
+def fraction_for(allowed, total):
+    """The memory fraction f with int(f * total) == allowed (PyTorch: allowed_memory_maximum =
+    static_cast<size_t>(fraction * device_total), in doubles as here); 1.0 from the total up."""
+    if allowed >= total:
+        return 1.0
+    f = (allowed + 0.5) / total
+    nudge = getattr(__import__("math"), "nextafter", None)
+    while nudge is not None and int(f * total) < allowed:
+        f = nudge(f, 2.0)
+    while nudge is not None and int(f * total) > allowed:
+        f = nudge(f, 0.0)
+    return f
+
+
+def memo(pred):
+    """pred with each point evaluated once; .tries: {point: result} in the order tried."""
+    tries = OrderedDict()
+
+    def f(k):
+        if k not in tries:
+            tries[k] = bool(pred(k))
+        return tries[k]
+    f.tries = tries
+    return f
+
+
+def least_passing(pred, fail, ok):
+    """Bisection: the least k in (fail, ok] with pred(k), pred(fail) taken false and pred(ok) true."""
+    while ok - fail > 1:
+        mid = (fail + ok) // 2
+        if pred(mid):
+            ok = mid
+        else:
+            fail = mid
+    return ok
+
+
+def least_capacity(pred, fail, ok, below=SCAN_BELOW):
+    """The least capacity (in granules) that completes: bisection over (fail, ok], then the `below`
+    granules under its answer (not down to fail): any that complete make the search non-monotone and the
+    smallest of them the answer. pred(ok) is checked first; None when even ok does not complete."""
+    pred = memo(pred)
+    if not pred(ok):
+        return OrderedDict(least=None, bisected=None, below_completing=[], non_monotone=False,
+                           tries=pred.tries)
+    k = least_passing(pred, fail, ok)
+    passing = [j for j in range(k - 1, max(k - below, fail + 1) - 1, -1) if pred(j)]
+    return OrderedDict(least=min([k] + passing), bisected=k, below_completing=sorted(passing),
+                       non_monotone=bool(passing), tries=pred.tries)
+
+
+def largest_passing(pred, cap):
+    """The largest b <= cap with pred(b): doubling from 1, then bisection between the last that ran and
+    the first that did not; 0 when 1 does not."""
+    pred = memo(pred)
+    if not pred(1):
+        return 0, pred.tries
+    ok, bad = 1, None
+    while ok < cap:
+        nxt = min(2 * ok, cap)
+        if not pred(nxt):
+            bad = nxt
+            break
+        ok = nxt
+    if bad is None:
+        return ok, pred.tries
+    while bad - ok > 1:
+        mid = (ok + bad) // 2
+        if pred(mid):
+            ok = mid
+        else:
+            bad = mid
+    return ok, pred.tries
+
+
+def limits_selftest():
+    """The searches against made-up completion predicates with known answers (no PyTorch, no memest)."""
+    bad = []
+
+    def want(what, got, expected):
+        if got != expected:
+            bad.append("%s: %r, expected %r" % (what, got, expected))
+    r = least_capacity(lambda k: k >= 37, 10, 100)
+    want("monotone least", (r["least"], r["bisected"], r["non_monotone"]), (37, 37, False))
+    want("monotone tries", len(r["tries"]) <= 1 + 7 + SCAN_BELOW, True)
+    r = least_capacity(lambda k: k >= 50 or k in (44, 46), 10, 100)
+    want("non-monotone least", (r["least"], r["bisected"], r["below_completing"], r["non_monotone"]),
+         (44, 50, [44, 46], True))
+    r = least_capacity(lambda k: k >= 50 or k == 30, 10, 100)
+    want("a completing capacity beyond the scan", (r["least"], r["non_monotone"]), (50, False))
+    r = least_capacity(lambda k: k >= 12, 10, 100)
+    want("the scan stops above the lower bound", (r["least"], max(r["tries"]) == 100,
+                                                  min(r["tries"]) == 11), (12, True, True))
+    r = least_capacity(lambda k: False, 10, 100)
+    want("nothing completes", (r["least"], list(r["tries"])), (None, [100]))
+    r = least_capacity(lambda k: True, 10, 11)
+    want("only the upper bound", (r["least"], r["non_monotone"]), (11, False))
+    b, tries = largest_passing(lambda b: b <= 300, 4096)
+    want("largest batch", b, 300)
+    want("largest batch tries", len(tries), 10 + 8)   # 1 .. 512 doubling, then 256..512 bisected
+    want("largest batch at the cap", largest_passing(lambda b: b <= 5000, 4096)[0], 4096)
+    want("largest batch, cap not a power of 2", largest_passing(lambda b: b <= 900, 1000)[0], 900)
+    want("largest batch, none", largest_passing(lambda b: False, 4096)[0], 0)
+    want("largest batch 1", largest_passing(lambda b: b == 1, 4096)[0], 1)
+    for total in (15642329088, 85017755648, 150754820096, 3 * GRANULE):
+        for allowed in (GRANULE, 1000 * GRANULE + 12345, total // 2 // GRANULE * GRANULE, total - 1):
+            if allowed < total:
+                f = fraction_for(allowed, total)
+                want("fraction_for(%d, %d)" % (allowed, total), (int(f * total), 0 < f <= 1), (allowed, True))
+    want("fraction_for at the total", fraction_for(5 * GRANULE, 5 * GRANULE), 1.0)
+    for b in bad:
+        sys.stdout.write("FAIL %s\n" % b)
+    sys.stdout.write("limits selftest: %d problems\n" % len(bad))
+    return 1 if bad else 0
+
+
+def limits_memest_args(s, card_args, extra, mem=None):
+    """memest's command for a --limits configuration: the estimate (--json, no --layers), or with mem the
+    --max-batch search on a card of mem bytes; expandable segments as --alloc-conf."""
+    a = [x for x in memest_args(s, [] if mem is not None else card_args, extra) if x != "--layers"]
+    if mem is not None:
+        i = a.index("--batch")
+        a = a[:i] + a[i + 2:-1] + ["--max-batch", "--mem", str(mem), "--headroom", "0", "--json"]
+    if s["expandable_segments"]:
+        a = a[:-1] + ["--alloc-conf", "expandable_segments:True", "--json"]
+    return a
+
+
+def limits_memest(memest, s, card_args, extra, card_bytes, cache):
+    """memest's predictions for a configuration: memory.least_device_memory, .least_allocator_memory,
+    .peak, .reserved (null where memest lacks them, or rejects --alloc-conf: exit 2), and max_batch on a
+    card of card_bytes."""
+    r = OrderedDict()
+    args = limits_memest_args(s, card_args, extra)
+    rc, doc, err = run_memest(memest, args, cache)
+    r["args"], r["rc"] = args, rc
+    m = doc.get("memory") if isinstance(doc, dict) and isinstance(doc.get("memory"), dict) else {}
+    for key in ("least_device_memory", "least_allocator_memory", "peak", "reserved", "overhead"):
+        r[key] = m.get(key)
+    if not m:
+        r["alloc_conf_rejected"] = alloc_conf_rejected(s, rc, doc, err)
+        r["note" if r["alloc_conf_rejected"] else "error"] = limits_memest_error(s, rc, doc, err)
+    r["max_batch_args"] = bargs = limits_memest_args(s, card_args, extra, mem=card_bytes)
+    rc, doc, err = run_memest(memest, bargs, cache) if card_bytes else (None, None, "no card")
+    r["max_batch_rc"] = rc
+    r["max_batch"] = doc.get("max_batch") if isinstance(doc, dict) else None
+    r["max_batch_steady"] = doc.get("max_batch_steady") if isinstance(doc, dict) else None
+    if r["max_batch"] is None and rc != 1 and not alloc_conf_rejected(s, rc, doc, err):
+        r["max_batch_error"] = limits_memest_error(s, rc, doc, err)   # exit 1: max_batch 0 is in the document
+    return r
+
+
+def alloc_conf_rejected(s, rc, doc, err):
+    """memest exited 2 for --alloc-conf (not accepted yet): its predictions are null, not an error."""
+    return rc == 2 and s["expandable_segments"] and "alloc-conf" in (err or "") + json.dumps(doc or {})
+
+
+def limits_memest_error(s, rc, doc, err):
+    if alloc_conf_rejected(s, rc, doc, err):
+        return "memest does not accept --alloc-conf (exit 2): null"
+    msg = (doc or {}).get("error", {}).get("message") if isinstance(doc, dict) else None
+    return msg or (err.splitlines()[-1] if err else "exit %s, no JSON" % rc)
+
+
+def limits_try(res):
+    """A search's one run, as recorded: its status and the readings that tell how it ended."""
+    st = res.get("memory_stats") or {}
+    t = OrderedDict(status=res.get("status"), oom_phase=res.get("oom_phase"),
+                    allowed_effective=(res.get("limit") or {}).get("allowed_effective"),
+                    max_memory_allocated=res.get("max_memory_allocated"),
+                    max_memory_reserved=res.get("max_memory_reserved"),
+                    num_alloc_retries=st.get("num_alloc_retries"), num_ooms=st.get("num_ooms"),
+                    context_init=(res.get("context_init") or {}).get("bytes"), wall_seconds=res.get("wall_seconds"))
+    if res.get("status") not in ("ok", "oom"):
+        t["message"] = str(res.get("message") or "")[:300]
+    return t
+
+
+def limits_child(c, args, tmpdir, allowed=None, batch=None):
+    """One run of the configuration in a fresh process: batch (default its own), allowed bytes of segments."""
+    s = OrderedDict(c["settings"])
+    if batch is not None:
+        s["batch"] = batch
+    spec = dict(settings=s, device=args.device, allowed_bytes=allowed,
+                memest_target_shape=None if batch is not None else c["memest"].get("target_shape"),
+                memest_loss_input_shape=None if batch is not None else c["memest"].get("loss_input_shape"))
+    return run_child("run", spec, child_env_vars(s), args.timeout, tmpdir)
+
+
+def measure_least(c, args, tmpdir, free):
+    """The least allowed bytes the step completes in, searched between the unconstrained run's allocated
+    peak (cannot run below) and its reserved peak (runs), in granules."""
+    runs = OrderedDict()
+
+    def completes(k):
+        runs[k] = limits_child(c, args, tmpdir, allowed=k * GRANULE)
+        log("  least: %d MiB: %s" % (k * GRANULE // (1024 * 1024), runs[k].get("status")))
+        return runs[k].get("status") == "ok"
+    fail = -(-free["max_memory_allocated"] // GRANULE) - 1
+    ok = -(-free["max_memory_reserved"] // GRANULE)
+    r = least_capacity(completes, fail, ok)
+    out = OrderedDict(granule_bytes=GRANULE, lower_bound_bytes=(fail + 1) * GRANULE, upper_bound_bytes=ok * GRANULE,
+                      least_allowed_bytes=None if r["least"] is None else r["least"] * GRANULE,
+                      bisected_bytes=None if r["bisected"] is None else r["bisected"] * GRANULE,
+                      below_completing_bytes=[k * GRANULE for k in r["below_completing"]],
+                      non_monotone=r["non_monotone"])
+    at = limits_try(runs[r["least"]]) if r["least"] is not None else OrderedDict()
+    out["context_bytes"] = at.get("context_init")
+    out["least_device_bytes"] = None if r["least"] is None or at.get("context_init") is None else \
+        out["least_allowed_bytes"] + at["context_init"]
+    out["num_alloc_retries"], out["num_ooms"] = at.get("num_alloc_retries"), at.get("num_ooms")
+    out["tries"] = [OrderedDict([("allowed_bytes", k * GRANULE), ("completes", v)] + list(limits_try(runs[k]).items()))
+                    for k, v in r["tries"].items()]
+    return out
+
+
+def measure_batch(c, args, tmpdir, card_bytes, context):
+    """The largest batch that runs with allowed = card_bytes - context (doubling, then bisection, up to
+    --limits-max-batch), each in a fresh process; an OOM does not run."""
+    allowed = card_bytes - context
+    runs = OrderedDict()
+
+    def runs_at(b):
+        runs[b] = limits_child(c, args, tmpdir, allowed=allowed, batch=b)
+        log("  batch %d: %s" % (b, runs[b].get("status")))
+        return runs[b].get("status") == "ok"
+    largest, tries = largest_passing(runs_at, args.limits_max_batch)
+    return OrderedDict(card_bytes=card_bytes, context_bytes=context, allowed_bytes=allowed, cap=args.limits_max_batch,
+                       largest=largest, at_cap=largest == args.limits_max_batch,
+                       errors=sum(1 for r in runs.values() if r.get("status") not in ("ok", "oom")),
+                       tries=[OrderedDict([("batch", b), ("runs", v)] + list(limits_try(runs[b]).items()))
+                              for b, v in tries.items()])
+
+
+def measure_limits(c, args, tmpdir, card_bytes):
+    """The unconstrained run, then the two searches (see the docstring)."""
+    free = limits_child(c, args, tmpdir)
+    keep = ("status", "max_memory_allocated", "max_memory_reserved", "memory_allocated", "memory_reserved",
+            "device_bytes", "device_source", "context_bytes", "context_init", "memory_stats", "step2_seconds",
+            "oom_phase", "message", "env", "backends", "wall_seconds")
+    m = OrderedDict(unconstrained=OrderedDict((k, free.get(k)) for k in keep if k in free))
+    if free.get("status") != "ok":
+        m["least"] = m["batch"] = None
+        return m
+    m["least"] = measure_least(c, args, tmpdir, free)
+    context = (free.get("context_init") or {}).get("bytes")
+    m["batch"] = None if context is None else measure_batch(c, args, tmpdir, card_bytes, context)
+    return m
+
+
+def limits_diff(c):
+    me, ms = c.get("memest") or {}, c.get("measured") or {}
+    least, batch = ms.get("least") or {}, ms.get("batch") or {}
+    return OrderedDict(least_allocator=pct(me.get("least_allocator_memory"), least.get("least_allowed_bytes")),
+                       least_device=pct(me.get("least_device_memory"), least.get("least_device_bytes")),
+                       max_batch=None if me.get("max_batch") is None or batch.get("largest") is None else
+                       me["max_batch"] - batch["largest"])
+
+
+def fmt_batch(b, at_cap=False):
+    return "" if b is None else "%d%s" % (b, "+" if at_cap else "")
+
+
+def limits_row(c):
+    me, ms, d = c.get("memest") or {}, c.get("measured") or {}, c.get("diff_percent") or {}
+    free, least, batch = ms.get("unconstrained") or {}, ms.get("least") or {}, ms.get("batch") or {}
+    lb = c["label"]
+    st = free.get("status")
+    if st is not None and st != "ok":
+        least = OrderedDict(least_allowed_bytes=None)
+    nm = "" if not least.get("least_allowed_bytes") else ("yes" if least.get("non_monotone") else "no")
+    retries = "" if least.get("num_alloc_retries") is None else "%s / %s" % (least["num_alloc_retries"],
+                                                                             least.get("num_ooms"))
+    row = [lb["model"], lb["B"], lb["step"], lb["precision"], lb["knobs"],
+           fmt_mib(least.get("least_allowed_bytes")) if st in (None, "ok") else st, fmt_mib(me.get("least_allocator_memory")),
+           fmt_pct(d.get("least_allocator")), fmt_mib(least.get("least_device_bytes")),
+           fmt_mib(me.get("least_device_memory")), fmt_pct(d.get("least_device")), nm, retries,
+           fmt_mib(free.get("max_memory_allocated")), fmt_mib(me.get("peak")),
+           fmt_mib(free.get("max_memory_reserved")), fmt_mib(me.get("reserved")),
+           fmt_batch(batch.get("largest"), batch.get("at_cap")), fmt_batch(me.get("max_batch"))]
+    return "| " + " | ".join(row) + " |"
+
+
+def limits_markdown(doc):
+    env = doc.get("environment") or {}
+    dev = env.get("device") or {}
+    lines = []
+    if doc["dry_run"]:
+        lines.append("limits, memest side only (--dry-run): %s; %d configurations" % (
+            doc["memest"]["version"] or doc["memest"]["path"], len(doc["configs"])))
+    else:
+        lines.append("limits on %s (sm %s, %s bytes), torch %s (CUDA %s); %s; %d configurations" % (
+            dev.get("name"), dev.get("capability"), dev.get("total_memory"), env.get("torch"), env.get("torch_cuda"),
+            doc["memest"]["version"] or doc["memest"]["path"], len(doc["configs"])))
+    lines.append("memest card: %s; largest batch on a card of %s bytes (%s), searched up to %d" % (
+        " ".join(doc["memest"]["card_args"]) or "none", doc["limits"]["card_bytes"], doc["limits"]["card_source"],
+        doc["limits"]["max_batch_cap"]))
+    lines.append("")
+    head = ["model", "B", "step", "precision", "knobs", "least alloc measured", "least alloc memest", "least alloc diff",
+            "least device measured", "least device memest", "least device diff", "non-monotone",
+            "retries / ooms", "alloc measured", "alloc memest", "reserved measured", "reserved memest",
+            "largest batch measured", "largest batch memest"]
+    lines.append("| " + " | ".join(head) + " |")
+    lines.append("| " + " | ".join(["---"] * 5 + ["---:"] * 6 + ["---"] + ["---:"] * 7) + " |")
+    lines += [limits_row(c) for c in doc["configs"]]
+    lines.append("")
+    lines.append("Sizes in MiB; diff = 100 * (memest - measured) / measured. least alloc: the least allowed bytes of "
+                 "segments (set_per_process_memory_fraction, in %d MiB granules) the two steps complete in; memest "
+                 "memory.least_allocator_memory. least device: that plus the context measured before the first "
+                 "allocation; memest memory.least_device_memory. non-monotone: a capacity below the bisection's "
+                 "answer completed too. retries / ooms: memory_stats() at the least capacity. alloc, reserved: "
+                 "max_memory_allocated(), max_memory_reserved() unconstrained; memest memory.peak, .reserved. "
+                 "largest batch: N+ reached the cap; memest --max-batch --mem CARD." % (GRANULE // (1024 * 1024)))
+    lines.append("")
+    s = doc["summary"]
+    lines.append("summary: %s, %d configurations, memest errors %d, --alloc-conf not accepted %d%s" % (
+        "dry run" if doc["dry_run"] else "limits", s["configurations"], s["memest_errors"], s["alloc_conf_rejected"],
+        "; nothing measured" if doc["dry_run"] else "; least found %d, non-monotone %d, largest batch found %d" % (
+            s["least_found"], s["non_monotone"], s["batch_found"])))
+    return "\n".join(lines) + "\n"
+
+
+def limits_summary(configs, dry_run):
+    s = OrderedDict(configurations=len(configs),
+                    memest_errors=sum(1 for c in configs if (c.get("memest") or {}).get("error")),
+                    alloc_conf_rejected=sum(1 for c in configs if (c.get("memest") or {}).get("alloc_conf_rejected")))
+    if not dry_run:
+        ms = [c.get("measured") or {} for c in configs]
+        s["least_found"] = sum(1 for m in ms if (m.get("least") or {}).get("least_allowed_bytes") is not None)
+        s["non_monotone"] = sum(1 for m in ms if (m.get("least") or {}).get("non_monotone"))
+        s["batch_found"] = sum(1 for m in ms if (m.get("batch") or {}).get("largest") is not None)
+    return s
+
+
+def limits_progress(c):
+    me, ms = c.get("memest") or {}, c.get("measured") or {}
+    line = "memest least %s, max batch %s" % (fmt_mib(me.get("least_allocator_memory")) or "null",
+                                             me.get("max_batch"))
+    if me.get("error") or me.get("note"):
+        line += " (%s)" % (me.get("error") or me.get("note"))
+    if c.get("measured") is None:
+        return line
+    least, batch = ms.get("least") or {}, ms.get("batch") or {}
+    return line + "; measured least %s MiB%s, largest batch %s" % (
+        fmt_mib(least.get("least_allowed_bytes")) or (ms.get("unconstrained") or {}).get("status"),
+        " (non-monotone)" if least.get("non_monotone") else "", fmt_batch(batch.get("largest"), batch.get("at_cap")))
+
+
+def limits_card(args, environment, preset):
+    """(bytes, where from) of the card whose largest batch is searched: --limits-card-bytes, else the card's
+    total; in a dry run the --gpu preset's memory, else DRY_RUN_CARD's."""
+    if args.limits_card_bytes:
+        return args.limits_card_bytes, "--limits-card-bytes"
+    if environment and environment.get("device"):
+        return environment["device"]["total_memory"], "the card's total memory"
+    name = preset or DRY_RUN_CARD
+    try:
+        with open(os.path.join(ROOT, "models", "gpus.json")) as f:
+            mem = [g["memory"] for g in json.load(f)["gpus"] if g["name"] == name]
+    except (OSError, ValueError, KeyError):
+        mem = []
+    return (mem[0], "preset %s (dry run)" % name) if mem else (None, "no card (dry run)")
+
+
+def run_limits(args, memest, models, batches, tmpdir):
+    environment, rc = cuda_environment(args, tmpdir)
+    if rc is not None:
+        return rc
+    card_args, preset, card_note = card_settings(args, environment)
+    card_bytes, card_source = limits_card(args, environment, preset)
+    cache = {}
+    infos = model_infos(memest, models, args.memest_arg, cache)
+    configs = make_configs(args, models, batches, infos)
+    log("%s: --limits: %d configurations%s" % (PROG, len(configs), " (dry run: memest only)" if args.dry_run else ""))
+    out_path = args.out
+    if not out_path and not args.dry_run:
+        out_path = os.path.join(ROOT, "tests", "reference", "limits_%s.json" % slug(environment["device"]["name"]))
+    doc = OrderedDict(generator="tests/tools/cuda_validate.py --limits", schema_version=1,
+                      created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                      dry_run=bool(args.dry_run), argv=sys.argv[1:],
+                      memest=OrderedDict(path=memest, version=memest_version(memest), card_args=card_args,
+                                         card_preset=preset, card_note=card_note),
+                      environment=environment,
+                      limits=OrderedDict(granule_bytes=GRANULE, scan_below=SCAN_BELOW, card_bytes=card_bytes,
+                                         card_source=card_source, max_batch_cap=args.limits_max_batch),
+                      configs=configs, summary={})
+    for i, c in enumerate(configs):
+        c["memest"] = limits_memest(memest, c["settings"], card_args, args.memest_arg, card_bytes, cache)
+        c["measured"] = None if args.dry_run else measure_limits(c, args, tmpdir, card_bytes)
+        c["diff_percent"] = limits_diff(c)
+        log("[%d/%d] %s: %s" % (i + 1, len(configs), c["id"], limits_progress(c)))
+        if out_path and not args.dry_run:   # after every configuration: a long run keeps what it measured
+            doc["summary"] = limits_summary(configs, False)
+            write_json(out_path, doc)
+    doc["summary"] = limits_summary(configs, args.dry_run)
+    md = limits_markdown(doc)
+    sys.stdout.write(md)
+    sys.stdout.flush()
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(md)
+    if out_path:
+        write_json(out_path, doc)
+        log("%s: wrote %s" % (PROG, out_path))
+    return 0
+
+
+def check_limits_options(args):
+    """--limits measures training steps only: no no-grad passes, no --probe, no --cpu-check."""
+    if not args.limits:
+        return
+    if args.cpu_check or args.probe:
+        raise UsageError("--limits: not with %s" % ("--cpu-check" if args.cpu_check else "--probe"))
+    if args.limits_max_batch < 1:
+        raise UsageError("--limits-max-batch: must be >= 1")
+    if args.limits_card_bytes is not None and args.limits_card_bytes <= 0:
+        raise UsageError("--limits-card-bytes: must be > 0")
+    args.inference_list = []
+
+
 def log(msg):
     sys.stderr.write(msg + "\n")
     sys.stderr.flush()
@@ -1386,6 +1837,8 @@ def main(argv):
     args = p.parse_args(argv[1:])
     if args.child:
         return child_main(args)
+    if args.limits_selftest:
+        return limits_selftest()
     if args.check or args.check_selftest:
         try:
             memest = resolve_memest(args.memest)
@@ -1395,18 +1848,19 @@ def main(argv):
         return check_main(args.check, memest) if args.check else check_selftest(memest)
     try:
         memest = resolve_memest(args.memest)
+        grid = QUICK if args.quick else LIMITS if args.limits else None
         model_names = parse_list(args.models, "--models") if args.models else \
-            (list(QUICK["models"]) if args.quick else reference_models())
+            (list(grid["models"]) if grid else reference_models())
         models = [resolve_model(n, args.seq) for n in model_names]
         names = [m["name"] for m in models]
-        batch_specs = args.batches if args.batches else ([",".join(map(str, QUICK["batches"]))] if args.quick else None)
+        batch_specs = args.batches if args.batches else ([",".join(map(str, grid["batches"]))] if grid else None)
         batches = parse_batches(batch_specs, names)
         args.optims_list = parse_list(args.optims, "--optims") if args.optims else \
-            (list(QUICK["optims"]) if args.quick else list(DEFAULT_OPTIMS))
+            (list(grid["optims"]) if grid else list(DEFAULT_OPTIMS))
         for o in args.optims_list:
             parse_optim(o)
         prec = parse_list(args.precisions, "--precisions") if args.precisions else \
-            (list(QUICK["precisions"]) if args.quick else list(DEFAULT_PRECISIONS))
+            (list(grid["precisions"]) if grid else list(DEFAULT_PRECISIONS))
         inf = parse_list(args.inference_precisions, "--inference-precisions") if args.inference_precisions else \
             list(QUICK["inference_precisions"] if args.quick else ["fp32"])
         for lst, what in ((prec, "--precisions"), (inf, "--inference-precisions")):
@@ -1415,7 +1869,10 @@ def main(argv):
                     raise UsageError("%s: unknown precision %r (fp32, bf16, fp16)" % (what, x))
         args.precisions_list = [PRECISION_ALIASES[x] for x in prec]
         args.inference_list = [] if inf == ["none"] else [PRECISION_ALIASES[x] for x in inf if x != "none"]
-        args.cudnn_benchmark_eff = args.cudnn_benchmark or ("off" if args.quick else "auto")
+        args.cudnn_benchmark_eff = args.cudnn_benchmark or ("off" if args.quick or args.limits else "auto")
+        args.expandable_segments = args.expandable_segments or (LIMITS["expandable_segments"] if args.limits
+                                                                else "off")
+        check_limits_options(args)
         if args.timeout <= 0:
             raise UsageError("--timeout: must be > 0")
         if args.dry_run and args.cpu_check:
@@ -1426,45 +1883,61 @@ def main(argv):
 
     tmpdir = tempfile.mkdtemp(prefix="cuda_validate-")
     try:
-        return run(args, memest, models, batches, tmpdir)
+        return (run_limits if args.limits else run)(args, memest, models, batches, tmpdir)
     finally:
         shutil.rmtree(tmpdir, ignore_errors=True)
 
 
-def run(args, memest, models, batches, tmpdir):
-    environment, card_args, card_preset_name, card_note = None, [], None, None
+def cuda_environment(args, tmpdir):
+    """The env child's readings (versions, the card): (environment or None, exit code or None). A dry run
+    reads nothing; --cpu-check needs PyTorch, a measurement a CUDA device (else 2, with the one line)."""
+    if args.dry_run:
+        return None, None
     loading_modes = expand_knob(args.module_loading, ("lazy", "eager"))
+    env0 = child_env_vars(OrderedDict(module_loading=loading_modes[0].upper(), expandable_segments=False))
     if args.cpu_check:
-        env0 = child_env_vars(OrderedDict(module_loading=loading_modes[0].upper(), expandable_segments=False))
         environment = run_child("env", dict(device=args.device, measure=False, cpu=True), env0, 300, tmpdir)
         if environment.get("torch") is None:
             sys.stderr.write("%s: --cpu-check: PyTorch cannot be imported by %s (%s)\n" % (
                 PROG, sys.executable, environment.get("torch_error") or environment.get("message")))
-            return 2
-    elif not args.dry_run:
-        env0 = child_env_vars(OrderedDict(module_loading=loading_modes[0].upper(), expandable_segments=False))
-        environment = run_child("env", dict(device=args.device, measure=False), env0, 300, tmpdir)
-        if not environment.get("cuda_available"):
-            why = environment.get("torch_error")
-            if environment.get("torch") is None:
-                why = "PyTorch cannot be imported by %s (%s)" % (sys.executable, why or environment.get("message") or
-                                                               environment.get("status"))
-            elif not why:
-                why = "torch.cuda.is_available() is False (torch %s, built with CUDA %s)" % (
-                    environment.get("torch"), environment.get("torch_cuda"))
-            sys.stderr.write("%s: no CUDA device: %s; use --dry-run to check the memest side\n" % (PROG, why))
-            return 2
+            return environment, 2
+        return environment, None
+    environment = run_child("env", dict(device=args.device, measure=False), env0, 300, tmpdir)
+    if not environment.get("cuda_available"):
+        why = environment.get("torch_error")
+        if environment.get("torch") is None:
+            why = "PyTorch cannot be imported by %s (%s)" % (sys.executable, why or environment.get("message") or
+                                                           environment.get("status"))
+        elif not why:
+            why = "torch.cuda.is_available() is False (torch %s, built with CUDA %s)" % (
+                environment.get("torch"), environment.get("torch_cuda"))
+        sys.stderr.write("%s: no CUDA device: %s; use --dry-run to check the memest side\n" % (PROG, why))
+        return environment, 2
+    return environment, None
+
+
+def card_settings(args, environment):
+    """memest's card: (card_args, preset name or None, note or None): --gpu, else the preset matching the
+    card's name, else --mem with its total memory; none in a dry run without --gpu."""
     if args.gpu:
-        card_args, card_preset_name = ["--gpu", args.gpu, "--headroom", "0"], args.gpu
-    elif environment and environment.get("device"):
+        return ["--gpu", args.gpu, "--headroom", "0"], args.gpu, None
+    if environment and environment.get("device"):
         dev = environment["device"]
-        card_preset_name = card_preset(dev["name"])
-        if card_preset_name:
-            card_args = ["--gpu", card_preset_name, "--headroom", "0"]
-        else:
-            card_args = ["--mem", str(dev["total_memory"]), "--headroom", "0"]
-            card_note = ("no preset in models/gpus.json names %r: --mem with its total memory; memest then assumes "
-                         "the default cuBLAS workspace" % dev["name"])
+        preset = card_preset(dev["name"])
+        if preset:
+            return ["--gpu", preset, "--headroom", "0"], preset, None
+        return (["--mem", str(dev["total_memory"]), "--headroom", "0"], None,
+                "no preset in models/gpus.json names %r: --mem with its total memory; memest then assumes "
+                "the default cuBLAS workspace" % dev["name"])
+    return [], None, None
+
+
+def run(args, memest, models, batches, tmpdir):
+    environment, rc = cuda_environment(args, tmpdir)
+    if rc is not None:
+        return rc
+    loading_modes = expand_knob(args.module_loading, ("lazy", "eager"))
+    card_args, card_preset_name, card_note = card_settings(args, environment)
     cache, probe_cache = {}, {}   # memest's figures do not depend on the knobs: one run per command
     log("%s: memest %s" % (PROG, memest))
     infos = model_infos(memest, models, args.memest_arg, cache)
