@@ -2,12 +2,17 @@
 # as it runs without a GPU (label tools):
 #   tools.cuda_validate.dry_run  --dry-run --quick against this build's memest (any python3, no PyTorch):
 #                                exit 0, the quick grid's model and the table's header on stdout;
+#   tools.cuda_validate.limits_dry_run  --dry-run --limits against this build's memest (no PyTorch): exit 0,
+#                                the limits table's header and a row per (model, optimizer, precision,
+#                                expandable segments) of the default --limits grid on stdout;
+#   tools.cuda_validate.limits_selftest  --limits-selftest: the searches (bisection, the non-monotone scan,
+#                                the doubling for the batch) against made-up predicates with known answers;
 #   tools.cuda_validate.no_cuda  without --dry-run, by a python3 with PyTorch (found at configure time:
 #                                /usr/bin/python3, then python3 on PATH; not added when neither imports
 #                                torch): exit 2 and the one "no CUDA device" line on stderr; skipped
 #                                where torch.cuda.is_available() (it would start measuring).
 # The checks are this file run as a script:
-#   cmake -DPYTHON=python3 -DSCRIPT=tests/tools/cuda_validate.py -DMEMEST=build/memest -DMODE=dry_run|no_cuda
+#   cmake -DPYTHON=python3 -DSCRIPT=tests/tools/cuda_validate.py -DMEMEST=build/memest -DMODE=dry_run|limits_dry_run|no_cuda
 #         -P tests/group_cuda_validate.cmake
 if(CMAKE_SCRIPT_MODE_FILE)
   set(fail "")
@@ -19,6 +24,30 @@ if(CMAKE_SCRIPT_MODE_FILE)
     endif()
     foreach(want "| model | B | step | precision |" "| resnet18 | 1 | adam foreach | fp32 |"
                  "| resnet18 | 8 | inference | fp32 |" "summary: dry run, 6 configurations, memest errors 0")
+      string(FIND "${out}" "${want}" pos)
+      if(pos EQUAL -1)
+        string(APPEND fail "stdout lacks \"${want}\"\n")
+      endif()
+    endforeach()
+  elseif(MODE STREQUAL "limits_dry_run")
+    execute_process(COMMAND ${PYTHON} ${SCRIPT} --dry-run --limits --memest ${MEMEST}
+                    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 300)
+    if(NOT rc EQUAL 0)
+      string(APPEND fail "exit code ${rc}, expected 0\n")
+    endif()
+    set(_head "| model | B | step | precision | knobs | least alloc measured | least alloc memest | least alloc diff")
+    set(_rows "")
+    foreach(_m "resnet50" "hf:gpt2 s512")
+      foreach(_o "adam foreach" "adamw fused")
+        foreach(_p "fp32" "amp bf16")
+          foreach(_k "cudnn-bm:off lazy" "cudnn-bm:off lazy exp-seg")
+            list(APPEND _rows "| ${_m} | 8 | ${_o} | ${_p} | ${_k} | ")
+          endforeach()
+        endforeach()
+      endforeach()
+    endforeach()
+    foreach(want "limits, memest side only (--dry-run)" "${_head}" ${_rows}
+                 "summary: dry run, 16 configurations, memest errors 0")
       string(FIND "${out}" "${want}" pos)
       if(pos EQUAL -1)
         string(APPEND fail "stdout lacks \"${want}\"\n")
@@ -49,7 +78,7 @@ if(CMAKE_SCRIPT_MODE_FILE)
       string(APPEND fail "it wrote ${_out}\n")
     endif()
   else()
-    message(FATAL_ERROR "MODE must be dry_run or no_cuda, not '${MODE}'")
+    message(FATAL_ERROR "MODE must be dry_run, limits_dry_run or no_cuda, not '${MODE}'")
   endif()
   if(fail)
     message(FATAL_ERROR "${SCRIPT} (${MODE}, ${PYTHON})\n${fail}--- stdout ---\n${out}--- stderr ---\n${err}")
@@ -78,6 +107,15 @@ if(MEMEST_CUDA_VALIDATE_PYTHON)
            COMMAND ${CMAKE_COMMAND} -DPYTHON=${MEMEST_CUDA_VALIDATE_PYTHON} ${_cv_args} -DMODE=dry_run
                    -P ${CMAKE_CURRENT_LIST_FILE})
   set_tests_properties(tools.cuda_validate.dry_run PROPERTIES LABELS tools TIMEOUT 300
+                       ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1")
+  add_test(NAME tools.cuda_validate.limits_dry_run
+           COMMAND ${CMAKE_COMMAND} -DPYTHON=${MEMEST_CUDA_VALIDATE_PYTHON} ${_cv_args} -DMODE=limits_dry_run
+                   -P ${CMAKE_CURRENT_LIST_FILE})
+  set_tests_properties(tools.cuda_validate.limits_dry_run PROPERTIES LABELS tools TIMEOUT 300
+                       ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1")
+  add_test(NAME tools.cuda_validate.limits_selftest
+           COMMAND ${MEMEST_CUDA_VALIDATE_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tools/cuda_validate.py --limits-selftest)
+  set_tests_properties(tools.cuda_validate.limits_selftest PROPERTIES LABELS tools TIMEOUT 300
                        ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1")
 endif()
 if(MEMEST_CUDA_VALIDATE_TORCH_PYTHON)

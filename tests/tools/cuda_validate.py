@@ -1482,6 +1482,29 @@ def largest_passing(pred, cap):
     return ok, pred.tries
 
 
+def selftest_measure():
+    """measure_limits against a made-up child: at batch b a step needs b * 65.625 granules of segments
+    (allocated peak 25 granules less, reserved 25 more), batch 8 completes at 520 granules too (the allocator
+    freeing its cache: non-monotone), the context is 250 granules; the card 5120 granules."""
+    global limits_child
+    real = limits_child
+
+    def fake(c, args, tmpdir, allowed=None, batch=None):
+        b = batch or c["settings"]["batch"]
+        need = b * 525 * GRANULE // 8
+        ok = allowed is None or allowed >= need or (b == 8 and allowed == 520 * GRANULE)
+        return OrderedDict(status="ok" if ok else "oom", oom_phase=None if ok else "step 2",
+                           max_memory_allocated=need - 25 * GRANULE, max_memory_reserved=need + 25 * GRANULE,
+                           context_init=OrderedDict(bytes=250 * GRANULE), limit=OrderedDict(allowed_effective=allowed),
+                           memory_stats=OrderedDict(num_alloc_retries=3 if allowed else 0, num_ooms=0 if ok else 1))
+    limits_child = fake
+    try:
+        args = argparse.Namespace(device=0, timeout=1.0, limits_max_batch=LIMITS_MAX_BATCH)
+        return measure_limits(OrderedDict(settings=OrderedDict(batch=8), memest={}), args, None, 5120 * GRANULE)
+    finally:
+        limits_child = real
+
+
 def limits_selftest():
     """The searches against made-up completion predicates with known answers (no PyTorch, no memest)."""
     bad = []
@@ -1517,6 +1540,12 @@ def limits_selftest():
                 f = fraction_for(allowed, total)
                 want("fraction_for(%d, %d)" % (allowed, total), (int(f * total), 0 < f <= 1), (allowed, True))
     want("fraction_for at the total", fraction_for(5 * GRANULE, 5 * GRANULE), 1.0)
+    m = selftest_measure()
+    want("made-up card: least", (m["least"]["least_allowed_bytes"], m["least"]["bisected_bytes"],
+                                 m["least"]["non_monotone"], m["least"]["least_device_bytes"],
+                                 m["least"]["num_alloc_retries"]), (520 * GRANULE, 525 * GRANULE, True,
+                                                                    770 * GRANULE, 3))
+    want("made-up card: largest batch", (m["batch"]["largest"], m["batch"]["allowed_bytes"]), (74, 4870 * GRANULE))
     for b in bad:
         sys.stdout.write("FAIL %s\n" % b)
     sys.stdout.write("limits selftest: %d problems\n" % len(bad))
