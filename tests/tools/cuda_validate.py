@@ -144,6 +144,52 @@ device_bytes, device_source, context_bytes, context_init, step2_seconds, memory_
 backends, oom_phase, message, ...}, diff_percent: {allocated, reserved, device_total, context},
 verdict, probe}], knob_effects: [...], summary: {...}}.
 
+Limits: the least memory a step runs in, the largest batch a card runs (--limits)
+-------------------------------------------------------------------------------
+    python3 tests/tools/cuda_validate.py --limits [--limits-card-bytes N] [--limits-max-batch 4096]
+    python3 tests/tools/cuda_validate.py --dry-run --limits          # memest only, no PyTorch
+
+measures what memest's verdict predicts. Per training configuration of the grid (the grid options as
+above; --limits's default: resnet50 and hf:gpt2 at batch 8, adam-foreach and adamw-fused, fp32 and bf16,
+--expandable-segments both, cuDNN benchmark off, no no-grad passes: 16 configurations), each run a fresh
+child (--child run) as above:
+  1. an unconstrained run: max_memory_allocated() and max_memory_reserved() of step 2, the context
+     before the first allocation (context_init);
+  2. the least memory the step runs in: torch.cuda.set_per_process_memory_fraction(f) before the first
+     allocation, f chosen so that PyTorch's allowed_memory_maximum = int(f * device total) is k granules
+     of 2 MiB; k bisected between the allocated peak (cannot run below) and the reserved peak (runs),
+     then the 8 granules below the answer tried too (completion need not be monotone in capacity: with
+     less room the allocator frees its cache and retries); "completes" = both steps ran, an OOM
+     (torch.cuda.OutOfMemoryError) does not. Recorded: the least allowed bytes that complete, whether a
+     capacity under the bisection's answer completed (non_monotone), the context, least + context (the
+     least device memory), num_alloc_retries and num_ooms of memory_stats() at that capacity, every try;
+  3. the largest batch on a card of --limits-card-bytes N (default: this card's total): allowed = N -
+     the unconstrained run's context, the batch doubled from 1 then bisected, up to --limits-max-batch
+     (default 4096; "4096+" when it ran there).
+  Expandable segments: the same under PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.
+memest runs with the same settings and --json (--alloc-conf expandable_segments:True for those): its
+memory.least_allocator_memory, .least_device_memory, .peak, .reserved (null where absent, or where memest
+exits 2 for --alloc-conf), and `memest ... --max-batch --mem N --headroom 0 --json`'s max_batch (--mem,
+not the --gpu preset: memest takes one or the other). Writes tests/reference/limits_<device-slug>.json
+(--out FILE; a dry run none unless --out) and a Markdown table: least alloc measured / memest / diff,
+least device measured / memest / diff, non-monotone, retries / ooms, the unconstrained allocated and
+reserved beside memest's, largest batch measured / memest. A dry run without a card uses --gpu's
+preset's memory for the batch, else h100-80gb's. Each try is a fresh process (5-20 s): some 20 tries for
+the least memory and 20 for the batch per configuration, about an hour and a half for the default grid.
+The emulation caps the caching allocator's segments only: what else the process takes after its
+first allocation (cuBLAS and cuDNN handles, lazily loaded kernels) is not counted against N.
+--limits-selftest checks the searches (no PyTorch, no memest): bisection, the non-monotone scan and the
+batch's doubling against made-up completion predicates with known answers, fraction_for's rounding, and
+the whole measurement against a made-up card.
+JSON: {generator, schema_version, created, dry_run, argv, memest, environment, limits: {granule_bytes,
+scan_below, card_bytes, card_source, max_batch_cap}, configs: [{id, label, settings, memest:
+{args, rc, least_device_memory, least_allocator_memory, peak, reserved, overhead, alloc_conf_rejected,
+max_batch_args, max_batch, max_batch_steady, error|note}, measured: {unconstrained: {...}, least:
+{granule_bytes, lower_bound_bytes, upper_bound_bytes, least_allowed_bytes, bisected_bytes,
+below_completing_bytes, non_monotone, context_bytes, least_device_bytes, num_alloc_retries, num_ooms,
+tries}, batch: {card_bytes, context_bytes, allowed_bytes, cap, largest, at_cap, errors, tries}},
+diff_percent: {least_allocator, least_device, max_batch (memest - measured, batches)}}], summary}.
+
 The child processes are this script (--child env|run, with a JSON spec file), run by the same Python
 (sys.executable); the parent never imports torch, so it holds no CUDA context while they measure.
 """
