@@ -142,7 +142,7 @@ elseif(CHECK STREQUAL "sweep_outputs")
   string(REPLACE "\n" ";" lines "${csv}")
   list(LENGTH lines n)
   list(GET lines 0 header)
-  if(NOT header STREQUAL "batch,peak_bytes,reserved_bytes,total_device_bytes,fits,step_flops,step_seconds,samples_per_second,memory_bound_fraction,error")
+  if(NOT header STREQUAL "batch,peak_bytes,reserved_bytes,total_device_bytes,least_device_bytes,fits,step_flops,step_seconds,samples_per_second,memory_bound_fraction,error")
     message(FATAL_ERROR "CSV header: ${header}")
   endif()
   if(NOT n EQUAL 6) # header, 4 rows, the empty string after the last newline

@@ -10,11 +10,23 @@
  *   memest_alloc_stats(a)->max_reserved;        // 2 MiB: one small-pool segment
  *   memest_alloc_destroy(a);
  *
- * Only one device and one stream; no memory limit (segments are never
- * released: empty_cache() is not called during a step). */
+ * Only one device and one stream. Without a capacity (the default) no
+ * cudaMalloc fails, so no segment is ever released and the reserved memory
+ * only grows; with one (memest_alloc_set_capacity) a request that finds no
+ * room follows PyTorch's malloc(): the free-memory callbacks (none that a
+ * training step registers), the garbage collection (with a fraction and a
+ * garbage_collection_threshold), alloc_block, release_available_cached_blocks
+ * and release_cached_blocks with a retry each, then out of memory.
+ * PYTORCH_CUDA_ALLOC_CONF's settings (alloc_conf.h) apply as PyTorch applies
+ * them: max_split_size_mb, max_non_split_rounding_mb, roundup_power2_divisions,
+ * garbage_collection_threshold and expandable_segments (alloc_expand.c). */
 #pragma once
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+
+#include "memest/alloc_conf.h"
 
 #define MEMEST_ALLOC_MIN_BLOCK 512u                   /* kMinBlockSize */
 #define MEMEST_ALLOC_SMALL_SIZE ((uint64_t)1 << 20)  /* kSmallSize: 1 MiB */
@@ -29,14 +41,36 @@ struct memest_alloc_stats {
     uint64_t requested;      /* live bytes as requested (before rounding) */
     uint64_t max_allocated;  /* since creation or the last reset_peak */
     uint64_t max_reserved;
-    uint64_t segments;       /* cudaMalloc calls (segments held) */
+    uint64_t segments;       /* cudaMalloc calls (segments made) */
     uint64_t live_blocks;
+    /* under a capacity */
+    uint64_t retries;        /* num_alloc_retries: release_cached_blocks, then a retry */
+    uint64_t ooms;           /* requests that failed after every release */
+    uint64_t released;       /* bytes given back to the device (cudaFree, unmapped pages) */
+    uint64_t segment_frees;  /* cudaFree calls */
+    /* The capacity checks so far: the most reserved memory a check that
+     * passed asked for, the least one that failed asked for (UINT64_MAX:
+     * none failed). Every capacity in [need_ok, need_fail) passes and fails
+     * the same checks, so a replay under any of them runs alike. */
+    uint64_t need_ok, need_fail;
+    bool inexact;            /* a check compared with a fraction of the capacity
+                                (the garbage collection's threshold): the
+                                interval above is not known */
 };
 
 struct memest_alloc;
 
-/* A new, empty allocator; NULL when out of memory. */
+/* A new, empty allocator with the default settings; NULL when out of
+ * memory. */
 struct memest_alloc *memest_alloc_create(void);
+/* The same with PYTORCH_CUDA_ALLOC_CONF's settings (NULL: the default). */
+struct memest_alloc *memest_alloc_create_with(const struct memest_alloc_conf *conf);
+/* The bytes of segments the allocator may hold from now on: the device's
+ * free memory when the step starts (fraction false: a cudaMalloc or a page
+ * mapping past it fails), or set_per_process_memory_fraction's
+ * allowed_memory_maximum (fraction true: alloc_block refuses a segment past
+ * it, and garbage_collection_threshold applies). UINT64_MAX: no limit. */
+void memest_alloc_set_capacity(struct memest_alloc *a, uint64_t capacity, bool fraction);
 void memest_alloc_destroy(struct memest_alloc *a);
 
 /* Allocates `bytes` (> 0; 0-byte requests never reach the allocator in
@@ -44,7 +78,8 @@ void memest_alloc_destroy(struct memest_alloc *a);
  * memest_alloc_free, *block_bytes is the block's size (what
  * memory_allocated() grows by). 0; -1 when the request exceeds 2^62 bytes or
  * the segments would exceed 2^63 - 1 bytes; -2 when the host is out of
- * memory. */
+ * memory; -3 when it does not fit the capacity after every release
+ * (PyTorch's OutOfMemoryError). */
 int memest_alloc_malloc(struct memest_alloc *a, uint64_t bytes, uint32_t *handle,
                         uint64_t *block_bytes);
 /* Returns the block to its pool, merging it with free neighbours of the same
@@ -63,6 +98,69 @@ void memest_alloc_reset_peak(struct memest_alloc *a);
 /* round_size(): the request rounded up to a multiple of 512 bytes (at
  * least 512). */
 uint64_t memest_alloc_round(uint64_t bytes);
+/* round_size() under roundup_power2_divisions: a request above 512 x D
+ * bytes (D the divisions of its size's interval, D > 1) rounds up to the
+ * next of D equal steps between the powers of two around it. */
+uint64_t memest_alloc_round_conf(const struct memest_alloc_conf *c, uint64_t bytes);
 /* get_allocation_size(): the segment cudaMalloc'd for a rounded request
  * that no cached block can serve. */
 uint64_t memest_alloc_segment_size(uint64_t rounded);
+
+/* ---- a step's requests, replayed under capacities (alloc_replay.c) ---- */
+
+/* One request of the step: an allocation of `bytes` (0-byte ones never
+ * reach the allocator and are not recorded) or the free of allocation id. */
+struct memest_alloc_op {
+    uint64_t bytes;
+    uint32_t id;
+    uint32_t free;   /* 1: the free of id */
+};
+
+struct memest_alloc_trace {
+    struct memest_alloc_op *op;
+    size_t n, cap;
+    uint32_t nid;    /* ids are below it */
+};
+
+/* Appends one request. 0 / -1 (out of memory). */
+int memest_alloc_trace_push(struct memest_alloc_trace *t, bool is_free, uint32_t id,
+                            uint64_t bytes);
+void memest_alloc_trace_dispose(struct memest_alloc_trace *t);
+
+/* One replay of a trace under a capacity. */
+struct memest_alloc_run {
+    bool completes;          /* every request was served */
+    size_t failed_at;        /* else: the request that ran out of memory */
+    uint64_t need_ok, need_fail;   /* the stats' interval (alloc.h): every capacity in
+                                      [need_ok, need_fail) replays the same */
+    bool inexact;            /* the interval is not known (garbage collection) */
+    uint64_t max_reserved, max_allocated, retries, released, segment_frees;
+};
+/* Replays t on a fresh allocator with conf c (NULL: the default) under
+ * `capacity` (fraction: as set_per_process_memory_fraction's). 0; -1 out of
+ * host memory; -2 past memest's limits (alloc.h). */
+int memest_alloc_replay(const struct memest_alloc_trace *t, const struct memest_alloc_conf *c,
+                        uint64_t capacity, bool fraction, struct memest_alloc_run *out);
+
+/* The least capacity a trace runs in. */
+struct memest_alloc_least {
+    uint64_t least;      /* the smallest capacity (a multiple of 2 MiB) at which the
+                            replay completes */
+    uint64_t floor;      /* no capacity below it completes: the allocated peak
+                            rounded up to 2 MiB */
+    uint64_t top;        /* the unconstrained reserved peak: every capacity from it
+                            up completes */
+    bool exact;          /* every capacity below `least` was shown to fail */
+    uint32_t replays;
+};
+/* The search: the capacity checks compare multiples of 2 MiB (segments and
+ * pages are), so a capacity acts as its multiple of 2 MiB below. From the
+ * floor up: a replay that fails at C fails, identically, at every capacity
+ * up to the least check it failed (need_fail), which is where the next
+ * replay goes; the first that completes is the least, exactly, whether or
+ * not completion is monotone above it. At most max_replays replays (>= 2):
+ * past half of them, a bisection between the last failure and the top
+ * (exact false: a capacity it skipped may complete). */
+int memest_alloc_least_capacity(const struct memest_alloc_trace *t,
+                                const struct memest_alloc_conf *c, bool fraction,
+                                unsigned max_replays, struct memest_alloc_least *out);

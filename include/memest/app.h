@@ -89,6 +89,15 @@ struct memest_app {
     struct memest_app_est est;
 };
 
+/* The allocator's settings into a->step.alloc: --alloc-conf, else the
+ * environment's PYTORCH_CUDA_ALLOC_CONF. 0 / -1 (a usage error). */
+int memest_app_alloc_conf(struct memest_app *a, struct memest_error *err);
+/* a->step's card for the verdict's replay (step.h: card_usable): the card's
+ * memory less the headroom and --used, or none without a card; and the
+ * least memory searched (step.least), which a search's flow turns off for
+ * its points. Call it whenever the card changes. */
+void memest_app_card_usable(struct memest_app *a);
+
 /* Several GPUs (app_dist.c): reads --deepspeed's config, settles the
  * layout, the step's rank (a->step.rank) and the batch (a->batch, from the
  * config's micro-batch without --batch); nothing without the options.
@@ -242,6 +251,10 @@ int memest_stdout_failed(int rc, int errnum);
 struct memest_sweep_row;
 int memest_app_row(struct memest_app *a, int64_t batch, struct memest_sweep_row *row,
                    struct memest_error *err);
+/* The verdict on a row's estimate (its replay on the card: row->fits) as
+ * memest_fit_judge gives it for an estimate. */
+void memest_app_row_fit(const struct memest_app *a, const struct memest_sweep_row *row,
+                        struct memest_fit *f);
 
 /* The flows; each returns the process exit code. */
 int memest_flow_single(struct memest_app *a);

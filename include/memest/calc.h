@@ -109,6 +109,33 @@ struct memest_dist_states {
 int memest_calc_dist_states(const struct memest_run *r, const struct memest_step_cfg *cfg,
                             struct memest_dist_states *out, struct memest_error *err);
 
+/* pressure.c: the step on a card that is its constraint. PyTorch's
+ * allocator gives cached segments back when a cudaMalloc fails and retries
+ * (alloc.h), so a step needs less than its unconstrained reserved peak: it
+ * runs in any capacity at which the replay of its requests completes. */
+struct memest_pressure {
+    bool searched;          /* the least memory was searched (step_cfg.least) */
+    uint64_t least;         /* the least allocator capacity the step runs in, bytes
+                               (memest_alloc_least_capacity) */
+    bool least_exact;       /* every smaller capacity was shown to fail */
+    uint32_t replays;       /* replays the search took */
+    bool judged;            /* replayed on the card (step_cfg.card_usable) */
+    uint64_t capacity;      /* the card's usable memory less the overhead */
+    bool completes;         /* the step runs on the card */
+    uint64_t reserved;      /* its reserved peak there (the unconstrained one when no
+                               cudaMalloc fails) */
+    uint64_t retries;       /* num_alloc_retries there: release_cached_blocks, retry */
+    uint64_t released;      /* bytes the allocator gave back to the device there */
+};
+/* The least memory (when cfg->least) and the verdict on the card (when
+ * cfg->card_usable) of the step whose requests are t and whose peaks are
+ * pk, with `overhead` outside the allocator. 0 / -1 (err: out of memory,
+ * a limit). */
+struct memest_alloc_trace;   /* alloc.h */
+int memest_calc_pressure(const struct memest_alloc_trace *t, const struct memest_step_cfg *cfg,
+                         const struct memest_peak *pk, uint64_t overhead,
+                         struct memest_pressure *out, struct memest_error *err);
+
 /* Everything at once. */
 struct memest_estimate {
     struct memest_param_totals params;
@@ -125,6 +152,8 @@ struct memest_estimate {
     uint64_t total_device;           /* reserved_peak + overhead: what nvidia-smi shows
                                         (infer_total_device for --inference) */
     uint64_t infer_total_device;
+    struct memest_pressure pressure;        /* the training step's (calc.h above) */
+    struct memest_pressure infer_pressure;  /* the no-grad pass's */
     struct memest_cost cost;         /* what the estimate cost (cost.h) */
     bool has_dist;                   /* several GPUs: cfg->rank was set */
     struct memest_dist_states dist;  /* its model states per GPU */

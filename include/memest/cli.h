@@ -78,6 +78,10 @@ struct memest_cli {
     bool fit;
     double headroom;               /* --headroom P, percent, default 5 */
     bool headroom_set;
+    uint64_t used;                 /* --used SIZE: the card's memory other processes hold */
+    bool used_set;
+    const char *alloc_conf;        /* --alloc-conf STR (else PYTORCH_CUDA_ALLOC_CONF) */
+    bool alloc_conf_set;
     const char *sweep;             /* --sweep LIST, as given */
     const char *sweep_var;         /* --sweep-var NAME=LIST, as given */
     bool max_batch;

@@ -43,14 +43,28 @@ struct memest_fit {
     int64_t free;         /* card - needs: what stays free, negative when the
                              step needs more than the card */
     bool fits;
+    /* under memory pressure (memest_fit_judge): */
+    uint64_t unconstrained;  /* the unconstrained reserved peak + overhead */
+    bool has_least;          /* needs is the least device memory the step runs in */
+    bool least_exact;        /* (calc.h: memest_pressure) */
+    bool judged;             /* fits is the replay's on the card */
+    uint64_t retries, released;   /* that replay's releases */
 };
 
-/* The bytes a fit check compares with the card: the training step's
- * total_device, or for --inference the no-grad pass's infer_total_device. */
+/* The bytes a fit check compares with the card: the least device memory
+ * the training step runs in (context included) when it was searched, else
+ * its total_device; for --inference the no-grad pass's. */
 uint64_t memest_fit_needs(const struct memest_estimate *e, bool inference);
 
 /* Fills *out. headroom_pct in [0, 100). Cannot fail. */
 void memest_fit_check(uint64_t needs, uint64_t card, double headroom_pct, struct memest_fit *out);
+
+/* The verdict on estimate e: memest_fit_check of memest_fit_needs, and,
+ * when e replayed the step on this card (its step's card_usable), fits is
+ * whether that replay completed, not a comparison: completion need not be
+ * monotone in the memory. */
+void memest_fit_judge(const struct memest_estimate *e, bool inference, uint64_t card,
+                      double headroom_pct, struct memest_fit *out);
 
 /* The step at a batch size: *fits, the verdict; *may_fit, a bound that
  * never decreases as the batch shrinks: false only when the batch cannot

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "memest/alloc.h"
 #include "memest/error.h"
 #include "memest/run.h"
 #include "memest/step.h"
@@ -58,6 +59,9 @@ struct memest_peak_opts {
     const struct memest_step_cfg *step;  /* NULL: defaults */
     uint64_t events;    /* room to reserve for the events: their upper bound
                            (cost.h), or 0 for a guess (the list grows as needed) */
+    struct memest_alloc_trace *trace;  /* not NULL: every request the allocator model
+                                          serves appended to it (alloc.h), for the
+                                          replays under a capacity */
 };
 /* Simulates one step (training unless o->inference) as o->step configures
  * it (its loss resolved: step.h), builds its timeline into tl (NULL: only

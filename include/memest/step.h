@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "memest/alloc_conf.h"
 #include "memest/dtype.h"
 #include "memest/error.h"
 #include "memest/optim.h"
@@ -180,6 +181,13 @@ struct memest_step_cfg {
     uint8_t loop;           /* enum memest_loop, resolved (never DEFAULT in a run) */
     bool act_offload;       /* --activation-offload: torchtune's OffloadActivations
                                around the model's forward (src/sim/sim_offload.c) */
+    struct memest_alloc_conf alloc;  /* PYTORCH_CUDA_ALLOC_CONF (--alloc-conf) */
+    /* The card the verdict replays the step on (calc.h: memest_pressure):
+     * its memory less the headroom and what runs elsewhere (0: no card);
+     * the allocator's capacity is that less the overhead. */
+    uint64_t card_usable;
+    bool fraction;          /* the capacity is set_per_process_memory_fraction's */
+    bool least;             /* search the least memory the step runs in */
 };
 
 /* torchtitan's checkpointing rules (v0.2.0 torchtitan/distributed/

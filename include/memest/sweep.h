@@ -43,7 +43,10 @@ struct memest_sweep_row {
     char limit_msg[256];
     uint64_t peak;           /* train_peak.bytes (or the inference peak) */
     uint64_t reserved;       /* reserved_peak */
-    uint64_t total_device;   /* what the fit check compares */
+    uint64_t total_device;   /* reserved + overhead: on a card that is no constraint */
+    uint64_t least;          /* the least device memory the step runs in (0: not
+                                searched: the points of a search) */
+    bool least_exact;        /* (calc.h: memest_pressure) */
     uint64_t lower;          /* peak + overhead: total_device is never below it */
     bool may_fit;            /* lower fits (needs a card) */
     double step_flops;       /* FLOPs of one optimizer step: grad_accum micro-batches'

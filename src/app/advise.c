@@ -63,7 +63,7 @@ static int eval(struct advisor *ad, int64_t batch, const struct memest_step_cfg 
         return 0;
     }
     struct memest_fit f;
-    memest_fit_check(memest_fit_needs(&e, a->o->inference), a->card.memory, a->o->headroom, &f);
+    memest_fit_judge(&e, a->o->inference, a->card.memory, a->o->headroom, &f);
     res->computed = true;
     res->needs = f.needs;
     res->fits = f.fits;
@@ -523,7 +523,7 @@ int memest_flow_advise(struct memest_app *a)
         .opts = ad->opts, .nopts = ad->n,
         .strategies = o->dist.set && memest_dist_dp(&a->dist) > 1,
     };
-    memest_fit_check(ad->base.needs, a->card.memory, o->headroom, &doc.now);
+    memest_fit_judge(&e, o->inference, a->card.memory, o->headroom, &doc.now);
     memest_progress_end(&ad->pg);
     memest_render_advice(stdout, o->format, &doc);
     /* with --fit as well, the exit code is the current configuration's verdict */

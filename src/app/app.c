@@ -55,6 +55,35 @@ static int config_unknown_keys(const struct memest_model *m, bool strict,
     return 0;
 }
 
+/* PYTORCH_CUDA_ALLOC_CONF: --alloc-conf, else the environment's, as
+ * PyTorch 2.6 parses it (alloc_conf.h); a setting PyTorch refuses is a
+ * usage error naming where it came from. 0 / -1. */
+int memest_app_alloc_conf(struct memest_app *a, struct memest_error *err)
+{
+    const char *s = a->o->alloc_conf, *from = "--alloc-conf";
+    if (!s) {
+        s = getenv("PYTORCH_CUDA_ALLOC_CONF");
+        from = "PYTORCH_CUDA_ALLOC_CONF";
+    }
+    char msg[256];
+    if (memest_alloc_conf_parse(s, &a->step.alloc, msg, sizeof msg) != 0)
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL, "%s: %s", from, msg);
+    return 0;
+}
+
+void memest_app_card_usable(struct memest_app *a)
+{
+    a->step.card_usable = 0;
+    a->step.least = true;
+    if (!a->has_card)
+        return;
+    struct memest_fit f;
+    memest_fit_check(0, a->card.memory, a->o->headroom, &f);
+    uint64_t used = a->o->used_set ? a->o->used : 0;
+    /* 0 is "no card": a card with nothing left is one byte */
+    a->step.card_usable = f.usable > used ? f.usable - used : 1;
+}
+
 int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct memest_error *err)
 {
     memset(a, 0, sizeof *a);
@@ -83,6 +112,9 @@ int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct mem
         a->card = (struct memest_card){MEMEST_CARD_MEM, "mem", a->mem_label, o->mem, NULL};
         a->has_card = true;
     }
+    if (memest_app_alloc_conf(a, err) != 0)
+        return memest_error_exit(err);
+    memest_app_card_usable(a);
     /* --tp, --sequence-parallel, --ep and --cp through the model's own
      * variables (doc/several-gpus.md), as every graph built is given them */
     struct memest_override sets[MEMEST_MAX_SETS + MEMEST_DIST_VARS + MEMEST_STACK_VARS];
@@ -227,7 +259,7 @@ int memest_app_card_report(const struct memest_app *a, const struct memest_estim
     memset(c, 0, sizeof *c);
     c->card = &a->card;
     bool inf = a->o->inference;
-    memest_fit_check(memest_fit_needs(e, inf), a->card.memory, a->o->headroom, &c->fit);
+    memest_fit_judge(e, inf, a->card.memory, a->o->headroom, &c->fit);
     c->reserved = inf ? e->infer_reserved_peak : e->reserved_peak;
     c->overhead = e->overhead;
     c->mfu = a->o->mfu;

@@ -1365,6 +1365,41 @@ const struct memest_opt memest_opts[] = {
      .noun = "a percentage",
      .dflt = "5",
      .help = "percent of the card to keep free"},
+    {.name = "used",
+     .arg = MEMEST_ARG_REQUIRED,
+     .metavar = "SIZE",
+     .group = MEMEST_GROUP_CARD,
+     .modes = MEMEST_MODES_ALL,
+     .needs = MEMEST_NEED_CARD,
+     .verb = -1,
+     .kind = MEMEST_K_SIZE,
+     FIELD(used),
+     GIVEN(used_set),
+     .lo = 1,
+     .help = "the card's memory other processes use, e.g. 2GiB",
+     .doc = "device memory that other processes (or this one, outside PyTorch's allocator: "
+             "NCCL, another framework) hold on the card, as nvidia-smi shows it: the step "
+             "has the card less the headroom, less this, less the CUDA context"},
+    {.name = "alloc-conf",
+     .arg = MEMEST_ARG_REQUIRED,
+     .metavar = "STR",
+     .group = MEMEST_GROUP_CARD,
+     .modes = MEMEST_MODES_ALL,
+     .verb = -1,
+     .kind = MEMEST_K_STR,
+     FIELD(alloc_conf),
+     GIVEN(alloc_conf_set),
+     .help = "PYTORCH_CUDA_ALLOC_CONF's settings (default: the environment's)",
+     .doc = "the caching allocator's settings, as `PYTORCH_CUDA_ALLOC_CONF` gives them to "
+             "PyTorch 2.6 and parsed as it parses them (`expandable_segments:True`, "
+             "`max_split_size_mb:N`, `max_non_split_rounding_mb:N`, "
+             "`roundup_power2_divisions:N` or `[MB:N,...,>:N]`, "
+             "`garbage_collection_threshold:F`; `backend:native`, "
+             "`release_lock_on_cudamalloc`, `pinned_*` change no device memory; "
+             "`backend:cudaMallocAsync` and unknown keys are refused); without it, the "
+             "environment's `PYTORCH_CUDA_ALLOC_CONF` (`--alloc-conf backend:native`: the "
+             "defaults whatever it says). The report names the settings that applied (doc/cards-and-fit.md, \"Under memory "
+             "pressure\")"},
     {.name = "max-batch",
      .group = MEMEST_GROUP_CARD,
      .modes = MEMEST_M(MAX_BATCH)|MEMEST_M(GENERATE),

@@ -7,7 +7,10 @@
  * A step's memory depends on the card only through its compute capability
  * (the cuBLAS workspace, sim/cuda_overhead.c): the cards of one generation
  * share their estimates, by batch, and each card's search reads them against
- * its own memory. */
+ * its own memory: a card with room for the unconstrained reserved peak runs
+ * the step, one with less than the least memory it runs in (searched
+ * exactly) does not, and one in between is told by the step replayed on it
+ * (an estimate of its own, not shared). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +29,8 @@ struct memo_ent {
     unsigned cc;
     int64_t batch;
     uint64_t total, lower;   /* the row's total_device and lower bound */
+    uint64_t least;          /* its least device memory (0: not searched) */
+    bool least_exact;
 };
 
 struct memo {
@@ -90,13 +95,46 @@ static const struct memo_ent *entry(struct cmp *c, int64_t batch, struct memest_
     if (e->used)
         return e;
     struct memest_sweep_row row;
-    if (memest_app_row(c->a, batch, &row, err) != 0)
+    uint64_t usable = c->a->step.card_usable;
+    c->a->step.card_usable = 0;   /* no card's replay: the entry is every card's */
+    int rc = memest_app_row(c->a, batch, &row, err);
+    c->a->step.card_usable = usable;
+    if (rc != 0)
         return NULL;
     *e = (struct memo_ent){.used = true, .limit = row.limit, .cc = cc, .batch = batch,
-                           .total = row.total_device, .lower = row.lower};
+                           .total = row.total_device, .lower = row.lower, .least = row.least,
+                           .least_exact = row.least_exact};
     c->memo.n++;
     memest_progress_update(&c->pg, c->card, c->a->card.name);
     return e;
+}
+
+/* The verdict of entry e on the current card: from its figures where they
+ * decide it, else from the step replayed on the card. 0 / -1. */
+static int card_fit(struct cmp *c, const struct memo_ent *e, struct memest_fit *f,
+                    struct memest_error *err)
+{
+    struct memest_app *a = c->a;
+    memest_fit_check(e->least ? e->least : e->total, a->card.memory, a->o->headroom, f);
+    f->unconstrained = e->total;
+    f->has_least = e->least != 0;
+    f->least_exact = e->least_exact;
+    uint64_t room = a->step.card_usable;   /* the card less the headroom and --used */
+    if (e->limit)
+        return 0;
+    if (e->total <= room || (e->least_exact && e->least > room)) {
+        f->fits = e->total <= room;
+        return 0;
+    }
+    struct memest_sweep_row row;
+    a->step.least = false;
+    int rc = memest_app_row(a, e->batch, &row, err);
+    a->step.least = true;
+    if (rc != 0)
+        return -1;
+    f->judged = true;
+    f->fits = row.fits;
+    return 0;
 }
 
 static int fits_at(void *ctx, int64_t batch, bool *fits, bool *may_fit, struct memest_error *err)
@@ -106,7 +144,8 @@ static int fits_at(void *ctx, int64_t batch, bool *fits, bool *may_fit, struct m
     if (!e)
         return -1;
     struct memest_fit f;
-    memest_fit_check(e->total, c->a->card.memory, c->a->o->headroom, &f);
+    if (card_fit(c, e, &f, err) != 0)
+        return -1;
     *fits = !e->limit && f.fits;
     *may_fit = !e->limit && e->lower <= f.usable;
     return 0;
@@ -211,16 +250,15 @@ static int apply_prices(const struct memest_app *a, struct memest_compare_row *r
 static int card_row(struct cmp *c, struct memest_compare_row *row, struct memest_error *err)
 {
     struct memest_app *a = c->a;
-    const struct memest_cli *o = a->o;
     const struct memest_gpu *g = row->gpu;
     a->card = (struct memest_card){MEMEST_CARD_PRESET, g->name, g->label, g->memory, g};
     a->has_card = true;
     a->step.gpu_arch = g->compute_capability;
+    memest_app_card_usable(a);
 
     const struct memo_ent *e = entry(c, a->batch, err);
-    if (!e)
+    if (!e || card_fit(c, e, &row->fit, err) != 0)
         return -1;
-    memest_fit_check(e->total, g->memory, o->headroom, &row->fit);
     if (e->limit) {   /* the message, from the estimate again */
         struct memest_sweep_row lr;
         if (memest_app_row(a, a->batch, &lr, err) != 0)
@@ -236,7 +274,7 @@ static int card_row(struct cmp *c, struct memest_compare_row *row, struct memest
     struct memest_sweep_row br;   /* the time needs the run at that batch */
     if (memest_app_row(a, row->mb.best, &br, err) != 0)
         return -1;
-    row->best_needs = br.total_device;
+    row->best_needs = br.least ? br.least : br.total_device;
     struct memest_time_opts t;
     row->has_time = br.has_time &&
                     memest_app_time_opts(a, &a->step, a->dtype, &t, &row->precision,
@@ -288,6 +326,7 @@ int memest_flow_compare(struct memest_app *a)
     memest_progress_end(&c.pg);
     free(c.memo.t);
     a->has_card = false;
+    memest_app_card_usable(a);
     if (rc != 0) {
         free(rows);
         return memest_app_fail(o, &err);

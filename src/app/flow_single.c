@@ -42,6 +42,7 @@ static void card_from_probe(struct memest_app *a, const struct memest_probe_resu
     const struct memest_gpu *g = memest_gpu_match_device(&a->gpus, p->device_name);
     a->card = (struct memest_card){MEMEST_CARD_PROBE, p->device_name, p->device_name, p->total, g};
     a->has_card = true;
+    memest_app_card_usable(a);
 }
 
 int memest_flow_single(struct memest_app *a)

@@ -30,7 +30,10 @@ static int row_figures(const struct memest_app *a, const struct memest_run *r,
     int64_t k = o->inference ? 1 : a->step.grad_accum;
     row->peak = o->inference ? e->infer_peak.bytes : e->train_peak.bytes;
     row->reserved = o->inference ? e->infer_reserved_peak : e->reserved_peak;
-    row->total_device = memest_fit_needs(e, o->inference);
+    row->total_device = o->inference ? e->infer_total_device : e->total_device;
+    const struct memest_pressure *pr = o->inference ? &e->infer_pressure : &e->pressure;
+    row->least = pr->searched ? memest_fit_needs(e, o->inference) : 0;
+    row->least_exact = pr->least_exact;
     /* the exact tensor bytes at the peak grow steadily with the batch; the
      * allocated peak (rounded blocks, unsplit remainders) may dip by the
      * caching allocator's rounding */
@@ -41,7 +44,7 @@ static int row_figures(const struct memest_app *a, const struct memest_run *r,
                                    : e->flops.step_flops * (double)k + e->flops.optim_flops;
     if (a->has_card) {
         struct memest_fit f;
-        memest_fit_check(row->total_device, a->card.memory, o->headroom, &f);
+        memest_fit_judge(e, o->inference, a->card.memory, o->headroom, &f);
         row->fits = f.fits;
         row->may_fit = row->lower <= f.usable;
     }
@@ -454,6 +457,17 @@ end:
     return rc;
 }
 
+void memest_app_row_fit(const struct memest_app *a, const struct memest_sweep_row *row,
+                        struct memest_fit *f)
+{
+    memest_fit_check(row->least ? row->least : row->total_device, a->card.memory, a->o->headroom,
+                     f);
+    f->unconstrained = row->total_device;
+    f->has_least = row->least != 0;
+    f->judged = true;
+    f->fits = row->fits;
+}
+
 /* ---- --max-batch ---- */
 
 struct fits_ctx {
@@ -475,7 +489,12 @@ static int fits_at(void *ctx, int64_t batch, bool *fits, bool *may_fit, struct m
 {
     struct fits_ctx *c = ctx;
     struct memest_sweep_row row;
-    if (memest_app_row(c->a, batch, &row, err) != 0)
+    /* a point of the search needs its verdict only: the replay on the card,
+     * not the least memory's search */
+    c->a->step.least = false;
+    int rc = memest_app_row(c->a, batch, &row, err);
+    c->a->step.least = true;
+    if (rc != 0)
         return -1;
     memest_progress_update(&c->pg, ++c->calls, NULL);
     *fits = !row.limit && row.fits;
@@ -510,7 +529,7 @@ int memest_flow_max_batch(struct memest_app *a)
         res.has_next = true;
         res.next_limit = next.limit;
         if (!next.limit)
-            memest_fit_check(next.total_device, a->card.memory, o->headroom, &res.next_fit);
+            memest_app_row_fit(a, &next, &res.next_fit);
     }
     bool files = o->timeline_path || o->plot_path;
     if (memest_app_estimate_model(a, at, &a->step, a->dtype, &e, files && !o->inference ? &tl : NULL,

@@ -89,14 +89,28 @@ int memest_estimate_sims(struct memest_run *r, const struct memest_step_cfg *cfg
                                    .events = e->cost.events - e->cost.train_events};
     struct memest_peak_opts train = {.inference = false, .step = cfg,
                                      .events = e->cost.train_events};
+    /* the requests, kept for the replays under a capacity */
+    struct memest_alloc_trace itrace = {0}, ttrace = {0};
+    if (cfg->least || cfg->card_usable)
+        inf.trace = &itrace, train.trace = &ttrace;
+    e->overhead = cfg->overhead_set ? cfg->overhead : memest_default_overhead(cfg->gpu_arch);
     int rc = 0;
-    if (sims & MEMEST_SIM_INFER)
+    if (sims & MEMEST_SIM_INFER) {
         rc = memest_sim_step(r, &inf, infer_tl, &e->infer_peak, err);
-    if (rc == 0 && (sims & MEMEST_SIM_TRAIN))
+        if (rc == 0 && inf.trace)
+            rc = memest_calc_pressure(&itrace, cfg, &e->infer_peak, e->overhead,
+                                      &e->infer_pressure, err);
+    }
+    if (rc == 0 && (sims & MEMEST_SIM_TRAIN)) {
         rc = memest_sim_step(r, &train, train_tl, &e->train_peak, err);
+        if (rc == 0 && train.trace)
+            rc = memest_calc_pressure(&ttrace, cfg, &e->train_peak, e->overhead, &e->pressure,
+                                      err);
+    }
+    memest_alloc_trace_dispose(&itrace);
+    memest_alloc_trace_dispose(&ttrace);
     e->reserved_peak = e->train_peak.reserved;
     e->infer_reserved_peak = e->infer_peak.reserved;
-    e->overhead = cfg->overhead_set ? cfg->overhead : memest_default_overhead(cfg->gpu_arch);
     e->total_device = memest_sat_add(e->reserved_peak, e->overhead);
     e->infer_total_device = memest_sat_add(e->infer_reserved_peak, e->overhead);
     if (rc == 0)

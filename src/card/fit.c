@@ -11,7 +11,26 @@
 
 uint64_t memest_fit_needs(const struct memest_estimate *e, bool inference)
 {
+    const struct memest_pressure *p = inference ? &e->infer_pressure : &e->pressure;
+    if (p->searched)
+        return memest_sat_add(p->least, e->overhead);
     return inference ? e->infer_total_device : e->total_device;
+}
+
+void memest_fit_judge(const struct memest_estimate *e, bool inference, uint64_t card,
+                      double headroom_pct, struct memest_fit *out)
+{
+    const struct memest_pressure *p = inference ? &e->infer_pressure : &e->pressure;
+    memest_fit_check(memest_fit_needs(e, inference), card, headroom_pct, out);
+    out->unconstrained = inference ? e->infer_total_device : e->total_device;
+    out->has_least = p->searched;
+    out->least_exact = p->least_exact;
+    if (p->judged) {
+        out->judged = true;
+        out->fits = p->completes;
+        out->retries = p->retries;
+        out->released = p->released;
+    }
 }
 
 void memest_fit_check(uint64_t needs, uint64_t card, double headroom_pct, struct memest_fit *out)

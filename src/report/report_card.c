@@ -74,6 +74,9 @@ void memest_card_json(struct memest_jsonw *w, const struct memest_card_report *c
     memest_jsonw_f64(w, "headroom_percent", f->headroom_pct);
     memest_jsonw_u64(w, "usable", f->usable);
     memest_jsonw_i64(w, "free", f->free);
+    memest_jsonw_u64(w, "unconstrained", f->unconstrained);
+    memest_jsonw_bool(w, "replayed", f->judged);
+    memest_jsonw_u64(w, "retries", f->retries);
     memest_jsonw_str(w, "verdict", memest_fit_text(f, line, sizeof line));
     memest_jsonw_obj_end(w);
 

@@ -28,8 +28,15 @@ char *memest_fit_text(const struct memest_fit *f, char *buf, size_t n)
         long shown = lround(pct);
         if (shown >= 100 && f->needs < f->card)
             shown = 99;
-        snprintf(buf, n, "fits: %s of %s (%ld%%), headroom %s", need, card, shown,
-                 memest_fmt_iec((uint64_t)f->free, dec, rest, sizeof rest));
+        int w = snprintf(buf, n, "fits: %s of %s (%ld%%), headroom %s", need, card, shown,
+                         memest_fmt_iec((uint64_t)f->free, dec, rest, sizeof rest));
+        if (f->has_least && f->unconstrained > f->usable && w > 0 && (size_t)w < n)
+            snprintf(buf + w, n - (size_t)w, ", once PyTorch frees its cached blocks (%s "
+                     "reserved without)", memest_fmt_iec(f->unconstrained, dec, rest,
+                                                          sizeof rest));
+    } else if (f->judged && f->needs <= f->usable) {
+        snprintf(buf, n, "does not fit: runs out of memory on this card although it runs in "
+                 "%s (the allocator's releases fall otherwise), card has %s", need, card);
     } else if (f->needs > f->card) {
         snprintf(buf, n, "does not fit: needs %s, card has %s", need, card);
     } else {

@@ -1,10 +1,41 @@
 /* report_json.c - the --json document of one estimate (and of --max-batch)
  * and the error document; README.md documents every field. */
+#include "memest/checked.h"
 #include "memest/format.h"
 #include "memest/ops.h"
 #include "memest/jsonw.h"
 #include "memest/report.h"
 #include "memest/step.h"
+
+/* The step under memory pressure (calc.h: memest_pressure): the least
+ * memory it runs in, the allocator's settings, and its replay on the card. */
+static void pressure_fields(struct memest_jsonw *w, const struct memest_step_cfg *step,
+                            const struct memest_pressure *pr, uint64_t overhead)
+{
+    if (pr->searched) {
+        memest_jsonw_u64(w, "least_device_memory", memest_sat_add(pr->least, overhead));
+        memest_jsonw_u64(w, "least_allocator_memory", pr->least);
+    } else {
+        memest_jsonw_null(w, "least_device_memory");
+        memest_jsonw_null(w, "least_allocator_memory");
+    }
+    memest_jsonw_str(w, "allocator_conf", step ? step->alloc.text : "");
+    memest_jsonw_obj_begin(w, "pressure");
+    memest_jsonw_bool(w, "least_exact", pr->searched && pr->least_exact);
+    memest_jsonw_u64(w, "replays", pr->replays);
+    if (pr->judged) {
+        memest_jsonw_obj_begin(w, "on_card");
+        memest_jsonw_u64(w, "capacity", pr->capacity);
+        memest_jsonw_bool(w, "completes", pr->completes);
+        memest_jsonw_u64(w, "reserved", pr->reserved);
+        memest_jsonw_u64(w, "retries", pr->retries);
+        memest_jsonw_u64(w, "released", pr->released);
+        memest_jsonw_obj_end(w);
+    } else {
+        memest_jsonw_null(w, "on_card");
+    }
+    memest_jsonw_obj_end(w);
+}
 
 static const char *node_name(const struct memest_report *rep, uint32_t node)
 {
@@ -246,6 +277,7 @@ void memest_report_json(FILE *f, const struct memest_report *rep)
     memest_jsonw_u64(&w, "reserved", p->reserved);
     memest_jsonw_u64(&w, "overhead", e->overhead);
     memest_jsonw_u64(&w, "total_device", inf ? e->infer_total_device : e->total_device);
+    pressure_fields(&w, rep->step, inf ? &e->infer_pressure : &e->pressure, e->overhead);
     memest_jsonw_str(&w, "peak_phase", memest_phase_name((enum memest_phase)p->phase));
     memest_jsonw_str(&w, "peak_node", node_name(rep, p->node));
     at_peak_obj(&w, p);

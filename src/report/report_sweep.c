@@ -34,8 +34,8 @@ void memest_sweep_text(FILE *f, const struct memest_sweep_report *s)
     const char *first = s->variable ? memest_esc_text(s->variable, var, sizeof var) : "batch";
     int w = (int)strlen(first) > 8 ? (int)strlen(first) : 8;
     bool times = s->precision != NULL;
-    fprintf(f, "\n%*s %11s %11s %11s %5s %12s", w, first, "peak", "reserved", "on device",
-            s->card ? "fits" : "", "step FLOPs");
+    fprintf(f, "\n%*s %11s %11s %11s %11s %5s %12s", w, first, "peak", "reserved", "on device",
+            "least", s->card ? "fits" : "", "step FLOPs");
     if (times)
         fprintf(f, " %11s %11s %9s", "step time", "samples/s", "mem-bound");
     fputc('\n', f);
@@ -46,10 +46,11 @@ void memest_sweep_text(FILE *f, const struct memest_sweep_report *s)
             fprintf(f, "  beyond memest's limits (%s)\n", r->limit_msg);
             continue;
         }
-        char p[32], rs[32], t[32], fl[32];
-        fprintf(f, " %11s %11s %11s %5s %7sFLOPs", memest_fmt_bytes(r->peak, p, sizeof p),
+        char p[32], rs[32], t[32], le[32], fl[32];
+        fprintf(f, " %11s %11s %11s %11s %5s %7sFLOPs", memest_fmt_bytes(r->peak, p, sizeof p),
                 memest_fmt_bytes(r->reserved, rs, sizeof rs),
                 memest_fmt_bytes(r->total_device, t, sizeof t),
+                r->least ? memest_fmt_bytes(r->least, le, sizeof le) : "-",
                 !r->has_fit ? "" : r->fits ? "yes" : "no", memest_fmt_si(r->step_flops, fl, sizeof fl));
         if (times && r->has_time) {
             char st[32];
@@ -59,8 +60,10 @@ void memest_sweep_text(FILE *f, const struct memest_sweep_report *s)
         fputc('\n', f);
     }
     fputc('\n', f);
-    fprintf(f, "on device: the allocator's reserved peak plus the CUDA context and workspaces%s\n",
-            s->card ? "; fits: within the card less the headroom" : "");
+    fprintf(f, "on device: the allocator's reserved peak plus the CUDA context and workspaces; "
+               "least: the least device memory the step runs in (PyTorch frees cached blocks "
+               "before it runs out)%s\n",
+            s->card ? "; fits: the step replayed on the card less the headroom" : "");
     if (times) {
         char pk[32];
         fprintf(f, "step time: an estimate (roofline at %g%% of the %s peak %sFLOP/s%s, %g GB/s), "
@@ -77,7 +80,8 @@ void memest_sweep_csv(FILE *f, const struct memest_sweep_report *s)
         memest_esc_csv(f, s->variable);
         fputc(',', f);
     }
-    fputs("batch,peak_bytes,reserved_bytes,total_device_bytes,fits,step_flops,step_seconds,"
+    fputs("batch,peak_bytes,reserved_bytes,total_device_bytes,least_device_bytes,fits,step_flops,"
+          "step_seconds,"
           "samples_per_second,memory_bound_fraction,error\n",
           f);
     for (size_t i = 0; i < s->nrows; i++) {
@@ -86,14 +90,16 @@ void memest_sweep_csv(FILE *f, const struct memest_sweep_report *s)
             fprintf(f, "%lld,", (long long)r->value);
         fprintf(f, "%lld,", (long long)r->batch);
         if (r->limit) {
-            fprintf(f, ",,,%s,,,,,", r->has_fit ? "false" : "");
+            fprintf(f, ",,,,%s,,,,,", r->has_fit ? "false" : "");
             memest_esc_csv(f, r->limit_msg);
             fputc('\n', f);
             continue;
         }
-        fprintf(f, "%llu,%llu,%llu,%s,%.0f,", (unsigned long long)r->peak,
-                (unsigned long long)r->reserved, (unsigned long long)r->total_device,
-                !r->has_fit ? "" : r->fits ? "true" : "false", r->step_flops);
+        fprintf(f, "%llu,%llu,%llu,", (unsigned long long)r->peak,
+                (unsigned long long)r->reserved, (unsigned long long)r->total_device);
+        if (r->least)
+            fprintf(f, "%llu", (unsigned long long)r->least);
+        fprintf(f, ",%s,%.0f,", !r->has_fit ? "" : r->fits ? "true" : "false", r->step_flops);
         if (r->has_time)
             fprintf(f, "%.6g,%.6g,%.4f,", r->time.step_s, r->time.samples_per_s,
                     r->time.memory_bound_fraction);
@@ -155,6 +161,10 @@ void memest_sweep_json(FILE *f, const struct memest_sweep_report *s)
         memest_jsonw_u64(&w, "peak", r->peak);
         memest_jsonw_u64(&w, "reserved", r->reserved);
         memest_jsonw_u64(&w, "total_device", r->total_device);
+        if (r->least)
+            memest_jsonw_u64(&w, "least_device_memory", r->least);
+        else
+            memest_jsonw_null(&w, "least_device_memory");
         if (r->has_fit)
             memest_jsonw_bool(&w, "fits", r->fits);
         else

@@ -23,8 +23,19 @@
  *     segment, so segments never merge; the merged block returns to the
  *     pool;
  *   - segments are released only by empty_cache() or when cudaMalloc fails
- *     (release_cached_blocks()); neither happens here, so reserved memory
- *     only grows.
+ *     (release_cached_blocks()): the second happens only under a capacity
+ *     (alloc_release.c); without one, reserved memory only grows;
+ *   - with PYTORCH_CUDA_ALLOC_CONF (alloc_conf.h): round_size() under
+ *     roundup_power2_divisions (roundup_power2_next_division()); with
+ *     max_split_size_mb, get_free_block() gives no oversize block (at least
+ *     max_split_size) to a smaller request, nor one more than
+ *     max_non_split_rounding_mb larger to an oversize one, and an oversize
+ *     block is never split; expandable segments: alloc_expand.c.
+ * The source followed is c10/cuda/CUDACachingAllocator.cpp of PyTorch 2.6
+ * (DeviceCachingAllocator: malloc, get_free_block, alloc_block,
+ * should_split, alloc_found_block, free_block, try_merge_blocks); the
+ * functions are named, not their lines, as the tagged file could not be
+ * fetched here (pytorch/pytorch is 4 GB).
  * memory_allocated() is the sum of live block sizes, memory_reserved() the
  * sum of segment sizes; max_* are their high-water marks since
  * reset_peak_memory_stats().
@@ -35,45 +46,41 @@
  * multiple of 512) sit in 4096 exact-size bins, each a treap by address,
  * with a bitmap of the non-empty bins: best fit is the first set bit at or
  * above the request's bin and that bin's lowest address. */
-#include "memest/alloc.h"
+#include "alloc_internal.h"
 
-#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "memest/checked.h"
-
-#define NIL UINT32_MAX
-#define SMALL_BINS 4096   /* small-pool blocks: 512 B .. 2 MiB */
-
-struct blk {
-    uint64_t addr, size, req;
-    uint32_t prev, next;    /* neighbours within the segment */
-    uint32_t left, right;   /* treap children (free blocks only) */
-    uint32_t prio;
-    uint8_t small;          /* pool */
-    uint8_t allocated;
-};
-
-struct memest_alloc {
-    struct blk *b;
-    uint32_t n, cap;
-    uint32_t *spare;        /* recycled block indices */
-    uint32_t nspare, capspare;
-    uint32_t large;         /* treap root of the large pool's free blocks */
-    uint32_t bin[SMALL_BINS];   /* small pool: a treap per size (512-byte steps) */
-    uint64_t binmap[SMALL_BINS / 64];
-    uint64_t binsum;        /* bit w: binmap[w] is not 0 */
-    uint64_t next_addr;
-    uint32_t rng;
-    struct memest_alloc_stats st;
-};
 
 uint64_t memest_alloc_round(uint64_t bytes)
 {
     if (bytes < MEMEST_ALLOC_MIN_BLOCK)
         return MEMEST_ALLOC_MIN_BLOCK;
     return (bytes + MEMEST_ALLOC_MIN_BLOCK - 1) / MEMEST_ALLOC_MIN_BLOCK * MEMEST_ALLOC_MIN_BLOCK;
+}
+
+/* roundup_power2_next_division() */
+static uint64_t next_division(uint64_t size, uint32_t divisions)
+{
+    if ((size & (size - 1)) == 0)
+        return size;
+    uint64_t floor2 = (uint64_t)1 << (63 - __builtin_clzll(size));
+    uint64_t step = floor2 >> (31 - __builtin_clz(divisions));
+    if (step == 0)
+        return floor2 << 1;
+    uint64_t down = size & ~(step - 1);
+    return down == size ? size : down + step;
+}
+
+uint64_t memest_alloc_round_conf(const struct memest_alloc_conf *c, uint64_t bytes)
+{
+    if (bytes < MEMEST_ALLOC_MIN_BLOCK || !c)
+        return memest_alloc_round(bytes);
+    uint32_t d = memest_alloc_conf_divisions(c, bytes);
+    if (d > 1 && bytes > (uint64_t)MEMEST_ALLOC_MIN_BLOCK * d)
+        return next_division(bytes, d);
+    return memest_alloc_round(bytes);
 }
 
 uint64_t memest_alloc_segment_size(uint64_t rounded)
@@ -86,15 +93,25 @@ uint64_t memest_alloc_segment_size(uint64_t rounded)
            MEMEST_ALLOC_ROUND_LARGE;
 }
 
-struct memest_alloc *memest_alloc_create(void)
+struct memest_alloc *memest_alloc_create(void) { return memest_alloc_create_with(NULL); }
+
+struct memest_alloc *memest_alloc_create_with(const struct memest_alloc_conf *conf)
 {
     struct memest_alloc *a = calloc(1, sizeof *a);
     if (!a)
         return NULL;
-    a->large = NIL;
+    if (conf)
+        a->conf = *conf;
+    else
+        memest_alloc_conf_default(&a->conf);
+    a->bins = !a->conf.expandable;
+    for (int p = 0; p < 2; p++)
+        a->pool[p] = (struct pool){.root = NIL, .free_head = NIL, .unmapped_head = NIL};
     memset(a->bin, 0xFF, sizeof a->bin);   /* NIL */
     a->rng = 2463534242u;
     a->next_addr = (uint64_t)1 << 32;
+    a->capacity = UINT64_MAX;
+    a->st.need_fail = UINT64_MAX;
     return a;
 }
 
@@ -104,7 +121,14 @@ void memest_alloc_destroy(struct memest_alloc *a)
         return;
     free(a->b);
     free(a->spare);
+    free(a->scratch);
     free(a);
+}
+
+void memest_alloc_set_capacity(struct memest_alloc *a, uint64_t capacity, bool fraction)
+{
+    a->capacity = capacity;
+    a->fraction = fraction;
 }
 
 const struct memest_alloc_stats *memest_alloc_stats(const struct memest_alloc *a) { return &a->st; }
@@ -115,6 +139,20 @@ void memest_alloc_reset_peak(struct memest_alloc *a)
 {
     a->st.max_allocated = a->st.allocated;
     a->st.max_reserved = a->st.reserved;
+}
+
+bool alloc_capacity_ok(struct memest_alloc *a, uint64_t need)
+{
+    if (a->capacity == UINT64_MAX)
+        return true;
+    if (need > a->capacity) {
+        if (need < a->st.need_fail)
+            a->st.need_fail = need;
+        return false;
+    }
+    if (need > a->st.need_ok)
+        a->st.need_ok = need;
+    return true;
 }
 
 /* ---- the treap of free blocks ---- */
@@ -199,10 +237,12 @@ static uint32_t lower_bound(const struct blk *b, uint32_t t, uint64_t size)
     return best;
 }
 
+static bool bins_of(const struct memest_alloc *a, int pool) { return pool == POOL_SMALL && a->bins; }
+
 static uint32_t bin_of(uint64_t size) { return (uint32_t)(size / MEMEST_ALLOC_MIN_BLOCK - 1); }
 
-/* Best fit in the small pool: the first non-empty bin at or above the
- * request's, its lowest address. */
+/* Best fit in the small pool's bins: the first non-empty bin at or above
+ * the request's, its lowest address. */
 static uint32_t small_fit(const struct memest_alloc *a, uint64_t size)
 {
     uint32_t c = bin_of(size), w = c / 64;
@@ -220,42 +260,104 @@ static uint32_t small_fit(const struct memest_alloc *a, uint64_t size)
     return t;
 }
 
-static uint32_t *root_of(struct memest_alloc *a, uint32_t x)
+uint32_t alloc_lower_bound(const struct memest_alloc *a, int pool, uint64_t size)
 {
-    return a->b[x].small ? &a->bin[bin_of(a->b[x].size)] : &a->large;
+    if (bins_of(a, pool))
+        return size > MEMEST_ALLOC_SMALL_BUFFER ? NIL : small_fit(a, size);
+    return lower_bound(a->b, a->pool[pool].root, size);
 }
 
-static void pool_insert(struct memest_alloc *a, uint32_t x)
+/* The next block after x in (size, address) order: the large pool's
+ * treap, or an expandable pool's. */
+uint32_t alloc_succ(const struct memest_alloc *a, uint32_t x)
 {
-    a->b[x].left = a->b[x].right = NIL;
+    uint32_t t = a->pool[a->b[x].pool].root, best = NIL;
+    while (t != NIL) {
+        if (key_less(&a->b[x], &a->b[t])) {
+            best = t;
+            t = a->b[t].left;
+        } else {
+            t = a->b[t].right;
+        }
+    }
+    return best;
+}
+
+uint32_t alloc_pred(const struct memest_alloc *a, uint32_t x)
+{
+    uint32_t t = a->pool[a->b[x].pool].root, best = NIL;
+    while (t != NIL) {
+        if (key_less(&a->b[t], &a->b[x])) {
+            best = t;
+            t = a->b[t].right;
+        } else {
+            t = a->b[t].left;
+        }
+    }
+    return best;
+}
+
+uint32_t alloc_largest(const struct memest_alloc *a, int pool)
+{
+    uint32_t t = a->pool[pool].root;
+    if (t == NIL)
+        return NIL;
+    while (a->b[t].right != NIL)
+        t = a->b[t].right;
+    return t;
+}
+
+static uint32_t *root_of(struct memest_alloc *a, uint32_t x)
+{
+    return bins_of(a, a->b[x].pool) ? &a->bin[bin_of(a->b[x].size)] : &a->pool[a->b[x].pool].root;
+}
+
+/* insert_into_blocks(): the block cached, its age counted from now. */
+void alloc_pool_insert(struct memest_alloc *a, uint32_t x)
+{
+    struct blk *bx = &a->b[x];
+    struct pool *p = &a->pool[bx->pool];
+    bx->left = bx->right = NIL;
     a->rng ^= a->rng << 13;
     a->rng ^= a->rng >> 17;
     a->rng ^= a->rng << 5;
-    a->b[x].prio = a->rng;
-    uint32_t *root = root_of(a, x);
-    insert(a->b, root, x);
-    if (a->b[x].small) {
-        uint32_t c = bin_of(a->b[x].size);
+    bx->prio = a->rng;
+    bx->gc_base = p->calls;
+    insert(a->b, root_of(a, x), x);
+    if (bins_of(a, bx->pool)) {
+        uint32_t c = bin_of(bx->size);
         a->binmap[c / 64] |= (uint64_t)1 << (c % 64);
         a->binsum |= (uint64_t)1 << (c / 64);
     }
+    bx->fprev = NIL;
+    bx->fnext = p->free_head;
+    if (p->free_head != NIL)
+        a->b[p->free_head].fprev = x;
+    p->free_head = x;
 }
 
-static void pool_erase(struct memest_alloc *a, uint32_t x)
+void alloc_pool_erase(struct memest_alloc *a, uint32_t x)
 {
+    struct blk *bx = &a->b[x];
     uint32_t *root = root_of(a, x);
     erase(a->b, root, x);
-    if (a->b[x].small && *root == NIL) {
-        uint32_t c = bin_of(a->b[x].size);
+    if (bins_of(a, bx->pool) && *root == NIL) {
+        uint32_t c = bin_of(bx->size);
         a->binmap[c / 64] &= ~((uint64_t)1 << (c % 64));
         if (!a->binmap[c / 64])
             a->binsum &= ~((uint64_t)1 << (c / 64));
     }
+    if (bx->fprev != NIL)
+        a->b[bx->fprev].fnext = bx->fnext;
+    else
+        a->pool[bx->pool].free_head = bx->fnext;
+    if (bx->fnext != NIL)
+        a->b[bx->fnext].fprev = bx->fprev;
 }
 
 /* ---- blocks ---- */
 
-static int new_block(struct memest_alloc *a, uint32_t *out)
+int alloc_new_block(struct memest_alloc *a, uint32_t *out)
 {
     if (a->nspare) {
         *out = a->spare[--a->nspare];
@@ -275,18 +377,107 @@ static int new_block(struct memest_alloc *a, uint32_t *out)
     return 0;
 }
 
-static int drop_block(struct memest_alloc *a, uint32_t x)
+void alloc_drop_block(struct memest_alloc *a, uint32_t x)
 {
     if (a->nspare == a->capspare) {
         uint32_t ncap = a->capspare ? a->capspare * 2 : 64;
         uint32_t *ns = realloc(a->spare, sizeof *ns * ncap);
         if (!ns)
-            return -1;
+            return;   /* a failed push only leaks an index, never a byte of the model */
         a->spare = ns;
         a->capspare = ncap;
     }
     a->spare[a->nspare++] = x;
+}
+
+/* get_free_block(): best fit, as expandable segments see it, and the
+ * oversize rules. */
+static uint32_t get_free_block(struct memest_alloc *a, int pool, uint64_t size)
+{
+    const struct memest_alloc_conf *c = &a->conf;
+    uint64_t max_split = c->max_split ? c->max_split : UINT64_MAX;
+    uint64_t rounding = c->max_non_split_rounding ? c->max_non_split_rounding
+                                                  : MEMEST_ALLOC_LARGE_BUFFER;
+    if (a->fraction && c->gc_threshold > 0)
+        a->pool[pool].calls++;
+    uint32_t x = alloc_lower_bound(a, pool, size);
+    if (x == NIL)
+        return NIL;
+    if (a->b[x].expandable) {
+        /* a block followed by unmapped pages counts as what it can grow to */
+#define GROW(i)                                                                             \
+    (a->b[i].size + (a->b[i].next != NIL && !a->b[a->b[i].next].mapped ? a->b[a->b[i].next].size \
+                                                                       : 0))
+        for (uint32_t nx = alloc_succ(a, x); nx != NIL && GROW(nx) < GROW(x); nx = alloc_succ(a, x))
+            x = nx;
+#undef GROW
+    }
+    if (size < max_split && a->b[x].size >= max_split)
+        return NIL;
+    if (size >= max_split && a->b[x].size >= size + rounding)
+        return NIL;
+    return x;
+}
+
+/* alloc_block(): a new segment of `seg` bytes, or an expandable segment's
+ * pages. 0 (*out NIL: it does not fit), -1 out of host memory, -2 past
+ * memest's limits. */
+static int alloc_block(struct memest_alloc *a, int pool, uint64_t size, uint64_t seg, bool retry,
+                       uint32_t *out)
+{
+    *out = NIL;
+    if (retry)
+        a->st.retries++;
+    if (a->fraction && !alloc_capacity_ok(a, a->st.reserved + seg))
+        return 0;
+    if (a->conf.expandable)
+        return alloc_expand_block(a, pool, size, out);
+    /* reserved bounds every sum of live blocks: keeping it within 2^63 - 1
+     * keeps all of them from wrapping (issue 6) */
+    if (a->next_addr > MEMEST_SIZE_MAX - seg || a->st.reserved > MEMEST_SIZE_MAX - seg)
+        return -2;
+    if (!a->fraction && !alloc_capacity_ok(a, a->st.reserved + seg))
+        return 0;
+    uint32_t x;
+    if (alloc_new_block(a, &x) != 0)
+        return -1;
+    a->b[x] = (struct blk){.addr = a->next_addr, .size = seg, .prev = NIL, .next = NIL,
+                           .pool = (uint8_t)pool, .mapped = 1};
+    a->next_addr += seg;
+    a->st.reserved += seg;
+    a->st.segments++;
+    if (a->st.reserved > a->st.max_reserved)
+        a->st.max_reserved = a->st.reserved;
+    *out = x;
     return 0;
+}
+
+/* The block for a request no cached block serves: malloc()'s order. */
+static int find_room(struct memest_alloc *a, int pool, uint64_t size, uint32_t *x)
+{
+    uint64_t seg = memest_alloc_segment_size(size);
+    if (a->fraction && a->conf.gc_threshold > 0)
+        alloc_garbage_collect(a);
+    int rc = alloc_block(a, pool, size, seg, false, x);
+    if (rc != 0 || *x != NIL)
+        return rc;
+    if (alloc_release_available(a, pool, size)) {
+        rc = alloc_block(a, pool, size, seg, false, x);
+        if (rc != 0 || *x != NIL)
+            return rc;
+    }
+    if (alloc_release_cached(a) != 0)
+        return -1;
+    return alloc_block(a, pool, size, seg, true, x);
+}
+
+/* should_split() */
+static bool should_split(const struct memest_alloc *a, const struct blk *b, uint64_t size)
+{
+    uint64_t remaining = b->size - size;
+    if (b->pool == POOL_SMALL || b->expandable)
+        return remaining >= MEMEST_ALLOC_MIN_BLOCK;
+    return (!a->conf.max_split || size < a->conf.max_split) && remaining > MEMEST_ALLOC_SMALL_SIZE;
 }
 
 int memest_alloc_malloc(struct memest_alloc *a, uint64_t bytes, uint32_t *handle,
@@ -294,43 +485,35 @@ int memest_alloc_malloc(struct memest_alloc *a, uint64_t bytes, uint32_t *handle
 {
     if (bytes > ((uint64_t)1 << 62))
         return -1;
-    uint64_t size = memest_alloc_round(bytes);
-    uint8_t small = size <= MEMEST_ALLOC_SMALL_SIZE;
-    uint32_t x = small ? small_fit(a, size) : lower_bound(a->b, a->large, size);
+    uint64_t size = memest_alloc_round_conf(&a->conf, bytes);
+    int pool = size <= MEMEST_ALLOC_SMALL_SIZE ? POOL_SMALL : POOL_LARGE;
+    uint32_t x = get_free_block(a, pool, size);
     if (x != NIL) {
-        pool_erase(a, x);
+        alloc_pool_erase(a, x);
     } else {
-        uint64_t seg = memest_alloc_segment_size(size);
-        /* reserved bounds every sum of live blocks: keeping it within
-         * 2^63 - 1 keeps all of them from wrapping (issue 6) */
-        if (a->next_addr > MEMEST_SIZE_MAX - seg)
-            return -1;
-        if (new_block(a, &x) != 0)
-            return -2;
-        a->b[x] = (struct blk){.addr = a->next_addr, .size = seg, .prev = NIL, .next = NIL,
-                               .small = small};
-        a->next_addr += seg;
-        a->st.reserved += seg;
-        a->st.segments++;
-        if (a->st.reserved > a->st.max_reserved)
-            a->st.max_reserved = a->st.reserved;
+        int rc = find_room(a, pool, size, &x);
+        if (rc != 0)
+            return rc == -1 ? -2 : -1;
+        if (x == NIL) {
+            a->st.ooms++;
+            return -3;
+        }
     }
-    uint64_t remaining = a->b[x].size - size;
-    bool split_it = small ? remaining >= MEMEST_ALLOC_MIN_BLOCK : remaining > MEMEST_ALLOC_SMALL_SIZE;
-    if (split_it) {
+    if (should_split(a, &a->b[x], size)) {
         uint32_t r;
-        if (new_block(a, &r) != 0) {
-            pool_insert(a, x);
+        if (alloc_new_block(a, &r) != 0) {
+            alloc_pool_insert(a, x);
             return -2;
         }
         struct blk *bx = &a->b[x];
-        a->b[r] = (struct blk){.addr = bx->addr + size, .size = remaining, .prev = x,
-                               .next = bx->next, .small = small};
+        a->b[r] = (struct blk){.addr = bx->addr + size, .size = bx->size - size, .prev = x,
+                               .next = bx->next, .pool = bx->pool, .mapped = 1,
+                               .expandable = bx->expandable};
         if (bx->next != NIL)
             a->b[bx->next].prev = r;
         bx->next = r;
         bx->size = size;
-        pool_insert(a, r);
+        alloc_pool_insert(a, r);
     }
     struct blk *bx = &a->b[x];
     bx->allocated = 1;
@@ -345,11 +528,24 @@ int memest_alloc_malloc(struct memest_alloc *a, uint64_t bytes, uint32_t *handle
     return 0;
 }
 
-/* try_merge_blocks(dst, src): src is free and adjacent in the segment. */
-static void absorb(struct memest_alloc *a, uint32_t dst, uint32_t src)
+void alloc_unmapped_unlink(struct memest_alloc *a, uint32_t x)
+{
+    struct blk *b = &a->b[x];
+    if (b->fprev != NIL)
+        a->b[b->fprev].fnext = b->fnext;
+    else
+        a->pool[b->pool].unmapped_head = b->fnext;
+    if (b->fnext != NIL)
+        a->b[b->fnext].fprev = b->fprev;
+}
+
+void alloc_absorb(struct memest_alloc *a, uint32_t dst, uint32_t src)
 {
     struct blk *d = &a->b[dst], *s = &a->b[src];
-    pool_erase(a, src);
+    if (s->mapped)
+        alloc_pool_erase(a, src);
+    else
+        alloc_unmapped_unlink(a, src);
     if (d->prev == src) {
         d->addr = s->addr;
         d->prev = s->prev;
@@ -361,8 +557,12 @@ static void absorb(struct memest_alloc *a, uint32_t dst, uint32_t src)
             a->b[d->next].prev = dst;
     }
     d->size += s->size;
-    /* a failed push only leaks an index, never a byte of the model */
-    (void)drop_block(a, src);
+    alloc_drop_block(a, src);
+}
+
+static bool mergeable(const struct memest_alloc *a, uint32_t x)
+{
+    return x != NIL && !a->b[x].allocated && a->b[x].mapped;
 }
 
 void memest_alloc_free(struct memest_alloc *a, uint32_t h)
@@ -373,9 +573,9 @@ void memest_alloc_free(struct memest_alloc *a, uint32_t h)
     a->st.requested -= x->req;
     a->st.live_blocks--;
     uint32_t p = x->prev, n = x->next;
-    if (p != NIL && !a->b[p].allocated)
-        absorb(a, h, p);
-    if (n != NIL && !a->b[n].allocated)
-        absorb(a, h, n);
-    pool_insert(a, h);
+    if (mergeable(a, p))
+        alloc_absorb(a, h, p);
+    if (mergeable(a, n))
+        alloc_absorb(a, h, n);
+    alloc_pool_insert(a, h);
 }

@@ -272,6 +272,7 @@ struct sim {
      * events stored in tl only when the caller exports the timeline */
     struct sim_replay *rp;
     bool store;
+    struct memest_alloc_trace *trace;   /* the requests, for replays (sim.h) */
 };
 
 /* ---- sizes ---- */
@@ -555,10 +556,11 @@ int sim_gen_events(struct sim *S, uint8_t at, uint32_t n);
 
 /* The replay of the events as the simulator makes them: begun before the
  * first event (layout: record the allocator's segments and addresses, for
- * the probe), told when the step starts (the warm-up and setup before it),
+ * the probe; trace: append every request the allocator serves, sim.h),
+ * told when the step starts (the warm-up and setup before it),
  * fed every event (sim_events.c), finished into the peaks and, with out,
  * the exported step (the events stored in S->tl). 0 / -1. */
-int sim_replay_begin(struct sim *S, bool layout);
+int sim_replay_begin(struct sim *S, bool layout, struct memest_alloc_trace *trace);
 void sim_replay_start(struct sim *S);
 int sim_replay_event(struct sim *S, struct memest_event *ev);
 int sim_finish(struct sim *S, struct memest_timeline *out, struct memest_peak *pk);

@@ -51,10 +51,11 @@ struct sim_replay {
     struct memest_peak pk;
 };
 
-int sim_replay_begin(struct sim *S, bool layout)
+int sim_replay_begin(struct sim *S, bool layout, struct memest_alloc_trace *trace)
 {
+    S->trace = trace;
     struct sim_replay *rp = calloc(1, sizeof *rp);
-    if (!rp || !(rp->a = memest_alloc_create())) {
+    if (!rp || !(rp->a = memest_alloc_create_with(&S->cfg->alloc))) {
         free(rp);
         return sim_nomem(S);
     }
@@ -151,6 +152,8 @@ int sim_replay_event(struct sim *S, struct memest_event *ev)
                                "more than 2^63 - 1 bytes of memory in all");
         if (ev->bytes == 0)
             in->block = 0;
+        else if (S->trace && memest_alloc_trace_push(S->trace, false, ev->id, ev->bytes) != 0)
+            return sim_nomem(S);
         in->addr = ev->bytes > 0 ? memest_alloc_addr(rp->a, in->handle) : 0;
         if (rp->layout && st->segments > segs) {
             if (reserve((void **)&rp->seg, &rp->capseg, rp->nseg + 1, sizeof *rp->seg) != 0)
@@ -172,8 +175,11 @@ int sim_replay_event(struct sim *S, struct memest_event *ev)
         ev->bytes = in->bytes;
         ev->category = in->cat;
         ev->block = in->block;
-        if (in->bytes > 0)
+        if (in->bytes > 0) {
             memest_alloc_free(rp->a, in->handle);
+            if (S->trace && memest_alloc_trace_push(S->trace, true, ev->id, 0) != 0)
+                return sim_nomem(S);
+        }
         if (!rp->started)
             in->early_free = 1;
         rp->live[in->cat] -= in->block;

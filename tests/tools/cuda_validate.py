@@ -384,6 +384,10 @@ def build_parser():
                    "(default: the card's total memory)")
     p.add_argument("--limits-max-batch", type=int, default=LIMITS_MAX_BATCH,
                    help="--limits: the largest batch tried (default %d)" % LIMITS_MAX_BATCH)
+    p.add_argument("--limits-scan", type=int, default=SCAN_BELOW,
+                   help="--limits: granules tried below the bisection's answer (default %d)" % SCAN_BELOW)
+    p.add_argument("--limits-no-batch", action="store_true", help="--limits: the least memory only, no "
+                   "largest-batch search")
     p.add_argument("--limits-selftest", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--child", choices=("env", "run"), help=argparse.SUPPRESS)
     p.add_argument("--child-spec", help=argparse.SUPPRESS)
@@ -1682,7 +1686,7 @@ def measure_least(c, args, tmpdir, free):
         return runs[k].get("status") == "ok"
     fail = -(-free["max_memory_allocated"] // GRANULE) - 1
     ok = -(-free["max_memory_reserved"] // GRANULE)
-    r = least_capacity(completes, fail, ok)
+    r = least_capacity(completes, fail, ok, below=getattr(args, "limits_scan", SCAN_BELOW))
     out = OrderedDict(granule_bytes=GRANULE, lower_bound_bytes=(fail + 1) * GRANULE, upper_bound_bytes=ok * GRANULE,
                       least_allowed_bytes=None if r["least"] is None else r["least"] * GRANULE,
                       bisected_bytes=None if r["bisected"] is None else r["bisected"] * GRANULE,
@@ -1728,7 +1732,8 @@ def measure_limits(c, args, tmpdir, card_bytes):
         return m
     m["least"] = measure_least(c, args, tmpdir, free)
     context = (free.get("context_init") or {}).get("bytes")
-    m["batch"] = None if context is None else measure_batch(c, args, tmpdir, card_bytes, context)
+    m["batch"] = None if context is None or getattr(args, "limits_no_batch", False) else \
+        measure_batch(c, args, tmpdir, card_bytes, context)
     return m
 
 

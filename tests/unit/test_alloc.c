@@ -3,20 +3,12 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "alloc_check.h"
 #include "check.h"
 #include "memest/alloc.h"
 
 #define KiB ((uint64_t)1024)
 #define MiB ((uint64_t)1 << 20)
-
-static uint32_t get(struct memest_alloc *a, uint64_t bytes, uint64_t expect_block)
-{
-    uint32_t h = UINT32_MAX;
-    uint64_t got = 0;
-    CHECK_EQ_INT(memest_alloc_malloc(a, bytes, &h, &got), 0);
-    CHECK_EQ_U64(got, expect_block);
-    return h;
-}
 
 static void test_rounding(void)
 {

@@ -59,14 +59,14 @@ static void test_sweep_csv(void)
                                     .dtype = "fp32", .rows = rows, .nrows = 2};
     struct cap c;
     memest_render_sweep(cap_open(&c), MEMEST_OUTPUT_CSV, &s);
-    /* no card: "fits" empty; no preset: the three time columns empty; the
-     * limit row: nine empty fields but the error, unquoted (no comma or
-     * quote in it) */
+    /* no least memory searched: "least_device_bytes" empty; no card: "fits"
+     * empty; no preset: the three time columns empty; the limit row: ten
+     * empty fields but the error, unquoted (no comma or quote in it) */
     CHECK_STR_EQ(cap_close(&c),
-                 "batch,peak_bytes,reserved_bytes,total_device_bytes,fits,step_flops,step_seconds,"
-                 "samples_per_second,memory_bound_fraction,error\n"
-                 "2,1000,2097152,3000,,12,,,,\n"
-                 "3,,,,,,,,,too many tensors (more than 2^31)\n");
+                 "batch,peak_bytes,reserved_bytes,total_device_bytes,least_device_bytes,fits,"
+                 "step_flops,step_seconds,samples_per_second,memory_bound_fraction,error\n"
+                 "2,1000,2097152,3000,,,12,,,,\n"
+                 "3,,,,,,,,,,too many tensors (more than 2^31)\n");
     free(c.data);
 }
 

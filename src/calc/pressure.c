@@ -1,0 +1,56 @@
+/* pressure.c - the step on a card that is its constraint: the least memory
+ * it runs in, and whether it runs on the card, from the replays of its
+ * allocation requests under a capacity (src/sim/alloc_replay.c). */
+#include <string.h>
+
+#include "memest/alloc.h"
+#include "memest/calc.h"
+
+/* Replays the search may take: each is one pass over the step's requests
+ * (a few milliseconds for an 8B model). Past half of them it bisects. */
+#define MAX_REPLAYS 48
+
+static int fail(int rc, struct memest_error *err)
+{
+    if (rc == -1)
+        return memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
+    return memest_errf(err, MEMEST_ERR_LIMIT, NULL,
+                       "the step needs more than 2^62 bytes in one allocation, or more than "
+                       "2^63 - 1 bytes of memory in all");
+}
+
+int memest_calc_pressure(const struct memest_alloc_trace *t, const struct memest_step_cfg *cfg,
+                         const struct memest_peak *pk, uint64_t overhead,
+                         struct memest_pressure *out, struct memest_error *err)
+{
+    memset(out, 0, sizeof *out);
+    int rc;
+    if (cfg->least) {
+        struct memest_alloc_least l;
+        if ((rc = memest_alloc_least_capacity(t, &cfg->alloc, cfg->fraction, MAX_REPLAYS, &l)) != 0)
+            return fail(rc, err);
+        out->searched = true;
+        out->least = l.least;
+        out->least_exact = l.exact;
+        out->replays = l.replays;
+    }
+    if (!cfg->card_usable)
+        return 0;
+    out->judged = true;
+    out->capacity = cfg->card_usable > overhead ? cfg->card_usable - overhead : 0;
+    out->reserved = pk->reserved;
+    if (out->capacity >= pk->reserved) {   /* no cudaMalloc fails: the unconstrained replay */
+        out->completes = true;
+        return 0;
+    }
+    if (out->searched && out->least_exact && out->capacity < out->least)
+        return 0;   /* shown to fail by the search */
+    struct memest_alloc_run run;
+    if ((rc = memest_alloc_replay(t, &cfg->alloc, out->capacity, cfg->fraction, &run)) != 0)
+        return fail(rc, err);
+    out->completes = run.completes;
+    out->reserved = run.max_reserved;
+    out->retries = run.retries;
+    out->released = run.released;
+    return 0;
+}

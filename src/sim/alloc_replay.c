@@ -1,0 +1,121 @@
+/* alloc_replay.c - a step's allocation requests replayed on the allocator
+ * model under a capacity, and the least capacity the step runs in (alloc.h
+ * says why the search is exact). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "memest/alloc.h"
+
+#define GRANULE MEMEST_ALLOC_SMALL_BUFFER   /* every segment and page is a multiple */
+
+int memest_alloc_trace_push(struct memest_alloc_trace *t, bool is_free, uint32_t id,
+                            uint64_t bytes)
+{
+    if (t->n == t->cap) {
+        size_t c = t->cap ? t->cap * 2 : 4096;
+        if (c > SIZE_MAX / sizeof *t->op)
+            return -1;
+        struct memest_alloc_op *p = realloc(t->op, c * sizeof *p);
+        if (!p)
+            return -1;
+        t->op = p;
+        t->cap = c;
+    }
+    t->op[t->n++] = (struct memest_alloc_op){.bytes = bytes, .id = id, .free = is_free};
+    if (id >= t->nid)
+        t->nid = id + 1;
+    return 0;
+}
+
+void memest_alloc_trace_dispose(struct memest_alloc_trace *t)
+{
+    free(t->op);
+    memset(t, 0, sizeof *t);
+}
+
+int memest_alloc_replay(const struct memest_alloc_trace *t, const struct memest_alloc_conf *c,
+                        uint64_t capacity, bool fraction, struct memest_alloc_run *out)
+{
+    memset(out, 0, sizeof *out);
+    uint32_t *h = malloc(sizeof *h * (t->nid ? t->nid : 1));
+    struct memest_alloc *a = memest_alloc_create_with(c);
+    if (!h || !a) {
+        free(h);
+        memest_alloc_destroy(a);
+        return -1;
+    }
+    memest_alloc_set_capacity(a, capacity, fraction);
+    int rc = 0;
+    out->completes = true;
+    for (size_t i = 0; i < t->n && rc == 0; i++) {
+        const struct memest_alloc_op *op = &t->op[i];
+        if (op->free) {
+            memest_alloc_free(a, h[op->id]);
+            continue;
+        }
+        uint64_t got;
+        int arc = memest_alloc_malloc(a, op->bytes, &h[op->id], &got);
+        if (arc == -3) {
+            out->completes = false;
+            out->failed_at = i;
+            break;
+        }
+        rc = arc == -2 ? -1 : arc == -1 ? -2 : 0;
+    }
+    const struct memest_alloc_stats *s = memest_alloc_stats(a);
+    out->need_ok = s->need_ok;
+    out->need_fail = s->need_fail;
+    out->inexact = s->inexact;
+    out->max_reserved = s->max_reserved;
+    out->max_allocated = s->max_allocated;
+    out->retries = s->retries;
+    out->released = s->released;
+    out->segment_frees = s->segment_frees;
+    memest_alloc_destroy(a);
+    free(h);
+    return rc;
+}
+
+static uint64_t up(uint64_t x) { return (x + GRANULE - 1) / GRANULE * GRANULE; }
+
+int memest_alloc_least_capacity(const struct memest_alloc_trace *t,
+                                const struct memest_alloc_conf *c, bool fraction,
+                                unsigned max_replays, struct memest_alloc_least *out)
+{
+    memset(out, 0, sizeof *out);
+    struct memest_alloc_run run;
+    int rc = memest_alloc_replay(t, c, UINT64_MAX, fraction, &run);
+    if (rc != 0)
+        return rc;
+    out->replays = 1;
+    out->top = out->least = run.max_reserved;
+    out->floor = up(run.max_allocated);
+    out->exact = true;
+    uint64_t cap = out->floor;
+    /* the scan: every capacity below the one replayed next is known to fail */
+    while (cap < out->top && out->replays < max_replays / 2) {
+        if ((rc = memest_alloc_replay(t, c, cap, fraction, &run)) != 0)
+            return rc;
+        out->replays++;
+        if (run.completes) {
+            out->least = cap;
+            return 0;
+        }
+        uint64_t next = run.inexact || run.need_fail == UINT64_MAX ? cap + GRANULE : run.need_fail;
+        cap = next > cap ? next : cap + GRANULE;
+    }
+    if (cap >= out->top)
+        return 0;
+    /* out of replays: bisect [cap, top) for a capacity that completes */
+    out->exact = false;
+    uint64_t lo = cap, hi = out->top;   /* lo fails (or is untried), hi completes */
+    while (hi - lo > GRANULE && out->replays < max_replays) {
+        uint64_t mid = lo + (hi - lo) / GRANULE / 2 * GRANULE;
+        if ((rc = memest_alloc_replay(t, c, mid, fraction, &run)) != 0)
+            return rc;
+        out->replays++;
+        *(run.completes ? &hi : &lo) = mid;
+    }
+    out->least = hi;
+    return 0;
+}
