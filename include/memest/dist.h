@@ -84,6 +84,8 @@ struct memest_engine_cfg {
     uint64_t max_live_parameters;      /* stage3_max_live_parameters: 1e9 */
     uint64_t max_reuse_distance;       /* stage3_max_reuse_distance: 1e9 */
     uint64_t param_persistence_threshold;  /* stage3_param_persistence_threshold: 1e5 */
+    uint64_t sub_group_size;           /* ZeRO-3's sub_group_size: 1e9 (0: one parameter per
+                                          sub-group) */
     /* FSDP (torch/distributed/fsdp) */
     const char *wrap_block;            /* auto-wrap policy: the block type (transformer
                                           layer class) each instance of which is a unit;
@@ -270,3 +272,12 @@ uint64_t memest_dist_train_elem(const struct memest_run *r);
  * parameter padded to a multiple of the ranks (partition_parameters.py;
  * the persistent ones too: their gradients and state are partitioned). */
 uint64_t memest_dist_zero_part(const struct memest_run *r, const struct memest_rank_view *v);
+/* ZeRO-3's sub-groups of the rank's partition (DeepSpeed v0.16.9
+ * deepspeed/runtime/zero/stage3.py:943-966, _create_fp16_sub_groups): the
+ * trainable parameters in order, each with its partition (ceil(numel /
+ * ranks) elements), closed once they reach sub_group_size elements or at
+ * the last one; one sub-group when sub_group_size is at least the whole
+ * partition. Their elements into numel[] (NULL: only counted), in order;
+ * returns how many (0 without trainable parameters). */
+uint32_t memest_dist_zero3_sub_groups(const struct memest_run *r, const struct memest_rank_view *v,
+                                      uint64_t *numel);

@@ -1169,7 +1169,8 @@ const struct memest_opt memest_opts[] = {
              "batch, accumulation",
      .doc = "the user's DeepSpeed config: `zero_optimization` (stage, `offload_optimizer`, "
              "`offload_param`, the bucket sizes, `overlap_comm`, `contiguous_gradients`, the "
-             "`stage3_*` settings), `bf16`/`fp16`, `train_micro_batch_size_per_gpu`, "
+             "`stage3_*` settings, `sub_group_size`), `bf16`/`fp16`, "
+             "`train_micro_batch_size_per_gpu`, "
              "`gradient_accumulation_steps`, `optimizer.type`; the command line's options "
              "win; keys that change no memory are ignored with a note, keys that change "
              "memory in ways memest does not model are errors (exit 3)"},

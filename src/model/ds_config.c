@@ -114,7 +114,7 @@ static const char *const zero_ignored[] = {
     "elastic_checkpoint", "ignore_unused_parameters", "legacy_stage1",
     "stage3_gather_16bit_weights_on_model_save", "stage3_gather_fp16_weights_on_model_save",
     "gather_16bit_weights_on_model_save", "use_multi_rank_bucket_allreduce",
-    "memory_efficient_linear", "sub_group_size", "log_trace_cache_warnings", "zero_hpz_partition_size",
+    "memory_efficient_linear", "log_trace_cache_warnings", "zero_hpz_partition_size",
 };
 
 static int zero(struct rd *r, const cJSON *z, struct memest_dist_cfg *d, int64_t hidden,
@@ -168,6 +168,12 @@ static int zero(struct rd *r, const cJSON *z, struct memest_dist_cfg *d, int64_t
                 return -1;
         } else if (strcmp(n, "stage3_max_reuse_distance") == 0) {
             if (whole(r, k, p, 0, &e->max_reuse_distance) < 0)
+                return -1;
+        } else if (strcmp(n, "sub_group_size") == 0) {
+            /* DeepSpeed v0.16.9 deepspeed/runtime/zero/config.py:168:
+             * Field(pp_int(1e9), ge=0); 0 puts each parameter in a
+             * sub-group of its own (stage3.py:958) */
+            if (whole(r, k, p, 0, &e->sub_group_size) < 0)
                 return -1;
         } else if (strcmp(n, "overlap_comm") == 0) {
             if ((rc = boolean(r, k, p, &e->overlap_comm)) < 0)

@@ -522,10 +522,68 @@ static int flat_temps(struct sim *S, const struct memest_optim_desc *d, const st
     return rc;
 }
 
+/* DeepSpeed ZeRO-3's step, one sub-group at a time (DeepSpeed v0.16.9
+ * deepspeed/runtime/zero/stage3.py:2120-2135, step: "update parameters one
+ * sub group at a time"); the sub-groups as memest_dist_zero3_sub_groups
+ * cuts them (stage3.py:943-966, per param group: memest has one). Per
+ * sub-group: _prepare_sub_group (stage3.py:1913-1919) makes, without an
+ * optimizer offload, the fp32 gradient of the sub-group's partition
+ * (_prepare_fp32_grad_for_sub_group, stage3.py:1891-1910: flatten(...).to(
+ * fp32) set as .grad); _optimizer_step (stage3.py:972-987) steps the
+ * optimizer over that one fp32 partition, which makes its state in the
+ * first step and its foreach temporaries; _release_sub_group
+ * (stage3.py:1941-1946) sets the fp32 gradient to None. So one sub-group's
+ * fp32 gradient and temporaries exist at once, over the whole partition's
+ * state and master. The fp32 master is one tensor per sub-group
+ * (_create_fp32_partitions, stage3.py:902-905; made with the engine, here
+ * with the first step, kept). Not counted: the 16-bit copy flatten()
+ * makes of a sub-group of several gradients, freed once .to(fp32) has
+ * copied it. With the optimizer offloaded the step runs on the host
+ * (sim_dist_optimizer returns before this). */
+static int zero3_step(struct sim *S, bool first)
+{
+    const struct memest_rank_view *v = S->rv;
+    const struct memest_optim_desc *d = memest_optim_desc(S->cfg->optim.kind);
+    uint32_t n = memest_dist_zero3_sub_groups(S->r, v, NULL);
+    uint64_t *sg = malloc(sizeof *sg * (n ? n : 1));
+    if (!sg)
+        return sim_nomem(S);
+    memest_dist_zero3_sub_groups(S->r, v, sg);
+    uint64_t es = v->master_fp32 ? 4 : S->e16;   /* the state's element */
+    int rc = 0;
+    uint32_t id;
+    uint64_t big = 0;
+    for (uint32_t i = 0; first && v->master_fp32 && i < n && rc == 0; i++) {
+        rc = sim_ev_alloc(S, MEMEST_CAT_OPTSTATE, NONE, memest_sat_mul(sg[i], 4), &id);
+        big = sg[i] > big ? sg[i] : big;
+    }
+    /* initialize_optimizer_states' gradient_buffer (stage3.py:1027-1033,
+     * 1088-1090): the largest sub-group's fp32 elements, made and let go
+     * with the engine; the allocator keeps its block for the gradients */
+    if (rc == 0 && big)
+        rc = sim_ev_transient(S, MEMEST_CAT_OPTTEMP, NONE, memest_sat_mul(big, 4));
+    for (uint32_t i = 0; i < n && rc == 0; i++) {
+        struct flat f = {NONE, sg[i], memest_sat_mul(sg[i], es), 0};
+        uint32_t g32 = NONE;
+        if (v->master_fp32)
+            rc = sim_ev_alloc(S, MEMEST_CAT_OPTTEMP, NONE, memest_sat_mul(sg[i], 4), &g32);
+        if (rc == 0 && first)
+            rc = optim_state(S, &f, 0, MEMEST_OPTIM_MAX_STATE);
+        if (rc == 0)
+            rc = flat_temps(S, d, &f, 1);
+        if (rc == 0 && g32 != NONE)
+            rc = sim_ev_free(S, NONE, g32);
+    }
+    free(sg);
+    return rc;
+}
+
 /* The optimizer over the rank's flat tensors; a gathering optimizer
  * (Distributed Muon) first updates its matrices one by one, gathered
  * whole, then its auxiliary optimizer (AdamW) the rest: the momentum made
- * before, AdamW's state after (as sim_optimizer.c's pprog_update). */
+ * before, AdamW's state after (as sim_optimizer.c's pprog_update); under
+ * ZeRO-3 it steps the partition as one sub-group (DeepSpeed v0.16.9 has no
+ * Muon of its own), the others zero3_step's sub-groups. */
 static int sim_dist_optimizer(struct sim *S, bool first)
 {
     const struct memest_rank_view *v = S->rv;
@@ -533,6 +591,8 @@ static int sim_dist_optimizer(struct sim *S, bool first)
     S->ph = (uint8_t)((S->ph & WARM) | MEMEST_PH_OPTIMIZER);
     if (v->offload_optim)   /* CPU Adam: the update runs on the host */
         return 0;
+    if (v->deepspeed && v->strategy == MEMEST_STRAT_ZERO3 && !d->gprog)
+        return zero3_step(S, first);
     struct flat one, *fl;
     uint32_t nf;
     if (flats(S, &one, &fl, &nf) != 0)

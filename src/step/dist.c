@@ -111,7 +111,9 @@ void memest_dist_default(struct memest_dist_cfg *c)
      * reduce_bucket_size = allgather_bucket_size = 5e8 elements,
      * contiguous_gradients True, overlap_comm None (stage 3: True, else False),
      * stage3_prefetch_bucket_size 5e7, stage3_max_live_parameters 1e9,
-     * stage3_max_reuse_distance 1e9, stage3_param_persistence_threshold 1e5 */
+     * stage3_max_reuse_distance 1e9, stage3_param_persistence_threshold 1e5,
+     * sub_group_size 1e9 (v0.16.9 deepspeed/runtime/zero/config.py:168,
+     * Field(pp_int(1e9), ge=0)) */
     c->eng.reduce_bucket_size = 500000000;
     c->eng.allgather_bucket_size = 500000000;
     c->eng.contiguous_gradients = true;
@@ -119,6 +121,7 @@ void memest_dist_default(struct memest_dist_cfg *c)
     c->eng.max_live_parameters = 1000000000;
     c->eng.max_reuse_distance = 1000000000;
     c->eng.param_persistence_threshold = 100000;
+    c->eng.sub_group_size = 1000000000;
     /* torch/distributed/fsdp/fully_sharded_data_parallel.py (v2.6):
      * backward_prefetch=BackwardPrefetch.BACKWARD_PRE, forward_prefetch=False,
      * limit_all_gathers=True */

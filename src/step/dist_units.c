@@ -188,6 +188,38 @@ uint64_t memest_dist_zero_part(const struct memest_run *r, const struct memest_r
     return memest_dist_part(all, v->shard * 2) * 2;
 }
 
+uint32_t memest_dist_zero3_sub_groups(const struct memest_run *r, const struct memest_rank_view *v,
+                                      uint64_t *numel)
+{
+    uint64_t size = v->cfg ? v->cfg->eng.sub_group_size : 1000000000, total = 0, acc = 0;
+    uint32_t last = UINT32_MAX, n = 0;
+    for (uint32_t i = 0; i < r->nparams; i++)
+        if (r->params[i].tied_to < 0 && r->params[i].trainable) {
+            total += memest_dist_part(memest_dist_param_numel(r, &r->params[i]), v->shard);
+            last = i;
+        }
+    if (last == UINT32_MAX)
+        return 0;
+    if (size >= total) {   /* "sub_group_size >= params_group_numel: return [params_group]" */
+        if (numel)
+            numel[0] = total;
+        return 1;
+    }
+    for (uint32_t i = 0; i <= last; i++) {
+        const struct memest_param *p = &r->params[i];
+        if (p->tied_to >= 0 || !p->trainable)
+            continue;
+        acc += memest_dist_part(memest_dist_param_numel(r, p), v->shard);
+        if (acc >= size || i == last) {
+            if (numel)
+                numel[n] = acc;
+            n++;
+            acc = 0;
+        }
+    }
+    return n;
+}
+
 /* The most trainable elements one rank's chunk of a FlatParameter holds:
  * the trainable intervals [a, b) come in order; a rank wholly inside one
  * holds a full chunk, so the walk touches at most three ranks per interval. */

@@ -42,6 +42,7 @@ static bool same_engine(const struct memest_engine_cfg *a, const struct memest_e
            a->prefetch_bucket_size == b->prefetch_bucket_size &&
            a->max_live_parameters == b->max_live_parameters &&
            a->max_reuse_distance == b->max_reuse_distance &&
+           a->sub_group_size == b->sub_group_size &&
            a->param_persistence_threshold == b->param_persistence_threshold &&
            (a->wrap_block == b->wrap_block ||
             (a->wrap_block && b->wrap_block && strcmp(a->wrap_block, b->wrap_block) == 0)) &&
