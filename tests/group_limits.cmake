@@ -75,7 +75,7 @@ foreach(case IN ITEMS
     "sweep_var_gpt2|2|more than memest does for one command (40,000,000 units|@models/gpt2.json;--sweep-var;n_layer=1:65536:+1"
     "sweep_largest|2|this model allows at most 8 batch sizes|@cost_at.json;--sweep;1:65536:+1"
     "max_batch_over|2|--max-batch: the command needs more work than memest does|@cost_at.json;--mem;1TiB;--max-batch"
-    "max_batch_scan|0|what this command's work budget allows|@models/bert-base.json;--gpu;h100;--inference;--max-batch"
+    "max_batch_scan|0|what this command's work budget allows|@models/mobilenet_v2.json;--mem;1TiB;--inference;--max-batch"
     "advise_largest|2|--advise: the command needs more work than memest does|@cost_at.json;--mem;1KiB;--batch;2;--advise")
   string(REPLACE "|" ";" f "${case}")
   list(GET f 0 name)

@@ -28,7 +28,7 @@ void memest_timeline_csv(FILE *f, const struct memest_timeline *tl,
         comm = tl->ev[i].category == MEMEST_CAT_COMM;
     int ncat = comm ? MEMEST_CAT_COUNT : MEMEST_CAT_COMM;
     static_assert(MEMEST_CAT_COMM == MEMEST_CAT_COUNT - 1, "the optional column is the last");
-    fputs("index,phase,node,event,category,bytes,block", f);
+    fputs("index,phase,node,event,allocation,category,bytes,block", f);
     for (int c = 0; c < ncat; c++)
         fprintf(f, ",%s", memest_category_name((enum memest_category)c));
     fputs(",live_tensors,allocated,reserved\n", f);
@@ -39,7 +39,7 @@ void memest_timeline_csv(FILE *f, const struct memest_timeline *tl,
         memest_live_apply(&blocks, e, MEMEST_LIVE_BLOCKS);
         fprintf(f, "%zu,%s,", i, memest_phase_name((enum memest_phase)e->phase));
         memest_esc_csv(f, node_label(g, e->node, e->phase));
-        fprintf(f, ",%s,%s,%" PRIu64 ",%" PRIu64, a ? "alloc" : "free",
+        fprintf(f, ",%s,%" PRIu32 ",%s,%" PRIu64 ",%" PRIu64, a ? "alloc" : "free", e->id,
                 memest_category_name((enum memest_category)c), e->bytes, e->block);
         for (int k = 0; k < ncat; k++)
             fprintf(f, ",%" PRIu64, live.cat[k]);

@@ -62,11 +62,11 @@ elseif(CHECK STREQUAL "saved")
   string(JSON got_trainable GET "${json}" lora trainable_params)
   string(JSON got_all GET "${json}" lora all_params)
   if(csv)
-    # saved_activations (column 13) of the last forward event
+    # saved_activations (column 14) of the last forward event
     file(STRINGS ${csv} rows REGEX "^[0-9]+,forward,")
     list(GET rows -1 last)
     string(REPLACE "," ";" cols "${last}")
-    list(GET cols 12 got)
+    list(GET cols 13 got)
     file(REMOVE ${csv})
   else()
     string(JSON got GET "${json}" memory activations)

@@ -446,6 +446,33 @@ assert d["fit"]["fits"] and d["paged"]["blocks"] > 0 and d["speed_estimate"]["de
     grep -q '^largest batch that fits: 0 ' out || fail "no max batch line"
 }
 
+# --timeline's allocation ids (issue 34): every free names an allocation that
+# is live with the same bytes and block, no id is allocated twice while live,
+# and the live tensor bytes replayed by id equal the live_tensors column at
+# every row (a checkpointed GPT-2 step: recomputation, many frees)
+case_timeline_ids() {
+    local model
+    for model in "$SRC/models/mlp-mnist.json" "$SRC/models/gpt2.json --checkpoint"; do
+        # shellcheck disable=SC2086
+        run 0 $model --batch 2 --timeline tl.csv
+        awk -F, 'NR == 1 {
+                     for (i = 1; i <= NF; i++) col[$i] = i
+                     if (!("allocation" in col)) { print "no allocation column"; exit 1 }
+                     next }
+                 { id = $col["allocation"]; b = $col["bytes"]; blk = $col["block"]
+                   if ($col["event"] == "alloc") {
+                       if (id in live) { print "row " NR ": id " id " allocated twice"; exit 1 }
+                       live[id] = b " " blk; sum += b
+                   } else {
+                       if (!(id in live)) { print "row " NR ": free of id " id " not live"; exit 1 }
+                       if (live[id] != b " " blk) { print "row " NR ": id " id " freed as " b " " blk ", allocated as " live[id]; exit 1 }
+                       delete live[id]; sum -= b
+                   }
+                   if (sum != $col["live_tensors"]) { print "row " NR ": live " sum " != " $col["live_tensors"]; exit 1 }
+                 }' tl.csv > awkout || fail "$(cat awkout) ($model)"
+    done
+}
+
 declare -F "case_$CASE" > /dev/null || { echo "no case $CASE"; exit 1; }
 "case_$CASE"
 echo "ok"
