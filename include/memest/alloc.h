@@ -126,6 +126,12 @@ struct memest_alloc_trace {
 int memest_alloc_trace_push(struct memest_alloc_trace *t, bool is_free, uint32_t id,
                             uint64_t bytes);
 void memest_alloc_trace_dispose(struct memest_alloc_trace *t);
+/* Room for n requests up front (an upper bound of the events: cost.h), so
+ * that the trace is not copied as it grows. 0 / -1. */
+int memest_alloc_trace_reserve(struct memest_alloc_trace *t, uint64_t n);
+/* The allocator emptied for a new replay under conf c (NULL: the default),
+ * its arrays kept: a replay after the first touches no new memory. */
+void memest_alloc_reset(struct memest_alloc *a, const struct memest_alloc_conf *c);
 
 /* One replay of a trace under a capacity. */
 struct memest_alloc_run {

@@ -82,6 +82,8 @@ struct memest_cli {
     bool used_set;
     const char *alloc_conf;        /* --alloc-conf STR (else PYTORCH_CUDA_ALLOC_CONF) */
     bool alloc_conf_set;
+    double memory_fraction;        /* --memory-fraction F: set_per_process_memory_fraction */
+    bool memory_fraction_set;
     const char *sweep;             /* --sweep LIST, as given */
     const char *sweep_var;         /* --sweep-var NAME=LIST, as given */
     bool max_batch;

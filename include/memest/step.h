@@ -188,6 +188,8 @@ struct memest_step_cfg {
     uint64_t card_usable;
     bool fraction;          /* the capacity is set_per_process_memory_fraction's */
     bool least;             /* search the least memory the step runs in */
+    bool pressure_inference;  /* the verdict and the search are the no-grad pass's
+                                 (--inference), not the training step's */
 };
 
 /* torchtitan's checkpointing rules (v0.2.0 torchtitan/distributed/

@@ -4,11 +4,14 @@
 #include "memest/app.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "memest/checked.h"
+#include "memest/cuda_overhead.h"
 #include "memest/escape.h"
 #include "memest/format.h"
 #include "memest/ops.h"
@@ -75,6 +78,7 @@ void memest_app_card_usable(struct memest_app *a)
 {
     a->step.card_usable = 0;
     a->step.least = true;
+    a->step.pressure_inference = a->o->inference;
     if (!a->has_card)
         return;
     struct memest_fit f;
@@ -82,6 +86,19 @@ void memest_app_card_usable(struct memest_app *a)
     uint64_t used = a->o->used_set ? a->o->used : 0;
     /* 0 is "no card": a card with nothing left is one byte */
     a->step.card_usable = f.usable > used ? f.usable - used : 1;
+    a->step.fraction = false;
+    if (!a->o->memory_fraction_set)
+        return;
+    /* allowed_memory_maximum = fraction * total (setMemoryFraction): the
+     * allocator's capacity, unless the card's own room is less */
+    double allowed = floor(a->o->memory_fraction * (double)a->card.memory);
+    uint64_t cap = allowed >= (double)a->card.memory ? a->card.memory : (uint64_t)allowed;
+    uint64_t overhead = a->step.overhead_set ? a->step.overhead
+                                             : memest_default_overhead(a->step.gpu_arch);
+    if (memest_sat_add(cap, overhead) < a->step.card_usable) {
+        a->step.fraction = true;
+        a->step.card_usable = memest_sat_add(cap, overhead);
+    }
 }
 
 int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct memest_error *err)

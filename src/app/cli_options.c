@@ -1381,6 +1381,26 @@ const struct memest_opt memest_opts[] = {
      .doc = "device memory that other processes (or this one, outside PyTorch's allocator: "
              "NCCL, another framework) hold on the card, as nvidia-smi shows it: the step "
              "has the card less the headroom, less this, less the CUDA context"},
+    {.name = "memory-fraction",
+     .arg = MEMEST_ARG_REQUIRED,
+     .metavar = "F",
+     .group = MEMEST_GROUP_CARD,
+     .modes = MEMEST_MODES_ALL,
+     .needs = MEMEST_NEED_CARD,
+     .verb = -1,
+     .kind = MEMEST_K_REAL,
+     FIELD(memory_fraction),
+     GIVEN(memory_fraction_set),
+     .lo = 1e-6,
+     .hi = 1,
+     .noun = "a fraction of the card's memory",
+     .help = "the job's torch.cuda.set_per_process_memory_fraction(F)",
+     .doc = "the job calls `torch.cuda.set_per_process_memory_fraction(F)`: the caching "
+             "allocator may hold at most F times the card's memory (`allowed_memory_maximum`), "
+             "checked before each segment with the segment's size, and "
+             "`garbage_collection_threshold` applies; the card's own limit (its memory less "
+             "the headroom, `--used` and the context) still holds. The least memory is then "
+             "the fraction's: the allowed bytes the step runs in"},
     {.name = "alloc-conf",
      .arg = MEMEST_ARG_REQUIRED,
      .metavar = "STR",

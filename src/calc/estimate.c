@@ -91,8 +91,12 @@ int memest_estimate_sims(struct memest_run *r, const struct memest_step_cfg *cfg
                                      .events = e->cost.train_events};
     /* the requests, kept for the replays under a capacity */
     struct memest_alloc_trace itrace = {0}, ttrace = {0};
-    if (cfg->least || cfg->card_usable)
-        inf.trace = &itrace, train.trace = &ttrace;
+    if (cfg->least || cfg->card_usable) {
+        if (cfg->pressure_inference)
+            inf.trace = &itrace;
+        else
+            train.trace = &ttrace;
+    }
     e->overhead = cfg->overhead_set ? cfg->overhead : memest_default_overhead(cfg->gpu_arch);
     int rc = 0;
     if (sims & MEMEST_SIM_INFER) {

@@ -7,8 +7,17 @@
 #include "memest/calc.h"
 
 /* Replays the search may take: each is one pass over the step's requests
- * (a few milliseconds for an 8B model). Past half of them it bisects. */
-#define MAX_REPLAYS 48
+ * (under a millisecond for an 8B model's 8,000). Past half of them it
+ * bisects. At most 256, and at most 2^26 requests replayed in all, so that
+ * a graph of millions of events stays within seconds. */
+#define MAX_REPLAYS 256u
+#define MAX_REPLAYED ((size_t)1 << 26)
+
+static unsigned replay_budget(const struct memest_alloc_trace *t)
+{
+    size_t n = t->n ? MAX_REPLAYED / t->n : MAX_REPLAYS;
+    return n > MAX_REPLAYS ? MAX_REPLAYS : n < 8 ? 8u : (unsigned)n;
+}
 
 static int fail(int rc, struct memest_error *err)
 {
@@ -27,7 +36,7 @@ int memest_calc_pressure(const struct memest_alloc_trace *t, const struct memest
     int rc;
     if (cfg->least) {
         struct memest_alloc_least l;
-        if ((rc = memest_alloc_least_capacity(t, &cfg->alloc, cfg->fraction, MAX_REPLAYS, &l)) != 0)
+        if ((rc = memest_alloc_least_capacity(t, &cfg->alloc, cfg->fraction, replay_budget(t), &l)) != 0)
             return fail(rc, err);
         out->searched = true;
         out->least = l.least;

@@ -98,21 +98,29 @@ struct memest_alloc *memest_alloc_create(void) { return memest_alloc_create_with
 struct memest_alloc *memest_alloc_create_with(const struct memest_alloc_conf *conf)
 {
     struct memest_alloc *a = calloc(1, sizeof *a);
-    if (!a)
-        return NULL;
+    if (a)
+        memest_alloc_reset(a, conf);
+    return a;
+}
+
+void memest_alloc_reset(struct memest_alloc *a, const struct memest_alloc_conf *conf)
+{
     if (conf)
         a->conf = *conf;
     else
         memest_alloc_conf_default(&a->conf);
+    a->n = a->nspare = 0;
     a->bins = !a->conf.expandable;
     for (int p = 0; p < 2; p++)
         a->pool[p] = (struct pool){.root = NIL, .free_head = NIL, .unmapped_head = NIL};
     memset(a->bin, 0xFF, sizeof a->bin);   /* NIL */
+    memset(a->binmap, 0, sizeof a->binmap);
+    a->binsum = 0;
     a->rng = 2463534242u;
     a->next_addr = (uint64_t)1 << 32;
     a->capacity = UINT64_MAX;
-    a->st.need_fail = UINT64_MAX;
-    return a;
+    a->fraction = false;
+    a->st = (struct memest_alloc_stats){.need_fail = UINT64_MAX};
 }
 
 void memest_alloc_destroy(struct memest_alloc *a)

@@ -27,23 +27,33 @@ int memest_alloc_trace_push(struct memest_alloc_trace *t, bool is_free, uint32_t
     return 0;
 }
 
+int memest_alloc_trace_reserve(struct memest_alloc_trace *t, uint64_t n)
+{
+    if (n <= t->cap)
+        return 0;
+    if (n > SIZE_MAX / sizeof *t->op)
+        return -1;
+    struct memest_alloc_op *p = realloc(t->op, (size_t)n * sizeof *p);
+    if (!p)
+        return -1;
+    t->op = p;
+    t->cap = (size_t)n;
+    return 0;
+}
+
 void memest_alloc_trace_dispose(struct memest_alloc_trace *t)
 {
     free(t->op);
     memset(t, 0, sizeof *t);
 }
 
-int memest_alloc_replay(const struct memest_alloc_trace *t, const struct memest_alloc_conf *c,
-                        uint64_t capacity, bool fraction, struct memest_alloc_run *out)
+/* A replay on allocator a (reset here) with h, room for a handle per id. */
+static int replay_on(struct memest_alloc *a, uint32_t *h, const struct memest_alloc_trace *t,
+                     const struct memest_alloc_conf *c, uint64_t capacity, bool fraction,
+                     struct memest_alloc_run *out)
 {
     memset(out, 0, sizeof *out);
-    uint32_t *h = malloc(sizeof *h * (t->nid ? t->nid : 1));
-    struct memest_alloc *a = memest_alloc_create_with(c);
-    if (!h || !a) {
-        free(h);
-        memest_alloc_destroy(a);
-        return -1;
-    }
+    memest_alloc_reset(a, c);
     memest_alloc_set_capacity(a, capacity, fraction);
     int rc = 0;
     out->completes = true;
@@ -71,20 +81,52 @@ int memest_alloc_replay(const struct memest_alloc_trace *t, const struct memest_
     out->retries = s->retries;
     out->released = s->released;
     out->segment_frees = s->segment_frees;
-    memest_alloc_destroy(a);
-    free(h);
+    return rc;
+}
+
+/* The allocator and the handles the replays share. */
+struct replayer {
+    struct memest_alloc *a;
+    uint32_t *h;
+};
+
+static int replayer_open(struct replayer *r, const struct memest_alloc_trace *t)
+{
+    r->h = malloc(sizeof *r->h * (t->nid ? t->nid : 1));
+    r->a = memest_alloc_create();
+    if (r->h && r->a)
+        return 0;
+    free(r->h);
+    memest_alloc_destroy(r->a);
+    return -1;
+}
+
+static void replayer_close(struct replayer *r)
+{
+    free(r->h);
+    memest_alloc_destroy(r->a);
+}
+
+int memest_alloc_replay(const struct memest_alloc_trace *t, const struct memest_alloc_conf *c,
+                        uint64_t capacity, bool fraction, struct memest_alloc_run *out)
+{
+    struct replayer r;
+    if (replayer_open(&r, t) != 0)
+        return -1;
+    int rc = replay_on(r.a, r.h, t, c, capacity, fraction, out);
+    replayer_close(&r);
     return rc;
 }
 
 static uint64_t up(uint64_t x) { return (x + GRANULE - 1) / GRANULE * GRANULE; }
 
-int memest_alloc_least_capacity(const struct memest_alloc_trace *t,
-                                const struct memest_alloc_conf *c, bool fraction,
-                                unsigned max_replays, struct memest_alloc_least *out)
+/* The search (alloc.h) on one replayer. */
+static int least_on(struct replayer *r, const struct memest_alloc_trace *t,
+                    const struct memest_alloc_conf *c, bool fraction, unsigned max_replays,
+                    struct memest_alloc_least *out)
 {
-    memset(out, 0, sizeof *out);
     struct memest_alloc_run run;
-    int rc = memest_alloc_replay(t, c, UINT64_MAX, fraction, &run);
+    int rc = replay_on(r->a, r->h, t, c, UINT64_MAX, fraction, &run);
     if (rc != 0)
         return rc;
     out->replays = 1;
@@ -94,7 +136,7 @@ int memest_alloc_least_capacity(const struct memest_alloc_trace *t,
     uint64_t cap = out->floor;
     /* the scan: every capacity below the one replayed next is known to fail */
     while (cap < out->top && out->replays < max_replays / 2) {
-        if ((rc = memest_alloc_replay(t, c, cap, fraction, &run)) != 0)
+        if ((rc = replay_on(r->a, r->h, t, c, cap, fraction, &run)) != 0)
             return rc;
         out->replays++;
         if (run.completes) {
@@ -111,11 +153,24 @@ int memest_alloc_least_capacity(const struct memest_alloc_trace *t,
     uint64_t lo = cap, hi = out->top;   /* lo fails (or is untried), hi completes */
     while (hi - lo > GRANULE && out->replays < max_replays) {
         uint64_t mid = lo + (hi - lo) / GRANULE / 2 * GRANULE;
-        if ((rc = memest_alloc_replay(t, c, mid, fraction, &run)) != 0)
+        if ((rc = replay_on(r->a, r->h, t, c, mid, fraction, &run)) != 0)
             return rc;
         out->replays++;
         *(run.completes ? &hi : &lo) = mid;
     }
     out->least = hi;
     return 0;
+}
+
+int memest_alloc_least_capacity(const struct memest_alloc_trace *t,
+                                const struct memest_alloc_conf *c, bool fraction,
+                                unsigned max_replays, struct memest_alloc_least *out)
+{
+    memset(out, 0, sizeof *out);
+    struct replayer r;
+    if (replayer_open(&r, t) != 0)
+        return -1;
+    int rc = least_on(&r, t, c, fraction, max_replays, out);
+    replayer_close(&r);
+    return rc;
 }

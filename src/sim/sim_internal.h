@@ -560,7 +560,8 @@ int sim_gen_events(struct sim *S, uint8_t at, uint32_t n);
  * told when the step starts (the warm-up and setup before it),
  * fed every event (sim_events.c), finished into the peaks and, with out,
  * the exported step (the events stored in S->tl). 0 / -1. */
-int sim_replay_begin(struct sim *S, bool layout, struct memest_alloc_trace *trace);
+int sim_replay_begin(struct sim *S, bool layout, struct memest_alloc_trace *trace,
+                     uint64_t events);
 void sim_replay_start(struct sim *S);
 int sim_replay_event(struct sim *S, struct memest_event *ev);
 int sim_finish(struct sim *S, struct memest_timeline *out, struct memest_peak *pk);

@@ -51,9 +51,12 @@ struct sim_replay {
     struct memest_peak pk;
 };
 
-int sim_replay_begin(struct sim *S, bool layout, struct memest_alloc_trace *trace)
+int sim_replay_begin(struct sim *S, bool layout, struct memest_alloc_trace *trace,
+                     uint64_t events)
 {
     S->trace = trace;
+    if (trace && events && memest_alloc_trace_reserve(trace, events) != 0)
+        return sim_nomem(S);
     struct sim_replay *rp = calloc(1, sizeof *rp);
     if (!rp || !(rp->a = memest_alloc_create_with(&S->cfg->alloc))) {
         free(rp);

@@ -368,7 +368,7 @@ int memest_sim_step(const struct memest_run *r, const struct memest_peak_opts *o
         if (full.ev)
             full.cap = want;
     }
-    if (sim_replay_begin(&S, tl && tl->layout, o->trace) != 0)
+    if (sim_replay_begin(&S, tl && tl->layout, o->trace, o->events) != 0)
         goto end;
     if (setup(&S) != 0 || early_state(&S) != 0 || sim_gen_setup(&S) != 0)
         goto end;
