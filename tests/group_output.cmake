@@ -13,7 +13,7 @@ foreach(case stdout_full stdout_closed stdout_epipe stdout_fsize stdout_result_r
              plot_empty_path dropped_refused max_batch_outputs fit_json_layers
              json_option_errors json_model_error json_probe_error hostile_text hostile_json
              hostile_svg hostile_long_svg hostile_csv hostile_flows hostile_probe
-             hostile_warning loss_resolved generate_outputs timeline_ids)
+             hostile_warning loss_resolved generate_outputs timeline_ids alloc_conf_env)
   add_test(NAME output.${case}
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/output/checks.sh $<TARGET_FILE:memest>
                    $<TARGET_FILE:csv_fields> $<TARGET_FILE:memest_fakecuda> ${PROJECT_SOURCE_DIR}

@@ -473,6 +473,22 @@ case_timeline_ids() {
     done
 }
 
+# PYTORCH_CUDA_ALLOC_CONF from the environment (issue 34): applied and named
+# in the document, refused with the variable named, and --alloc-conf wins
+case_alloc_conf_env() {
+    PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True" "$M" "$MLP" --json > out 2> err
+    expect_rc $? 0 "with PYTORCH_CUDA_ALLOC_CONF"
+    python3 -c 'import json; d=json.load(open("out")); assert d["memory"]["allocator_conf"] == "expandable_segments:True", d["memory"]["allocator_conf"]' ||
+        fail "allocator_conf is not the environment's"
+    PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True" "$M" "$MLP" --json --alloc-conf backend:native > out 2> err
+    expect_rc $? 0 "--alloc-conf over the environment"
+    python3 -c 'import json; d=json.load(open("out")); assert d["memory"]["allocator_conf"] == ""' ||
+        fail "--alloc-conf does not replace the environment's settings"
+    PYTORCH_CUDA_ALLOC_CONF="garbage_collection_threshold:2" "$M" "$MLP" > out 2> err
+    expect_rc $? 2 "a bad PYTORCH_CUDA_ALLOC_CONF"
+    one_error "PYTORCH_CUDA_ALLOC_CONF: garbage_collect_threshold too big"
+}
+
 declare -F "case_$CASE" > /dev/null || { echo "no case $CASE"; exit 1; }
 "case_$CASE"
 echo "ok"

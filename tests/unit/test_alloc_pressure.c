@@ -245,6 +245,10 @@ static void test_conf_errors(void)
     CHECK_EQ_INT(memest_alloc_conf_parse("max_split_size_mb:64;expandable_segments:True", &c, msg,
                                          sizeof msg), -1);
     CHECK_CONTAINS(msg, "expected ,");
+    CHECK_EQ_INT(memest_alloc_conf_parse("roundup_power2_divisions:[256:2", &c, msg, sizeof msg), -1);
+    CHECK_CONTAINS(msg, "no closing ']'");
+    CHECK_EQ_INT(memest_alloc_conf_parse("roundup_power2_divisions:[300:2]", &c, msg, sizeof msg), -1);
+    CHECK_CONTAINS(msg, "the intervals have to be power of 2");
     CHECK_EQ_INT(memest_alloc_conf_parse("backend:cudaMallocAsync", &c, msg, sizeof msg), -1);
     CHECK_EQ_INT(memest_alloc_conf_parse(" expandable_segments : True , max_split_size_mb:512", &c,
                                          msg, sizeof msg), 0);
