@@ -10,7 +10,15 @@
  *   memest_alloc_stats(a)->max_reserved;        // 2 MiB: one small-pool segment
  *   memest_alloc_destroy(a);
  *
- * Only one device and one stream. Without a capacity (the default) no
+ * One device; up to MEMEST_ALLOC_STREAMS streams (memest_alloc_malloc_on),
+ * each with its own pools: a cached block serves only a request of its
+ * stream (get_free_block), release_available_cached_blocks looks at the
+ * request's stream, release_cached_blocks and the garbage collection at
+ * every stream's. A block freed after record_stream put another stream's
+ * use on it (memest_alloc_free_deferred) waits for that stream's event:
+ * memest assumes the event has completed by the next malloc, whose
+ * process_events() frees it. Stream 0 alone is the one-stream model.
+ * Without a capacity (the default) no
  * cudaMalloc fails, so no segment is ever released and the reserved memory
  * only grows; with one (memest_alloc_set_capacity) a request that finds no
  * room follows PyTorch's malloc(): the free-memory callbacks (none that a
@@ -34,6 +42,7 @@
 #define MEMEST_ALLOC_LARGE_BUFFER ((uint64_t)20 << 20) /* kLargeBuffer: 20 MiB */
 #define MEMEST_ALLOC_MIN_LARGE ((uint64_t)10 << 20)  /* kMinLargeAlloc: 10 MiB */
 #define MEMEST_ALLOC_ROUND_LARGE ((uint64_t)2 << 20) /* kRoundLarge: 2 MiB */
+#define MEMEST_ALLOC_STREAMS 8u   /* streams 0 .. 7 (memest's, not a PyTorch limit) */
 
 struct memest_alloc_stats {
     uint64_t allocated;      /* live block bytes: memory_allocated() */
@@ -43,6 +52,8 @@ struct memest_alloc_stats {
     uint64_t max_reserved;
     uint64_t segments;       /* cudaMalloc calls (segments made) */
     uint64_t live_blocks;
+    uint64_t pending;        /* bytes of blocks freed with record_stream events pending:
+                                out of `allocated`, not yet in a pool */
     /* under a capacity */
     uint64_t retries;        /* num_alloc_retries: release_cached_blocks, then a retry */
     uint64_t ooms;           /* requests that failed after every release */
@@ -82,9 +93,20 @@ void memest_alloc_destroy(struct memest_alloc *a);
  * (PyTorch's OutOfMemoryError). */
 int memest_alloc_malloc(struct memest_alloc *a, uint64_t bytes, uint32_t *handle,
                         uint64_t *block_bytes);
+/* The same on stream `stream` (< MEMEST_ALLOC_STREAMS, else -1): the block
+ * comes from, and returns to, that stream's pools. memest_alloc_malloc is
+ * stream 0. */
+int memest_alloc_malloc_on(struct memest_alloc *a, uint64_t bytes, unsigned stream,
+                           uint32_t *handle, uint64_t *block_bytes);
 /* Returns the block to its pool, merging it with free neighbours of the same
  * segment. The handle must be live. */
 void memest_alloc_free(struct memest_alloc *a, uint32_t handle);
+/* free() of a block record_stream marked as used by another stream: its
+ * bytes leave memory_allocated() now (PyTorch's stats decrease at free),
+ * the block waits for the other stream's event (insert_events) and returns
+ * to its pool at the start of the next malloc (process_events), or when
+ * release_cached_blocks synchronizes the events. The handle is spent. */
+void memest_alloc_free_deferred(struct memest_alloc *a, uint32_t handle);
 const struct memest_alloc_stats *memest_alloc_stats(const struct memest_alloc *a);
 /* The live block's address. Segments are laid out one after another from
  * 2^32 in the order they are made, so a malloc that made a segment (stats'
@@ -109,11 +131,14 @@ uint64_t memest_alloc_segment_size(uint64_t rounded);
 /* ---- a step's requests, replayed under capacities (alloc_replay.c) ---- */
 
 /* One request of the step: an allocation of `bytes` (0-byte ones never
- * reach the allocator and are not recorded) or the free of allocation id. */
+ * reach the allocator and are not recorded) on `stream`, or the free of
+ * allocation id (deferred: memest_alloc_free_deferred's). */
 struct memest_alloc_op {
     uint64_t bytes;
     uint32_t id;
-    uint32_t free;   /* 1: the free of id */
+    uint8_t free;      /* 1: the free of id */
+    uint8_t stream;    /* an allocation's stream */
+    uint8_t deferred;  /* a free's: record_stream's events pending */
 };
 
 struct memest_alloc_trace {
@@ -125,6 +150,9 @@ struct memest_alloc_trace {
 /* Appends one request. 0 / -1 (out of memory). */
 int memest_alloc_trace_push(struct memest_alloc_trace *t, bool is_free, uint32_t id,
                             uint64_t bytes);
+/* The same with an allocation's stream or a free's deferral. */
+int memest_alloc_trace_push_on(struct memest_alloc_trace *t, bool is_free, uint32_t id,
+                               uint64_t bytes, uint8_t stream, bool deferred);
 void memest_alloc_trace_dispose(struct memest_alloc_trace *t);
 /* Room for n requests up front (an upper bound of the events: cost.h), so
  * that the trace is not copied as it grows. 0 / -1. */

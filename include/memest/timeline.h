@@ -41,6 +41,12 @@ enum memest_category {
 
 enum memest_event_kind { MEMEST_EV_ALLOC = 0, MEMEST_EV_FREE = 1 };
 
+/* A FREE's stream flag: the block was used on another stream and
+ * record_stream'd there, so the caching allocator frees it only once that
+ * stream's event completed (alloc.h: memest_alloc_free_deferred). */
+#define MEMEST_EV_RECORDED 0x80u
+#define MEMEST_EV_STREAM(s) ((uint8_t)((s) & 0x7Fu))
+
 /* The unit of an event's `reserved`: 2 MiB, the caching allocator's
  * smallest segment (alloc.h: MEMEST_ALLOC_SMALL_BUFFER, kept equal by a
  * static_assert in sim_replay.c); every segment is a multiple of it. */
@@ -50,6 +56,10 @@ struct memest_event {
     uint8_t kind;      /* enum memest_event_kind */
     uint8_t phase;     /* enum memest_phase */
     uint8_t category;  /* enum memest_category */
+    uint8_t stream;    /* the CUDA stream the block is allocated on (0: the default
+                          stream; the engines' own streams: sim_dist.c, doc/several-
+                          gpus.md "Streams"); a FREE's, copied from its ALLOC, with
+                          MEMEST_EV_RECORDED when record_stream deferred the free */
     uint32_t node;     /* node index in the graph, UINT32_MAX = none */
     uint32_t id;       /* allocation id, pairs ALLOC with FREE */
     uint32_t reserved; /* the allocator model's reserved memory after this event,

@@ -9,7 +9,14 @@
  *     from the small pool, anything larger from the large pool;
  *   - get_free_block(): best fit: the pool is a std::set ordered by
  *     (stream, size, address) and lower_bound picks the smallest cached
- *     block at least as large as the request, the lowest address on ties;
+ *     block at least as large as the request, the lowest address on ties,
+ *     of the request's stream only (the key's stream is the request's, and
+ *     a block of another stream is never returned): each stream has its
+ *     pools (alloc_internal.h: POOL_OF);
+ *   - free() of a block with stream_uses (record_stream) records an event
+ *     on each of those streams (insert_events) and caches the block only
+ *     when they completed: process_events() at the next malloc (memest's
+ *     assumption: every such event has completed by then);
  *   - alloc_block() / get_allocation_size(): when no cached block fits, one
  *     cudaMalloc'd segment: kSmallBuffer = 2 MiB for the small pool,
  *     kLargeBuffer = 20 MiB for requests under kMinLargeAlloc = 10 MiB,
@@ -42,8 +49,9 @@
  *
  * Data structures: blocks live in one array (indices, recycled). The large
  * pool's free blocks form a treap keyed by (size, address): best fit,
- * insertion and removal in O(log n). The small pool's (at most 2 MiB, a
- * multiple of 512) sit in 4096 exact-size bins, each a treap by address,
+ * insertion and removal in O(log n). Stream 0's small pool's (at most 2 MiB, a
+ * multiple of 512; the other streams' small pools are treaps) sit in 4096
+ * exact-size bins, each a treap by address,
  * with a bitmap of the non-empty bins: best fit is the first set bit at or
  * above the request's bin and that bin's lowest address. */
 #include "alloc_internal.h"
@@ -111,11 +119,12 @@ void memest_alloc_reset(struct memest_alloc *a, const struct memest_alloc_conf *
         memest_alloc_conf_default(&a->conf);
     a->n = a->nspare = 0;
     a->bins = !a->conf.expandable;
-    for (int p = 0; p < 2; p++)
+    for (int p = 0; p < NPOOLS; p++)
         a->pool[p] = (struct pool){.root = NIL, .free_head = NIL, .unmapped_head = NIL};
     memset(a->bin, 0xFF, sizeof a->bin);   /* NIL */
     memset(a->binmap, 0, sizeof a->binmap);
     a->binsum = 0;
+    a->pending_head = NIL;
     a->rng = 2463534242u;
     a->next_addr = (uint64_t)1 << 32;
     a->capacity = UINT64_MAX;
@@ -245,7 +254,11 @@ static uint32_t lower_bound(const struct blk *b, uint32_t t, uint64_t size)
     return best;
 }
 
-static bool bins_of(const struct memest_alloc *a, int pool) { return pool == POOL_SMALL && a->bins; }
+/* stream 0's small pool only: the other streams' small pools are treaps */
+static bool bins_of(const struct memest_alloc *a, int pool)
+{
+    return pool == POOL_OF(0, POOL_SMALL) && a->bins;
+}
 
 static uint32_t bin_of(uint64_t size) { return (uint32_t)(size / MEMEST_ALLOC_MIN_BLOCK - 1); }
 
@@ -330,7 +343,7 @@ void alloc_pool_insert(struct memest_alloc *a, uint32_t x)
     a->rng ^= a->rng >> 17;
     a->rng ^= a->rng << 5;
     bx->prio = a->rng;
-    bx->gc_base = p->calls;
+    bx->gc_base = a->calls[POOL_KIND(bx->pool)];
     insert(a->b, root_of(a, x), x);
     if (bins_of(a, bx->pool)) {
         uint32_t c = bin_of(bx->size);
@@ -407,7 +420,7 @@ static uint32_t get_free_block(struct memest_alloc *a, int pool, uint64_t size)
     uint64_t rounding = c->max_non_split_rounding ? c->max_non_split_rounding
                                                   : MEMEST_ALLOC_LARGE_BUFFER;
     if (a->fraction && c->gc_threshold > 0)
-        a->pool[pool].calls++;
+        a->calls[POOL_KIND(pool)]++;
     uint32_t x = alloc_lower_bound(a, pool, size);
     if (x == NIL)
         return NIL;
@@ -483,7 +496,7 @@ static int find_room(struct memest_alloc *a, int pool, uint64_t size, uint32_t *
 static bool should_split(const struct memest_alloc *a, const struct blk *b, uint64_t size)
 {
     uint64_t remaining = b->size - size;
-    if (b->pool == POOL_SMALL || b->expandable)
+    if (POOL_KIND(b->pool) == POOL_SMALL || b->expandable)
         return remaining >= MEMEST_ALLOC_MIN_BLOCK;
     return (!a->conf.max_split || size < a->conf.max_split) && remaining > MEMEST_ALLOC_SMALL_SIZE;
 }
@@ -491,10 +504,17 @@ static bool should_split(const struct memest_alloc *a, const struct blk *b, uint
 int memest_alloc_malloc(struct memest_alloc *a, uint64_t bytes, uint32_t *handle,
                         uint64_t *block_bytes)
 {
-    if (bytes > ((uint64_t)1 << 62))
+    return memest_alloc_malloc_on(a, bytes, 0, handle, block_bytes);
+}
+
+int memest_alloc_malloc_on(struct memest_alloc *a, uint64_t bytes, unsigned stream,
+                           uint32_t *handle, uint64_t *block_bytes)
+{
+    if (bytes > ((uint64_t)1 << 62) || stream >= MEMEST_ALLOC_STREAMS)
         return -1;
+    alloc_process_events(a);
     uint64_t size = memest_alloc_round_conf(&a->conf, bytes);
-    int pool = size <= MEMEST_ALLOC_SMALL_SIZE ? POOL_SMALL : POOL_LARGE;
+    int pool = POOL_OF(stream, size <= MEMEST_ALLOC_SMALL_SIZE ? POOL_SMALL : POOL_LARGE);
     uint32_t x = get_free_block(a, pool, size);
     if (x != NIL) {
         alloc_pool_erase(a, x);
@@ -573,17 +593,57 @@ static bool mergeable(const struct memest_alloc *a, uint32_t x)
     return x != NIL && !a->b[x].allocated && a->b[x].mapped;
 }
 
-void memest_alloc_free(struct memest_alloc *a, uint32_t h)
+/* free()'s statistics: they drop when the block is freed, its events
+ * pending or not */
+static void uncount(struct memest_alloc *a, const struct blk *x)
 {
-    struct blk *x = &a->b[h];
-    x->allocated = 0;
     a->st.allocated -= x->size;
     a->st.requested -= x->req;
     a->st.live_blocks--;
+}
+
+/* free_block(): the block merged with its free neighbours, cached */
+static void free_block(struct memest_alloc *a, uint32_t h)
+{
+    struct blk *x = &a->b[h];
+    x->allocated = 0;
+    x->pending = 0;
     uint32_t p = x->prev, n = x->next;
     if (mergeable(a, p))
         alloc_absorb(a, h, p);
     if (mergeable(a, n))
         alloc_absorb(a, h, n);
     alloc_pool_insert(a, h);
+}
+
+void memest_alloc_free(struct memest_alloc *a, uint32_t h)
+{
+    uncount(a, &a->b[h]);
+    free_block(a, h);
+}
+
+/* The block keeps `allocated` set while its events are pending, so that no
+ * neighbour merges with it (try_merge_blocks skips a block with
+ * event_count > 0) and no expandable candidate spans it. */
+void memest_alloc_free_deferred(struct memest_alloc *a, uint32_t h)
+{
+    struct blk *x = &a->b[h];
+    uncount(a, x);
+    x->pending = 1;
+    a->st.pending += x->size;
+    x->fnext = a->pending_head;
+    a->pending_head = h;
+}
+
+/* Every pending event has completed (memest's assumption: by the next
+ * malloc after its stream's op ran): the blocks are freed. The order does
+ * not change the free blocks the merges make. */
+void alloc_process_events(struct memest_alloc *a)
+{
+    while (a->pending_head != NIL) {
+        uint32_t h = a->pending_head;
+        a->pending_head = a->b[h].fnext;
+        a->st.pending -= a->b[h].size;
+        free_block(a, h);
+    }
 }

@@ -3,7 +3,9 @@
  * runs them: ExpandableSegment (map, unmap), find_expandable_block,
  * try_allocate_expandable_block, map_block, unmap_block.
  *
- * Each pool (small, large) of the stream has one segment: a range of
+ * Each pool (small, large) of each stream has one segment (PyTorch keeps
+ * an ExpandableSegment per (stream, pool): find_expandable_block's
+ * `segment->owning_stream() == p.stream()` test): a range of
  * virtual addresses (1 1/8 the card's memory in PyTorch; here 2^46 bytes,
  * which no capacity reaches) whose pages are mapped as blocks need them:
  * 2 MiB pages for the small pool (kSmallBuffer), 20 MiB for the large one
@@ -31,7 +33,7 @@
 
 static uint64_t page_of(int pool)
 {
-    return pool == POOL_SMALL ? MEMEST_ALLOC_SMALL_BUFFER : MEMEST_ALLOC_LARGE_BUFFER;
+    return POOL_KIND(pool) == POOL_SMALL ? MEMEST_ALLOC_SMALL_BUFFER : MEMEST_ALLOC_LARGE_BUFFER;
 }
 
 /* ---- the pool's unmapped blocks, by address ---- */

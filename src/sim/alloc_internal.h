@@ -13,6 +13,12 @@
 #define SMALL_BINS 4096   /* small-pool blocks: 512 B .. 2 MiB */
 #define POOL_SMALL 0
 #define POOL_LARGE 1
+/* The pools: one per (stream, small/large), index stream * 2 + kind, as
+ * PyTorch's BlockPool std::sets order their blocks by (stream, size,
+ * address) and get_free_block looks only at the request's stream. */
+#define NPOOLS (2 * (int)MEMEST_ALLOC_STREAMS)
+#define POOL_KIND(p) ((p) & 1)
+#define POOL_OF(stream, kind) ((int)(stream) * 2 + (kind))
 
 struct blk {
     uint64_t addr, size, req;
@@ -22,8 +28,10 @@ struct blk {
     uint32_t fprev, fnext;  /* the pool's list of free mapped blocks; for an
                                unmapped block, the pool's unmapped list */
     uint32_t prio;
-    uint8_t pool;           /* POOL_SMALL or POOL_LARGE */
-    uint8_t allocated;
+    uint8_t pool;           /* POOL_OF(stream, POOL_SMALL or POOL_LARGE) */
+    uint8_t allocated;      /* live, or freed with its record_stream events pending */
+    uint8_t pending;        /* freed, waiting for its events (memest_alloc_free_deferred);
+                               linked through fnext from memest_alloc.pending_head */
     uint8_t mapped;         /* expandable segments: its pages are mapped (else 1) */
     uint8_t expandable;     /* part of an expandable segment */
 };
@@ -32,7 +40,6 @@ struct pool {
     uint32_t root;          /* treap of free mapped blocks by (size, address) */
     uint32_t free_head;     /* every free mapped block, unordered */
     uint32_t unmapped_head; /* expandable: the unmapped blocks by address */
-    uint64_t calls;         /* get_free_blocks_call_count */
     uint64_t es_base;       /* expandable: the segment's start (0: none yet) */
 };
 
@@ -41,8 +48,11 @@ struct memest_alloc {
     uint32_t n, cap;
     uint32_t *spare;        /* recycled block indices */
     uint32_t nspare, capspare;
-    struct pool pool[2];
-    bool bins;              /* the small pool's free blocks in exact-size bins
+    struct pool pool[NPOOLS];
+    uint64_t calls[2];      /* get_free_blocks_call_count of the small and the large
+                               BlockPool (every stream's blocks in one set) */
+    uint32_t pending_head;  /* the blocks freed with events pending (NIL: none) */
+    bool bins;              /* stream 0's small pool's free blocks in exact-size bins
                                (no expandable segments: every small block is at
                                most 2 MiB) */
     uint32_t bin[SMALL_BINS];   /* small pool: a treap per size (512-byte steps) */
@@ -79,12 +89,17 @@ uint32_t alloc_largest(const struct memest_alloc *a, int pool);
  * they fit; the outcome narrows the capacities that replay alike. */
 bool alloc_capacity_ok(struct memest_alloc *a, uint64_t need);
 
+/* process_events() / synchronize_and_free_events(): every block freed
+ * with events pending becomes free (free_block). */
+void alloc_process_events(struct memest_alloc *a);
+
 /* alloc_release.c */
 /* release_available_cached_blocks(): true when it freed enough oversize
  * blocks (max_split_size_mb only). */
 bool alloc_release_available(struct memest_alloc *a, int pool, uint64_t size);
-/* release_cached_blocks(): every free whole segment (expandable: every
- * free page) of both pools back to the device. -1: out of host memory. */
+/* release_cached_blocks(): the pending events synchronized (their blocks
+ * freed), then every free whole segment (expandable: every free page) of
+ * every stream's pools back to the device. -1: out of host memory. */
 int alloc_release_cached(struct memest_alloc *a);
 /* garbage_collect_cached_blocks() */
 void alloc_garbage_collect(struct memest_alloc *a);

@@ -5,22 +5,25 @@
  * garbage_collect_cached_blocks.
  *
  *   - release_available_cached_blocks() does nothing without
- *     max_split_size_mb. With it, in the request's pool: the smallest free
+ *     max_split_size_mb. With it, in the request's pool of the request's
+ *     stream (its lower_bound key carries p.stream()): the smallest free
  *     block of at least max(request, max_split_size) goes back (cudaFree),
  *     else the oversize free blocks from the largest down until as many
  *     bytes went back (those freed stay freed when they do not reach it).
  *     An oversize block is never split (should_split), so each is a whole
  *     segment. Expandable blocks are skipped, as newer PyTorch skips them
  *     (2.6 asserts on one: a crash memest does not reproduce).
- *   - release_cached_blocks(): every free block that is a whole segment
- *     (no neighbour) in the large pool, then the small one, is cudaFree'd;
+ *   - release_cached_blocks(): synchronize_and_free_events() first (the
+ *     blocks freed with record_stream events pending become free), then
+ *     every free block that is a whole segment (no neighbour) in the large
+ *     pool, then the small one, every stream's, is cudaFree'd;
  *     with expandable segments every free block's whole pages are
  *     unmapped. Free space inside a segment that still holds a live block
  *     stays reserved.
  *   - garbage_collect_cached_blocks(), only under a memory fraction with a
  *     garbage_collection_threshold, when a request found no cached block:
  *     while reserved memory is above threshold x allowed, the large pool's
- *     whole free segments at least as old as their mean age (in
+ *     (every stream's) whole free segments at least as old as their mean age (in
  *     get_free_block calls on the pool since each was cached) go back,
  *     pass after pass until enough went back or none did. */
 #include <stdlib.h>
@@ -67,28 +70,31 @@ bool alloc_release_available(struct memest_alloc *a, int pool, uint64_t size)
     return total >= key;
 }
 
-/* The free mapped blocks of a pool, listed first: releasing changes the
+/* The free mapped blocks of every stream's pool of one kind (PyTorch's
+ * BlockPool holds every stream's), listed first: releasing changes the
  * list. -1: out of host memory. */
-static int list_free(struct memest_alloc *a, int pool, uint32_t *n)
+static int list_free(struct memest_alloc *a, int kind, uint32_t *n)
 {
     *n = 0;
-    for (uint32_t x = a->pool[pool].free_head; x != NIL; x = a->b[x].fnext) {
-        if (*n == a->capscratch) {
-            uint32_t c = a->capscratch ? a->capscratch * 2 : 256;
-            uint32_t *s = realloc(a->scratch, sizeof *s * c);
-            if (!s)
-                return -1;
-            a->scratch = s;
-            a->capscratch = c;
+    for (unsigned s = 0; s < MEMEST_ALLOC_STREAMS; s++)
+        for (uint32_t x = a->pool[POOL_OF(s, kind)].free_head; x != NIL; x = a->b[x].fnext) {
+            if (*n == a->capscratch) {
+                uint32_t c = a->capscratch ? a->capscratch * 2 : 256;
+                uint32_t *l = realloc(a->scratch, sizeof *l * c);
+                if (!l)
+                    return -1;
+                a->scratch = l;
+                a->capscratch = c;
+            }
+            a->scratch[(*n)++] = x;
         }
-        a->scratch[(*n)++] = x;
-    }
     return 0;
 }
 
 int alloc_release_cached(struct memest_alloc *a)
 {
     static const int order[2] = {POOL_LARGE, POOL_SMALL};
+    alloc_process_events(a);   /* synchronize_and_free_events() */
     for (int k = 0; k < 2; k++) {
         uint32_t n;
         if (list_free(a, order[k], &n) != 0)
@@ -115,13 +121,14 @@ void alloc_garbage_collect(struct memest_alloc *a)
     if (a->st.reserved <= threshold)
         return;
     uint64_t target = a->st.reserved - threshold, reclaimed = 0, total_age = 0;
-    struct pool *p = &a->pool[POOL_LARGE];
+    uint64_t calls = a->calls[POOL_LARGE];
     int64_t count = 0;
-    for (uint32_t x = p->free_head; x != NIL; x = a->b[x].fnext)
-        if (whole(a, x)) {
-            total_age += p->calls - a->b[x].gc_base;
-            count++;
-        }
+    for (unsigned s = 0; s < MEMEST_ALLOC_STREAMS; s++)
+        for (uint32_t x = a->pool[POOL_OF(s, POOL_LARGE)].free_head; x != NIL; x = a->b[x].fnext)
+            if (whole(a, x)) {
+                total_age += calls - a->b[x].gc_base;
+                count++;
+            }
     bool freed = true;
     while (reclaimed < target && freed && count > 0) {
         double age = (double)total_age / (double)count;
@@ -131,7 +138,7 @@ void alloc_garbage_collect(struct memest_alloc *a)
             return;   /* out of host memory: no collection, which PyTorch may skip too */
         for (uint32_t i = 0; i < n; i++) {
             uint32_t x = a->scratch[i];
-            uint64_t gc = p->calls - a->b[x].gc_base;
+            uint64_t gc = calls - a->b[x].gc_base;
             if (!whole(a, x) || a->b[x].expandable || (double)gc < age)
                 continue;
             freed = true;

@@ -11,6 +11,12 @@
 int memest_alloc_trace_push(struct memest_alloc_trace *t, bool is_free, uint32_t id,
                             uint64_t bytes)
 {
+    return memest_alloc_trace_push_on(t, is_free, id, bytes, 0, false);
+}
+
+int memest_alloc_trace_push_on(struct memest_alloc_trace *t, bool is_free, uint32_t id,
+                               uint64_t bytes, uint8_t stream, bool deferred)
+{
     if (t->n == t->cap) {
         size_t c = t->cap ? t->cap * 2 : 4096;
         if (c > SIZE_MAX / sizeof *t->op)
@@ -21,7 +27,8 @@ int memest_alloc_trace_push(struct memest_alloc_trace *t, bool is_free, uint32_t
         t->op = p;
         t->cap = c;
     }
-    t->op[t->n++] = (struct memest_alloc_op){.bytes = bytes, .id = id, .free = is_free};
+    t->op[t->n++] = (struct memest_alloc_op){.bytes = bytes, .id = id, .free = is_free,
+                                             .stream = stream, .deferred = deferred};
     if (id >= t->nid)
         t->nid = id + 1;
     return 0;
@@ -60,11 +67,11 @@ static int replay_on(struct memest_alloc *a, uint32_t *h, const struct memest_al
     for (size_t i = 0; i < t->n && rc == 0; i++) {
         const struct memest_alloc_op *op = &t->op[i];
         if (op->free) {
-            memest_alloc_free(a, h[op->id]);
+            (op->deferred ? memest_alloc_free_deferred : memest_alloc_free)(a, h[op->id]);
             continue;
         }
         uint64_t got;
-        int arc = memest_alloc_malloc(a, op->bytes, &h[op->id], &got);
+        int arc = memest_alloc_malloc_on(a, op->bytes, op->stream, &h[op->id], &got);
         if (arc == -3) {
             out->completes = false;
             out->failed_at = i;

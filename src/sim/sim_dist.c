@@ -197,6 +197,75 @@ static int sim_dist_setup(struct sim *S)
     return 0;
 }
 
+/* ---- streams ----
+ *
+ * The streams the engines allocate on (timeline.h: memest_event.stream;
+ * the caching allocator pools blocks per stream, alloc.h) and the frees
+ * record_stream defers:
+ *   - FSDP1 (FullyShardedDataParallel): the all-gather runs in
+ *     `with state._device_handle.stream(unshard_stream)` (_runtime_utils.py,
+ *     _unshard), and FlatParamHandle.unshard() allocates the padded
+ *     unsharded flat parameter there (_alloc_padded_unsharded_flat_param):
+ *     the gathered parameters are STREAM_GATHER's; _free_unsharded_flat_param
+ *     calls `_no_dispatch_record_stream(unsharded_flat_param,
+ *     torch.cuda.current_stream())` before _free_storage: a deferred free
+ *     (pytorch/pytorch@01caf79e047f:torch/distributed/fsdp/_flat_param.py,
+ *     FlatParamHandle._free_unsharded_flat_param). The reduce-scatter runs
+ *     in `with state._device_handle.stream(state._post_backward_stream)`
+ *     (_runtime_utils.py, _post_backward_hook / _reduce_grad): the sharded
+ *     gradient (`new_sharded_grad = torch.empty_like(chunks[0])`, and the
+ *     padded gradient _get_reduce_scatter_tensors pads) is STREAM_REDUCE's;
+ *     the unsharded gradient autograd made on the default stream is
+ *     `_no_dispatch_record_stream(autograd_computed_grad,
+ *     state._post_backward_stream)`'d before it goes: a deferred free.
+ *   - FSDP2 (fully_shard): all_gather_copy_in runs on the all-gather
+ *     copy-in stream and its output is freed by an event the next
+ *     all-gather waits for, not by record_stream; the unsharded parameters
+ *     memest counts are the copy-out's, on the default stream
+ *     (torch/distributed/_composable/fsdp/_fsdp_collectives.py,
+ *     foreach_all_gather / foreach_all_gather_copy_out): stream 0 here, and
+ *     the all-gather output and the reduce-scatter buffers, which memest
+ *     does not count apart, are not tagged.
+ *   - DeepSpeed ZeRO-3: PartitionedParameterCoordinator fetches in `with
+ *     get_accelerator().stream(self.__allgather_stream)`, a stream of its
+ *     own when overlap_comm (stage 3's default; else the default stream):
+ *     the gathered parameters are STREAM_GATHER's; free_param
+ *     (partition_parameters.py) calls `param.data.record_stream(
+ *     get_accelerator().current_stream())` before dropping the data: a
+ *     deferred free (deepspeedai/DeepSpeed@v0.16.9:deepspeed/runtime/zero/
+ *     parameter_offload.py:146-147, the stream: `get_accelerator().Stream()
+ *     if overlap_comm else get_accelerator().default_stream()`;
+ *     partitioned_param_coordinator.py:119, 329 and 498, the fetch and the
+ *     wait under it; partition_parameters.py:289, free_param's
+ *     record_stream). The reduce bucket
+ *     (__ipg_bucket_flat_buffer) is made at init on the default stream.
+ *   - DDP: the buckets are made at construction on the default stream
+ *     (reducer.cpp, Reducer::initialize_buckets) and kept; ProcessGroupNCCL
+ *     records its NCCL stream on them (recordStream) but they are never
+ *     freed in a step: stream 0, nothing deferred.
+ *   - The autograd engine's device thread runs each backward op on the
+ *     stream its forward op ran on (torch/csrc/autograd/engine.cpp,
+ *     evaluate_function's guard on the node's stream; input_buffer.cpp
+ *     accumulates on the consumer's stream): no pool of its own, so the
+ *     backward's allocations are stream 0's. */
+#define STREAM_GATHER 1
+#define STREAM_REDUCE 2
+
+static bool fsdp1(const struct sim *S) { return S->rv->flat_units && !(S->rv->cfg && S->rv->cfg->eng.fsdp2); }
+
+/* the gathered parameters' stream; their frees are record_stream'd on it
+ * (deferred) when it is not the default one */
+static uint8_t gather_stream(const struct sim *S)
+{
+    const struct memest_rank_view *v = S->rv;
+    if (fsdp1(S))
+        return STREAM_GATHER;
+    if (v->deepspeed && v->strategy == MEMEST_STRAT_ZERO3 && v->cfg &&
+        (!v->cfg->eng.overlap_comm_set || v->cfg->eng.overlap_comm))
+        return STREAM_GATHER;
+    return 0;
+}
+
 /* ---- gathering ---- */
 
 /* Unit u's parameters gathered whole (the unit computes): what a prefetch
@@ -205,10 +274,12 @@ static int gather(struct sim *S, uint32_t u, uint32_t node)
 {
     if (u > S->nunits || !S->ugath[u])
         return 0;
+    uint8_t st = gather_stream(S);
     if (S->ugid[u] == NONE)
-        return sim_ev_alloc(S, MEMEST_CAT_COMM, node, S->ugath[u], &S->ugid[u]);
+        return sim_ev_alloc_on(S, st, MEMEST_CAT_COMM, node, S->ugath[u], &S->ugid[u]);
     if (S->upre[u] < S->ugath[u] && S->ugid2[u] == NONE)
-        return sim_ev_alloc(S, MEMEST_CAT_COMM, node, S->ugath[u] - S->upre[u], &S->ugid2[u]);
+        return sim_ev_alloc_on(S, st, MEMEST_CAT_COMM, node, S->ugath[u] - S->upre[u],
+                               &S->ugid2[u]);
     return 0;
 }
 
@@ -228,7 +299,7 @@ static int prefetch(struct sim *S, uint32_t u, uint32_t node)
             return 0;
     }
     S->upre[u] = want;
-    return sim_ev_alloc(S, MEMEST_CAT_COMM, node, want, &S->ugid[u]);
+    return sim_ev_alloc_on(S, gather_stream(S), MEMEST_CAT_COMM, node, want, &S->ugid[u]);
 }
 
 static int release(struct sim *S, uint32_t u, uint32_t node)
@@ -238,7 +309,10 @@ static int release(struct sim *S, uint32_t u, uint32_t node)
     uint32_t id = S->ugid[u], id2 = S->ugid2[u];
     S->ugid[u] = S->ugid2[u] = NONE;
     S->upre[u] = S->ugath[u];
-    return sim_ev_free(S, node, id) || (id2 != NONE && sim_ev_free(S, node, id2)) ? -1 : 0;
+    bool rec = gather_stream(S) != 0;   /* record_stream'd on the default stream */
+    return sim_ev_free_on(S, node, id, rec) || (id2 != NONE && sim_ev_free_on(S, node, id2, rec))
+               ? -1
+               : 0;
 }
 
 static int sim_dist_fwd_enter(struct sim *S, uint32_t n)
@@ -338,7 +412,8 @@ static int reduce_unit(struct sim *S, uint32_t u, uint32_t node)
             uint32_t *gp = S->flead && S->flead[ps] != NONE ? &S->fg[S->flead[ps]] : &S->pg[ps];
             if (p->tied_to >= 0 || !p->trainable || *gp == NONE)
                 continue;
-            if (sim_ev_free(S, node, *gp) != 0)
+            /* FSDP1: record_stream'd on the post-backward stream */
+            if (sim_ev_free_on(S, node, *gp, fsdp1(S)) != 0)
                 return -1;
             *gp = NONE;
             S->pred[ps] = 1;
@@ -347,7 +422,8 @@ static int reduce_unit(struct sim *S, uint32_t u, uint32_t node)
     }
     if (!any || S->ugr[u] != NONE || !S->ugbytes[u])
         return 0;
-    return sim_ev_alloc(S, MEMEST_CAT_GRADS, node, S->ugbytes[u], &S->ugr[u]);
+    return sim_ev_alloc_on(S, fsdp1(S) ? STREAM_REDUCE : 0, MEMEST_CAT_GRADS, node,
+                           S->ugbytes[u], &S->ugr[u]);
 }
 
 static int sim_dist_bwd_leave(struct sim *S, uint32_t lo)

@@ -29,15 +29,23 @@ int sim_grow_u32(uint32_t **a, uint32_t *cap, uint32_t need)
 
 int sim_ev_alloc(struct sim *S, uint8_t cat, uint32_t node, uint64_t bytes, uint32_t *id)
 {
+    return sim_ev_alloc_on(S, 0, cat, node, bytes, id);
+}
+
+int sim_ev_alloc_on(struct sim *S, uint8_t stream, uint8_t cat, uint32_t node, uint64_t bytes,
+                    uint32_t *id)
+{
     struct memest_timeline *t = S->tl;
     struct memest_event local = {.kind = MEMEST_EV_ALLOC, .phase = S->ph, .category = cat,
-                                 .node = node, .id = t->next_id, .bytes = bytes};
+                                 .stream = stream, .node = node, .id = t->next_id,
+                                 .bytes = bytes};
     struct memest_event *ev = &local;
     if (S->store) {
         if (memest_timeline_alloc(t, S->ph, cat, node, bytes, id) != 0)
             return memest_errf(S->err, MEMEST_ERR_NOMEM, NULL,
                                "out of memory (or more than 2^32 allocations)");
         ev = &t->ev[t->n - 1];
+        ev->stream = stream;
     } else {
         if (t->next_id == UINT32_MAX)   /* ids exhausted, as memest_timeline_alloc says */
             return memest_errf(S->err, MEMEST_ERR_NOMEM, NULL,
@@ -59,19 +67,24 @@ int sim_ev_alloc(struct sim *S, uint8_t cat, uint32_t node, uint64_t bytes, uint
     return sim_replay_event(S, ev);
 }
 
-int sim_ev_free(struct sim *S, uint32_t node, uint32_t id)
+int sim_ev_free(struct sim *S, uint32_t node, uint32_t id) { return sim_ev_free_on(S, node, id, false); }
+
+int sim_ev_free_on(struct sim *S, uint32_t node, uint32_t id, bool recorded)
 {
     if (id == NONE || id >= S->capalive || !S->alive[id])
         return memest_errf(S->err, MEMEST_ERR_INTERNAL, NULL,
                            "internal: the simulator frees allocation %u twice", id);
     S->alive[id] = 0;
     /* bytes and category are those of the ALLOC: the replay copies them */
-    struct memest_event local = {.kind = MEMEST_EV_FREE, .phase = S->ph, .node = node, .id = id};
+    uint8_t st = recorded ? MEMEST_EV_RECORDED : 0;
+    struct memest_event local = {.kind = MEMEST_EV_FREE, .phase = S->ph, .stream = st,
+                                 .node = node, .id = id};
     struct memest_event *ev = &local;
     if (S->store) {
         if (memest_timeline_free(S->tl, S->ph, 0, node, id, 0) != 0)
             return sim_nomem(S);
         ev = &S->tl->ev[S->tl->n - 1];
+        ev->stream = st;
     }
     return sim_replay_event(S, ev);
 }

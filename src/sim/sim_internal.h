@@ -347,11 +347,18 @@ int sim_nomem(struct sim *S);
 
 int sim_grow_u32(uint32_t **a, uint32_t *cap, uint32_t need);
 int sim_ev_alloc(struct sim *S, uint8_t cat, uint32_t node, uint64_t bytes, uint32_t *id);
+/* The same on a stream (timeline.h: memest_event.stream); sim_ev_alloc is
+ * stream 0's. */
+int sim_ev_alloc_on(struct sim *S, uint8_t stream, uint8_t cat, uint32_t node, uint64_t bytes,
+                    uint32_t *id);
 /* Before node n runs a matrix product on the current thread (the backward
  * and its recomputations: the autograd engine's): that thread's cuBLAS
  * workspace, made the first time. 0 / -1. */
 int sim_cublas(struct sim *S, uint32_t n, bool backward);
 int sim_ev_free(struct sim *S, uint32_t node, uint32_t id);
+/* The free, deferred (recorded) when record_stream marked the block as used
+ * by another stream. */
+int sim_ev_free_on(struct sim *S, uint32_t node, uint32_t id, bool recorded);
 int sim_ev_transient(struct sim *S, uint8_t cat, uint32_t node, uint64_t bytes);
 int sim_alloc_storage(struct sim *S, uint32_t s, uint8_t cat, uint32_t node);
 int sim_free_storage(struct sim *S, uint32_t s, uint32_t node);

@@ -19,6 +19,7 @@ struct idinfo {
     uint64_t bytes, block, addr;
     uint32_t handle;
     uint8_t cat;
+    uint8_t stream;
     uint8_t early_free;   /* freed before the step starts */
 };
 
@@ -144,8 +145,11 @@ int sim_replay_event(struct sim *S, struct memest_event *ev)
     if (ev->kind == MEMEST_EV_ALLOC) {
         in->bytes = ev->bytes;
         in->cat = ev->category;
+        in->stream = MEMEST_EV_STREAM(ev->stream);
+        ev->stream = in->stream;
         uint64_t segs = st->segments, res = st->reserved;
-        int arc = ev->bytes > 0 ? memest_alloc_malloc(rp->a, ev->bytes, &in->handle, &in->block)
+        int arc = ev->bytes > 0 ? memest_alloc_malloc_on(rp->a, ev->bytes, in->stream,
+                                                         &in->handle, &in->block)
                                 : 0;
         if (arc == -2)
             return sim_nomem(S);
@@ -155,7 +159,8 @@ int sim_replay_event(struct sim *S, struct memest_event *ev)
                                "more than 2^63 - 1 bytes of memory in all");
         if (ev->bytes == 0)
             in->block = 0;
-        else if (S->trace && memest_alloc_trace_push(S->trace, false, ev->id, ev->bytes) != 0)
+        else if (S->trace && memest_alloc_trace_push_on(S->trace, false, ev->id, ev->bytes,
+                                                        in->stream, false) != 0)
             return sim_nomem(S);
         in->addr = ev->bytes > 0 ? memest_alloc_addr(rp->a, in->handle) : 0;
         if (rp->layout && st->segments > segs) {
@@ -178,9 +183,12 @@ int sim_replay_event(struct sim *S, struct memest_event *ev)
         ev->bytes = in->bytes;
         ev->category = in->cat;
         ev->block = in->block;
+        bool recorded = (ev->stream & MEMEST_EV_RECORDED) != 0;
+        ev->stream = (uint8_t)(in->stream | (recorded ? MEMEST_EV_RECORDED : 0));
         if (in->bytes > 0) {
-            memest_alloc_free(rp->a, in->handle);
-            if (S->trace && memest_alloc_trace_push(S->trace, true, ev->id, 0) != 0)
+            (recorded ? memest_alloc_free_deferred : memest_alloc_free)(rp->a, in->handle);
+            if (S->trace &&
+                memest_alloc_trace_push_on(S->trace, true, ev->id, 0, 0, recorded) != 0)
                 return sim_nomem(S);
         }
         if (!rp->started)
