@@ -37,3 +37,11 @@ foreach(case "segments|${_r50};--batch;64" "inference|${_r50};--batch;8;--infere
 endforeach()
 probe_case(segment_oom 1 "" " MiB segment with "
            "${_fake}|FAKECUDA_TOTAL=2G" ${_r50} --batch 64 --probe)
+# The replay under memory pressure on a device sized to its least memory
+# (tests/probe_pressure.cmake): it runs there and not one granule below.
+add_test(NAME probe_cli.pressure_least
+         COMMAND ${CMAKE_COMMAND} -DMEMEST=$<TARGET_FILE:memest>
+                 -DFAKE=$<TARGET_FILE:memest_fakecuda>
+                 -DMODEL=${PROJECT_SOURCE_DIR}/models/resnet18.json
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/probe_pressure.cmake)
+set_tests_properties(probe_cli.pressure_least PROPERTIES LABELS probe)

@@ -64,6 +64,7 @@ struct memest_alloc_stats {
      * none failed). Every capacity in [need_ok, need_fail) passes and fails
      * the same checks, so a replay under any of them runs alike. */
     uint64_t need_ok, need_fail;
+    uint64_t device_errors;  /* a device's segment frees that failed */
     bool inexact;            /* a check compared with a fraction of the capacity
                                 (the garbage collection's threshold): the
                                 interval above is not known */
@@ -82,6 +83,21 @@ struct memest_alloc *memest_alloc_create_with(const struct memest_alloc_conf *co
  * allowed_memory_maximum (fraction true: alloc_block refuses a segment past
  * it, and garbage_collection_threshold applies). UINT64_MAX: no limit. */
 void memest_alloc_set_capacity(struct memest_alloc *a, uint64_t capacity, bool fraction);
+
+/* A device behind the model (the probe's replay under pressure): every
+ * segment the model cudaMallocs is seg_alloc'd there (0; 1: the device is
+ * out of memory, and the model releases and retries as PyTorch does; -1:
+ * another failure, which ends the request with -4), every segment it gives
+ * back is seg_free'd (0 / -1). Not with expandable segments. */
+struct memest_alloc_device {
+    int (*seg_alloc)(void *ctx, uint64_t bytes, uint64_t *handle);
+    int (*seg_free)(void *ctx, uint64_t handle);
+    void *ctx;
+};
+void memest_alloc_set_device(struct memest_alloc *a, const struct memest_alloc_device *d);
+/* Every segment still held given back to the device. 0 / -1 (a free
+ * failed). */
+int memest_alloc_device_close(struct memest_alloc *a);
 void memest_alloc_destroy(struct memest_alloc *a);
 
 /* Allocates `bytes` (> 0; 0-byte requests never reach the allocator in
@@ -90,7 +106,8 @@ void memest_alloc_destroy(struct memest_alloc *a);
  * memory_allocated() grows by). 0; -1 when the request exceeds 2^62 bytes or
  * the segments would exceed 2^63 - 1 bytes; -2 when the host is out of
  * memory; -3 when it does not fit the capacity after every release
- * (PyTorch's OutOfMemoryError). */
+ * (PyTorch's OutOfMemoryError); -4 when the device failed otherwise
+ * (memest_alloc_set_device). */
 int memest_alloc_malloc(struct memest_alloc *a, uint64_t bytes, uint32_t *handle,
                         uint64_t *block_bytes);
 /* The same on stream `stream` (< MEMEST_ALLOC_STREAMS, else -1): the block
@@ -175,6 +192,13 @@ struct memest_alloc_run {
  * host memory; -2 past memest's limits (alloc.h). */
 int memest_alloc_replay(const struct memest_alloc_trace *t, const struct memest_alloc_conf *c,
                         uint64_t capacity, bool fraction, struct memest_alloc_run *out);
+
+/* Replays t with conf c on the device d (no capacity: the device's own
+ * memory decides), then gives every segment back to it. 0; -1 out of host
+ * memory; -2 past memest's limits; -3 the device failed. */
+int memest_alloc_replay_device(const struct memest_alloc_trace *t,
+                               const struct memest_alloc_conf *c,
+                               const struct memest_alloc_device *d, struct memest_alloc_run *out);
 
 /* The least capacity a trace runs in. */
 struct memest_alloc_least {

@@ -136,6 +136,27 @@ int memest_calc_pressure(const struct memest_alloc_trace *t, const struct memest
                          const struct memest_peak *pk, uint64_t overhead,
                          struct memest_pressure *out, struct memest_error *err);
 
+/* The probe's replay under memory pressure (probe.h): the timeline's
+ * requests through the allocator model on a device whose cudaMalloc
+ * decides, the releases and retries PyTorch makes when it fails. */
+struct memest_device_segments {
+    int (*seg_alloc)(void *ctx, uint64_t bytes, uint64_t *handle);  /* 0; 1: out of
+                                                                       memory; -1 */
+    int (*seg_free)(void *ctx, uint64_t handle);                     /* 0 / -1 */
+    void *ctx;
+};
+struct memest_device_replay {
+    bool completes;
+    size_t failed_event;       /* the event that ran out of memory (tl->n: none) */
+    uint64_t max_reserved, retries, released;
+    uint64_t least;            /* the least capacity these events run in (searched) */
+    bool least_exact;
+};
+struct memest_alloc_conf;   /* alloc_conf.h */
+int memest_calc_device_replay(const struct memest_timeline *tl, const struct memest_alloc_conf *c,
+                              const struct memest_device_segments *d,
+                              struct memest_device_replay *out, struct memest_error *err);
+
 /* Everything at once. */
 struct memest_estimate {
     struct memest_param_totals params;

@@ -33,6 +33,8 @@
 #include "memest/error.h"
 #include "memest/timeline.h"
 
+struct memest_alloc_conf;   /* alloc_conf.h */
+
 /* What a backend call reports. */
 enum memest_probe_status {
     MEMEST_PROBE_OK = 0,
@@ -93,6 +95,13 @@ struct memest_probe_config {
      * context measured. */
     bool have_predicted_context;
     uint64_t predicted_context;
+    /* When the segments' replay runs out of memory: the step replayed again
+     * through the caching allocator's model on the device, whose cudaMalloc
+     * failures make it release cached segments and retry as PyTorch does
+     * (calc.h: memest_calc_device_replay); alloc is the settings (NULL: the
+     * default). Not with expandable segments. */
+    bool pressure;
+    const struct memest_alloc_conf *alloc;
 };
 
 /* Where the replay ran out of device memory (or hit a driver error). */
@@ -165,6 +174,11 @@ struct memest_probe_result {
     bool fits;                  /* every event was replayed (valid if verdict) */
     bool failed;                /* failed_at is set (out of memory, or a driver error) */
     struct memest_probe_failure failed_at;
+    bool pressured;             /* the replay under pressure ran (config.pressure) */
+    bool pressure_completes;    /* ... and every event was served: fits */
+    size_t pressure_failed_event;
+    uint64_t pressure_retries, pressure_released, pressure_reserved;
+    uint64_t pressure_least;    /* the least memory these events run in */
     bool interrupted;           /* stopped by SIGINT / SIGTERM */
     bool no_memory;             /* not run: the host is out of memory */
 };

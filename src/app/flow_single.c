@@ -12,8 +12,9 @@
 #include "memest/report.h"
 
 static int probe(const struct memest_cli *o, const struct memest_graph *g,
-                 const struct memest_estimate *e, struct memest_timeline *tl,
-                 struct memest_probe_result *res, struct memest_error *err)
+                 const struct memest_estimate *e, const struct memest_alloc_conf *alloc,
+                 struct memest_timeline *tl, struct memest_probe_result *res,
+                 struct memest_error *err)
 {
     memset(res, 0, sizeof *res);
     const char **names = malloc(sizeof *names * (g->nnodes ? g->nnodes : 1));
@@ -26,7 +27,8 @@ static int probe(const struct memest_cli *o, const struct memest_graph *g,
         names[n] = g->nodes[n].name;
     tl->node_names = names;
     struct memest_probe_config cfg = {.device = o->device, .have_predicted_context = true,
-                                      .predicted_context = e->overhead};
+                                      .predicted_context = e->overhead,
+                                      .pressure = !alloc->expandable, .alloc = alloc};
     int rc = memest_probe_run(&cfg, tl, res, err);
     tl->node_names = NULL;
     free(names);
@@ -72,7 +74,7 @@ int memest_flow_single(struct memest_app *a)
     struct memest_report rep = {.opts = memest_app_report_opts(a), .step = &a->step, .g = a->est.g, .r = a->est.r, .e = &e,
                              .figs = a->est.figs, .nfigs = a->nstages, .binding = a->est.binding};
     if (o->probe) {
-        rc = probe(o, a->est.g, &e, o->inference ? &itl : &tl, &pres, &perr);
+        rc = probe(o, a->est.g, &e, &a->step.alloc, o->inference ? &itl : &tl, &pres, &perr);
         rep.probe = &pres;
         if (rc != MEMEST_EXIT_OK && rc != MEMEST_EXIT_NOFIT) {
             rep.error = &perr;

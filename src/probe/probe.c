@@ -139,13 +139,11 @@ static int make_slots(struct probe_run *r)
     return 0;
 }
 
-/* Frees every live allocation, destroys memest's context and unloads the
- * driver. Returns rc, or INTERNAL if rc was OK/NOFIT and cleanup failed. */
-static int cleanup(struct probe_run *r, int rc)
+bool probe_release(struct probe_run *r)
 {
     const struct memest_probe_backend *b = r->b;
     bool failed = false;
-    for (size_t id = 0; id < r->nslots; id++) {
+    for (size_t id = 0; r->slots && id < r->nslots; id++) {
         struct probe_slot *s = &r->slots[id];
         if (s->live && s->bytes > 0 && b->mem_free(s->handle) != MEMEST_PROBE_OK && !failed) {
             failed = true;
@@ -162,6 +160,15 @@ static int cleanup(struct probe_run *r, int rc)
         }
         r->seg_handle[k] = 0;
     }
+    return !failed;
+}
+
+/* Frees every live allocation, destroys memest's context and unloads the
+ * driver. Returns rc, or INTERNAL if rc was OK/NOFIT and cleanup failed. */
+static int cleanup(struct probe_run *r, int rc)
+{
+    const struct memest_probe_backend *b = r->b;
+    bool failed = !probe_release(r);
     if (r->ctx && b->ctx_destroy(r->ctx) != MEMEST_PROBE_OK && !failed) {
         failed = true;
         memest_errf(r->err, MEMEST_ERR_PROBE, NULL,
@@ -301,6 +308,8 @@ int memest_probe_run(const struct memest_probe_config *cfg, const struct memest_
         rc = measure_overhead(&r, cfg->device);
     if (!rc)
         rc = memest_probe_replay(&r);
+    if (rc == MEMEST_EXIT_NOFIT && cfg->pressure && res->segments && !res->interrupted)
+        rc = memest_probe_pressure(&r, cfg->alloc);
     rc = cleanup(&r, rc);
 
     int sig = signals_restore(&sigs);

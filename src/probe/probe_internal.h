@@ -35,3 +35,9 @@ extern volatile sig_atomic_t memest_probe_caught_signal;
  * segment when the timeline has the allocator's layout (timeline.h),
  * else one per tensor. MEMEST_EXIT_OK, NOFIT or RUNTIME (err set). */
 int memest_probe_replay(struct probe_run *r);
+/* Frees what the replay holds on the device (its tensors, its segments),
+ * keeping the context. false when a free failed (err set). */
+bool probe_release(struct probe_run *r);
+/* After the segments' replay ran out of memory: the replay under pressure
+ * (probe_pressure.c). OK when it completes, NOFIT, or RUNTIME. */
+int memest_probe_pressure(struct probe_run *r, const struct memest_alloc_conf *c);

@@ -125,7 +125,8 @@ void memest_probe_text(FILE *f, const struct memest_probe_result *r)
         fprintf(f, "probe: interrupted; everything allocated was freed\n");
     } else if (r->failed) {
         const struct memest_probe_failure *x = &r->failed_at;
-        fprintf(f, "probe: %s at ", r->verdict ? "does not fit: out of memory" : "driver error");
+        fprintf(f, "probe: %s at ", r->pressured ? "holding every segment (no release): out of memory"
+                                    : r->verdict ? "does not fit: out of memory" : "driver error");
         print_where(f, x->event, x->phase, x->node_name);
         if (x->segment)
             fprintf(f, " making a %s segment with %s of segments held\n",
@@ -138,6 +139,20 @@ void memest_probe_text(FILE *f, const struct memest_probe_result *r)
         fprintf(f, "probe: fits: the whole step was allocated on this device\n");
     } else {
         fprintf(f, "probe: no verdict\n");
+    }
+    if (r->pressured && !r->interrupted) {
+        fprintf(f, "probe: under memory pressure (the caching allocator freeing cached segments "
+                   "when a cudaMalloc fails): ");
+        if (r->pressure_completes)
+            fprintf(f, "fits: the whole step ran in %s of segments, %" PRIu64 " retr%s, %s "
+                       "given back\n",
+                    memest_fmt_iec(r->pressure_reserved, 1, a, sizeof a), r->pressure_retries,
+                    r->pressure_retries == 1 ? "y" : "ies",
+                    memest_fmt_iec(r->pressure_released, 1, b, sizeof b));
+        else
+            fprintf(f, "does not fit: out of memory at event %zu; the step runs in %s of "
+                       "segments\n", r->pressure_failed_event,
+                    memest_fmt_iec(r->pressure_least, 1, a, sizeof a));
     }
 }
 
@@ -191,5 +206,20 @@ void memest_probe_json(struct memest_jsonw *w, const struct memest_probe_result 
                 memest_sat_add(r->measured_reserved, r->context_overhead));
     json_u64_if(w, "predicted_reserved_at_peak", seg && r->have_measured_peak,
                 r->predicted_reserved_at_peak);
+    if (r->pressured) {
+        memest_jsonw_obj_begin(w, "pressure");
+        memest_jsonw_bool(w, "completes", r->pressure_completes);
+        if (r->pressure_completes)
+            memest_jsonw_null(w, "failed_event");
+        else
+            memest_jsonw_u64(w, "failed_event", r->pressure_failed_event);
+        memest_jsonw_u64(w, "reserved", r->pressure_reserved);
+        memest_jsonw_u64(w, "retries", r->pressure_retries);
+        memest_jsonw_u64(w, "released", r->pressure_released);
+        memest_jsonw_u64(w, "least", r->pressure_least);
+        memest_jsonw_obj_end(w);
+    } else {
+        memest_jsonw_null(w, "pressure");
+    }
     memest_jsonw_obj_end(w);
 }

@@ -142,6 +142,23 @@ void memest_alloc_destroy(struct memest_alloc *a)
     free(a);
 }
 
+void memest_alloc_set_device(struct memest_alloc *a, const struct memest_alloc_device *d)
+{
+    a->dev = d ? *d : (struct memest_alloc_device){0};
+}
+
+int memest_alloc_device_close(struct memest_alloc *a)
+{
+    int rc = 0;
+    for (uint32_t x = 0; x < a->n; x++)
+        if (a->b[x].dev) {
+            if (a->dev.seg_free(a->dev.ctx, a->b[x].dev) != 0)
+                rc = -1;
+            a->b[x].dev = 0;
+        }
+    return rc;
+}
+
 void memest_alloc_set_capacity(struct memest_alloc *a, uint64_t capacity, bool fraction)
 {
     a->capacity = capacity;
@@ -400,6 +417,7 @@ int alloc_new_block(struct memest_alloc *a, uint32_t *out)
 
 void alloc_drop_block(struct memest_alloc *a, uint32_t x)
 {
+    a->b[x].dev = 0;
     if (a->nspare == a->capspare) {
         uint32_t ncap = a->capspare ? a->capspare * 2 : 64;
         uint32_t *ns = realloc(a->spare, sizeof *ns * ncap);
@@ -459,11 +477,20 @@ static int alloc_block(struct memest_alloc *a, int pool, uint64_t size, uint64_t
         return -2;
     if (!a->fraction && !alloc_capacity_ok(a, a->st.reserved + seg))
         return 0;
+    uint64_t dev = 0;
+    if (a->dev.seg_alloc) {   /* the device's cudaMalloc decides */
+        int drc = a->dev.seg_alloc(a->dev.ctx, seg, &dev);
+        if (drc != 0)
+            return drc > 0 ? 0 : -3;
+    }
     uint32_t x;
-    if (alloc_new_block(a, &x) != 0)
+    if (alloc_new_block(a, &x) != 0) {
+        if (dev)
+            a->dev.seg_free(a->dev.ctx, dev);
         return -1;
+    }
     a->b[x] = (struct blk){.addr = a->next_addr, .size = seg, .prev = NIL, .next = NIL,
-                           .pool = (uint8_t)pool, .mapped = 1};
+                           .pool = (uint8_t)pool, .mapped = 1, .dev = dev};
     a->next_addr += seg;
     a->st.reserved += seg;
     a->st.segments++;
@@ -521,7 +548,7 @@ int memest_alloc_malloc_on(struct memest_alloc *a, uint64_t bytes, unsigned stre
     } else {
         int rc = find_room(a, pool, size, &x);
         if (rc != 0)
-            return rc == -1 ? -2 : -1;
+            return rc == -1 ? -2 : rc == -3 ? -4 : -1;
         if (x == NIL) {
             a->st.ooms++;
             return -3;
@@ -584,6 +611,8 @@ void alloc_absorb(struct memest_alloc *a, uint32_t dst, uint32_t src)
         if (d->next != NIL)
             a->b[d->next].prev = dst;
     }
+    if (s->dev)   /* the segment's first block: its device handle moves to dst */
+        d->dev = s->dev;
     d->size += s->size;
     alloc_drop_block(a, src);
 }

@@ -22,6 +22,8 @@
 
 struct blk {
     uint64_t addr, size, req;
+    uint64_t dev;           /* a segment's first block, on a device: the device's
+                               handle for the segment (memest_alloc_set_device); 0 */
     uint64_t gc_base;       /* the pool's get_free_block calls when it was cached */
     uint32_t prev, next;    /* neighbours within the segment */
     uint32_t left, right;   /* treap children (free mapped blocks only) */
@@ -66,6 +68,7 @@ struct memest_alloc {
     uint32_t *scratch;      /* release_cached_blocks' list */
     uint32_t capscratch;
     struct memest_alloc_stats st;
+    struct memest_alloc_device dev;   /* seg_alloc NULL: no device */
 };
 
 /* alloc.c */

@@ -33,6 +33,8 @@
 void alloc_release_block(struct memest_alloc *a, uint32_t x)
 {
     uint64_t size = a->b[x].size;
+    if (a->b[x].dev && a->dev.seg_free(a->dev.ctx, a->b[x].dev) != 0)
+        a->st.device_errors++;
     alloc_pool_erase(a, x);
     a->st.reserved -= size;
     a->st.released += size;

@@ -77,7 +77,7 @@ static int replay_on(struct memest_alloc *a, uint32_t *h, const struct memest_al
             out->failed_at = i;
             break;
         }
-        rc = arc == -2 ? -1 : arc == -1 ? -2 : 0;
+        rc = arc == -2 ? -1 : arc == -1 ? -2 : arc == -4 ? -3 : 0;
     }
     const struct memest_alloc_stats *s = memest_alloc_stats(a);
     out->need_ok = s->need_ok;
@@ -126,6 +126,21 @@ int memest_alloc_replay(const struct memest_alloc_trace *t, const struct memest_
 }
 
 static uint64_t up(uint64_t x) { return (x + GRANULE - 1) / GRANULE * GRANULE; }
+
+int memest_alloc_replay_device(const struct memest_alloc_trace *t,
+                               const struct memest_alloc_conf *c,
+                               const struct memest_alloc_device *d, struct memest_alloc_run *out)
+{
+    struct replayer r;
+    if (replayer_open(&r, t) != 0)
+        return -1;
+    memest_alloc_set_device(r.a, d);
+    int rc = replay_on(r.a, r.h, t, c, UINT64_MAX, false, out);
+    if (memest_alloc_device_close(r.a) != 0 && rc == 0)
+        rc = -3;
+    replayer_close(&r);
+    return rc;
+}
 
 /* The search (alloc.h) on one replayer. */
 static int least_on(struct replayer *r, const struct memest_alloc_trace *t,

@@ -186,7 +186,7 @@ static void test_fits(void)
                     "\"free_at_peak\":6811549696,\"peak_event\":6,"
                     "\"replay\":\"tensors\",\"segments\":null,\"predicted_context\":null,"
                     "\"predicted_reserved\":null,\"measured_reserved\":null,\"predicted_total\":null,"
-                    "\"measured_total\":null,\"predicted_reserved_at_peak\":null}}\n");
+                    "\"measured_total\":null,\"predicted_reserved_at_peak\":null,\"pressure\":null}}\n");
     free(s);
     memest_timeline_dispose(&t);
 }
@@ -300,7 +300,7 @@ static void test_no_driver(void)
                     "\"free_after_context\":null,\"free_at_peak\":null,\"peak_event\":6,"
                     "\"replay\":\"tensors\",\"segments\":null,\"predicted_context\":null,"
                     "\"predicted_reserved\":null,\"measured_reserved\":null,\"predicted_total\":null,"
-                    "\"measured_total\":null,\"predicted_reserved_at_peak\":null}}\n");
+                    "\"measured_total\":null,\"predicted_reserved_at_peak\":null,\"pressure\":null}}\n");
     free(s);
 
     /* MEMEST_LIBCUDA pointing at the fake works the same as the config path. */
@@ -600,7 +600,7 @@ static void test_segments(void)
     CHECK_CONTAINS(s, "\"replay\":\"segments\",\"segments\":3,\"predicted_context\":262144000,"
                       "\"predicted_reserved\":127926272,\"measured_reserved\":127926272,"
                       "\"predicted_total\":390070272,\"measured_total\":396361728,"
-                      "\"predicted_reserved_at_peak\":127926272}");
+                      "\"predicted_reserved_at_peak\":127926272,\"pressure\":null}");
     free(s);
 
     /* The card holds the context and 110 MiB: S2 (20 MiB, after 102 MiB of
