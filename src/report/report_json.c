@@ -276,6 +276,7 @@ void memest_report_json(FILE *f, const struct memest_report *rep)
     memest_jsonw_u64(&w, "peak_tensors", p->tensor_bytes);
     memest_jsonw_u64(&w, "reserved", p->reserved);
     memest_jsonw_u64(&w, "overhead", e->overhead);
+    memest_jsonw_u64(&w, "nccl", e->nccl.total);
     memest_jsonw_u64(&w, "total_device", inf ? e->infer_total_device : e->total_device);
     pressure_fields(&w, rep->step, inf ? &e->infer_pressure : &e->pressure, e->overhead);
     memest_jsonw_str(&w, "peak_phase", memest_phase_name((enum memest_phase)p->phase));
