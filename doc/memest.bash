@@ -89,6 +89,7 @@ _memest() {
         --virtual-stages) return 0 ;;  # V
         --cp) return 0 ;;  # C
         --ep) return 0 ;;  # E
+        --nccl-mem) return 0 ;;  # SIZE
         --gpus-per-node) return 0 ;;  # N
         --strategy) _memest_words 'ddp zero1 zero2 zero3 fsdp fsdp-grad-op hsdp'; return 0 ;;
         --offload) _memest_words 'optimizer optimizer+params'; return 0 ;;
@@ -116,7 +117,7 @@ _memest() {
     esac
     if [ -n "$eq" ]; then return 0; fi
     case $cur in
-        -*) _memest_words '-b --batch -o --optim --momentum --amsgrad --centered --optim-impl --first-step --zero-grad --dtype --amp --rnn-kernel --fp8 --grad-accum --checkpoint --checkpoint-policy --checkpoint-every --checkpoint-early-stop --loss --inference --set --seq --attention --fused --moe-imbalance --torch --transformers --loop --activation-offload --weights --group-size --double-quant --compute-dtype --quant-storage --kbit-prep --strict-config --lora --lora-alpha --lora-dropout --lora-targets --lora-rslora --generate --context --new-tokens --kv-dtype --cache --all-logits --max-context --sweep-context --kv-block --gpu-util --gpus --tp --pp --micro-batches --schedule --virtual-stages --cp --sequence-parallel --ep --gpus-per-node --strategy --offload --deepspeed --fsdp-config --fsdp-wrap --fsdp-policy --fsdp-orig-params --fsdp2 --fsdp-no-mixed-precision --ddp-bucket-view --gpu --gpus-file --price --mem --overhead --fit --headroom --used --memory-fraction --alloc-conf --max-batch --sweep --sweep-var --mfu --offload-bw --cpu-optim-rate --advise --probe --device --layers --json --csv --timeline --plot --list-ops --list-gpus -h --help --version --dump-options'; return 0 ;;
+        -*) _memest_words '-b --batch -o --optim --momentum --amsgrad --centered --optim-impl --first-step --zero-grad --dtype --amp --rnn-kernel --fp8 --grad-accum --checkpoint --checkpoint-policy --checkpoint-every --checkpoint-early-stop --loss --inference --set --seq --attention --fused --moe-imbalance --torch --transformers --loop --activation-offload --weights --group-size --double-quant --compute-dtype --quant-storage --kbit-prep --strict-config --lora --lora-alpha --lora-dropout --lora-targets --lora-rslora --generate --context --new-tokens --kv-dtype --cache --all-logits --max-context --sweep-context --kv-block --gpu-util --gpus --tp --pp --micro-batches --schedule --virtual-stages --cp --sequence-parallel --ep --nccl-mem --gpus-per-node --strategy --offload --deepspeed --fsdp-config --fsdp-wrap --fsdp-policy --fsdp-orig-params --fsdp2 --fsdp-no-mixed-precision --ddp-bucket-view --gpu --gpus-file --price --mem --overhead --fit --headroom --used --memory-fraction --alloc-conf --max-batch --sweep --sweep-var --mfu --offload-bw --cpu-optim-rate --advise --probe --device --layers --json --csv --timeline --plot --list-ops --list-gpus -h --help --version --dump-options'; return 0 ;;
     esac
     if [ "$COMP_CWORD" -eq 1 ]; then  # a subcommand, or the model of memest MODEL ...
         _memest_files '*.json'

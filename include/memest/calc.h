@@ -8,6 +8,7 @@
 
 #include "memest/cost.h"
 #include "memest/error.h"
+#include "memest/nccl_mem.h"
 #include "memest/run.h"
 #include "memest/step.h"
 #include "memest/timeline.h"
@@ -169,7 +170,10 @@ struct memest_estimate {
     struct memest_peak infer_peak;   /* the same for a no-grad forward pass */
     uint64_t reserved_peak;          /* allocator segments: max_memory_reserved() */
     uint64_t infer_reserved_peak;
-    uint64_t overhead;               /* CUDA context (cfg->overhead or the default) */
+    uint64_t overhead;               /* CUDA context (cfg->overhead or the default) and
+                                        NCCL's communicators (nccl.total) */
+    uint64_t context;                /* the CUDA context alone */
+    struct memest_nccl nccl;         /* NCCL's device memory (several GPUs; nccl_mem.h) */
     uint64_t total_device;           /* reserved_peak + overhead: what nvidia-smi shows
                                         (infer_total_device for --inference) */
     uint64_t infer_total_device;

@@ -55,6 +55,8 @@ struct memest_gpu {
     double peak_flops[MEMEST_PREC_COUNT];  /* FLOP/s; 0: not available */
     double bandwidth;            /* bytes per second */
     const char *spec_source;
+    bool nvswitch;               /* "nvswitch": the GPUs of its node meet at NVSwitches
+                                    (SXM, HGX): NCCL's channels and NVLS (nccl_mem.h) */
     bool user;                   /* from the user's presets file (memest_gpu_table_add) */
     const char *replaces;        /* user: the built-in preset it replaces, or NULL */
 };

@@ -169,6 +169,12 @@ struct memest_step_cfg {
     bool overhead_set;      /* overhead given (--overhead), else the default */
     uint64_t overhead;      /* CUDA context and library workspaces, bytes; at most
                                MEMEST_MAX_OVERHEAD */
+    bool nccl_set;          /* --nccl-mem given: NCCL's device memory per GPU */
+    uint64_t nccl_mem;      /* its bytes (else the rule of src/sim/nccl_mem.c) */
+    bool nvswitch;          /* the target card's node meets at NVSwitches (gpus.json
+                               "nvswitch"): NCCL's channels and NVLS */
+    bool nvls_off;          /* NCCL_NVLS_ENABLE=0 in the environment */
+    uint64_t nccl_buffsize; /* NCCL_BUFFSIZE in the environment (0: NCCL's 4 MiB) */
     unsigned torch_version; /* whose torch/optim code the optimizer step follows:
                                0 = PyTorch 2.x (the default), 113 = 1.13 (whose foreach
                                Adam/AdamW keep two copies of temporaries and Adagrad

@@ -74,6 +74,23 @@ int memest_app_alloc_conf(struct memest_app *a, struct memest_error *err)
     return 0;
 }
 
+/* NCCL's environment the rule of src/sim/nccl_mem.c reads: NVLS off with
+ * NCCL_NVLS_ENABLE=0, and NCCL_BUFFSIZE (bytes; NCCL reads it with strtoll
+ * and keeps its default for anything else, as here for a value that is not
+ * a positive whole number). */
+static void nccl_env(struct memest_app *a)
+{
+    const char *nvls = getenv("NCCL_NVLS_ENABLE"), *bs = getenv("NCCL_BUFFSIZE");
+    a->step.nvls_off = nvls && strcmp(nvls, "0") == 0;
+    a->step.nccl_buffsize = 0;
+    if (bs && *bs >= '1' && *bs <= '9') {
+        char *end;
+        unsigned long long v = strtoull(bs, &end, 10);
+        if (!*end && v < ((unsigned long long)1 << 40))
+            a->step.nccl_buffsize = v;
+    }
+}
+
 void memest_app_card_usable(struct memest_app *a)
 {
     a->step.card_usable = 0;
@@ -122,6 +139,7 @@ int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct mem
         a->card = (struct memest_card){MEMEST_CARD_PRESET, g->name, g->label, g->memory, g};
         a->has_card = true;
         a->step.gpu_arch = g->compute_capability;
+        a->step.nvswitch = g->nvswitch;
     } else if (o->mem_set) {
         char b[32];
         snprintf(a->mem_label, sizeof a->mem_label, "a %s card (--mem)",
@@ -129,6 +147,7 @@ int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct mem
         a->card = (struct memest_card){MEMEST_CARD_MEM, "mem", a->mem_label, o->mem, NULL};
         a->has_card = true;
     }
+    nccl_env(a);
     if (memest_app_alloc_conf(a, err) != 0)
         return memest_error_exit(err);
     memest_app_card_usable(a);

@@ -254,6 +254,9 @@ int memest_app_dist(struct memest_app *a, struct memest_error *err)
                            "%s times an offload: it needs --offload (or a config that offloads)%s",
                            o->offload_bw_set ? "--offload-bw" : "--cpu-optim-rate",
                            o->offload_bw_set ? " or --activation-offload" : "");
+    if (a->step.nccl_set && a->dist.gpus < 2)   /* one GPU has no communicator */
+        return memest_errf(err, MEMEST_ERR_USAGE, NULL,
+                           "--nccl-mem is NCCL's memory on several GPUs: it needs --gpus 2 or more");
     bool half = memest_dtype_is_half(a->dtype);
     if (o->dist.eng.no_mixed_precision && !half)
         return memest_errf(err, MEMEST_ERR_USAGE, NULL,

@@ -86,7 +86,8 @@ struct cmp {
  * when no card of that capability needed it before. NULL with err set. */
 static const struct memo_ent *entry(struct cmp *c, int64_t batch, struct memest_error *err)
 {
-    unsigned cc = c->a->step.gpu_arch;
+    /* the compute capability, and NVSwitch (NCCL's memory, nccl_mem.h) */
+    unsigned cc = c->a->step.gpu_arch * 2 + c->a->step.nvswitch;
     if (memo_reserve(&c->memo) != 0) {
         memest_errf(err, MEMEST_ERR_NOMEM, NULL, "out of memory");
         return NULL;
@@ -254,6 +255,7 @@ static int card_row(struct cmp *c, struct memest_compare_row *row, struct memest
     a->card = (struct memest_card){MEMEST_CARD_PRESET, g->name, g->label, g->memory, g};
     a->has_card = true;
     a->step.gpu_arch = g->compute_capability;
+    a->step.nvswitch = g->nvswitch;
     memest_app_card_usable(a);
 
     const struct memo_ent *e = entry(c, a->batch, err);

@@ -84,8 +84,11 @@ int memest_flow_single(struct memest_app *a)
             card_from_probe(a, &pres);
             /* the report's figures for the probed card's generation (the
              * probe replayed the timeline of an unknown one) */
-            if (a->has_card && a->card.gpu && a->card.gpu->compute_capability != a->step.gpu_arch) {
+            if (a->has_card && a->card.gpu &&
+                (a->card.gpu->compute_capability != a->step.gpu_arch ||
+                 a->card.gpu->nvswitch != a->step.nvswitch)) {
                 a->step.gpu_arch = a->card.gpu->compute_capability;
+                a->step.nvswitch = a->card.gpu->nvswitch;
                 if (memest_app_estimate_model(a, a->batch, &a->step, a->dtype, &e, NULL, NULL,
                                         &err) != 0) {
                     rc = memest_app_fail(o, &err);

@@ -5,6 +5,7 @@
 #include "memest/checked.h"
 #include "memest/cuda_overhead.h"
 #include "memest/event_bound.h"
+#include "memest/nccl_mem.h"
 #include "memest/sim.h"
 
 /* The calculators saturate their sums at UINT64_MAX past 2^63 - 1 (never
@@ -97,7 +98,13 @@ int memest_estimate_sims(struct memest_run *r, const struct memest_step_cfg *cfg
         else
             train.trace = &ttrace;
     }
-    e->overhead = cfg->overhead_set ? cfg->overhead : memest_default_overhead(cfg->gpu_arch);
+    e->context = cfg->overhead_set ? cfg->overhead : memest_default_overhead(cfg->gpu_arch);
+    struct memest_nccl_fabric fab = {.cc = cfg->gpu_arch, .nvswitch = cfg->nvswitch,
+                                     .nvls_off = cfg->nvls_off, .buffsize = cfg->nccl_buffsize};
+    memest_nccl_layout(cfg->rank ? cfg->rank->cfg : NULL, &fab, &e->nccl);
+    if (cfg->nccl_set)
+        e->nccl.total = cfg->rank ? cfg->nccl_mem : 0;
+    e->overhead = memest_sat_add(e->context, e->nccl.total);
     int rc = 0;
     if (sims & MEMEST_SIM_INFER) {
         rc = memest_sim_step(r, &inf, infer_tl, &e->infer_peak, err);

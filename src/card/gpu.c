@@ -162,10 +162,10 @@ static int parse_gpu(struct parser *p, size_t i, const cJSON *o, struct memest_g
     static const char *const keys[] = {
         "name",          "aliases", "label",  "device_names",  "arch",       "memory",
         "memory_exact",  "memory_source",     "tflops",        "bandwidth_gbs", "spec_source",
-        "compute_capability",
+        "compute_capability", "nvswitch",
     };
     static const bool req[] = {true, false, true, true, true, true,
-                               true, true,  true, true, true, true};
+                               true, true,  true, true, true, true, false};
     _Static_assert(sizeof keys / sizeof *keys == sizeof req / sizeof *req, "keys and req differ");
     set_path(p, i, NULL);
     if (!cJSON_IsObject(o))
@@ -239,6 +239,11 @@ static int parse_gpu(struct parser *p, size_t i, const cJSON *o, struct memest_g
                      &g->bandwidth) != 0)
         return -1;
     g->bandwidth *= 1e9;
+    AT("nvswitch");
+    const cJSON *nvs = cJSON_GetObjectItemCaseSensitive(o, "nvswitch");
+    if (nvs && !cJSON_IsBool(nvs))
+        return fail(p, "%s must be true or false", "nvswitch");
+    g->nvswitch = cJSON_IsTrue(nvs);
     AT("spec_source");
     if (get_str(p, o, "spec_source", &g->spec_source) != 0)
         return -1;

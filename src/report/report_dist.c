@@ -8,6 +8,7 @@
 #include "memest/dist.h"
 #include "memest/format.h"
 #include "memest/jsonw.h"
+#include "memest/nccl_mem.h"
 #include "memest/report.h"
 
 static const char *engine_label(enum memest_strategy s)
@@ -55,6 +56,34 @@ static void line(FILE *f, const char *label, uint64_t v, const char *note)
     char b[32];
     fprintf(f, "  %-22s %12s%s%s\n", label, memest_fmt_bytes(v, b, sizeof b), note && *note ? "  " : "",
             note ? note : "");
+}
+
+/* NCCL's communicators (src/sim/nccl_mem.c), outside the allocator. */
+static void nccl_lines(FILE *f, const struct memest_report *rep)
+{
+    const struct memest_nccl *n = &rep->e->nccl;
+    char note[160], label[48], b[32];
+    if (rep->step->nccl_set) {
+        line(f, "NCCL", n->total, "(--nccl-mem; outside the allocator, in the device total)");
+        return;
+    }
+    fprintf(f, "NCCL's device memory per GPU (outside the allocator, in the device total; "
+               "%u channels, %s a connection%s)\n",
+            n->channels, memest_fmt_bytes(n->conn, b, sizeof b),
+            rep->step->nvls_off ? "; NCCL_NVLS_ENABLE=0" : "");
+    for (int i = 0; i < n->n; i++) {
+        const struct memest_nccl_comm *c = &n->comm[i];
+        snprintf(label, sizeof label, "%s%s (%lld ranks)", c->count > 1 ? "2 x " : "",
+                 memest_nccl_kind_name(c->kind), (long long)c->ranks);
+        int k = snprintf(note, sizeof note, "(%s connections", memest_fmt_bytes(c->rings, b, sizeof b));
+        if (c->nvls && k > 0 && (size_t)k < sizeof note)
+            k += snprintf(note + k, sizeof note - (size_t)k, ", NVLS %s",
+                          memest_fmt_bytes(c->nvls, b, sizeof b));
+        if (k > 0 && (size_t)k < sizeof note)
+            snprintf(note + k, sizeof note - (size_t)k, ")");
+        line(f, label, c->bytes, note);
+    }
+    line(f, "NCCL", n->total, "");
 }
 
 void memest_dist_text(FILE *f, const struct memest_report *rep)
@@ -106,7 +135,34 @@ void memest_dist_text(FILE *f, const struct memest_report *rep)
     }
     if (d->host)
         line(f, "host memory", d->host, "(what the offload keeps on the CPU)");
+    nccl_lines(f, rep);
     fputc('\n', f);
+}
+
+static void nccl_json(struct memest_jsonw *w, const struct memest_report *rep)
+{
+    const struct memest_nccl *n = &rep->e->nccl;
+    memest_jsonw_obj_begin(w, "nccl");
+    memest_jsonw_u64(w, "bytes", n->total);
+    memest_jsonw_bool(w, "given", rep->step->nccl_set);
+    memest_jsonw_u64(w, "channels", n->channels);
+    memest_jsonw_u64(w, "connection_bytes", n->conn);
+    memest_jsonw_bool(w, "nvls_enabled", !rep->step->nvls_off);
+    memest_jsonw_arr_begin(w, "communicators");
+    for (int i = 0; i < n->n && !rep->step->nccl_set; i++) {
+        const struct memest_nccl_comm *c = &n->comm[i];
+        memest_jsonw_obj_begin(w, NULL);
+        memest_jsonw_str(w, "group", memest_nccl_kind_name(c->kind));
+        memest_jsonw_i64(w, "ranks", c->ranks);
+        memest_jsonw_i64(w, "local_ranks", c->local);
+        memest_jsonw_i64(w, "count", c->count);
+        memest_jsonw_u64(w, "connections", c->rings);
+        memest_jsonw_u64(w, "nvls", c->nvls);
+        memest_jsonw_u64(w, "bytes", c->bytes);
+        memest_jsonw_obj_end(w);
+    }
+    memest_jsonw_arr_end(w);
+    memest_jsonw_obj_end(w);
 }
 
 void memest_dist_json(struct memest_jsonw *w, const struct memest_report *rep)
@@ -142,6 +198,7 @@ void memest_dist_json(struct memest_jsonw *w, const struct memest_report *rep)
     memest_jsonw_u64(w, "units", d->units);
     memest_jsonw_obj_end(w);
     memest_jsonw_u64(w, "host_bytes", d->host);
+    nccl_json(w, rep);
     memest_jsonw_u64(w, "shard_elements", d->shard_elems);
     if (c->pp > 1) {
         memest_jsonw_str(w, "schedule", memest_schedule_name(c->schedule));

@@ -202,6 +202,15 @@ static void host_fields(struct memest_jsonw *w, const struct memest_report *rep)
     }
 }
 
+/* Outside the allocator: the CUDA context and NCCL's communicators, and
+ * what nvidia-smi would show. */
+static void device_fields(struct memest_jsonw *w, const struct memest_estimate *e, bool inf)
+{
+    memest_jsonw_u64(w, "overhead", e->overhead);
+    memest_jsonw_u64(w, "nccl", e->nccl.total);
+    memest_jsonw_u64(w, "total_device", inf ? e->infer_total_device : e->total_device);
+}
+
 void memest_report_json(FILE *f, const struct memest_report *rep)
 {
     const struct memest_estimate *e = rep->e;
@@ -275,8 +284,7 @@ void memest_report_json(FILE *f, const struct memest_report *rep)
     memest_jsonw_u64(&w, "peak", p->bytes);
     memest_jsonw_u64(&w, "peak_tensors", p->tensor_bytes);
     memest_jsonw_u64(&w, "reserved", p->reserved);
-    memest_jsonw_u64(&w, "overhead", e->overhead);
-    memest_jsonw_u64(&w, "total_device", inf ? e->infer_total_device : e->total_device);
+    device_fields(&w, e, inf);
     pressure_fields(&w, rep->step, inf ? &e->infer_pressure : &e->pressure, e->overhead);
     memest_jsonw_str(&w, "peak_phase", memest_phase_name((enum memest_phase)p->phase));
     memest_jsonw_str(&w, "peak_node", node_name(rep, p->node));

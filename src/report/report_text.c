@@ -154,9 +154,16 @@ static void peak_section(FILE *f, const struct memest_report *rep, const struct 
              "(peak before the allocator's rounding, no workspace)");
     snprintf(note, sizeof note, "(allocator segments, max_memory_reserved)");
     mem_line(f, "reserved", p->reserved, 0, note);
-    snprintf(note, sizeof note, "(reserved + %s CUDA context%s: what nvidia-smi shows)",
-             memest_fmt_bytes(e->overhead, b, sizeof b),
-             rep->step->overhead_set ? ", --overhead" : ", default");
+    char c[32];
+    if (e->nccl.total)
+        snprintf(note, sizeof note, "(reserved + %s CUDA context%s + %s NCCL: what nvidia-smi "
+                 "shows)", memest_fmt_bytes(e->context, b, sizeof b),
+                 rep->step->overhead_set ? ", --overhead" : ", default",
+                 memest_fmt_bytes(e->nccl.total, c, sizeof c));
+    else
+        snprintf(note, sizeof note, "(reserved + %s CUDA context%s: what nvidia-smi shows)",
+                 memest_fmt_bytes(e->overhead, b, sizeof b),
+                 rep->step->overhead_set ? ", --overhead" : ", default");
     mem_line(f, "device total", inf ? e->infer_total_device : e->total_device, 0, note);
 }
 
