@@ -123,6 +123,7 @@ struct memest_pressure {
     bool judged;            /* replayed on the card (step_cfg.card_usable) */
     uint64_t capacity;      /* the card's usable memory less the overhead */
     bool completes;         /* the step runs on the card */
+    bool fraction;          /* capacity is --memory-fraction's allowed bytes */
     uint64_t reserved;      /* its reserved peak there (the unconstrained one when no
                                cudaMalloc fails) */
     uint64_t retries;       /* num_alloc_retries there: release_cached_blocks, retry */

@@ -48,6 +48,8 @@ struct memest_fit {
     bool has_least;          /* needs is the least device memory the step runs in */
     bool least_exact;        /* (calc.h: memest_pressure) */
     bool judged;             /* fits is the replay's on the card */
+    bool fraction;           /* judged under --memory-fraction's allowed bytes: */
+    uint64_t allowed, least_allocator;   /* those, and the least allocator memory */
     uint64_t retries, released;   /* that replay's releases */
 };
 

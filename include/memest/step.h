@@ -192,7 +192,9 @@ struct memest_step_cfg {
      * its memory less the headroom and what runs elsewhere (0: no card);
      * the allocator's capacity is that less the overhead. */
     uint64_t card_usable;
-    bool fraction;          /* the capacity is set_per_process_memory_fraction's */
+    uint64_t fraction_cap;  /* --memory-fraction: set_per_process_memory_fraction's
+                               allowed_memory_maximum, bytes (0: none); the
+                               allocator's capacity where it is the smaller */
     bool least;             /* search the least memory the step runs in */
     bool pressure_inference;  /* the verdict and the search are the no-grad pass's
                                  (--inference), not the training step's */

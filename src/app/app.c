@@ -11,7 +11,6 @@
 #include <sys/stat.h>
 
 #include "memest/checked.h"
-#include "memest/cuda_overhead.h"
 #include "memest/escape.h"
 #include "memest/format.h"
 #include "memest/ops.h"
@@ -103,19 +102,14 @@ void memest_app_card_usable(struct memest_app *a)
     uint64_t used = a->o->used_set ? a->o->used : 0;
     /* 0 is "no card": a card with nothing left is one byte */
     a->step.card_usable = f.usable > used ? f.usable - used : 1;
-    a->step.fraction = false;
+    a->step.fraction_cap = 0;
     if (!a->o->memory_fraction_set)
         return;
-    /* allowed_memory_maximum = fraction * total (setMemoryFraction): the
-     * allocator's capacity, unless the card's own room is less */
+    /* allowed_memory_maximum = fraction * total (setMemoryFraction) */
     double allowed = floor(a->o->memory_fraction * (double)a->card.memory);
-    uint64_t cap = allowed >= (double)a->card.memory ? a->card.memory : (uint64_t)allowed;
-    uint64_t overhead = a->step.overhead_set ? a->step.overhead
-                                             : memest_default_overhead(a->step.gpu_arch);
-    if (memest_sat_add(cap, overhead) < a->step.card_usable) {
-        a->step.fraction = true;
-        a->step.card_usable = memest_sat_add(cap, overhead);
-    }
+    a->step.fraction_cap = allowed >= (double)a->card.memory ? a->card.memory : (uint64_t)allowed;
+    if (!a->step.fraction_cap)
+        a->step.fraction_cap = 1;
 }
 
 int memest_app_open(struct memest_app *a, const struct memest_cli *o, struct memest_error *err)

@@ -37,7 +37,8 @@ int memest_calc_pressure(const struct memest_alloc_trace *t, const struct memest
     int rc;
     if (cfg->least) {
         struct memest_alloc_least l;
-        if ((rc = memest_alloc_least_capacity(t, &cfg->alloc, cfg->fraction, replay_budget(t), &l)) != 0)
+        if ((rc = memest_alloc_least_capacity(t, &cfg->alloc, cfg->fraction_cap != 0,
+                                              replay_budget(t), &l)) != 0)
             return fail(rc, err);
         out->searched = true;
         out->least = l.least;
@@ -48,15 +49,21 @@ int memest_calc_pressure(const struct memest_alloc_trace *t, const struct memest
         return 0;
     out->judged = true;
     out->capacity = cfg->card_usable > overhead ? cfg->card_usable - overhead : 0;
+    /* set_per_process_memory_fraction: its check before each segment, where
+     * it is the tighter limit */
+    bool fraction = cfg->fraction_cap && cfg->fraction_cap < out->capacity;
+    if (fraction)
+        out->capacity = cfg->fraction_cap;
+    out->fraction = fraction;
     out->reserved = pk->reserved;
-    if (out->capacity >= pk->reserved) {   /* no cudaMalloc fails: the unconstrained replay */
+    if (out->capacity >= pk->reserved && !fraction) {   /* the unconstrained replay */
         out->completes = true;
         return 0;
     }
     if (out->searched && out->least_exact && out->capacity < out->least)
         return 0;   /* shown to fail by the search */
     struct memest_alloc_run run;
-    if ((rc = memest_alloc_replay(t, &cfg->alloc, out->capacity, cfg->fraction, &run)) != 0)
+    if ((rc = memest_alloc_replay(t, &cfg->alloc, out->capacity, fraction, &run)) != 0)
         return fail(rc, err);
     out->completes = run.completes;
     out->reserved = run.max_reserved;

@@ -27,6 +27,9 @@ void memest_fit_judge(const struct memest_estimate *e, bool inference, uint64_t 
     out->least_exact = p->least_exact;
     if (p->judged) {
         out->judged = true;
+        out->fraction = p->fraction;
+        out->allowed = p->capacity;
+        out->least_allocator = p->searched ? p->least : 0;
         out->fits = p->completes;
         out->retries = p->retries;
         out->released = p->released;

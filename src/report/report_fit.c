@@ -23,6 +23,20 @@ char *memest_fit_text(const struct memest_fit *f, char *buf, size_t n)
     }
     memest_fmt_iec(f->needs, dec, need, sizeof need);
     memest_fmt_iec(f->card, dec, card, sizeof card);
+    if (f->fraction) {   /* the allocator's own limit: set_per_process_memory_fraction */
+        char lim[32], al[32];
+        memest_fmt_iec(f->allowed, 2, lim, sizeof lim);
+        memest_fmt_iec(f->least_allocator, 2, al, sizeof al);
+        if (f->fits)
+            snprintf(buf, n, "fits: within the %s set_per_process_memory_fraction allows%s%s%s",
+                     lim, f->least_allocator ? " (it runs in " : "", f->least_allocator ? al : "",
+                     f->least_allocator ? ")" : "");
+        else
+            snprintf(buf, n, "does not fit: set_per_process_memory_fraction allows %s%s%s", lim,
+                     f->least_allocator ? ", the step runs in " : "",
+                     f->least_allocator ? al : "");
+        return buf;
+    }
     if (f->fits) {
         double pct = f->card ? 100.0 * (double)f->needs / (double)f->card : 0;
         long shown = lround(pct);
