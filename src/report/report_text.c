@@ -2,6 +2,7 @@
  * parameter counts, MACs and FLOPs, and the optional per-layer table. */
 #include <string.h>
 
+#include "memest/checked.h"
 #include "memest/escape.h"
 #include "memest/format.h"
 #include "memest/ops.h"
@@ -127,7 +128,7 @@ static void peak_section(FILE *f, const struct memest_report *rep, const struct 
                          bool inf)
 {
     const struct memest_estimate *e = rep->e;
-    char a[32], b[32], note[200];
+    char a[32], b[32], note[256];
     static const char *const label[MEMEST_CAT_COUNT] = {
         [MEMEST_CAT_PARAMS] = "parameters",          [MEMEST_CAT_BUFFERS] = "buffers",
         [MEMEST_CAT_GRADS] = "gradients",            [MEMEST_CAT_OPTSTATE] = "optimizer state",
@@ -152,7 +153,11 @@ static void peak_section(FILE *f, const struct memest_report *rep, const struct 
             mem_line(f, label[c], p->at_peak[c], max, "");
     mem_line(f, "exact tensor bytes", p->tensor_bytes, 0,
              "(peak before the allocator's rounding, no workspace)");
-    snprintf(note, sizeof note, "(allocator segments, max_memory_reserved)");
+    if (rep->step && rep->step->alloc.text[0])
+        snprintf(note, sizeof note, "(allocator segments, max_memory_reserved; "
+                 "PYTORCH_CUDA_ALLOC_CONF %s)", rep->step->alloc.text);
+    else
+        snprintf(note, sizeof note, "(allocator segments, max_memory_reserved)");
     mem_line(f, "reserved", p->reserved, 0, note);
     char c[32];
     if (e->nccl.total)
@@ -165,6 +170,13 @@ static void peak_section(FILE *f, const struct memest_report *rep, const struct 
                  memest_fmt_bytes(e->overhead, b, sizeof b),
                  rep->step->overhead_set ? ", --overhead" : ", default");
     mem_line(f, "device total", inf ? e->infer_total_device : e->total_device, 0, note);
+    const struct memest_pressure *pr = inf ? &e->infer_pressure : &e->pressure;
+    if (pr->searched)
+        mem_line(f, "least memory", memest_sat_add(pr->least, e->overhead), 0,
+                 pr->least_exact ? "(the least device memory the step runs in: PyTorch frees "
+                                   "cached segments when a cudaMalloc fails)"
+                                 : "(at most: the least device memory the step runs in, its "
+                                   "search cut short)");
 }
 
 /* --lora: the adapters, then the line PEFT's print_trainable_parameters()
