@@ -35,7 +35,7 @@ struct parse {
     size_t msglen;
 };
 
-static int fail(struct parse *p, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static int fail(struct parse *p, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
