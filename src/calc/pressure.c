@@ -60,8 +60,6 @@ int memest_calc_pressure(const struct memest_alloc_trace *t, const struct memest
         out->completes = true;
         return 0;
     }
-    if (out->searched && out->least_exact && out->capacity < out->least)
-        return 0;   /* shown to fail by the search */
     struct memest_alloc_run run;
     if ((rc = memest_alloc_replay(t, &cfg->alloc, out->capacity, fraction, &run)) != 0)
         return fail(rc, err);
