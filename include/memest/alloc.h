@@ -222,3 +222,10 @@ struct memest_alloc_least {
 int memest_alloc_least_capacity(const struct memest_alloc_trace *t,
                                 const struct memest_alloc_conf *c, bool fraction,
                                 unsigned max_replays, struct memest_alloc_least *out);
+/* The same with out->top (the unconstrained reserved peak: a replay of
+ * the trace without a capacity reserves it, as the simulator's did) and
+ * out->floor (at most the allocated peak: any lower bound) given by the
+ * caller, which saves the unconstrained replay; top 0: replayed. */
+int memest_alloc_least_known(const struct memest_alloc_trace *t,
+                             const struct memest_alloc_conf *c, bool fraction,
+                             unsigned max_replays, struct memest_alloc_least *out);

@@ -36,9 +36,11 @@ int memest_calc_pressure(const struct memest_alloc_trace *t, const struct memest
     memset(out, 0, sizeof *out);
     int rc;
     if (cfg->least) {
-        struct memest_alloc_least l;
-        if ((rc = memest_alloc_least_capacity(t, &cfg->alloc, cfg->fraction_cap != 0,
-                                              replay_budget(t), &l)) != 0)
+        /* the simulator's own replay gave the top (reserved only grows
+         * without a capacity) and a floor (the step's allocated peak) */
+        struct memest_alloc_least l = {.top = pk->reserved, .floor = pk->bytes};
+        if ((rc = memest_alloc_least_known(t, &cfg->alloc, cfg->fraction_cap != 0,
+                                           replay_budget(t), &l)) != 0)
             return fail(rc, err);
         out->searched = true;
         out->least = l.least;

@@ -143,17 +143,22 @@ int memest_alloc_replay_device(const struct memest_alloc_trace *t,
 }
 
 /* The search (alloc.h) on one replayer. */
+/* top and floor (out) known, or from an unconstrained replay when top is 0 */
 static int least_on(struct replayer *r, const struct memest_alloc_trace *t,
                     const struct memest_alloc_conf *c, bool fraction, unsigned max_replays,
                     struct memest_alloc_least *out)
 {
     struct memest_alloc_run run;
-    int rc = replay_on(r->a, r->h, t, c, UINT64_MAX, fraction, &run);
-    if (rc != 0)
-        return rc;
-    out->replays = 1;
-    out->top = out->least = run.max_reserved;
-    out->floor = up(run.max_allocated);
+    int rc;
+    if (!out->top) {
+        if ((rc = replay_on(r->a, r->h, t, c, UINT64_MAX, fraction, &run)) != 0)
+            return rc;
+        out->replays = 1;
+        out->top = run.max_reserved;
+        out->floor = up(run.max_allocated);
+    }
+    out->floor = up(out->floor);
+    out->least = out->top;
     out->exact = true;
     uint64_t cap = out->floor;
     /* the scan: every capacity below the one replayed next is known to fail */
@@ -189,6 +194,14 @@ int memest_alloc_least_capacity(const struct memest_alloc_trace *t,
                                 unsigned max_replays, struct memest_alloc_least *out)
 {
     memset(out, 0, sizeof *out);
+    return memest_alloc_least_known(t, c, fraction, max_replays, out);
+}
+
+int memest_alloc_least_known(const struct memest_alloc_trace *t,
+                             const struct memest_alloc_conf *c, bool fraction,
+                             unsigned max_replays, struct memest_alloc_least *out)
+{
+    out->replays = 0;
     struct replayer r;
     if (replayer_open(&r, t) != 0)
         return -1;
