@@ -8,16 +8,16 @@
 #include "memest/calc.h"
 
 /* Replays the search may take: each is one pass over the step's requests
- * (under a millisecond for an 8B model's 8,000). Past half of them it
- * bisects. At most 256, and at most 2^26 requests replayed in all, so that
- * a graph of millions of events stays within seconds. */
+ * (under a millisecond for an 8B model's 8,000). At most 256, and about
+ * 2^20 requests replayed in all (at least 4 replays), so that the search
+ * costs a few estimates at most, whatever the graph. */
 #define MAX_REPLAYS 256u
-#define MAX_REPLAYED ((size_t)1 << 26)
+#define MAX_REPLAYED ((size_t)1 << 20)
 
 static unsigned replay_budget(const struct memest_alloc_trace *t)
 {
     size_t n = t->n ? MAX_REPLAYED / t->n : MAX_REPLAYS;
-    return n > MAX_REPLAYS ? MAX_REPLAYS : n < 8 ? 8u : (unsigned)n;
+    return n > MAX_REPLAYS ? MAX_REPLAYS : n < 4 ? 4u : (unsigned)n;
 }
 
 static int fail(int rc, struct memest_error *err)

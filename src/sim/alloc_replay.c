@@ -7,6 +7,7 @@
 #include "memest/alloc.h"
 
 #define GRANULE MEMEST_ALLOC_SMALL_BUFFER   /* every segment and page is a multiple */
+#define SCAN_REPLAYS 8u   /* the exact scan's replays, before the bisection */
 
 int memest_alloc_trace_push(struct memest_alloc_trace *t, bool is_free, uint32_t id,
                             uint64_t bytes)
@@ -143,6 +144,32 @@ int memest_alloc_replay_device(const struct memest_alloc_trace *t,
 }
 
 /* The search (alloc.h) on one replayer. */
+/* The exact scan from *cap up, while out->replays < until and *cap is
+ * below out->top: every capacity below the one replayed next is known to
+ * fail. *found: one completed, out->least is it. */
+static int scan_up(struct replayer *r, const struct memest_alloc_trace *t,
+                   const struct memest_alloc_conf *c, bool fraction, unsigned until,
+                   uint64_t *cap, struct memest_alloc_least *out, bool *found)
+{
+    struct memest_alloc_run run;
+    *found = false;
+    while (*cap < out->top && out->replays < until) {
+        int rc = replay_on(r->a, r->h, t, c, *cap, fraction, &run);
+        if (rc != 0)
+            return rc;
+        out->replays++;
+        if (run.completes) {
+            out->least = *cap;
+            *found = true;
+            return 0;
+        }
+        uint64_t next = run.inexact || run.need_fail == UINT64_MAX ? *cap + GRANULE
+                                                                  : run.need_fail;
+        *cap = next > *cap ? next : *cap + GRANULE;
+    }
+    return 0;
+}
+
 /* top and floor (out) known, or from an unconstrained replay when top is 0 */
 static int least_on(struct replayer *r, const struct memest_alloc_trace *t,
                     const struct memest_alloc_conf *c, bool fraction, unsigned max_replays,
@@ -161,32 +188,41 @@ static int least_on(struct replayer *r, const struct memest_alloc_trace *t,
     out->least = out->top;
     out->exact = true;
     uint64_t cap = out->floor;
-    /* the scan: every capacity below the one replayed next is known to fail */
-    while (cap < out->top && out->replays < max_replays / 2) {
-        if ((rc = replay_on(r->a, r->h, t, c, cap, fraction, &run)) != 0)
-            return rc;
-        out->replays++;
-        if (run.completes) {
-            out->least = cap;
-            return 0;
-        }
-        uint64_t next = run.inexact || run.need_fail == UINT64_MAX ? cap + GRANULE : run.need_fail;
-        cap = next > cap ? next : cap + GRANULE;
-    }
-    if (cap >= out->top)
-        return 0;
-    /* out of replays: bisect [cap, top) for a capacity that completes */
-    out->exact = false;
+    /* the scan first, a few replays, which settle most steps exactly */
+    unsigned scan = max_replays / 2 < SCAN_REPLAYS ? max_replays / 2 : SCAN_REPLAYS;
+    bool found;
+    if ((rc = scan_up(r, t, c, fraction, scan, &cap, out, &found)) != 0 || found ||
+        cap >= out->top)
+        return rc;
+    /* then a bisection of [cap, top) for a capacity that completes, each
+     * replay settling the interval it lies in: a failure every capacity up
+     * to its need_fail, a completion every one down to its need_ok */
     uint64_t lo = cap, hi = out->top;   /* lo fails (or is untried), hi completes */
-    while (hi - lo > GRANULE && out->replays < max_replays) {
+    unsigned bisect = out->replays + (max_replays - out->replays) / 2;
+    while (hi - lo > GRANULE && out->replays < bisect) {
         uint64_t mid = lo + (hi - lo) / GRANULE / 2 * GRANULE;
         if ((rc = replay_on(r->a, r->h, t, c, mid, fraction, &run)) != 0)
             return rc;
         out->replays++;
-        *(run.completes ? &hi : &lo) = mid;
+        bool known = !run.inexact;
+        if (run.completes)
+            hi = known && run.need_ok > lo && run.need_ok < mid ? up(run.need_ok) : mid;
+        else
+            lo = known && run.need_fail != UINT64_MAX && run.need_fail - GRANULE > mid &&
+                         run.need_fail - GRANULE < hi ? run.need_fail - GRANULE : mid;
     }
     out->least = hi;
-    return 0;
+    out->exact = false;
+    /* what is left of the budget: the scan again, from where it stopped up
+     * to hi; if it gets there, hi is exact (or it finds a smaller one) */
+    uint64_t top = out->top;
+    out->top = hi;
+    rc = scan_up(r, t, c, fraction, max_replays, &cap, out, &found);
+    out->exact = found || cap >= hi;
+    if (!found)
+        out->least = hi;
+    out->top = top;
+    return rc;
 }
 
 int memest_alloc_least_capacity(const struct memest_alloc_trace *t,
