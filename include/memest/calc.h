@@ -133,6 +133,10 @@ struct memest_pressure {
  * cfg->card_usable) of the step whose requests are t and whose peaks are
  * pk, with `overhead` outside the allocator. 0 / -1 (err: out of memory,
  * a limit). */
+/* The most events (the cost model's bound) of a step whose least memory is
+ * searched without a card: its requests are kept for the replays (16 bytes
+ * each). */
+#define MEMEST_LEAST_MAX_EVENTS ((uint64_t)1 << 21)
 struct memest_alloc_trace;   /* alloc.h */
 int memest_calc_pressure(const struct memest_alloc_trace *t, const struct memest_step_cfg *cfg,
                          const struct memest_peak *pk, uint64_t overhead,
@@ -179,6 +183,8 @@ struct memest_estimate {
                                         (infer_total_device for --inference) */
     uint64_t infer_total_device;
     struct memest_pressure pressure;        /* the training step's (calc.h above) */
+    bool least_skipped;                     /* the least memory was not searched: the step
+                                               has more than MEMEST_LEAST_MAX_EVENTS events */
     struct memest_pressure infer_pressure;  /* the no-grad pass's */
     struct memest_cost cost;         /* what the estimate cost (cost.h) */
     bool has_dist;                   /* several GPUs: cfg->rank was set */

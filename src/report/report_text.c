@@ -177,6 +177,9 @@ static void peak_section(FILE *f, const struct memest_report *rep, const struct 
                                    "cached segments when a cudaMalloc fails)"
                                  : "(at most: the least device memory the step runs in, its "
                                    "search cut short)");
+    else if (e->least_skipped)
+        fprintf(f, "  least memory     not searched (more than 2^21 allocation events; a card's "
+                   "verdict still replays the step on it)\n");
 }
 
 /* --lora: the adapters, then the line PEFT's print_trainable_parameters()

@@ -118,6 +118,7 @@ void memest_alloc_reset(struct memest_alloc *a, const struct memest_alloc_conf *
     else
         memest_alloc_conf_default(&a->conf);
     a->n = a->nspare = 0;
+    a->ndevseg = 0;
     a->bins = !a->conf.expandable;
     for (int p = 0; p < NPOOLS; p++)
         a->pool[p] = (struct pool){.root = NIL, .free_head = NIL, .unmapped_head = NIL};
@@ -139,6 +140,7 @@ void memest_alloc_destroy(struct memest_alloc *a)
     free(a->b);
     free(a->spare);
     free(a->scratch);
+    free(a->devseg);
     free(a);
 }
 
@@ -150,13 +152,38 @@ void memest_alloc_set_device(struct memest_alloc *a, const struct memest_alloc_d
 int memest_alloc_device_close(struct memest_alloc *a)
 {
     int rc = 0;
-    for (uint32_t x = 0; x < a->n; x++)
-        if (a->b[x].dev) {
-            if (a->dev.seg_free(a->dev.ctx, a->b[x].dev) != 0)
-                rc = -1;
-            a->b[x].dev = 0;
-        }
+    for (uint32_t k = 0; k < a->ndevseg; k++)
+        if (a->dev.seg_free(a->dev.ctx, a->devseg[k].handle) != 0)
+            rc = -1;
+    a->ndevseg = 0;
     return rc;
+}
+
+/* The device's handle of the segment starting at addr, taken off the table
+ * (0: none). */
+uint64_t alloc_devseg_take(struct memest_alloc *a, uint64_t addr)
+{
+    for (uint32_t k = 0; k < a->ndevseg; k++)
+        if (a->devseg[k].addr == addr) {
+            uint64_t h = a->devseg[k].handle;
+            a->devseg[k] = a->devseg[--a->ndevseg];
+            return h;
+        }
+    return 0;
+}
+
+static int devseg_put(struct memest_alloc *a, uint64_t addr, uint64_t handle)
+{
+    if (a->ndevseg == a->capdevseg) {
+        uint32_t c = a->capdevseg ? a->capdevseg * 2 : 64;
+        struct devseg *p = c > a->capdevseg ? realloc(a->devseg, sizeof *p * c) : NULL;
+        if (!p)
+            return -1;
+        a->devseg = p;
+        a->capdevseg = c;
+    }
+    a->devseg[a->ndevseg++] = (struct devseg){addr, handle};
+    return 0;
 }
 
 void memest_alloc_set_capacity(struct memest_alloc *a, uint64_t capacity, bool fraction)
@@ -360,7 +387,7 @@ void alloc_pool_insert(struct memest_alloc *a, uint32_t x)
     a->rng ^= a->rng >> 17;
     a->rng ^= a->rng << 5;
     bx->prio = a->rng;
-    bx->gc_base = a->calls[POOL_KIND(bx->pool)];
+    bx->gc_base = (uint32_t)a->calls[POOL_KIND(bx->pool)];
     insert(a->b, root_of(a, x), x);
     if (bins_of(a, bx->pool)) {
         uint32_t c = bin_of(bx->size);
@@ -417,7 +444,6 @@ int alloc_new_block(struct memest_alloc *a, uint32_t *out)
 
 void alloc_drop_block(struct memest_alloc *a, uint32_t x)
 {
-    a->b[x].dev = 0;
     if (a->nspare == a->capspare) {
         uint32_t ncap = a->capspare ? a->capspare * 2 : 64;
         uint32_t *ns = realloc(a->spare, sizeof *ns * ncap);
@@ -484,13 +510,13 @@ static int alloc_block(struct memest_alloc *a, int pool, uint64_t size, uint64_t
             return drc > 0 ? 0 : -3;
     }
     uint32_t x;
-    if (alloc_new_block(a, &x) != 0) {
-        if (dev)
+    if (alloc_new_block(a, &x) != 0 || (a->dev.seg_alloc && devseg_put(a, a->next_addr, dev) != 0)) {
+        if (a->dev.seg_alloc)
             a->dev.seg_free(a->dev.ctx, dev);
         return -1;
     }
     a->b[x] = (struct blk){.addr = a->next_addr, .size = seg, .prev = NIL, .next = NIL,
-                           .pool = (uint8_t)pool, .mapped = 1, .dev = dev};
+                           .pool = (uint8_t)pool, .mapped = 1};
     a->next_addr += seg;
     a->st.reserved += seg;
     a->st.segments++;
@@ -611,9 +637,7 @@ void alloc_absorb(struct memest_alloc *a, uint32_t dst, uint32_t src)
         if (d->next != NIL)
             a->b[d->next].prev = dst;
     }
-    if (s->dev)   /* the segment's first block: its device handle moves to dst */
-        d->dev = s->dev;
-    d->size += s->size;
+d->size += s->size;
     alloc_drop_block(a, src);
 }
 

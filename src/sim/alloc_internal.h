@@ -22,9 +22,8 @@
 
 struct blk {
     uint64_t addr, size, req;
-    uint64_t dev;           /* a segment's first block, on a device: the device's
-                               handle for the segment (memest_alloc_set_device); 0 */
-    uint64_t gc_base;       /* the pool's get_free_block calls when it was cached */
+    uint32_t gc_base;       /* the pool's get_free_block calls when it was cached
+                               (modulo 2^32: ages are differences) */
     uint32_t prev, next;    /* neighbours within the segment */
     uint32_t left, right;   /* treap children (free mapped blocks only) */
     uint32_t fprev, fnext;  /* the pool's list of free mapped blocks; for an
@@ -69,6 +68,9 @@ struct memest_alloc {
     uint32_t capscratch;
     struct memest_alloc_stats st;
     struct memest_alloc_device dev;   /* seg_alloc NULL: no device */
+    struct devseg { uint64_t addr, handle; } *devseg;   /* on a device: each segment
+                                                           held, by its start */
+    uint32_t ndevseg, capdevseg;
 };
 
 /* alloc.c */
@@ -95,6 +97,9 @@ bool alloc_capacity_ok(struct memest_alloc *a, uint64_t need);
 /* process_events() / synchronize_and_free_events(): every block freed
  * with events pending becomes free (free_block). */
 void alloc_process_events(struct memest_alloc *a);
+
+/* The device's handle of the segment starting at addr, off the table. */
+uint64_t alloc_devseg_take(struct memest_alloc *a, uint64_t addr);
 
 /* alloc_release.c */
 /* release_available_cached_blocks(): true when it freed enough oversize

@@ -33,7 +33,7 @@
 void alloc_release_block(struct memest_alloc *a, uint32_t x)
 {
     uint64_t size = a->b[x].size;
-    if (a->b[x].dev && a->dev.seg_free(a->dev.ctx, a->b[x].dev) != 0)
+    if (a->dev.seg_alloc && a->dev.seg_free(a->dev.ctx, alloc_devseg_take(a, a->b[x].addr)) != 0)
         a->st.device_errors++;
     alloc_pool_erase(a, x);
     a->st.reserved -= size;
@@ -128,7 +128,7 @@ void alloc_garbage_collect(struct memest_alloc *a)
     for (unsigned s = 0; s < MEMEST_ALLOC_STREAMS; s++)
         for (uint32_t x = a->pool[POOL_OF(s, POOL_LARGE)].free_head; x != NIL; x = a->b[x].fnext)
             if (whole(a, x)) {
-                total_age += calls - a->b[x].gc_base;
+                total_age += (uint32_t)(calls - a->b[x].gc_base);
                 count++;
             }
     bool freed = true;
@@ -140,7 +140,7 @@ void alloc_garbage_collect(struct memest_alloc *a)
             return;   /* out of host memory: no collection, which PyTorch may skip too */
         for (uint32_t i = 0; i < n; i++) {
             uint32_t x = a->scratch[i];
-            uint64_t gc = calls - a->b[x].gc_base;
+            uint64_t gc = (uint32_t)(calls - a->b[x].gc_base);
             if (!whole(a, x) || a->b[x].expandable || (double)gc < age)
                 continue;
             freed = true;
