@@ -251,8 +251,16 @@ int memest_stdout_failed(int rc, int errnum);
 struct memest_sweep_row;
 int memest_app_row(struct memest_app *a, int64_t batch, struct memest_sweep_row *row,
                    struct memest_error *err);
-/* The verdict on a row's estimate (its replay on the card: row->fits) as
- * memest_fit_judge gives it for an estimate. */
+/* memest_app_row for a verdict only: the replay on the card, without the
+ * least memory's search (row->least 0). */
+int memest_app_row_verdict(struct memest_app *a, int64_t batch, struct memest_sweep_row *row,
+                           struct memest_error *err);
+/* The fit check of a step whose least device memory (0: not searched) and
+ * unconstrained total are given, on the current card ... */
+void memest_app_fit_from(const struct memest_app *a, uint64_t least, uint64_t total,
+                         bool least_exact, struct memest_fit *f);
+/* ... and the verdict on a row's estimate (its replay on the card:
+ * row->fits) as memest_fit_judge gives it for an estimate. */
 void memest_app_row_fit(const struct memest_app *a, const struct memest_sweep_row *row,
                         struct memest_fit *f);
 

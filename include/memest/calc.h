@@ -129,17 +129,17 @@ struct memest_pressure {
     uint64_t retries;       /* num_alloc_retries there: release_cached_blocks, retry */
     uint64_t released;      /* bytes the allocator gave back to the device there */
 };
-/* The least memory (when cfg->least) and the verdict on the card (when
- * cfg->card_usable) of the step whose requests are t and whose peaks are
- * pk, with `overhead` outside the allocator. 0 / -1 (err: out of memory,
- * a limit). */
 /* The most events (the cost model's bound) of a step whose least memory is
  * searched without a card: its requests are kept for the replays (16 bytes
  * each). */
 #define MEMEST_LEAST_MAX_EVENTS ((uint64_t)1 << 21)
+/* The least memory (when least) and the verdict on the card (when
+ * cfg->card_usable) of the step whose requests are t and whose peaks are
+ * pk, with `overhead` outside the allocator. 0 / -1 (err: out of memory,
+ * a limit). */
 struct memest_alloc_trace;   /* alloc.h */
 int memest_calc_pressure(const struct memest_alloc_trace *t, const struct memest_step_cfg *cfg,
-                         const struct memest_peak *pk, uint64_t overhead,
+                         bool least, const struct memest_peak *pk, uint64_t overhead,
                          struct memest_pressure *out, struct memest_error *err);
 
 /* The probe's replay under memory pressure (probe.h): the timeline's

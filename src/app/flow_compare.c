@@ -116,10 +116,7 @@ static int card_fit(struct cmp *c, const struct memo_ent *e, struct memest_fit *
                     struct memest_error *err)
 {
     struct memest_app *a = c->a;
-    memest_fit_check(e->least ? e->least : e->total, a->card.memory, a->o->headroom, f);
-    f->unconstrained = e->total;
-    f->has_least = e->least != 0;
-    f->least_exact = e->least_exact;
+    memest_app_fit_from(a, e->least, e->total, e->least_exact, f);
     uint64_t room = a->step.card_usable;   /* the card less the headroom and --used */
     if (e->limit)
         return 0;
@@ -128,10 +125,7 @@ static int card_fit(struct cmp *c, const struct memo_ent *e, struct memest_fit *
         return 0;
     }
     struct memest_sweep_row row;
-    a->step.least = false;
-    int rc = memest_app_row(a, e->batch, &row, err);
-    a->step.least = true;
-    if (rc != 0)
+    if (memest_app_row_verdict(a, e->batch, &row, err) != 0)
         return -1;
     f->judged = true;
     f->fits = row.fits;

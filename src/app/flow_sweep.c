@@ -457,15 +457,31 @@ end:
     return rc;
 }
 
+void memest_app_fit_from(const struct memest_app *a, uint64_t least, uint64_t total,
+                         bool least_exact, struct memest_fit *f)
+{
+    memest_fit_check(least ? least : total, a->card.memory, a->o->headroom, f);
+    f->unconstrained = total;
+    f->has_least = least != 0;
+    f->least_exact = least_exact;
+}
+
 void memest_app_row_fit(const struct memest_app *a, const struct memest_sweep_row *row,
                         struct memest_fit *f)
 {
-    memest_fit_check(row->least ? row->least : row->total_device, a->card.memory, a->o->headroom,
-                     f);
-    f->unconstrained = row->total_device;
-    f->has_least = row->least != 0;
+    memest_app_fit_from(a, row->least, row->total_device, row->least_exact, f);
     f->judged = true;
     f->fits = row->fits;
+}
+
+int memest_app_row_verdict(struct memest_app *a, int64_t batch, struct memest_sweep_row *row,
+                           struct memest_error *err)
+{
+    bool least = a->step.least;
+    a->step.least = false;
+    int rc = memest_app_row(a, batch, row, err);
+    a->step.least = least;
+    return rc;
 }
 
 /* ---- --max-batch ---- */
@@ -489,12 +505,8 @@ static int fits_at(void *ctx, int64_t batch, bool *fits, bool *may_fit, struct m
 {
     struct fits_ctx *c = ctx;
     struct memest_sweep_row row;
-    /* a point of the search needs its verdict only: the replay on the card,
-     * not the least memory's search */
-    c->a->step.least = false;
-    int rc = memest_app_row(c->a, batch, &row, err);
-    c->a->step.least = true;
-    if (rc != 0)
+    /* a point of the search needs its verdict only */
+    if (memest_app_row_verdict(c->a, batch, &row, err) != 0)
         return -1;
     memest_progress_update(&c->pg, ++c->calls, NULL);
     *fits = !row.limit && row.fits;

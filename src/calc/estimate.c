@@ -98,8 +98,6 @@ int memest_estimate_sims(struct memest_run *r, const struct memest_step_cfg *cfg
     uint64_t bound = cfg->pressure_inference ? e->cost.events - e->cost.train_events
                                              : e->cost.train_events;
     bool least = cfg->least && bound <= MEMEST_LEAST_MAX_EVENTS;
-    struct memest_step_cfg pcfg = *cfg;
-    pcfg.least = least;
     e->least_skipped = cfg->least && !least;
     if (least || cfg->card_usable) {
         if (cfg->pressure_inference)
@@ -118,13 +116,13 @@ int memest_estimate_sims(struct memest_run *r, const struct memest_step_cfg *cfg
     if (sims & MEMEST_SIM_INFER) {
         rc = memest_sim_step(r, &inf, infer_tl, &e->infer_peak, err);
         if (rc == 0 && inf.trace)
-            rc = memest_calc_pressure(&itrace, &pcfg, &e->infer_peak, e->overhead,
+            rc = memest_calc_pressure(&itrace, cfg, least, &e->infer_peak, e->overhead,
                                       &e->infer_pressure, err);
     }
     if (rc == 0 && (sims & MEMEST_SIM_TRAIN)) {
         rc = memest_sim_step(r, &train, train_tl, &e->train_peak, err);
         if (rc == 0 && train.trace)
-            rc = memest_calc_pressure(&ttrace, &pcfg, &e->train_peak, e->overhead, &e->pressure,
+            rc = memest_calc_pressure(&ttrace, cfg, least, &e->train_peak, e->overhead, &e->pressure,
                                       err);
     }
     memest_alloc_trace_dispose(&itrace);

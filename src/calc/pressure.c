@@ -30,12 +30,12 @@ static int fail(int rc, struct memest_error *err)
 }
 
 int memest_calc_pressure(const struct memest_alloc_trace *t, const struct memest_step_cfg *cfg,
-                         const struct memest_peak *pk, uint64_t overhead,
+                         bool least, const struct memest_peak *pk, uint64_t overhead,
                          struct memest_pressure *out, struct memest_error *err)
 {
     memset(out, 0, sizeof *out);
     int rc;
-    if (cfg->least) {
+    if (least) {
         /* the simulator's own replay gave the top (reserved only grows
          * without a capacity) and a floor (the step's allocated peak) */
         struct memest_alloc_least l = {.top = pk->reserved, .floor = pk->bytes};

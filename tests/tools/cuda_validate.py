@@ -1882,16 +1882,7 @@ def run_limits(args, memest, models, batches, tmpdir):
             doc["summary"] = limits_summary(configs, False)
             write_json(out_path, doc)
     doc["summary"] = limits_summary(configs, args.dry_run)
-    md = limits_markdown(doc)
-    sys.stdout.write(md)
-    sys.stdout.flush()
-    if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write(md)
-    if out_path:
-        write_json(out_path, doc)
-        log("%s: wrote %s" % (PROG, out_path))
-    return 0
+    return emit(doc, limits_markdown(doc), args, out_path)
 
 
 def check_limits_options(args):
@@ -2072,7 +2063,12 @@ def run(args, memest, models, batches, tmpdir):
             write_json(out_path, doc)
     doc["knob_effects"] = knob_effects(configs)
     doc["summary"] = summarize(configs, args.dry_run)
-    md = markdown(doc)
+    return emit(doc, markdown(doc), args, out_path)
+
+
+def emit(doc, md, args, out_path):
+    """The run's outputs: the Markdown table on stdout (and in --markdown), the JSON document in
+    out_path. 0."""
     sys.stdout.write(md)
     sys.stdout.flush()
     if args.markdown:
